@@ -1,0 +1,34 @@
+# The README's two commands are `make demo` and `make test`; both build .venv when missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+export PREFECT_HOME ?= $(CURDIR)/data/prefect
+export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
+export GX_ANALYTICS_ENABLED ?= false
+export HF_HUB_OFFLINE ?= 1
+
+.PHONY: demo test bench venv clean-data
+
+venv: $(STAMP)
+
+# torch goes first so that later packages find 2.13.0 (the CPU wheel) and do not pull a CUDA build.
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[ml,dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/revbench demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.ingest_bench
+
+clean-data:
+	rm -rf data

@@ -1,0 +1,1 @@
+"""Clients for every external service; each takes its base URL from settings."""

@@ -1,0 +1,148 @@
+"""arXiv export API through the ``arxiv`` package, with our retry policy and timeouts.
+
+``arxiv.Client`` 4.x has no request timeout, does not honour Retry-After and only warns on a
+malformed feed, so the one method that fetches a page is replaced; its URL building, result
+parsing and Result type stay the package's.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import arxiv
+import requests
+from arxiv import _feed  # the package's own Atom parser; Result objects come from it
+from lxml import etree
+
+from revbench.retry import PermanentError, TransientError, call_with_retries, classify_status
+from revbench.settings import ArxivSettings, HttpSettings
+
+_STRICT = etree.XMLParser(resolve_entities=False, no_network=True, recover=False)
+
+
+@dataclass(frozen=True)
+class ArxivRecord:
+    """One search result: the latest version of a paper."""
+
+    arxiv_id: str
+    version: int
+    title: str
+    abstract: str
+    authors: list[str]
+    primary_category: str
+    categories: list[str]
+    published: datetime | None
+    updated: datetime
+    comment: str | None
+
+
+def split_short_id(short_id: str) -> tuple[str, int]:
+    """``2405.01234v2`` -> (``2405.01234``, 2); an id without version is version 1."""
+    head, sep, tail = short_id.rpartition("v")
+    if sep and tail.isdigit() and head:
+        return head, int(tail)
+    return short_id, 1
+
+
+def query_for(category: str, start: datetime, end: datetime) -> str:
+    """The arXiv query for a category over a last-revision-date window (minutes, inclusive)."""
+    fmt = "%Y%m%d%H%M"
+    return f"cat:{category} AND lastUpdatedDate:[{start.strftime(fmt)} TO {end.strftime(fmt)}]"
+
+
+class ArxivClient(arxiv.Client):
+    """``arxiv.Client`` pointed at ``settings.base_url`` with retries, timeouts and the delay."""
+
+    def __init__(self, settings: ArxivSettings, http: HttpSettings):
+        super().__init__(page_size=settings.page_size, delay_seconds=settings.delay_seconds, num_retries=0)
+        self.query_url_format = settings.base_url.rstrip("?") + "?{}"
+        self.settings = settings
+        self.http = http
+        self._last_request: float | None = None
+        self.requests_made = 0
+
+    def _respect_delay(self) -> None:
+        if self._last_request is not None:
+            wait = self.delay_seconds - (time.monotonic() - self._last_request)
+            if wait > 0:
+                time.sleep(wait)
+
+    def _fetch_once(self, url: str, first_page: bool) -> _feed.ParsedFeed:
+        self._respect_delay()
+        try:
+            resp = self._session.get(
+                url, headers={"user-agent": self.http.user_agent}, timeout=self.http.timeout_seconds
+            )
+        except (requests.Timeout, requests.ConnectionError) as exc:
+            raise TransientError(f"arXiv request failed: {exc}", kind="timeout") from exc
+        finally:
+            self._last_request = time.monotonic()
+            self.requests_made += 1
+        classify_status(resp.status_code, resp.headers, "arXiv")
+        content = resp.content
+        try:
+            content.decode("utf-8")
+            etree.fromstring(content, _STRICT)
+        except (UnicodeDecodeError, etree.XMLSyntaxError) as exc:
+            raise TransientError(f"arXiv feed unreadable: {exc}", kind="malformed") from exc
+        feed = _feed.parse(content)
+        if feed.malformed:
+            raise TransientError(f"arXiv feed malformed: {feed.error}", kind="malformed")
+        if not feed.results and not first_page:
+            raise TransientError("arXiv returned an empty page inside a result set", kind="empty_page")
+        return feed
+
+    def _parse_feed(self, url: str, first_page: bool = True, _try_index: int = 0) -> _feed.ParsedFeed:
+        return call_with_retries(lambda: self._fetch_once(url, first_page), self.http, "arXiv query")
+
+    def page(self, query: str, start: int) -> tuple[list[ArxivRecord], int]:
+        """One page of a query sorted by last update, with the total result count."""
+        search = arxiv.Search(
+            query=query,
+            sort_by=arxiv.SortCriterion.LastUpdatedDate,
+            sort_order=arxiv.SortOrder.Ascending,
+        )
+        feed = self._parse_feed(self._format_url(search, start, self.page_size), first_page=start == 0)
+        expected = min(self.page_size, max(feed.header.total_results - start, 0))
+        if len(feed.results) < expected:
+            raise TransientError(
+                f"arXiv page short: {len(feed.results)} of {expected} results", kind="short_page"
+            )
+        return [to_record(r) for r in feed.results], feed.header.total_results
+
+    def search_window(self, category: str, start: datetime, end: datetime) -> tuple[list[ArxivRecord], int]:
+        """All results of one window, paging until the total is reached.
+
+        Returns the records and the total the API reported; callers split a window whose total
+        is above the result ceiling before paging through it (see ``tasks.crawl``).
+        """
+        query = query_for(category, start, end)
+        records, total = self.page(query, 0)
+        if total > self.settings.max_results_per_query:
+            return [], total
+        while len(records) < total:
+            more, _ = self.page(query, len(records))
+            if not more:
+                raise PermanentError(f"arXiv stopped at {len(records)} of {total} for {query}")
+            records.extend(more)
+        return records, total
+
+
+def to_record(r: arxiv.Result) -> ArxivRecord:
+    arxiv_id, version = split_short_id(r.get_short_id())
+    updated = r.updated if r.updated.tzinfo else r.updated.replace(tzinfo=UTC)
+    published = r.published if (r.published is None or r.published.tzinfo) else r.published.replace(tzinfo=UTC)
+    return ArxivRecord(
+        arxiv_id=arxiv_id,
+        version=version,
+        title=" ".join((r.title or "").split()),
+        abstract=" ".join((r.summary or "").split()),
+        authors=[a.name for a in r.authors],
+        primary_category=r.primary_category,
+        categories=list(r.categories),
+        published=published,
+        updated=updated,
+        comment=r.comment or None,
+    )

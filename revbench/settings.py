@@ -1,0 +1,150 @@
+"""The one settings tree, read from the environment (prefix ``REVBENCH_``, nesting ``__``) and ``.env``."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_CATEGORIES = ["cs.AI", "cs.CL", "cs.CV", "cs.IR", "cs.LG"]
+
+
+class HttpSettings(BaseModel):
+    """Retry and timeout policy shared by every HTTP client."""
+
+    timeout_seconds: float = Field(30.0, description="Per-request timeout (connect and read).")
+    max_attempts: int = Field(6, ge=1, description="Attempts per request before a fault is recorded.")
+    backoff_initial_seconds: float = Field(1.0, ge=0, description="First exponential backoff wait.")
+    backoff_max_seconds: float = Field(60.0, ge=0, description="Cap on one backoff wait.")
+    retry_after_max_seconds: float = Field(
+        300.0, ge=0, description="Longest Retry-After we honour; longer asks are cut to this."
+    )
+    user_agent: str = Field("revbench/0.1", description="User-Agent sent to every service.")
+
+
+class ArxivSettings(BaseModel):
+    """arXiv export API."""
+
+    base_url: str = Field("https://export.arxiv.org/api/query", description="Query endpoint.")
+    page_size: int = Field(500, ge=1, le=2000, description="Results per request (API limit 2000).")
+    delay_seconds: float = Field(3.0, ge=0, description="Pause between requests (arXiv asks for 3 s).")
+    max_results_per_query: int = Field(
+        10000, ge=1, description="A slice with more results is split in two (API ceiling 30000)."
+    )
+    slice_days: int = Field(1, ge=1, description="Initial width of a crawl slice in days.")
+    categories: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_CATEGORIES), description="Categories crawled by default."
+    )
+
+
+class SemanticScholarSettings(BaseModel):
+    """Semantic Scholar Graph API."""
+
+    base_url: str = Field("https://api.semanticscholar.org/graph/v1", description="Graph API root.")
+    api_key: SecretStr | None = Field(None, description="Sent as x-api-key when set.")
+    batch_size: int = Field(500, ge=1, le=500, description="Ids per paper/batch request (max 500).")
+    delay_seconds: float = Field(1.0, ge=0, description="Pause between requests.")
+
+
+class PdfSettings(BaseModel):
+    """PDF downloads."""
+
+    base_url: str = Field("https://arxiv.org", description="PDFs are fetched from {base_url}/pdf/{id}v{n}.")
+    max_bytes: int = Field(50_000_000, ge=1024, description="Larger PDFs are rejected (pdf_too_large).")
+
+
+class GrobidSettings(BaseModel):
+    """GROBID service."""
+
+    base_url: str = Field("http://localhost:8070", description="GROBID server root.")
+    consolidate_header: bool = Field(False, description="Ask GROBID to consolidate headers.")
+    concurrency: int = Field(4, ge=1, description="Documents downloaded and extracted at once.")
+    timeout_seconds: float = Field(120.0, gt=0, description="Per-document GROBID timeout.")
+    busy_sleep_seconds: int = Field(5, ge=0, description="Wait after a 503 (server busy) answer.")
+
+
+class LlmSettings(BaseModel):
+    """OpenAI-compatible LLM endpoint (used by later stages)."""
+
+    base_url: str | None = Field(None, description="Endpoint root ending in /v1; unset = offline fallbacks.")
+    api_key: SecretStr | None = Field(None, description="Bearer key for the endpoint.")
+    model: str = Field("gpt-4o-mini", description="Model name sent with each request.")
+
+
+class IngestSettings(BaseModel):
+    """Reconciliation rules and batching of the ingest flow."""
+
+    title_similarity_threshold: float = Field(
+        0.85, ge=0, le=1, description="PDF title vs arXiv title similarity below which a paper is dropped."
+    )
+    author_match_threshold: float = Field(
+        0.6, ge=0, le=1, description="Minimum name similarity to align a PDF author to an arXiv author."
+    )
+    min_abstract_chars: int = Field(40, ge=0, description="Shorter PDF abstracts count as missing.")
+    commit_every: int = Field(200, ge=1, description="Documents per warehouse commit while extracting.")
+
+
+class ReplaySettings(BaseModel):
+    """Local replay server (demo, tests, benchmarks)."""
+
+    host: str = Field("127.0.0.1", description="Bind address; loopback only.")
+    port: int = Field(0, ge=0, description="0 picks a free port.")
+    fault_rate: float = Field(0.0, ge=0, le=1, description="Share of requests answered with a transient fault.")
+    fault_seed: int = Field(0, description="Seed of the fault schedule.")
+    max_consecutive_faults: int = Field(2, ge=0, description="Faults in a row for one request before it succeeds.")
+    timeout_delay_seconds: float = Field(2.0, ge=0, description="How long a 'timeout' fault stalls.")
+    retry_after_seconds: int = Field(1, ge=0, description="Retry-After sent with injected 429s.")
+
+
+class Settings(BaseSettings):
+    """Root of the settings tree."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="REVBENCH_", env_nested_delimiter="__", env_file=".env", extra="ignore"
+    )
+
+    data_dir: Path = Field(Path("data"), description="Everything written (warehouse, caches, releases).")
+    log_level: str = Field("INFO", description="Log level of revbench's own loggers.")
+    http: HttpSettings = Field(default_factory=HttpSettings)
+    arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
+    s2: SemanticScholarSettings = Field(default_factory=SemanticScholarSettings)
+    pdf: PdfSettings = Field(default_factory=PdfSettings)
+    grobid: GrobidSettings = Field(default_factory=GrobidSettings)
+    llm: LlmSettings = Field(default_factory=LlmSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    replay: ReplaySettings = Field(default_factory=ReplaySettings)
+
+    @cached_property
+    def warehouse_path(self) -> Path:
+        return self.data_dir / "warehouse.duckdb"
+
+    @cached_property
+    def cache_dir(self) -> Path:
+        return self.data_dir / "cache"
+
+    @cached_property
+    def worlds_dir(self) -> Path:
+        return self.data_dir / "worlds"
+
+    @cached_property
+    def releases_dir(self) -> Path:
+        return self.data_dir / "releases"
+
+
+def env_names(model: type[BaseModel] = Settings, prefix: str = "REVBENCH_") -> list[str]:
+    """Every environment variable name the settings tree reads, in declaration order."""
+    names: list[str] = []
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            names.extend(env_names(ann, f"{prefix}{name.upper()}__"))
+        else:
+            names.append(f"{prefix}{name.upper()}")
+    return names
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Settings from env and .env, with keyword overrides on top (used by the CLI)."""
+    return Settings(**overrides)  # type: ignore[arg-type]

@@ -1,0 +1,343 @@
+"""A seeded SYNTHETIC world: papers, people and the services' answers about them, plus the truth.
+
+The world stands in for arXiv, Semantic Scholar and GROBID in the demo, tests and benchmarks.
+Its people have homonyms, several emails, institution aliases and missing fields; a few of its
+records are deliberately bad. The hidden truth (who wrote what, who knows what) is written
+beside it so later stages can measure themselves. Every artefact says it is synthetic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from revbench.synth import render
+from revbench.synth.vocab import (
+    ABSTRACT_TEMPLATES,
+    FIRST_NAMES,
+    INSTITUTIONS,
+    LAST_NAMES,
+    METHOD_WORDS,
+    NOUNS,
+    TOPICS,
+)
+
+WORLD_FORMAT = 1
+BAD_KINDS: dict[str, str] = {
+    "tei_no_abstract": "missing_abstract",
+    "title_mismatch": "title_mismatch",
+    "non_utf8": "corrupted_text",
+    "truncated_pdf": "pdf_truncated",
+    "no_authors": "missing_authors",
+    "no_pdf": "pdf_unavailable",
+}
+"""Kinds of deliberately bad records and the reject reason each must end as."""
+
+
+@dataclass(frozen=True)
+class WorldSpec:
+    """What to generate."""
+
+    n_papers: int = 300
+    seed: int = 7
+    start: date = date(2026, 9, 1)
+    end: date = date(2026, 10, 31)
+    documents: bool = True
+    bad_share: float = 0.01
+    homonym_share: float = 0.06
+
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps(self.__dict__, default=str, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def ascii_fold(text: str) -> str:
+    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+
+
+def _email_local(first: str, last: str) -> str:
+    return ascii_fold(f"{first}.{last}").lower().replace(" ", "").replace("'", "")
+
+
+@dataclass
+class _Person:
+    pid: str
+    first: str
+    last: str
+    inst: int
+    emails: list[str]
+    s2_id: str
+    topics: list[str]
+
+
+class _Generator:
+    def __init__(self, spec: WorldSpec):
+        self.spec = spec
+        self.rng = np.random.default_rng(spec.seed)
+        self.topic_ids = [f"{cat}/{sub}" for cat, subs in TOPICS.items() for sub in subs]
+
+    def choice(self, seq: list[Any]) -> Any:
+        return seq[int(self.rng.integers(len(seq)))]
+
+    def people(self, n: int) -> list[_Person]:
+        people: list[_Person] = []
+        names_used: dict[tuple[str, str], int] = {}
+        for i in range(n):
+            if people and self.rng.random() < self.spec.homonym_share:
+                twin = people[int(self.rng.integers(len(people)))]
+                first, last = twin.first, twin.last
+            else:
+                first, last = self.choice(FIRST_NAMES), self.choice(LAST_NAMES)
+            inst = int(self.rng.integers(len(INSTITUTIONS)))
+            names_used[(first, last)] = names_used.get((first, last), 0) + 1
+            local = _email_local(first, last)
+            dup = names_used[(first, last)]
+            local = local if dup == 1 else f"{local}{dup}"
+            emails = [f"{local}@{INSTITUTIONS[inst][3]}"]
+            if self.rng.random() < 0.15:
+                emails.append(f"{local.replace('.', '')}{int(self.rng.integers(10, 99))}@mail.example")
+            n_topics = 1 + int(self.rng.random() < 0.5) + int(self.rng.random() < 0.2)
+            cat = self.choice(list(TOPICS))
+            topics = [f"{cat}/{self.choice(list(TOPICS[cat]))}"]
+            while len(topics) < n_topics:
+                c2 = cat if self.rng.random() < 0.7 else self.choice(list(TOPICS))
+                t = f"{c2}/{self.choice(list(TOPICS[c2]))}"
+                if t not in topics:
+                    topics.append(t)
+            people.append(
+                _Person(f"person_{i + 1:06d}", first, last, inst, emails, str(10_000_000 + i), topics)
+            )
+        return people
+
+    def groups(self, people: list[_Person]) -> list[list[int]]:
+        by_inst: dict[int, list[int]] = {}
+        for i, p in enumerate(people):
+            by_inst.setdefault(p.inst, []).append(i)
+        groups: list[list[int]] = []
+        for members in by_inst.values():
+            members = list(members)
+            self.rng.shuffle(members)
+            while members:
+                size = int(self.rng.integers(3, 9))
+                groups.append(members[:size])
+                members = members[size:]
+        return groups
+
+    def title(self, topic: str) -> str:
+        cat, sub = topic.split("/")
+        kws = TOPICS[cat][sub]
+        k = self.rng.choice(len(kws), 2, replace=False)
+        adj, noun = self.choice(METHOD_WORDS), self.choice(NOUNS)
+        pattern = int(self.rng.integers(4))
+        a, b = kws[k[0]], kws[k[1]]
+        if pattern == 0:
+            return f"{adj} {a.title()} for {b.title()}"
+        if pattern == 1:
+            return f"Towards {adj} {a.title()}: A {noun} Based on {b.title()}"
+        if pattern == 2:
+            return f"On the Role of {a.title()} in {b.title()}"
+        return f"{a.title()} Meets {b.title()}: An {adj} {noun}"
+
+    def abstract(self, topic: str, title: str) -> str:
+        cat, sub = topic.split("/")
+        kws = list(TOPICS[cat][sub])
+        self.rng.shuffle(kws)
+        name = "".join(w[0] for w in title.split() if w[0].isupper())[:6] or "ours"
+        fills = {f"k{i}": kws[i % len(kws)] for i in range(5)}
+        idx = sorted(self.rng.choice(len(ABSTRACT_TEMPLATES), 5, replace=False))
+        return " ".join(
+            ABSTRACT_TEMPLATES[i].format(name=name, adj=self.choice(METHOD_WORDS).lower(), **fills) for i in idx
+        )
+
+
+def _render_affiliation(g: _Generator, inst: int) -> tuple[str | None, str | None]:
+    canonical, aliases, dept, _domain = INSTITUTIONS[inst]
+    r = g.rng.random()
+    if r < 0.08:
+        return None, None
+    if r < 0.55:
+        return dept, canonical
+    if r < 0.85:
+        return None, g.choice(aliases)
+    return dept, g.choice(aliases)
+
+
+def generate_world(
+    out_dir: Path, spec: WorldSpec, progress: Callable[[str, int, int], None] | None = None
+) -> dict[str, Any]:
+    """Write the world to ``out_dir`` and return its manifest; same spec, same bytes."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "truth").mkdir(exist_ok=True)
+    g = _Generator(spec)
+    n_people = max(20, int(spec.n_papers * 1.2))
+    people = g.people(n_people)
+    groups = g.groups(people)
+    group_sizes = np.array([len(gr) for gr in groups], dtype=float)
+    group_p = group_sizes / group_sizes.sum()
+
+    start_dt = datetime(spec.start.year, spec.start.month, spec.start.day, tzinfo=UTC)
+    span = (datetime(spec.end.year, spec.end.month, spec.end.day, 23, 59, tzinfo=UTC) - start_dt).total_seconds()
+    month_seq: dict[str, int] = {}
+
+    papers: list[dict[str, Any]] = []
+    truth_mentions: list[dict[str, Any]] = []
+    for i in range(spec.n_papers):
+        grp = groups[int(g.rng.choice(len(groups), p=group_p))]
+        lead = grp[int(g.rng.integers(len(grp)))]
+        topic = g.choice(people[lead].topics)
+        n_auth = int(min(len(grp), max(1, g.rng.poisson(2.3) + 1)))
+        team = [lead] + [m for m in g.rng.permutation(grp).tolist() if m != lead][: n_auth - 1]
+        if g.rng.random() < 0.25:
+            outsider = int(g.rng.integers(len(people)))
+            if outsider not in team:
+                team.append(outsider)
+        g.rng.shuffle(team)
+        updated = start_dt + timedelta(seconds=int(g.rng.random() * span))
+        n_versions = 1 + int(g.rng.random() < 0.22) + int(g.rng.random() < 0.08)
+        published = updated - timedelta(days=int(g.rng.integers(0, 90)) if n_versions > 1 else 0, hours=0)
+        versions = []
+        for v in range(1, n_versions + 1):
+            frac = (v - 1) / max(n_versions - 1, 1)
+            versions.append((v, published + (updated - published) * frac))
+        yymm = published.strftime("%y%m")
+        month_seq[yymm] = month_seq.get(yymm, 0) + 1
+        arxiv_id = f"{yymm}.{month_seq[yymm]:05d}"
+        cat = topic.split("/")[0]
+        cats = [cat]
+        if g.rng.random() < 0.3:
+            other = g.choice([c for c in TOPICS if c != cat])
+            cats.append(other)
+        title = g.title(topic)
+        papers.append(
+            dict(
+                arxiv_id=arxiv_id, topic=topic, title=title, abstract=g.abstract(topic, title),
+                team=team, versions=versions, published=published, primary_category=cat, categories=cats,
+            )
+        )
+        for pos, pidx in enumerate(team):
+            truth_mentions.append(dict(arxiv_id=arxiv_id, position=pos, person_id=people[pidx].pid))
+        if progress and i % 1000 == 0:
+            progress("papers", i, spec.n_papers)
+
+    n_bad = max(1, round(spec.n_papers * spec.bad_share)) if spec.n_papers >= 30 else 0
+    order = g.rng.permutation(len(papers)).tolist()
+    bad: dict[int, str] = {}
+    for k, kind in enumerate(BAD_KINDS):
+        for j in range(n_bad):
+            bad[order[k * n_bad + j]] = kind
+
+    arxiv_rows, s2_rows, doc_rows, bad_rows = [], [], [], []
+    author_history: dict[int, list[dict[str, Any]]] = {}
+    for i, p in enumerate(papers):
+        names = [f"{people[m].first} {people[m].last}" for m in p["team"]]
+        entries = [
+            dict(version=v, date=d, entry=render.atom_entry(
+                p["arxiv_id"], v, d, p["published"], p["title"], p["abstract"], names,
+                p["primary_category"], p["categories"]))
+            for v, d in p["versions"]
+        ]
+        arxiv_rows.append(dict(arxiv_id=p["arxiv_id"], primary_category=p["primary_category"],
+                               categories=p["categories"], versions=entries))
+        s2_authors = []
+        for m in p["team"]:
+            aid = None if g.rng.random() < 0.03 else people[m].s2_id
+            s2_authors.append({"authorId": aid, "name": f"{people[m].first} {people[m].last}"})
+        paper_id = hashlib.sha1(p["arxiv_id"].encode()).hexdigest()
+        year = p["versions"][-1][1].year
+        if g.rng.random() >= 0.05:
+            s2_rows.append(dict(arxiv_id=p["arxiv_id"], json=render.s2_paper(p["arxiv_id"], paper_id, p["title"], year, s2_authors)))
+        for m in p["team"]:
+            author_history.setdefault(m, []).append(
+                {"paperId": paper_id, "externalIds": {"ArXiv": p["arxiv_id"]}, "title": p["title"],
+                 "abstract": p["abstract"], "year": year, "publicationDate": p["published"].date().isoformat()})
+        kind = bad.get(i)
+        if kind:
+            bad_rows.append(dict(arxiv_id=p["arxiv_id"], kind=kind, expected_reason=BAD_KINDS[kind]))
+        if spec.documents:
+            tei_authors = []
+            for m in p["team"]:
+                person = people[m]
+                forename = person.first if g.rng.random() > 0.15 else f"{person.first[0]}."
+                dept, inst = _render_affiliation(g, person.inst)
+                er = g.rng.random()
+                email = None if er < 0.3 else (person.emails[-1] if er > 0.9 else person.emails[0])
+                tei_authors.append(dict(forename=forename, surname=person.last, email=email, department=dept, institution=inst))
+            for v, _d in p["versions"]:
+                if kind == "no_pdf":
+                    continue
+                title, abstract, authors = p["title"], p["abstract"], tei_authors
+                if kind == "tei_no_abstract":
+                    abstract = None
+                elif kind == "title_mismatch":
+                    title = papers[(i + 1) % len(papers)]["title"]
+                elif kind == "no_authors":
+                    authors = []
+                tei = render.tei_header(p["arxiv_id"], title, abstract, authors).encode("utf-8")
+                if kind == "non_utf8":
+                    # latin-1 bytes inside a document that declares UTF-8
+                    tei = tei.replace(b"</p></div></abstract>", " r\xe9sum\xe9 na\xefve</p></div></abstract>".encode("latin-1"))
+                pdf = render.minimal_pdf([p["title"], ", ".join(names), render.SYNTHETIC_NOTE, *p["abstract"].split(". ")])
+                if kind == "truncated_pdf":
+                    pdf = pdf[: len(pdf) // 2]
+                doc_rows.append(dict(arxiv_id=p["arxiv_id"], version=v, pdf=pdf, tei=tei,
+                                     pdf_sha256=hashlib.sha256(pdf).hexdigest()))
+
+    s2_author_rows = []
+    for m, hist in author_history.items():
+        person = people[m]
+        for _ in range(int(g.rng.poisson(4))):
+            topic = g.choice(person.topics)
+            t = g.title(topic)
+            yr = int(g.rng.integers(2016, spec.start.year + 1))
+            hist.append({"paperId": hashlib.sha1(f"{person.pid}/{t}/{yr}".encode()).hexdigest(),
+                         "externalIds": {}, "title": t, "abstract": g.abstract(topic, t), "year": yr,
+                         "publicationDate": f"{yr}-06-01"})
+        s2_author_rows.append(dict(author_id=person.s2_id, json=json.dumps(hist, ensure_ascii=False)))
+
+    pl.DataFrame(arxiv_rows).write_parquet(out_dir / "arxiv.parquet")
+    pl.DataFrame(s2_rows, schema={"arxiv_id": pl.Utf8, "json": pl.Utf8}).write_parquet(out_dir / "s2_papers.parquet")
+    pl.DataFrame(s2_author_rows).write_parquet(out_dir / "s2_authors.parquet")
+    if spec.documents:
+        pl.DataFrame(doc_rows).write_parquet(out_dir / "documents.parquet")
+    pl.DataFrame(
+        [dict(person_id=p.pid, name=f"{p.first} {p.last}", institution=INSTITUTIONS[p.inst][0],
+              emails=p.emails, s2_author_id=p.s2_id, expertise=p.topics) for p in people]
+    ).write_parquet(out_dir / "truth" / "persons.parquet")
+    pl.DataFrame(truth_mentions).write_parquet(out_dir / "truth" / "mentions.parquet")
+    pl.DataFrame(
+        [dict(arxiv_id=p["arxiv_id"], topic=p["topic"]) for p in papers]
+    ).write_parquet(out_dir / "truth" / "paper_topics.parquet")
+    pl.DataFrame(bad_rows, schema={"arxiv_id": pl.Utf8, "kind": pl.Utf8, "expected_reason": pl.Utf8}).write_parquet(
+        out_dir / "truth" / "bad_records.parquet"
+    )
+    manifest = {
+        "synthetic": True,
+        "notice": "SYNTHETIC world generated by revbench: no paper, person or address in it is real.",
+        "format": WORLD_FORMAT,
+        "spec": {k: (v.isoformat() if isinstance(v, date) else v) for k, v in spec.__dict__.items()},
+        "spec_key": spec.key(),
+        "counts": {
+            "papers": len(papers), "mentions": len(truth_mentions), "persons": len(people),
+            "documents": len(doc_rows), "s2_papers": len(s2_rows), "bad_records": len(bad_rows),
+        },
+    }
+    (out_dir / "world.json").write_text(json.dumps(manifest, indent=2))
+    return manifest
+
+
+def ensure_world(out_dir: Path, spec: WorldSpec) -> dict[str, Any]:
+    """Generate the world unless ``out_dir`` already holds the same spec."""
+    manifest_path = out_dir / "world.json"
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("spec_key") == spec.key() and manifest.get("format") == WORLD_FORMAT:
+            return manifest
+    return generate_world(out_dir, spec)

@@ -1,0 +1,70 @@
+"""The declaration language for tables: one ``Table`` per warehouse table, columns typed with polars dtypes.
+
+Everything else is derived from these declarations: DuckDB DDL (``warehouse.ddl``), polars
+schemas for frames handed to the warehouse, great-expectations suites (``schemas.quality``) and
+the release schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column and the checks every row must pass."""
+
+    name: str
+    dtype: pl.DataType
+    nullable: bool = True
+    doc: str = ""
+    pattern: str | None = None
+    allowed: tuple[str, ...] | None = None
+    min_value: float | None = None
+    max_value: float | None = None
+    min_length: int | None = None
+    since: int = 1
+
+
+@dataclass(frozen=True)
+class Table:
+    """A warehouse table: its columns, natural key and the migration that created it."""
+
+    name: str
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...]
+    doc: str = ""
+    since: int = 1
+    validate: bool = False
+    indexes: tuple[tuple[str, ...], ...] = field(default_factory=tuple)
+
+    def column(self, name: str) -> Column:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        raise KeyError(f"{self.name} has no column {name!r}")
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def polars_schema(self) -> pl.Schema:
+        return pl.Schema({c.name: c.dtype for c in self.columns})
+
+    def empty(self) -> pl.DataFrame:
+        """An empty frame with this table's schema."""
+        return pl.DataFrame(schema=self.polars_schema)
+
+    def conform(self, df: pl.DataFrame) -> pl.DataFrame:
+        """Select and cast ``df`` to this table's columns; missing nullable columns become null."""
+        missing = [c.name for c in self.columns if c.name not in df.columns and not c.nullable]
+        if missing:
+            raise ValueError(f"{self.name}: frame lacks required columns {missing}")
+        exprs = [
+            (pl.col(c.name) if c.name in df.columns else pl.lit(None)).cast(c.dtype).alias(c.name)
+            for c in self.columns
+        ]
+        return df.select(exprs)

@@ -1,0 +1,239 @@
+"""Every warehouse table, declared once."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from schemas.model import Column, Table
+
+ARXIV_ID_PATTERN = r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})$"
+
+REJECT_REASONS: tuple[str, ...] = (
+    "pdf_unavailable",
+    "pdf_not_pdf",
+    "pdf_too_large",
+    "pdf_truncated",
+    "grobid_failed",
+    "grobid_invalid_tei",
+    "fetch_failed",
+    "missing_title",
+    "missing_abstract",
+    "missing_authors",
+    "title_mismatch",
+    "corrupted_text",
+)
+"""Named reasons a paper is not loaded; every drop is one row in ``rejects`` with one of these."""
+
+DOCUMENT_STATUSES: tuple[str, ...] = (
+    "ok",
+    "pdf_unavailable",
+    "pdf_not_pdf",
+    "pdf_too_large",
+    "pdf_truncated",
+    "grobid_failed",
+    "grobid_invalid_tei",
+    "fetch_failed",
+)
+"""Outcome of fetching and extracting one paper version; all but ``fetch_failed`` are final."""
+
+TRANSIENT_DOCUMENT_STATUSES: tuple[str, ...] = ("fetch_failed",)
+
+AUTHOR_NAME = pl.Struct({"name": pl.Utf8})
+PDF_AUTHOR = pl.Struct(
+    {
+        "forename": pl.Utf8,
+        "surname": pl.Utf8,
+        "email": pl.Utf8,
+        "department": pl.Utf8,
+        "institution": pl.Utf8,
+        "affiliation": pl.Utf8,
+    }
+)
+S2_AUTHOR = pl.Struct({"author_id": pl.Utf8, "name": pl.Utf8})
+_ID = Column("arxiv_id", pl.Utf8, nullable=False, pattern=ARXIV_ID_PATTERN, doc="arXiv id without version")
+
+SCHEMA_VERSION_TABLE = Table(
+    name="schema_version",
+    columns=(
+        Column("version", pl.Int64, nullable=False),
+        Column("applied_at", pl.Datetime("us", "UTC"), nullable=False),
+        Column("description", pl.Utf8),
+    ),
+    primary_key=("version",),
+    doc="Migrations applied to this warehouse.",
+)
+
+RUNS = Table(
+    name="runs",
+    columns=(
+        Column("run_id", pl.Utf8, nullable=False, doc="Prefect flow run id (or a local uuid)"),
+        Column("flow", pl.Utf8, nullable=False),
+        Column("status", pl.Utf8, nullable=False, allowed=("running", "completed", "failed", "crashed")),
+        Column("started_at", pl.Datetime("us", "UTC"), nullable=False),
+        Column("finished_at", pl.Datetime("us", "UTC")),
+        Column("parameters", pl.Utf8, doc="JSON of the flow parameters (never secrets)"),
+        Column("code_version", pl.Utf8),
+        Column("error", pl.Utf8),
+    ),
+    primary_key=("run_id",),
+    doc="One row per flow run.",
+)
+
+RUN_STAGES = Table(
+    name="run_stages",
+    columns=(
+        Column("run_id", pl.Utf8, nullable=False),
+        Column("stage", pl.Utf8, nullable=False),
+        Column("rows_in", pl.Int64, nullable=False, min_value=0),
+        Column("rows_out", pl.Int64, nullable=False, min_value=0),
+        Column("rejected", pl.Int64, nullable=False, min_value=0),
+        Column("seconds", pl.Float64),
+    ),
+    primary_key=("run_id", "stage"),
+    doc="Rows in and out of each stage of a run.",
+)
+
+CRAWL_SLICES = Table(
+    name="crawl_slices",
+    columns=(
+        Column("category", pl.Utf8, nullable=False),
+        Column("slice_start", pl.Datetime("us", "UTC"), nullable=False),
+        Column("slice_end", pl.Datetime("us", "UTC"), nullable=False),
+        Column("n_results", pl.Int64, nullable=False, min_value=0),
+        Column("completed_at", pl.Datetime("us", "UTC"), nullable=False),
+        Column("run_id", pl.Utf8),
+    ),
+    primary_key=("category", "slice_start", "slice_end"),
+    doc="Closed arXiv query slices already crawled; a re-run skips them.",
+)
+
+ARXIV_RECORDS = Table(
+    name="arxiv_records",
+    columns=(
+        _ID,
+        Column("version", pl.Int64, nullable=False, min_value=1),
+        Column("title", pl.Utf8),
+        Column("abstract", pl.Utf8),
+        Column("authors", pl.List(pl.Utf8)),
+        Column("primary_category", pl.Utf8),
+        Column("categories", pl.List(pl.Utf8)),
+        Column("published", pl.Datetime("us", "UTC")),
+        Column("updated", pl.Datetime("us", "UTC"), nullable=False),
+        Column("comment", pl.Utf8),
+        Column("record_hash", pl.Utf8, nullable=False),
+        Column("crawled_at", pl.Datetime("us", "UTC"), nullable=False),
+    ),
+    primary_key=("arxiv_id",),
+    doc="Latest version of each paper seen by the crawl.",
+)
+
+S2_PAPERS = Table(
+    name="s2_papers",
+    columns=(
+        _ID,
+        Column("found", pl.Boolean, nullable=False),
+        Column("s2_paper_id", pl.Utf8),
+        Column("authors", pl.List(S2_AUTHOR)),
+        Column("record_hash", pl.Utf8, nullable=False),
+        Column("fetched_at", pl.Datetime("us", "UTC"), nullable=False),
+    ),
+    primary_key=("arxiv_id",),
+    doc="Semantic Scholar lookup of each paper (found = false when S2 does not know it).",
+)
+
+DOCUMENTS = Table(
+    name="documents",
+    columns=(
+        _ID,
+        Column("version", pl.Int64, nullable=False, min_value=1),
+        Column("status", pl.Utf8, nullable=False, allowed=DOCUMENT_STATUSES),
+        Column("detail", pl.Utf8),
+        Column("attempts", pl.Int64, nullable=False, min_value=0),
+        Column("pdf_sha256", pl.Utf8),
+        Column("pdf_bytes", pl.Int64),
+        Column("tei_sha256", pl.Utf8),
+        Column("pdf_title", pl.Utf8),
+        Column("pdf_abstract", pl.Utf8),
+        Column("pdf_authors", pl.List(PDF_AUTHOR)),
+        Column("extracted_at", pl.Datetime("us", "UTC"), nullable=False),
+    ),
+    primary_key=("arxiv_id", "version"),
+    doc="PDF download and GROBID header extraction of each paper version.",
+)
+
+PAPERS = Table(
+    name="papers",
+    columns=(
+        _ID,
+        Column("version", pl.Int64, nullable=False, min_value=1),
+        Column("title", pl.Utf8, nullable=False, min_length=1),
+        Column("abstract", pl.Utf8, nullable=False, min_length=1),
+        Column("primary_category", pl.Utf8, nullable=False, pattern=r"^[a-z\-]+(\.[A-Za-z\-]+)?$"),
+        Column("categories", pl.List(pl.Utf8), nullable=False),
+        Column("published", pl.Datetime("us", "UTC")),
+        Column("updated", pl.Datetime("us", "UTC"), nullable=False),
+        Column("year", pl.Int64, nullable=False, min_value=1991, max_value=2100),
+        Column("s2_paper_id", pl.Utf8),
+        Column("pdf_sha256", pl.Utf8, nullable=False, pattern=r"^[0-9a-f]{64}$"),
+        Column("pdf_title", pl.Utf8),
+        Column("title_similarity", pl.Float64, nullable=False, min_value=0, max_value=1),
+        Column("n_authors", pl.Int64, nullable=False, min_value=1),
+        Column("input_hash", pl.Utf8, nullable=False),
+        Column("run_id", pl.Utf8),
+        Column("loaded_at", pl.Datetime("us", "UTC"), nullable=False),
+    ),
+    primary_key=("arxiv_id",),
+    doc="The corpus: one row per paper, latest version in the window, checked against its PDF.",
+    validate=True,
+)
+
+MENTIONS = Table(
+    name="mentions",
+    columns=(
+        _ID,
+        Column("position", pl.Int64, nullable=False, min_value=0),
+        Column("name", pl.Utf8, nullable=False, min_length=1, doc="author name as arXiv lists it"),
+        Column("pdf_name", pl.Utf8, doc="the aligned GROBID author's name"),
+        Column("email", pl.Utf8, pattern=r"^[^@\s]+@[^@\s]+$"),
+        Column("affiliation", pl.Utf8, doc="the PDF's affiliation string (department, institution)"),
+        Column("department", pl.Utf8),
+        Column("institution", pl.Utf8),
+        Column("s2_author_id", pl.Utf8),
+        Column("pdf_match_score", pl.Float64, min_value=0, max_value=1),
+    ),
+    primary_key=("arxiv_id", "position"),
+    doc="Author mentions: one per (paper, position in arXiv's author list).",
+    validate=True,
+)
+
+REJECTS = Table(
+    name="rejects",
+    columns=(
+        _ID,
+        Column("version", pl.Int64, nullable=False, min_value=1),
+        Column("stage", pl.Utf8, nullable=False, allowed=("extract", "reconcile")),
+        Column("reason", pl.Utf8, nullable=False, allowed=REJECT_REASONS),
+        Column("detail", pl.Utf8),
+        Column("input_hash", pl.Utf8, nullable=False),
+        Column("run_id", pl.Utf8),
+        Column("recorded_at", pl.Datetime("us", "UTC"), nullable=False),
+    ),
+    primary_key=("arxiv_id",),
+    doc="Papers not loaded, each with its named reason; cleared when a later version loads.",
+    validate=True,
+)
+
+ALL_TABLES: tuple[Table, ...] = (
+    SCHEMA_VERSION_TABLE,
+    RUNS,
+    RUN_STAGES,
+    CRAWL_SLICES,
+    ARXIV_RECORDS,
+    S2_PAPERS,
+    DOCUMENTS,
+    PAPERS,
+    MENTIONS,
+    REJECTS,
+)
+
+TABLES: dict[str, Table] = {t.name: t for t in ALL_TABLES}

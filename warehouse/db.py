@@ -1,0 +1,322 @@
+"""The warehouse: the only place that opens DuckDB and writes SQL.
+
+Stages hand it polars frames; it conforms them to the declared schema, upserts by natural key
+and runs each load in one transaction so that a crash leaves nothing partial.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from schemas.model import Table
+from schemas.tables import (
+    ARXIV_RECORDS,
+    CRAWL_SLICES,
+    DOCUMENTS,
+    MENTIONS,
+    PAPERS,
+    REJECTS,
+    RUN_STAGES,
+    RUNS,
+    S2_PAPERS,
+    SCHEMA_VERSION_TABLE,
+    TABLES,
+    TRANSIENT_DOCUMENT_STATUSES,
+)
+from warehouse.ddl import create_table_sql
+from warehouse.migrations import LATEST_VERSION, migrations
+
+
+def _q(name: str) -> str:
+    return f'"{name}"'
+
+
+def utcnow() -> datetime:
+    """Timezone-aware now, the only clock the warehouse stamps rows with."""
+    return datetime.now(UTC)
+
+
+class Warehouse:
+    """A DuckDB file with the revbench schema, migrated on open."""
+
+    def __init__(self, path: Path | str, read_only: bool = False):
+        self.path = Path(path)
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        elif not self.path.exists():
+            raise FileNotFoundError(f"no warehouse at {self.path}; run an ingest first")
+        self.con = duckdb.connect(str(self.path), read_only=read_only)
+        self._exec("SET TimeZone = 'UTC'")
+        self._in_tx = False
+        if not read_only:
+            self.migrate()
+
+    @classmethod
+    @contextmanager
+    def open(cls, path: Path | str, read_only: bool = False) -> Iterator[Warehouse]:
+        """Open, yield, and always close (DuckDB holds a file lock while open)."""
+        wh = cls(path, read_only=read_only)
+        try:
+            yield wh
+        finally:
+            wh.close()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def schema_version(self) -> int:
+        self._exec(create_table_sql(SCHEMA_VERSION_TABLE))
+        row = self._exec("SELECT max(version) FROM schema_version")[0]
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def migrate(self) -> list[int]:
+        """Apply pending migrations; returns the versions applied."""
+        current = self.schema_version()
+        applied: list[int] = []
+        for m in migrations():
+            if m.version <= current:
+                continue
+            with self.transaction():
+                for stmt in m.statements:
+                    self._exec(stmt)
+                self.frame(
+                    "INSERT INTO schema_version VALUES (?, ?, ?)", [m.version, utcnow(), m.description]
+                )
+            applied.append(m.version)
+        return applied
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic unit; nested use joins the outer transaction."""
+        if self._in_tx:
+            yield
+            return
+        self._exec("BEGIN TRANSACTION")
+        self._in_tx = True
+        try:
+            yield
+        except BaseException:
+            self._exec("ROLLBACK")
+            raise
+        else:
+            self._exec("COMMIT")
+        finally:
+            self._in_tx = False
+
+    def _exec(self, query: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+        # DuckDB 2 refuses new work while a result is unfetched, so every statement is drained.
+        return self.con.execute(query, params).fetchall()
+
+    def frame(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
+        """Run a query and return its rows as a polars frame."""
+        return self.con.sql(query, params=params).pl()
+
+    def _register(self, table: Table, df: pl.DataFrame) -> str:
+        name = f"_incoming_{table.name}"
+        self.con.register(name, table.conform(df).to_arrow())
+        return name
+
+    def upsert(self, table: Table, df: pl.DataFrame, only_if: str | None = None) -> int:
+        """Insert or update rows by the table's natural key; ``only_if`` guards updates (SQL on
+        ``excluded`` and the table)."""
+        if df.height == 0:
+            return 0
+        df = df.unique(subset=list(table.primary_key), keep="last", maintain_order=True)
+        src = self._register(table, df)
+        cols = ", ".join(_q(c) for c in table.names)
+        pk = ", ".join(_q(c) for c in table.primary_key)
+        updates = [c for c in table.names if c not in table.primary_key]
+        if updates:
+            sets = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in updates)
+            action = f"DO UPDATE SET {sets}" + (f" WHERE {only_if}" if only_if else "")
+        else:
+            action = "DO NOTHING"
+        with self.transaction():
+            self.frame(
+                f"INSERT INTO {_q(table.name)} ({cols}) SELECT {cols} FROM {src} ON CONFLICT ({pk}) {action}"
+            )
+        self.con.unregister(src)
+        return df.height
+
+    def delete_where_in(self, table: Table, column: str, values: Sequence[Any]) -> None:
+        """Delete rows whose ``column`` is one of ``values``."""
+        if not values:
+            return
+        self.con.register("_keys", pl.DataFrame({"k": list(values)}).to_arrow())
+        with self.transaction():
+            self._exec(f"DELETE FROM {_q(table.name)} WHERE {_q(column)} IN (SELECT k FROM _keys)")
+        self.con.unregister("_keys")
+
+    def read(self, table: Table, order_by: Sequence[str] | None = None) -> pl.DataFrame:
+        """A whole table as a frame with its declared schema."""
+        order = ", ".join(_q(c) for c in (order_by or table.primary_key))
+        cols = ", ".join(_q(c) for c in table.names)
+        df = self.frame(f"SELECT {cols} FROM {_q(table.name)} ORDER BY {order}")
+        return table.conform(df) if df.height else table.empty()
+
+    def count(self, table: Table) -> int:
+        return int(self._exec(f"SELECT count(*) FROM {_q(table.name)}")[0][0])
+
+    def table_counts(self) -> dict[str, int]:
+        """Row counts of every declared table."""
+        return {name: self.count(t) for name, t in TABLES.items() if name != "schema_version"}
+
+    # runs
+
+    def mark_crashed_runs(self) -> int:
+        """Runs still 'running' when a new run starts died without finishing (DuckDB's lock
+        means no other writer can be alive)."""
+        with self.transaction():
+            n = self._exec("SELECT count(*) FROM runs WHERE status = 'running'")[0][0]
+            self._exec(
+                "UPDATE runs SET status = 'crashed', finished_at = ? WHERE status = 'running'", [utcnow()]
+            )
+        return int(n)
+
+    def start_run(self, run_id: str, flow: str, parameters: dict[str, Any], code_version: str) -> None:
+        row = {
+            "run_id": run_id,
+            "flow": flow,
+            "status": "running",
+            "started_at": utcnow(),
+            "parameters": json.dumps(parameters, default=str, sort_keys=True),
+            "code_version": code_version,
+        }
+        self.upsert(RUNS, pl.DataFrame([row]))
+
+    def finish_run(self, run_id: str, status: str, error: str | None = None) -> None:
+        with self.transaction():
+            self._exec(
+                "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE run_id = ?",
+                [status, utcnow(), error, run_id],
+            )
+
+    def record_stage(
+        self, run_id: str, stage: str, rows_in: int, rows_out: int, rejected: int, seconds: float
+    ) -> None:
+        row = dict(run_id=run_id, stage=stage, rows_in=rows_in, rows_out=rows_out, rejected=rejected, seconds=seconds)
+        self.upsert(RUN_STAGES, pl.DataFrame([row]))
+
+    def run_stages(self, run_id: str) -> pl.DataFrame:
+        return self.frame(
+            "SELECT stage, rows_in, rows_out, rejected, seconds FROM run_stages WHERE run_id = ? ORDER BY rowid",
+            [run_id],
+        )
+
+    # crawl
+
+    def completed_slices(self) -> set[tuple[str, datetime, datetime]]:
+        rows = self._exec("SELECT category, slice_start, slice_end FROM crawl_slices")
+        return {(c, s, e) for c, s, e in rows}
+
+    def save_slice(self, records: pl.DataFrame, slice_row: dict[str, Any] | None) -> None:
+        """Store a crawled slice's records and, for a closed slice, mark it done, atomically."""
+        with self.transaction():
+            # A newer version replaces an older one; an older one never overwrites a newer.
+            self.upsert(ARXIV_RECORDS, records, only_if="excluded.version >= arxiv_records.version")
+            if slice_row is not None:
+                self.upsert(CRAWL_SLICES, pl.DataFrame([slice_row]))
+
+    # enrich
+
+    def ids_missing_s2(self) -> list[str]:
+        rows = self._exec(
+            "SELECT r.arxiv_id FROM arxiv_records r ANTI JOIN s2_papers s USING (arxiv_id) ORDER BY r.arxiv_id"
+        )
+        return [r[0] for r in rows]
+
+    # documents
+
+    def pending_documents(self) -> pl.DataFrame:
+        """Latest versions with no final extraction outcome yet."""
+        transient = ", ".join(f"'{s}'" for s in TRANSIENT_DOCUMENT_STATUSES)
+        return self.frame(
+            f"""SELECT r.arxiv_id, r.version FROM arxiv_records r
+                LEFT JOIN documents d ON d.arxiv_id = r.arxiv_id AND d.version = r.version
+                WHERE d.arxiv_id IS NULL OR d.status IN ({transient})
+                ORDER BY r.arxiv_id"""
+        )
+
+    def previous_attempts(self, keys: pl.DataFrame) -> dict[tuple[str, int], int]:
+        if keys.height == 0:
+            return {}
+        self.con.register("_k", keys.select("arxiv_id", "version").to_arrow())
+        rows = self._exec(
+            "SELECT d.arxiv_id, d.version, d.attempts FROM documents d JOIN _k USING (arxiv_id, version)"
+        )
+        self.con.unregister("_k")
+        return {(a, v): n for a, v, n in rows}
+
+    def save_documents(self, docs: pl.DataFrame) -> None:
+        self.upsert(DOCUMENTS, docs)
+
+    # reconcile and load
+
+    def reconcile_inputs(self) -> pl.DataFrame:
+        """Each paper's latest arXiv record with its extraction and S2 lookup (documents that
+        were never attempted are left out: they are pending, not rejected)."""
+        df = self.frame(
+            """SELECT r.arxiv_id, r.version, r.title, r.abstract, r.authors, r.primary_category,
+                      r.categories, r.published, r.updated, r.record_hash,
+                      d.status AS doc_status, d.detail AS doc_detail, d.pdf_sha256, d.tei_sha256,
+                      d.pdf_title, d.pdf_abstract, d.pdf_authors,
+                      s.found AS s2_found, s.s2_paper_id, s.authors AS s2_authors,
+                      s.record_hash AS s2_hash
+               FROM arxiv_records r
+               JOIN documents d ON d.arxiv_id = r.arxiv_id AND d.version = r.version
+               LEFT JOIN s2_papers s ON s.arxiv_id = r.arxiv_id
+               ORDER BY r.arxiv_id"""
+        )
+        return df
+
+    def loaded_input_hashes(self) -> set[str]:
+        rows = self._exec(
+            "SELECT input_hash FROM papers UNION ALL SELECT input_hash FROM rejects"
+        )
+        return {r[0] for r in rows}
+
+    def load_corpus(self, papers: pl.DataFrame, mentions: pl.DataFrame, rejects: pl.DataFrame) -> None:
+        """Write accepted papers with their mentions and rejected papers with their reasons, in
+        one transaction; a paper's mentions are replaced whole, and a rejected later version
+        removes the paper from the corpus."""
+        accepted = papers["arxiv_id"].to_list() if papers.height else []
+        rejected = rejects["arxiv_id"].to_list() if rejects.height else []
+        with self.transaction():
+            self.delete_where_in(MENTIONS, "arxiv_id", accepted + rejected)
+            self.delete_where_in(PAPERS, "arxiv_id", rejected)
+            self.delete_where_in(REJECTS, "arxiv_id", accepted)
+            self.upsert(PAPERS, papers)
+            self.upsert(MENTIONS, mentions)
+            self.upsert(REJECTS, rejects)
+
+    def reject_counts(self) -> pl.DataFrame:
+        return self.frame(
+            "SELECT reason, count(*) AS n FROM rejects GROUP BY reason ORDER BY n DESC, reason"
+        )
+
+    def sample(self, table: Table, n: int = 10) -> pl.DataFrame:
+        return self.frame(
+            f"SELECT * FROM {_q(table.name)} ORDER BY {', '.join(_q(k) for k in table.primary_key)} LIMIT {int(n)}"
+        )
+
+    def snapshot(self) -> dict[str, pl.DataFrame]:
+        """Every corpus table without run bookkeeping or timestamps, for comparing runs."""
+        out: dict[str, pl.DataFrame] = {}
+        volatile = {"run_id", "crawled_at", "fetched_at", "extracted_at", "loaded_at", "recorded_at", "completed_at", "attempts", "detail"}
+        for table in (ARXIV_RECORDS, S2_PAPERS, DOCUMENTS, PAPERS, MENTIONS, REJECTS):
+            df = self.read(table)
+            out[table.name] = df.drop([c for c in df.columns if c in volatile])
+        return out
+
+
+def latest_version() -> int:
+    """The schema version a fully migrated warehouse is at."""
+    return LATEST_VERSION

@@ -1,0 +1,50 @@
+"""DuckDB DDL derived from the declarations in ``schemas``."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from schemas.model import Column, Table
+
+
+def duckdb_type(dtype: pl.DataType) -> str:
+    """The DuckDB type that round-trips a polars dtype through Arrow."""
+    if isinstance(dtype, pl.List):
+        return f"{duckdb_type(dtype.inner)}[]"
+    if isinstance(dtype, pl.Struct):
+        inner = ", ".join(f'"{f.name}" {duckdb_type(f.dtype)}' for f in dtype.fields)
+        return f"STRUCT({inner})"
+    if isinstance(dtype, pl.Datetime):
+        return "TIMESTAMPTZ" if dtype.time_zone else "TIMESTAMP"
+    simple = {
+        pl.Utf8: "VARCHAR",
+        pl.Int64: "BIGINT",
+        pl.Int32: "INTEGER",
+        pl.Float64: "DOUBLE",
+        pl.Float32: "FLOAT",
+        pl.Boolean: "BOOLEAN",
+        pl.Date: "DATE",
+        pl.Binary: "BLOB",
+    }
+    for pl_type, sql in simple.items():
+        if dtype == pl_type:
+            return sql
+    raise TypeError(f"no DuckDB type for {dtype!r}")
+
+
+def column_sql(col: Column) -> str:
+    null = "" if col.nullable else " NOT NULL"
+    return f'"{col.name}" {duckdb_type(col.dtype)}{null}'
+
+
+def create_table_sql(table: Table, version: int | None = None) -> str:
+    """CREATE TABLE for the columns that existed at ``version`` (all when None)."""
+    cols = [c for c in table.columns if version is None or c.since <= version]
+    body = ",\n  ".join(column_sql(c) for c in cols)
+    pk = ", ".join(f'"{k}"' for k in table.primary_key)
+    return f'CREATE TABLE IF NOT EXISTS "{table.name}" (\n  {body},\n  PRIMARY KEY ({pk})\n)'
+
+
+def add_column_sql(table: Table, col: Column) -> str:
+    # DuckDB cannot add a NOT NULL column to a filled table; the suites enforce it instead.
+    return f'ALTER TABLE "{table.name}" ADD COLUMN IF NOT EXISTS "{col.name}" {duckdb_type(col.dtype)}'

@@ -1,0 +1,49 @@
+"""Versioned migrations, derived from the ``since`` markers on tables and columns.
+
+Migration N creates every table declared with ``since == N`` and adds every column declared
+with ``since == N`` to older tables; ``EXTRA_SQL`` holds hand-written steps (renames, backfills)
+that a declaration cannot express.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schemas.tables import ALL_TABLES
+from warehouse.ddl import add_column_sql, create_table_sql
+
+DESCRIPTIONS: dict[int, str] = {
+    1: "initial tables: runs, crawl, s2, documents, papers, mentions, rejects",
+}
+
+EXTRA_SQL: dict[int, list[str]] = {}
+
+
+@dataclass(frozen=True)
+class Migration:
+    """The statements that bring a warehouse from ``version - 1`` to ``version``."""
+
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+def migrations() -> list[Migration]:
+    """All migrations in order."""
+    versions = sorted(
+        {t.since for t in ALL_TABLES} | {c.since for t in ALL_TABLES for c in t.columns} | set(EXTRA_SQL)
+    )
+    out: list[Migration] = []
+    for v in versions:
+        stmts: list[str] = []
+        for table in ALL_TABLES:
+            if table.since == v:
+                stmts.append(create_table_sql(table, version=v))
+            elif table.since < v:
+                stmts.extend(add_column_sql(table, c) for c in table.columns if c.since == v)
+        stmts.extend(EXTRA_SQL.get(v, []))
+        out.append(Migration(v, DESCRIPTIONS.get(v, f"schema version {v}"), tuple(stmts)))
+    return out
+
+
+LATEST_VERSION = max(m.version for m in migrations())
