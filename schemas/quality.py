@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from schemas.model import Table
+from schemas.model import Column, Table
 
 
 @dataclass
@@ -73,7 +73,7 @@ def expectations_for(table: Table) -> list[Any]:
     import great_expectations.expectations as gxe
 
     exps: list[Any] = []
-    for col in table.columns:
+    for col in scalar_columns(table):
         if not col.nullable:
             exps.append(gxe.ExpectColumnValuesToNotBeNull(column=col.name))
         if col.pattern:
@@ -111,10 +111,13 @@ def _context() -> Any:
     return _CONTEXT
 
 
-def _scalar_columns(table: Table, df: pl.DataFrame) -> Any:
-    # GX checks scalar columns; list/struct columns are type-checked by the warehouse instead.
-    keep = [c.name for c in table.columns if not isinstance(c.dtype, (pl.List, pl.Struct))]
-    return df.select(keep).to_pandas()
+def scalar_columns(table: Table) -> list[Column]:
+    """Columns GX can check; list and struct columns are type-checked by the warehouse instead."""
+    return [c for c in table.columns if not isinstance(c.dtype, (pl.List, pl.Struct))]
+
+
+def _scalar_frame(table: Table, df: pl.DataFrame) -> Any:
+    return df.select([c.name for c in scalar_columns(table)]).to_pandas()
 
 
 def validate_frames(frames: dict[Table, pl.DataFrame]) -> ValidationReport:
@@ -125,6 +128,7 @@ def validate_frames(frames: dict[Table, pl.DataFrame]) -> ValidationReport:
     outcomes: list[ExpectationOutcome] = []
     rows: dict[str, int] = {}
     for table, df in frames.items():
+        df = table.conform(df)
         rows[table.name] = df.height
         if df.height == 0:
             continue
@@ -144,7 +148,7 @@ def validate_frames(frames: dict[Table, pl.DataFrame]) -> ValidationReport:
         suite = gx.ExpectationSuite(name=f"{table.name}_suite")
         for exp in expectations_for(table):
             suite.add_expectation(exp)
-        result = batch_def.get_batch(batch_parameters={"dataframe": _scalar_columns(table, df)}).validate(
+        result = batch_def.get_batch(batch_parameters={"dataframe": _scalar_frame(table, df)}).validate(
             suite, result_format="SUMMARY"
         )
         for r in result.results:

@@ -6,7 +6,7 @@ import polars as pl
 
 from schemas.model import Column, Table
 
-ARXIV_ID_PATTERN = r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})$"
+ARXIV_ID_PATTERN = r"^(?:\d{4}\.\d{4,5}|[a-z\-]+(?:\.[A-Z]{2})?/\d{7})$"
 
 REJECT_REASONS: tuple[str, ...] = (
     "pdf_unavailable",
@@ -168,7 +168,7 @@ PAPERS = Table(
         Column("version", pl.Int64, nullable=False, min_value=1),
         Column("title", pl.Utf8, nullable=False, min_length=1),
         Column("abstract", pl.Utf8, nullable=False, min_length=1),
-        Column("primary_category", pl.Utf8, nullable=False, pattern=r"^[a-z\-]+(\.[A-Za-z\-]+)?$"),
+        Column("primary_category", pl.Utf8, nullable=False, pattern=r"^[a-z\-]+(?:\.[A-Za-z\-]+)?$"),
         Column("categories", pl.List(pl.Utf8), nullable=False),
         Column("published", pl.Datetime("us", "UTC")),
         Column("updated", pl.Datetime("us", "UTC"), nullable=False),

@@ -53,6 +53,7 @@ class Warehouse:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         elif not self.path.exists():
             raise FileNotFoundError(f"no warehouse at {self.path}; run an ingest first")
+        self.read_only = read_only
         self.con = duckdb.connect(str(self.path), read_only=read_only)
         self._exec("SET TimeZone = 'UTC'")
         self._in_tx = False
@@ -73,7 +74,8 @@ class Warehouse:
         self.con.close()
 
     def schema_version(self) -> int:
-        self._exec(create_table_sql(SCHEMA_VERSION_TABLE))
+        if not self.read_only:
+            self._exec(create_table_sql(SCHEMA_VERSION_TABLE))
         row = self._exec("SELECT max(version) FROM schema_version")[0]
         return int(row[0]) if row and row[0] is not None else 0
 

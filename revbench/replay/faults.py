@@ -33,7 +33,7 @@ class FaultInjector:
         self.rate = rate
         self.seed = seed
         self.max_consecutive = max_consecutive
-        self.kinds = kinds or FAULT_KINDS
+        self.kinds = {**FAULT_KINDS, **(kinds or {})}
         self._attempts: Counter[str] = Counter()
         self._streak: Counter[str] = Counter()
         self._lock = threading.Lock()

@@ -114,11 +114,14 @@ class ReplayApp:
         world_dir: Path | None = None,
         fixtures_dir: Path | None = None,
         as_of: datetime | None = None,
+        fault_kinds: dict[str, tuple[str, ...]] | None = None,
     ):
         self.settings = settings
         self.world = WorldStore(world_dir, as_of=as_of) if world_dir else None
         self.fixtures = load_fixtures(fixtures_dir) if fixtures_dir else []
-        self.faults = FaultInjector(settings.fault_rate, settings.fault_seed, settings.max_consecutive_faults)
+        self.faults = FaultInjector(
+            settings.fault_rate, settings.fault_seed, settings.max_consecutive_faults, kinds=fault_kinds
+        )
         self.app = Starlette(
             routes=[
                 Route("/arxiv/api/query", self.arxiv_query, methods=["GET"]),
@@ -242,13 +245,20 @@ class _FixtureMiddleware:
                 ):
                     ctype = r.headers.get("content-type", "application/octet-stream")
                     headers = {k: v for k, v in r.headers.items() if k.lower() != "content-type"}
-                    service = r.path.strip("/").split("/")[0]
-                    service = service if service in self.replay.faults.kinds else "arxiv"
+                    service = service_of(r.path)
                     key = f"fixture:{r.method}:{r.path}:{sorted(request.query_params.items())}"
                     response = await self.replay.respond(service, key, r.status, r.body, ctype, headers)
                     await response(scope, receive, send)
                     return
         await self.app(scope, receive, send)
+
+
+def service_of(path: str) -> str:
+    """Which service a path belongs to (decides the fault kinds it can get)."""
+    if path.startswith("/arxiv/pdf/"):
+        return "pdf"
+    head = path.strip("/").split("/")[0]
+    return head if head in ("arxiv", "s2", "grobid", "llm") else "arxiv"
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -1,0 +1,219 @@
+"""The ``revbench`` command line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from revbench.settings import Settings
+
+app = typer.Typer(help="Build, refresh and evaluate benchmarks of reviewer expertise.", no_args_is_help=True)
+console = Console()
+
+DEMO_SINCE = date(2026, 9, 1)
+DEMO_UNTIL = date(2026, 10, 31)
+
+
+def _quiet_libraries() -> None:
+    for name in ("httpx", "httpcore", "urllib3", "arxiv", "grobid_client"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _prefect_defaults(settings: Settings) -> None:
+    # The ephemeral Prefect server cold-starts in ~20 s on two cores; the default timeout is shorter.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_HOME", str((settings.data_dir / "prefect").resolve()))
+
+
+def print_ingest_summary(summary: dict[str, Any]) -> None:
+    """Stages, rejects by reason and totals, as tables."""
+    t = RichTable(title="Ingest stages")
+    for col in ("stage", "in", "out", "rejected", "seconds"):
+        t.add_column(col, justify="left" if col == "stage" else "right")
+    for s in summary["stages"]:
+        t.add_row(s["stage"], str(s["rows_in"]), str(s["rows_out"]), str(s["rejected"]), f"{s['seconds']:.1f}")
+    console.print(t)
+    r = RichTable(title="Papers rejected, by reason")
+    r.add_column("reason")
+    r.add_column("this run", justify="right")
+    r.add_column("in warehouse", justify="right")
+    for reason, n in summary["rejects_in_warehouse"].items():
+        r.add_row(reason, str(summary["rejects_this_run"].get(reason, 0)), str(n))
+    console.print(r)
+    tot = summary["totals"]
+    console.print(
+        f"[bold]{tot['papers']}[/] papers and [bold]{tot['mentions']}[/] author mentions in the warehouse; "
+        f"{tot['rejects']} papers rejected."
+    )
+    console.print(f"Warehouse: [cyan]{summary['warehouse']}[/]")
+
+
+@app.command()
+def ingest(
+    since: Annotated[str, typer.Option(help="First last-revision date, YYYY-MM-DD")],
+    until: Annotated[str, typer.Option(help="Last last-revision date, YYYY-MM-DD (inclusive)")],
+    categories: Annotated[list[str] | None, typer.Option("--categories", "-c", help="arXiv categories")] = None,
+    json_out: Annotated[Path | None, typer.Option(help="Also write the run summary as JSON")] = None,
+) -> None:
+    """Crawl arXiv, enrich with Semantic Scholar, extract PDFs with GROBID and load the corpus."""
+    settings = Settings()
+    _prefect_defaults(settings)
+    _quiet_libraries()
+    try:
+        s, u = date.fromisoformat(since), date.fromisoformat(until)
+    except ValueError as exc:
+        raise typer.BadParameter(f"dates must be YYYY-MM-DD: {exc}") from exc
+    if u < s:
+        raise typer.BadParameter("--until is before --since")
+    from flows.ingest import ingest_flow
+
+    summary = ingest_flow(since=s, until=u, categories=categories or None)
+    print_ingest_summary(summary)
+    if json_out:
+        json_out.write_text(json.dumps({k: v for k, v in summary.items() if k != "summary_markdown"}, indent=2, default=str))
+
+
+@app.command()
+def demo(
+    papers: Annotated[int, typer.Option(help="Papers in the synthetic demo world")] = 300,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic world")] = 7,
+    fault_rate: Annotated[float, typer.Option(help="Share of replayed requests that fail transiently")] = 0.05,
+) -> None:
+    """Offline end-to-end run: a SYNTHETIC world behind a local replay server, ingested for real."""
+    settings = Settings()
+    _prefect_defaults(settings)
+    _quiet_libraries()
+    from revbench.replay import spawn_replay
+    from revbench.replay.server import client_env
+    from revbench.settings import ReplaySettings
+    from revbench.synth.world import WorldSpec, ensure_world
+
+    t0 = time.monotonic()
+    world_dir = settings.worlds_dir / f"demo-{papers}-{seed}"
+    spec = WorldSpec(n_papers=papers, seed=seed, start=DEMO_SINCE, end=DEMO_UNTIL)
+    with console.status("generating the SYNTHETIC demo world"):
+        manifest = ensure_world(world_dir, spec)
+    c = manifest["counts"]
+    console.print(
+        f"[yellow]SYNTHETIC[/] demo world: {c['papers']} papers, {c['mentions']} mentions, "
+        f"{c['persons']} people, {c['bad_records']} deliberately bad records -> {world_dir}"
+    )
+    replay = ReplaySettings(fault_rate=fault_rate, fault_seed=seed, timeout_delay_seconds=3.0, retry_after_seconds=1)
+    with spawn_replay(world_dir, replay) as base:
+        console.print(f"replay server on {base} (faults: {fault_rate:.0%} of requests, all transient)")
+        os.environ.update(client_env(base))
+        os.environ.setdefault("REVBENCH_HTTP__TIMEOUT_SECONDS", "2")
+        os.environ.setdefault("REVBENCH_GROBID__TIMEOUT_SECONDS", "2")
+        os.environ.setdefault("REVBENCH_HTTP__BACKOFF_INITIAL_SECONDS", "0.05")
+        os.environ.setdefault("REVBENCH_HTTP__BACKOFF_MAX_SECONDS", "1")
+        from flows.ingest import ingest_flow
+
+        summary = ingest_flow(since=DEMO_SINCE, until=DEMO_UNTIL, synthetic=True)
+    print_ingest_summary(summary)
+    console.print(f"demo finished in {time.monotonic() - t0:.0f} s; run it again for a cheap refresh.")
+    console.print(
+        f"Flow runs and artifacts: PREFECT_HOME={os.environ['PREFECT_HOME']} .venv/bin/prefect server start"
+    )
+
+
+@app.command()
+def status() -> None:
+    """Warehouse counts by table, rejects by reason and the latest runs."""
+    settings = Settings()
+    from warehouse import Warehouse
+
+    if not settings.warehouse_path.exists():
+        console.print(f"No warehouse at {settings.warehouse_path}; run `revbench demo` or `revbench ingest`.")
+        raise typer.Exit(1)
+    with Warehouse.open(settings.warehouse_path, read_only=True) as wh:
+        counts = wh.table_counts()
+        rejects = wh.reject_counts().to_dicts()
+        runs = wh.frame("SELECT run_id, flow, status, started_at, finished_at FROM runs ORDER BY started_at DESC LIMIT 5").to_dicts()
+        version = wh.schema_version()
+    t = RichTable(title=f"Warehouse {settings.warehouse_path} (schema v{version})")
+    t.add_column("table")
+    t.add_column("rows", justify="right")
+    for name, n in counts.items():
+        t.add_row(name, str(n))
+    console.print(t)
+    r = RichTable(title="Rejected papers by reason")
+    r.add_column("reason")
+    r.add_column("papers", justify="right")
+    for row in rejects:
+        r.add_row(row["reason"], str(row["n"]))
+    console.print(r)
+    u = RichTable(title="Latest runs")
+    for col in ("run_id", "flow", "status", "started_at", "finished_at"):
+        u.add_column(col)
+    for row in runs:
+        u.add_row(*[str(row[c]) for c in ("run_id", "flow", "status", "started_at", "finished_at")])
+    console.print(u)
+
+
+@app.command()
+def world(
+    out: Annotated[Path, typer.Option(help="Directory to write the world to")],
+    papers: Annotated[int, typer.Option(help="Number of papers")] = 300,
+    seed: Annotated[int, typer.Option(help="Seed")] = 7,
+    since: Annotated[str, typer.Option(help="Window start YYYY-MM-DD")] = DEMO_SINCE.isoformat(),
+    until: Annotated[str, typer.Option(help="Window end YYYY-MM-DD")] = DEMO_UNTIL.isoformat(),
+    documents: Annotated[bool, typer.Option(help="Also write PDFs and TEI")] = True,
+) -> None:
+    """Generate a SYNTHETIC world (services' answers plus hidden truth)."""
+    from revbench.synth.world import WorldSpec, generate_world
+
+    spec = WorldSpec(n_papers=papers, seed=seed, start=date.fromisoformat(since), end=date.fromisoformat(until), documents=documents)
+    with console.status(f"generating {papers} SYNTHETIC papers"):
+        manifest = generate_world(out, spec)
+    console.print_json(json.dumps(manifest["counts"]))
+
+
+@app.command("env-example")
+def env_example() -> None:
+    """Print a .env.example listing every setting with its description and default."""
+    console.print(render_env_example(), markup=False, highlight=False, soft_wrap=True)
+
+
+def render_env_example() -> str:
+    """The text of ``.env.example``, generated from the settings tree."""
+    from pydantic import BaseModel
+
+    lines = ["# revbench settings: every field, with its default. Copy to .env and edit.", ""]
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for name, field in model.model_fields.items():
+            ann = field.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                lines.append(f"# [{name}] {ann.__doc__.strip().splitlines()[0] if ann.__doc__ else ''}")
+                walk(ann, f"{prefix}{name.upper()}__")
+                lines.append("")
+                continue
+            default = field.get_default(call_default_factory=True)
+            if default is None:
+                value = ""
+            elif isinstance(default, list):
+                value = json.dumps(default)
+            elif isinstance(default, bool):
+                value = str(default).lower()
+            else:
+                value = str(default)
+            lines.append(f"# {field.description or name}")
+            lines.append(f"{prefix}{name.upper()}={value}")
+
+    walk(Settings, "REVBENCH_")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+if __name__ == "__main__":
+    app()

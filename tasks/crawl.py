@@ -1,0 +1,58 @@
+"""Crawl arXiv by category over last-revision-date slices."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from datetime import UTC, date, datetime, time, timedelta
+
+import polars as pl
+
+from revbench.clients.arxiv_api import ArxivClient, ArxivRecord
+from schemas.tables import ARXIV_RECORDS
+
+
+def plan_slices(since: date, until: date, slice_days: int) -> list[tuple[datetime, datetime]]:
+    """Consecutive [start, end] minute windows covering ``since``..``until`` (both inclusive)."""
+    if until < since:
+        raise ValueError(f"--until {until} is before --since {since}")
+    out = []
+    day = since
+    while day <= until:
+        last = min(day + timedelta(days=slice_days - 1), until)
+        out.append((datetime.combine(day, time(0, 0), UTC), datetime.combine(last, time(23, 59), UTC)))
+        day = last + timedelta(days=1)
+    return out
+
+
+def is_closed(slice_end: datetime, now: datetime) -> bool:
+    """A slice can be marked done only once it lies wholly in the past (with an hour's margin
+    for arXiv's index to settle); open slices are crawled again next time."""
+    return slice_end + timedelta(hours=1) < now
+
+
+def fetch_slice(client: ArxivClient, category: str, start: datetime, end: datetime) -> list[ArxivRecord]:
+    """Every record of one slice, halving the window while it exceeds the result ceiling."""
+    records, total = client.search_window(category, start, end)
+    if total <= client.settings.max_results_per_query:
+        return records
+    if end - start <= timedelta(minutes=1):
+        raise RuntimeError(f"{category} has {total} results in one minute at {start}: cannot slice further")
+    mid = start + (end - start) / 2
+    mid = mid.replace(second=0, microsecond=0)
+    return fetch_slice(client, category, start, mid) + fetch_slice(client, category, mid + timedelta(minutes=1), end)
+
+
+def record_hash(r: ArxivRecord) -> str:
+    payload = asdict(r)
+    return hashlib.sha256(json.dumps(payload, default=str, sort_keys=True).encode()).hexdigest()
+
+
+def records_frame(records: list[ArxivRecord], crawled_at: datetime) -> pl.DataFrame:
+    """Records as rows of ``arxiv_records``; a paper seen twice keeps its highest version."""
+    if not records:
+        return ARXIV_RECORDS.empty()
+    rows = [{**asdict(r), "record_hash": record_hash(r), "crawled_at": crawled_at} for r in records]
+    df = ARXIV_RECORDS.conform(pl.DataFrame(rows, infer_schema_length=None))
+    return df.sort("arxiv_id", "version").unique("arxiv_id", keep="last", maintain_order=True)

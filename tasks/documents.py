@@ -1,0 +1,94 @@
+"""Download each paper version's PDF and extract its header with GROBID."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+
+from revbench.clients.grobid import GrobidHeaderClient
+from revbench.clients.pdf import PdfClient
+from revbench.retry import PermanentError, TransientError
+from schemas.tables import DOCUMENTS
+
+_PDF_FINAL = {"pdf_unavailable", "pdf_not_pdf", "pdf_too_large", "pdf_truncated"}
+
+
+def extract_one(pdfs: PdfClient, grobid: GrobidHeaderClient, arxiv_id: str, version: int, now: Callable[[], datetime]) -> dict[str, Any]:
+    """The ``documents`` row for one version; every failure becomes a status, never an exception."""
+    row: dict[str, Any] = {"arxiv_id": arxiv_id, "version": version, "attempts": 1}
+    try:
+        pdf = pdfs.fetch(arxiv_id, version)
+    except (PermanentError, TransientError) as exc:
+        kind = exc.kind if exc.kind in _PDF_FINAL else None
+        if kind is None:
+            kind = "pdf_unavailable" if isinstance(exc, PermanentError) else "fetch_failed"
+        return {**row, "status": kind, "detail": str(exc)[:500], "extracted_at": now()}
+    except Exception as exc:  # a client bug must not stop the other documents
+        return {**row, "status": "fetch_failed", "detail": f"{type(exc).__name__}: {exc}"[:500], "extracted_at": now()}
+    row.update(pdf_sha256=hashlib.sha256(pdf).hexdigest(), pdf_bytes=len(pdf))
+    try:
+        header, tei = grobid.header(pdf, name=f"{arxiv_id}v{version}.pdf")
+    except TransientError as exc:
+        status = "grobid_invalid_tei" if exc.kind == "grobid_invalid_tei" else "fetch_failed"
+        return {**row, "status": status, "detail": str(exc)[:500], "extracted_at": now()}
+    except PermanentError as exc:
+        return {**row, "status": "grobid_failed", "detail": str(exc)[:500], "extracted_at": now()}
+    except Exception as exc:
+        return {**row, "status": "fetch_failed", "detail": f"{type(exc).__name__}: {exc}"[:500], "extracted_at": now()}
+    row.update(
+        status="ok",
+        tei_sha256=hashlib.sha256(tei.encode("utf-8", "surrogatepass")).hexdigest(),
+        pdf_title=header.title,
+        pdf_abstract=header.abstract,
+        pdf_authors=[a.__dict__ for a in header.authors],
+        extracted_at=now(),
+    )
+    return row
+
+
+def extract_all(
+    pdfs: PdfClient,
+    grobid: GrobidHeaderClient,
+    keys: pl.DataFrame,
+    concurrency: int,
+    batch_size: int,
+    now: Callable[[], datetime],
+    attempts_before: dict[tuple[str, int], int] | None = None,
+) -> Iterator[pl.DataFrame]:
+    """Extract every (arxiv_id, version) in ``keys`` with bounded concurrency, yielding batches
+    of ``documents`` rows as they complete, so the caller can commit as it goes."""
+    attempts_before = attempts_before or {}
+    todo = list(keys.select("arxiv_id", "version").iter_rows())
+    batch: list[dict[str, Any]] = []
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="extract") as pool:
+        pending: set[Future[dict[str, Any]]] = set()
+        it = iter(todo)
+        # Keep at most 2x concurrency in flight so memory stays flat on large refreshes.
+        for aid, ver in it:
+            pending.add(pool.submit(extract_one, pdfs, grobid, aid, ver, now))
+            if len(pending) >= 2 * concurrency:
+                break
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                row = fut.result()
+                row["attempts"] = attempts_before.get((row["arxiv_id"], row["version"]), 0) + 1
+                batch.append(row)
+                nxt = next(it, None)
+                if nxt is not None:
+                    pending.add(pool.submit(extract_one, pdfs, grobid, nxt[0], nxt[1], now))
+            if len(batch) >= batch_size:
+                yield documents_frame(batch)
+                batch = []
+    if batch:
+        yield documents_frame(batch)
+
+
+def documents_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    schema = DOCUMENTS.polars_schema
+    return DOCUMENTS.conform(pl.DataFrame(rows, schema_overrides={"pdf_authors": schema["pdf_authors"]}, infer_schema_length=None))

@@ -1,0 +1,169 @@
+"""The ingest flow end to end: real clients, a real replay server, the Prefect engine, DuckDB."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from flows.ingest import ingest_flow
+from revbench.cli import app as cli_app
+from revbench.settings import Settings
+from schemas.tables import DOCUMENTS, MENTIONS, PAPERS, REJECTS
+from tests.conftest import WORLD_SINCE, WORLD_UNTIL
+from warehouse import Warehouse
+
+pytestmark = pytest.mark.slow
+
+
+def _snapshot() -> dict[str, pl.DataFrame]:
+    with Warehouse.open(Settings().warehouse_path) as wh:
+        return wh.snapshot()
+
+
+def _assert_same(a: dict[str, pl.DataFrame], b: dict[str, pl.DataFrame]) -> None:
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name].equals(b[name]), f"table {name} differs"
+
+
+_REFERENCE: dict[str, dict[str, pl.DataFrame]] = {}
+
+
+def _reference(small_world: Path, replay, tmp_path: Path, monkeypatch) -> dict[str, pl.DataFrame]:
+    """The warehouse after one fault-free run over the whole world (computed once)."""
+    if "ref" not in _REFERENCE:
+        monkeypatch.setenv("REVBENCH_DATA_DIR", str(tmp_path / "reference"))
+        replay(world=small_world)
+        ingest_flow(since=WORLD_SINCE, until=WORLD_UNTIL, synthetic=True)
+        _REFERENCE["ref"] = _snapshot()
+    return _REFERENCE["ref"]
+
+
+def test_bad_records_end_as_named_rejects_and_rerun_changes_nothing(prefect_server, small_world, replay, tmp_path, monkeypatch) -> None:
+    ref = _reference(small_world, replay, tmp_path, monkeypatch)
+    truth = pl.read_parquet(small_world / "truth" / "bad_records.parquet")
+    rejects = ref["rejects"].select("arxiv_id", "reason")
+    got = truth.join(rejects, on="arxiv_id", how="left")
+    assert got.filter(pl.col("reason") != pl.col("expected_reason")).height == 0, got
+    assert set(truth["kind"]) == {"tei_no_abstract", "title_mismatch", "non_utf8", "truncated_pdf", "no_authors", "no_pdf"}
+    # Only the planted records are rejected; everything else loads.
+    assert set(rejects["arxiv_id"]) == set(truth["arxiv_id"])
+    n_world = pl.read_parquet(small_world / "arxiv.parquet").height
+    assert ref["papers"].height == n_world - truth.height
+    # Mentions are unique per (paper, position) and cover every author of every loaded paper.
+    m = ref["mentions"]
+    assert m.select("arxiv_id", "position").is_duplicated().sum() == 0
+    assert m.height == int(ref["papers"]["n_authors"].sum())
+    assert m["email"].drop_nulls().len() > 0 and m["institution"].drop_nulls().len() > 0
+
+    monkeypatch.setenv("REVBENCH_DATA_DIR", str(tmp_path / "reference"))
+    replay(world=small_world)
+    again = ingest_flow(since=WORLD_SINCE, until=WORLD_UNTIL, synthetic=True)
+    assert [s["rows_out"] for s in again["stages"]] == [0, 0, 0, 0]
+    assert again["notes"]["extract"]["pdf_requests"] == 0 and again["notes"]["crawl"]["requests"] == 0
+    _assert_same(_snapshot(), ref)
+
+
+def test_twenty_percent_transient_faults_give_the_same_warehouse(prefect_server, small_world, replay, tmp_path, monkeypatch) -> None:
+    ref = _reference(small_world, replay, tmp_path, monkeypatch)
+    monkeypatch.setenv("REVBENCH_DATA_DIR", str(tmp_path / "faulty"))
+    app = replay(world=small_world, fault_rate=0.2, fault_seed=5)
+    ingest_flow(since=WORLD_SINCE, until=WORLD_UNTIL, synthetic=True)
+    injected = app.faults.stats()["injected"]
+    assert sum(injected.values()) > 30
+    assert {k.split(":")[1] for k in injected} >= {"429", "timeout", "truncated", "malformed"}
+    _assert_same(_snapshot(), ref)
+
+
+def test_killed_run_resumes_without_duplicates(prefect_server, small_world, replay, tmp_path, monkeypatch) -> None:
+    ref = _reference(small_world, replay, tmp_path, monkeypatch)
+    monkeypatch.setenv("REVBENCH_DATA_DIR", str(tmp_path / "killed"))
+    monkeypatch.setenv("REVBENCH_INGEST__COMMIT_EVERY", "5")
+    monkeypatch.setenv("REVBENCH_GROBID__CONCURRENCY", "1")
+    app = replay(world=small_world)
+    env = {**os.environ, "PREFECT_API_URL": prefect_server}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "revbench.cli", "ingest", "--since", str(WORLD_SINCE), "--until", str(WORLD_UNTIL)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 240
+    while app.faults.stats()["served"].get("grobid", 0) < 40:
+        assert proc.poll() is None, "ingest finished before it could be killed"
+        assert time.monotonic() < deadline, "ingest never reached the extract stage"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with Warehouse.open(Settings().warehouse_path) as wh:
+        done_before = wh.count(DOCUMENTS)
+    assert done_before >= 5
+    summary = ingest_flow(since=WORLD_SINCE, until=WORLD_UNTIL, synthetic=True)
+    extract = next(s for s in summary["stages"] if s["stage"] == "extract")
+    assert extract["rows_in"] <= ref["documents"].height - done_before + 5
+    _assert_same(_snapshot(), ref)
+    with Warehouse.open(Settings().warehouse_path) as wh:
+        statuses = wh.frame("SELECT status FROM runs ORDER BY started_at")["status"].to_list()
+    assert statuses == ["crashed", "completed"]
+
+
+def test_widening_the_window_by_a_day_processes_only_that_day(prefect_server, small_world, replay, monkeypatch) -> None:
+    replay(world=small_world)
+    ingest_flow(since=date(2026, 9, 1), until=date(2026, 9, 10))
+    second = ingest_flow(since=date(2026, 9, 1), until=date(2026, 9, 11))
+    world = pl.read_parquet(small_world / "arxiv.parquet")
+    day11 = world.filter(
+        pl.col("versions").list.last().struct.field("date").dt.date() == date(2026, 9, 11)
+    ).height
+    stages = {s["stage"]: s for s in second["stages"]}
+    assert stages["crawl"]["rows_in"] == 5  # one new day, five categories
+    assert stages["crawl"]["rows_out"] == day11
+    assert stages["extract"]["rows_in"] == day11
+    assert stages["reconcile"]["rows_in"] == day11
+
+
+def test_a_new_version_replaces_the_old_one(prefect_server, small_world, replay, monkeypatch) -> None:
+    world = pl.read_parquet(small_world / "arxiv.parquet")
+    cut = datetime(2026, 9, 10, 23, 59, tzinfo=UTC)
+    revised = [
+        r for r in world.iter_rows(named=True)
+        if len(r["versions"]) > 1 and r["versions"][0]["date"] >= datetime(2026, 9, 1, tzinfo=UTC)
+        and r["versions"][0]["date"] <= cut < r["versions"][-1]["date"]
+    ]
+    if not revised:
+        pytest.skip("this world has no paper revised across the cut")
+    replay(world=small_world, as_of=cut)
+    ingest_flow(since=date(2026, 9, 1), until=date(2026, 9, 10))
+    replay(world=small_world)
+    ingest_flow(since=date(2026, 9, 1), until=WORLD_UNTIL)
+    with Warehouse.open(Settings().warehouse_path) as wh:
+        papers, rejects, mentions = wh.read(PAPERS), wh.read(REJECTS), wh.read(MENTIONS)
+    for r in revised:
+        latest = r["versions"][-1]["version"]
+        rows = papers.filter(pl.col("arxiv_id") == r["arxiv_id"])
+        rej = rejects.filter(pl.col("arxiv_id") == r["arxiv_id"])
+        assert rows.height + rej.height == 1
+        assert (rows["version"].to_list() or rej["version"].to_list()) == [latest]
+        if rows.height:
+            assert mentions.filter(pl.col("arxiv_id") == r["arxiv_id"]).height == rows["n_authors"][0]
+
+
+def test_status_command_shows_counts_and_reasons(prefect_server, small_world, replay) -> None:
+    replay(world=small_world)
+    ingest_flow(since=date(2026, 9, 1), until=date(2026, 9, 20))
+    result = CliRunner().invoke(cli_app, ["status"])
+    assert result.exit_code == 0, result.output
+    assert "papers" in result.output and "mentions" in result.output
+    assert "pdf_truncated" in result.output or "title_mismatch" in result.output
+
+
+def test_status_without_warehouse_says_what_to_do() -> None:
+    result = CliRunner().invoke(cli_app, ["status"])
+    assert result.exit_code == 1 and "revbench demo" in result.output

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from schemas.quality import DataQualityError, validate_frames
+from schemas.tables import ALL_TABLES, ARXIV_RECORDS, MENTIONS, PAPERS, REJECTS, TABLES
+from warehouse import Warehouse
+from warehouse.ddl import create_table_sql, duckdb_type
+from warehouse.migrations import LATEST_VERSION
+
+NOW = datetime(2026, 10, 1, tzinfo=UTC)
+
+
+def _paper(arxiv_id: str = "2609.00001", **kw: object) -> dict[str, object]:
+    row = dict(arxiv_id=arxiv_id, version=1, title="A title", abstract="An abstract long enough", primary_category="cs.IR",
+               categories=["cs.IR"], updated=NOW, year=2026, pdf_sha256="a" * 64, title_similarity=1.0, n_authors=1,
+               input_hash="h1", loaded_at=NOW)
+    row.update(kw)
+    return row
+
+
+def test_ddl_derived_from_schemas() -> None:
+    for table in ALL_TABLES:
+        sql = create_table_sql(table)
+        for col in table.columns:
+            assert f'"{col.name}"' in sql
+    assert duckdb_type(pl.List(pl.Struct({"a": pl.Utf8}))) == 'STRUCT("a" VARCHAR)[]'
+
+
+def test_migrations_apply_once(tmp_path: Path) -> None:
+    path = tmp_path / "w.duckdb"
+    with Warehouse.open(path) as wh:
+        assert wh.schema_version() == LATEST_VERSION
+        cols = {r[0] for r in wh._exec("SELECT table_name FROM information_schema.tables")}
+        assert set(TABLES) <= cols
+    with Warehouse.open(path) as wh:
+        assert wh.migrate() == []
+
+
+def test_upsert_by_natural_key_and_newest_version_wins(tmp_path: Path) -> None:
+    rec = dict(arxiv_id="2609.00001", version=2, title="v2", updated=NOW, record_hash="h", crawled_at=NOW)
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.save_slice(pl.DataFrame([rec]), None)
+        wh.save_slice(pl.DataFrame([{**rec, "version": 1, "title": "v1"}]), None)
+        wh.save_slice(pl.DataFrame([{**rec, "version": 2, "title": "v2 again"}]), None)
+        out = wh.read(ARXIV_RECORDS)
+    assert out.height == 1
+    assert out.row(0, named=True)["version"] == 2 and out.row(0, named=True)["title"] == "v2 again"
+
+
+def test_load_corpus_is_all_or_nothing(tmp_path: Path) -> None:
+    papers = pl.DataFrame([_paper()])
+    bad_mentions = pl.DataFrame([dict(arxiv_id="2609.00001", position=0)])  # name is required
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        with pytest.raises(Exception):
+            wh.load_corpus(papers, bad_mentions, REJECTS.empty())
+        assert wh.count(PAPERS) == 0 and wh.count(MENTIONS) == 0
+
+
+def test_rejected_later_version_leaves_the_corpus(tmp_path: Path) -> None:
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.load_corpus(pl.DataFrame([_paper()]), pl.DataFrame([dict(arxiv_id="2609.00001", position=0, name="A B")]), REJECTS.empty())
+        rej = pl.DataFrame([dict(arxiv_id="2609.00001", version=2, stage="reconcile", reason="title_mismatch",
+                                 input_hash="h2", recorded_at=NOW)])
+        wh.load_corpus(PAPERS.empty(), MENTIONS.empty(), rej)
+        assert wh.count(PAPERS) == 0 and wh.count(MENTIONS) == 0 and wh.count(REJECTS) == 1
+
+
+def test_quality_suite_reports_each_broken_rule() -> None:
+    papers = pl.DataFrame([_paper(), _paper(arxiv_id="not-an-id", title_similarity=1.5)])
+    rejects = pl.DataFrame([dict(arxiv_id="2609.00002", version=1, stage="reconcile", reason="made_up",
+                                 input_hash="h", recorded_at=NOW)])
+    report = validate_frames({PAPERS: papers, REJECTS: rejects})
+    failed = {(o.table, o.column, o.expectation) for o in report.failures}
+    assert ("papers", "arxiv_id", "expect_column_values_to_match_regex") in failed
+    assert ("papers", "title_similarity", "expect_column_values_to_be_between") in failed
+    assert ("rejects", "reason", "expect_column_values_to_be_in_set") in failed
+    md = report.to_markdown()
+    assert "FAILED" in md and "not-an-id" in md
+    assert "data quality" in str(DataQualityError(report))
+
+
+def test_quality_suite_passes_good_frames() -> None:
+    assert validate_frames({PAPERS: pl.DataFrame([_paper()]), MENTIONS: MENTIONS.empty()}).success
