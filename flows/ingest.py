@@ -59,26 +59,26 @@ def crawl_stage(since: date, until: date, categories: list[str], run_id: str) ->
     seen: set[str] = set()
     failed: list[str] = []
     progress = StageProgress("crawl-progress", f"crawl {len(plan)} slices", len(plan))
-    for cat, start, end in plan:
-        try:
-            records = crawl.fetch_slice(client, cat, start, end)
-        except (TransientError, PermanentError, RuntimeError) as exc:
-            # The slice stays uncrawled and is tried again next run; other slices go on.
-            failed.append(f"{cat} {start:%Y-%m-%d}: {exc}")
-            log.warning("crawl slice %s %s failed: %s", cat, start, exc)
-            progress.advance()
-            continue
-        frame = crawl.records_frame(records, now)
-        closed = crawl.is_closed(end, now)
-        slice_row = (
-            dict(category=cat, slice_start=start, slice_end=end, n_results=len(records), completed_at=now, run_id=run_id)
-            if closed
-            else None
-        )
-        with Warehouse.open(settings.warehouse_path) as wh:
+    with Warehouse.open(settings.warehouse_path) as wh:
+        for cat, start, end in plan:
+            try:
+                records = crawl.fetch_slice(client, cat, start, end)
+            except (TransientError, PermanentError, RuntimeError) as exc:
+                # The slice stays uncrawled and is tried again next run; other slices go on.
+                failed.append(f"{cat} {start:%Y-%m-%d}: {exc}")
+                log.warning("crawl slice %s %s failed: %s", cat, start, exc)
+                progress.advance()
+                continue
+            frame = crawl.records_frame(records, now)
+            slice_row = (
+                dict(category=cat, slice_start=start, slice_end=end, n_results=len(records), completed_at=now,
+                     run_id=run_id)
+                if crawl.is_closed(end, now)
+                else None
+            )
             wh.save_slice(frame, slice_row)
-        seen.update(frame["arxiv_id"].to_list())
-        progress.advance()
+            seen.update(frame["arxiv_id"].to_list())
+            progress.advance()
     progress.close()
     return StageResult(
         "crawl", rows_in=len(plan), rows_out=len(seen), seconds=time.monotonic() - t0,

@@ -155,9 +155,21 @@ def test_a_new_version_replaces_the_old_one(prefect_server, small_world, replay,
             assert mentions.filter(pl.col("arxiv_id") == r["arxiv_id"]).height == rows["n_authors"][0]
 
 
-def test_status_command_shows_counts_and_reasons(prefect_server, small_world, replay) -> None:
+def test_status_command_and_curator_artifacts(prefect_server, small_world, replay) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
     replay(world=small_world)
-    ingest_flow(since=date(2026, 9, 1), until=date(2026, 9, 20))
+    summary = ingest_flow(since=date(2026, 9, 1), until=date(2026, 9, 20))
+    with get_client(sync_client=True) as client:
+        arts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[summary["run_id"]]))
+        )
+    by_key = {a.key: a for a in arts}
+    assert {"ingest-stages", "ingest-rejects", "ingest-summary"} <= set(by_key)
+    assert any(a.type == "progress" for a in arts)
+    assert "pdf_truncated" in str(by_key["ingest-rejects"].data)
+    assert "Sample of papers loaded" in str(by_key["ingest-summary"].data)
     result = CliRunner().invoke(cli_app, ["status"])
     assert result.exit_code == 0, result.output
     assert "papers" in result.output and "mentions" in result.output

@@ -75,11 +75,12 @@ class ArxivClient(arxiv.Client):
             resp = self._session.get(
                 url, headers={"user-agent": self.http.user_agent}, timeout=self.http.timeout_seconds
             )
-        except (requests.Timeout, requests.ConnectionError) as exc:
+        except requests.RequestException as exc:  # timeouts, resets, bodies cut short
             raise TransientError(f"arXiv request failed: {exc}", kind="timeout") from exc
         finally:
             self._last_request = time.monotonic()
             self.requests_made += 1
+        # requests reads the body inside get(); a cut-off body shows up there as an exception.
         classify_status(resp.status_code, resp.headers, "arXiv")
         content = resp.content
         try:

@@ -16,7 +16,9 @@ def check_pdf(data: bytes) -> None:
     if not data.startswith(PDF_MAGIC):
         raise PermanentError("body is not a PDF", kind="pdf_not_pdf")
     if EOF_MARK not in data[-2048:]:
-        raise TransientError(f"PDF truncated at {len(data)} bytes (no %%EOF)", kind="pdf_truncated")
+        # The whole declared body arrived (a cut transfer raises in httpx), so the file itself
+        # is truncated at the source: retrying cannot fix it.
+        raise PermanentError(f"PDF truncated at {len(data)} bytes (no %%EOF)", kind="pdf_truncated")
 
 
 class PdfClient:

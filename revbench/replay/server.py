@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import re
 import socket
 import threading
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from bisect import bisect_left, bisect_right
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +86,7 @@ class WorldStore:
                 self.by_category.setdefault(cat, []).append((latest["date"], row["arxiv_id"], latest["entry"]))
         for entries in self.by_category.values():
             entries.sort(key=lambda e: (e[0], e[1]))
+        self._dates: dict[str, list[datetime]] = {}
         s2 = pl.read_parquet(world_dir / "s2_papers.parquet")
         self.s2_papers = dict(zip(s2["arxiv_id"].to_list(), s2["json"].to_list(), strict=True))
         authors = pl.read_parquet(world_dir / "s2_authors.parquet")
@@ -98,7 +101,10 @@ class WorldStore:
                 self.teis[row["pdf_sha256"]] = row["tei"]
 
     def query(self, category: str, lo: datetime, hi: datetime) -> list[str]:
-        return [e for d, _i, e in self.by_category.get(category, []) if lo <= d <= hi]
+        entries = self.by_category.get(category, [])
+        dates = self._dates.setdefault(category, [e[0] for e in entries])
+        # hi is a whole minute; every timestamp inside that minute belongs to the window.
+        return [e[2] for e in entries[bisect_left(dates, lo) : bisect_right(dates, hi + timedelta(seconds=59.999999))]]
 
 
 def _ts(s: str) -> datetime:
@@ -150,6 +156,8 @@ class ReplayApp:
         if kind == "timeout":
             await asyncio.sleep(self.settings.timeout_delay_seconds)
             return Response(body, status_code=status, media_type=content_type, headers=headers)
+        if kind == "truncated":
+            return _CutOffResponse(body, status_code=status, media_type=content_type, headers=headers)
         return Response(corrupt(body, kind, content_type), status_code=status, media_type=content_type, headers=headers)
 
     def _need_world(self) -> WorldStore:
@@ -227,6 +235,24 @@ class ReplayApp:
 
     async def stats(self, request: Request) -> Response:
         return JSONResponse(self.faults.stats())
+
+
+class _CutOffResponse(Response):
+    """Declares the whole body's length, sends half of it, and drops the connection: what a
+    truncated transfer looks like to a client."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        await send({"type": "http.response.body", "body": self.body[: len(self.body) // 2], "more_body": True})
+
+
+class _QuietCutOffs(logging.Filter):
+    # uvicorn reports every deliberately unfinished response as an ASGI error.
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "without completing response" not in record.getMessage()
+
+
+logging.getLogger("uvicorn.error").addFilter(_QuietCutOffs())
 
 
 class _FixtureMiddleware:
