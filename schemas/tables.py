@@ -8,22 +8,6 @@ from schemas.model import Column, Table
 
 ARXIV_ID_PATTERN = r"^(?:\d{4}\.\d{4,5}|[a-z\-]+(?:\.[A-Z]{2})?/\d{7})$"
 
-REJECT_REASONS: tuple[str, ...] = (
-    "pdf_unavailable",
-    "pdf_not_pdf",
-    "pdf_too_large",
-    "pdf_truncated",
-    "grobid_failed",
-    "grobid_invalid_tei",
-    "fetch_failed",
-    "missing_title",
-    "missing_abstract",
-    "missing_authors",
-    "title_mismatch",
-    "corrupted_text",
-)
-"""Named reasons a paper is not loaded; every drop is one row in ``rejects`` with one of these."""
-
 DOCUMENT_STATUSES: tuple[str, ...] = (
     "ok",
     "pdf_unavailable",
@@ -36,9 +20,20 @@ DOCUMENT_STATUSES: tuple[str, ...] = (
 )
 """Outcome of fetching and extracting one paper version; all but ``fetch_failed`` are final."""
 
+RECONCILE_REASONS: tuple[str, ...] = (
+    "missing_title",
+    "missing_abstract",
+    "missing_authors",
+    "title_mismatch",
+    "corrupted_text",
+)
+
+REJECT_REASONS: tuple[str, ...] = tuple(s for s in DOCUMENT_STATUSES if s != "ok") + RECONCILE_REASONS
+"""Named reasons a paper is not loaded; every drop is one row in ``rejects`` with one of these."""
+
 TRANSIENT_DOCUMENT_STATUSES: tuple[str, ...] = ("fetch_failed",)
 
-AUTHOR_NAME = pl.Struct({"name": pl.Utf8})
+_TS = pl.Datetime("us", "UTC")
 PDF_AUTHOR = pl.Struct(
     {
         "forename": pl.Utf8,
@@ -56,7 +51,7 @@ SCHEMA_VERSION_TABLE = Table(
     name="schema_version",
     columns=(
         Column("version", pl.Int64, nullable=False),
-        Column("applied_at", pl.Datetime("us", "UTC"), nullable=False),
+        Column("applied_at", _TS, nullable=False),
         Column("description", pl.Utf8),
     ),
     primary_key=("version",),
@@ -69,8 +64,8 @@ RUNS = Table(
         Column("run_id", pl.Utf8, nullable=False, doc="Prefect flow run id (or a local uuid)"),
         Column("flow", pl.Utf8, nullable=False),
         Column("status", pl.Utf8, nullable=False, allowed=("running", "completed", "failed", "crashed")),
-        Column("started_at", pl.Datetime("us", "UTC"), nullable=False),
-        Column("finished_at", pl.Datetime("us", "UTC")),
+        Column("started_at", _TS, nullable=False),
+        Column("finished_at", _TS),
         Column("parameters", pl.Utf8, doc="JSON of the flow parameters (never secrets)"),
         Column("code_version", pl.Utf8),
         Column("error", pl.Utf8),
@@ -97,10 +92,10 @@ CRAWL_SLICES = Table(
     name="crawl_slices",
     columns=(
         Column("category", pl.Utf8, nullable=False),
-        Column("slice_start", pl.Datetime("us", "UTC"), nullable=False),
-        Column("slice_end", pl.Datetime("us", "UTC"), nullable=False),
+        Column("slice_start", _TS, nullable=False),
+        Column("slice_end", _TS, nullable=False),
         Column("n_results", pl.Int64, nullable=False, min_value=0),
-        Column("completed_at", pl.Datetime("us", "UTC"), nullable=False),
+        Column("completed_at", _TS, nullable=False),
         Column("run_id", pl.Utf8),
     ),
     primary_key=("category", "slice_start", "slice_end"),
@@ -117,11 +112,11 @@ ARXIV_RECORDS = Table(
         Column("authors", pl.List(pl.Utf8)),
         Column("primary_category", pl.Utf8),
         Column("categories", pl.List(pl.Utf8)),
-        Column("published", pl.Datetime("us", "UTC")),
-        Column("updated", pl.Datetime("us", "UTC"), nullable=False),
+        Column("published", _TS),
+        Column("updated", _TS, nullable=False),
         Column("comment", pl.Utf8),
         Column("record_hash", pl.Utf8, nullable=False),
-        Column("crawled_at", pl.Datetime("us", "UTC"), nullable=False),
+        Column("crawled_at", _TS, nullable=False),
     ),
     primary_key=("arxiv_id",),
     doc="Latest version of each paper seen by the crawl.",
@@ -135,7 +130,7 @@ S2_PAPERS = Table(
         Column("s2_paper_id", pl.Utf8),
         Column("authors", pl.List(S2_AUTHOR)),
         Column("record_hash", pl.Utf8, nullable=False),
-        Column("fetched_at", pl.Datetime("us", "UTC"), nullable=False),
+        Column("fetched_at", _TS, nullable=False),
     ),
     primary_key=("arxiv_id",),
     doc="Semantic Scholar lookup of each paper (found = false when S2 does not know it).",
@@ -155,7 +150,7 @@ DOCUMENTS = Table(
         Column("pdf_title", pl.Utf8),
         Column("pdf_abstract", pl.Utf8),
         Column("pdf_authors", pl.List(PDF_AUTHOR)),
-        Column("extracted_at", pl.Datetime("us", "UTC"), nullable=False),
+        Column("extracted_at", _TS, nullable=False),
     ),
     primary_key=("arxiv_id", "version"),
     doc="PDF download and GROBID header extraction of each paper version.",
@@ -170,8 +165,8 @@ PAPERS = Table(
         Column("abstract", pl.Utf8, nullable=False, min_length=1),
         Column("primary_category", pl.Utf8, nullable=False, pattern=r"^[a-z\-]+(?:\.[A-Za-z\-]+)?$"),
         Column("categories", pl.List(pl.Utf8), nullable=False),
-        Column("published", pl.Datetime("us", "UTC")),
-        Column("updated", pl.Datetime("us", "UTC"), nullable=False),
+        Column("published", _TS),
+        Column("updated", _TS, nullable=False),
         Column("year", pl.Int64, nullable=False, min_value=1991, max_value=2100),
         Column("s2_paper_id", pl.Utf8),
         Column("pdf_sha256", pl.Utf8, nullable=False, pattern=r"^[0-9a-f]{64}$"),
@@ -180,7 +175,7 @@ PAPERS = Table(
         Column("n_authors", pl.Int64, nullable=False, min_value=1),
         Column("input_hash", pl.Utf8, nullable=False),
         Column("run_id", pl.Utf8),
-        Column("loaded_at", pl.Datetime("us", "UTC"), nullable=False),
+        Column("loaded_at", _TS, nullable=False),
     ),
     primary_key=("arxiv_id",),
     doc="The corpus: one row per paper, latest version in the window, checked against its PDF.",
@@ -216,7 +211,7 @@ REJECTS = Table(
         Column("detail", pl.Utf8),
         Column("input_hash", pl.Utf8, nullable=False),
         Column("run_id", pl.Utf8),
-        Column("recorded_at", pl.Datetime("us", "UTC"), nullable=False),
+        Column("recorded_at", _TS, nullable=False),
     ),
     primary_key=("arxiv_id",),
     doc="Papers not loaded, each with its named reason; cleared when a later version loads.",

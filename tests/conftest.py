@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from datetime import date
@@ -10,6 +12,7 @@ from pathlib import Path
 
 # Prefect reads its home and server settings when first imported: isolate before any import.
 _SESSION_HOME = tempfile.mkdtemp(prefix="revbench-prefect-")
+atexit.register(shutil.rmtree, _SESSION_HOME, ignore_errors=True)
 os.environ["PREFECT_HOME"] = _SESSION_HOME
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "120"
