@@ -1,0 +1,1 @@
+"""Evaluation of paper-reviewer similarity: benchmarks, scorers, metrics."""

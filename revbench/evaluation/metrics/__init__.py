@@ -1,0 +1,1 @@
+"""One metric per module, each with its formula in the docstring."""

@@ -1,0 +1,104 @@
+"""The evaluation boundary: typed records for benchmarks, scores and results.
+
+Every source (the CMU gold standard, LR-bench, OpenReview-format datasets, the warehouse) is
+imported into a ``Benchmark``; every scorer answers with ``Scores``; every metric reads
+``PairSet``s derived from the two. Frames inside the records are polars with fixed schemas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+PAPERS_SCHEMA = {"paper_id": pl.Utf8, "title": pl.Utf8, "abstract": pl.Utf8, "year": pl.Int64}
+PROFILE_SCHEMA = {"reviewer_id": pl.Utf8, **PAPERS_SCHEMA}
+RATINGS_SCHEMA = {"reviewer_id": pl.Utf8, "paper_id": pl.Utf8, "rating": pl.Float64}
+TUPLES_SCHEMA = {
+    "reviewer_pos": pl.Utf8, "paper_pos": pl.Utf8, "reviewer_neg": pl.Utf8, "paper_neg": pl.Utf8,
+    "rating_pos": pl.Float64, "rating_neg": pl.Float64, "cluster": pl.Utf8,
+}
+SCORES_SCHEMA = {"reviewer_id": pl.Utf8, "paper_id": pl.Utf8, "score": pl.Float64}
+
+SPLIT_LR_PC = "lr_paper_centric"
+SPLIT_LR_RC = "lr_reviewer_centric"
+SPLIT_GOLD = "goldstandard"
+SPLIT_POINTWISE = "pointwise"
+SPLIT_AVERAGE = "average"
+
+
+def frame(rows: list[dict[str, object]] | None, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """Rows as a frame with exactly ``schema`` (missing keys become null)."""
+    if not rows:
+        return pl.DataFrame(schema=schema)
+    return pl.DataFrame(rows, schema=schema, strict=False)
+
+
+@dataclass
+class Split:
+    """Rated material of one split: pointwise ratings (pairs are formed within a reviewer) or
+    ready-made tuples (LR-bench); ``cluster`` is the unit the bootstrap resamples."""
+
+    name: str
+    ratings: pl.DataFrame | None = None
+    tuples: pl.DataFrame | None = None
+    candidate_lists: bool = False
+    """True where each paper has its own list of rated candidate reviewers (ranking metrics apply)."""
+
+
+@dataclass
+class Benchmark:
+    """Everything a scorer and the metrics need from one dataset."""
+
+    name: str
+    version: str
+    submissions: pl.DataFrame
+    """The papers to be matched: ``paper_id, title, abstract, year``."""
+    draws: list[pl.DataFrame]
+    """Reviewer profiles, one frame per draw: ``reviewer_id, paper_id, title, abstract, year``.
+    Most datasets have one draw; the gold standard has ten."""
+    splits: list[Split]
+    keywords: dict[str, str] = field(default_factory=dict)
+    """Optional keywords per paper title (LR-bench ``keywords.json``)."""
+
+    def pairs_needed(self) -> pl.DataFrame:
+        """Every (reviewer, paper) whose score some split needs."""
+        parts = []
+        for s in self.splits:
+            if s.ratings is not None:
+                parts.append(s.ratings.select("reviewer_id", "paper_id"))
+            if s.tuples is not None:
+                parts.append(s.tuples.select(pl.col("reviewer_pos").alias("reviewer_id"), pl.col("paper_pos").alias("paper_id")))
+                parts.append(s.tuples.select(pl.col("reviewer_neg").alias("reviewer_id"), pl.col("paper_neg").alias("paper_id")))
+        if not parts:
+            return frame(None, {"reviewer_id": pl.Utf8, "paper_id": pl.Utf8})
+        return pl.concat(parts).unique().sort("reviewer_id", "paper_id")
+
+
+@dataclass
+class Scores:
+    """A scorer's answer: one frame ``reviewer_id, paper_id, score`` per draw."""
+
+    scorer: str
+    draws: list[pl.DataFrame]
+
+    def to_openreview(self, draw: int = 0) -> dict[str, dict[str, float]]:
+        """``{reviewer: {paper: score}}``, the format the gold standard and OpenReview read."""
+        out: dict[str, dict[str, float]] = {}
+        for r, p, s in self.draws[draw].iter_rows():
+            out.setdefault(r, {})[p] = s
+        return out
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    """One number of the results table, with its interval and the count it rests on."""
+
+    benchmark: str
+    split: str
+    scorer: str
+    metric: str
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
