@@ -128,6 +128,40 @@ def demo(
 
 
 @app.command()
+def evaluate(
+    benchmark: Annotated[list[str], typer.Option("--benchmark", "-b", help="NAME=PATH; NAME is goldstandard, lrbench, openreview or warehouse")] = [],  # noqa: B006
+    scorer: Annotated[list[str], typer.Option("--scorer", "-s", help="Scorer spec, e.g. tpms or embedding:pooling=max")] = [],  # noqa: B006
+    predictions: Annotated[list[str], typer.Option("--predictions", "-p", help="NAME[@BENCHMARK]=PATH of scores computed elsewhere")] = [],  # noqa: B006
+    baseline: Annotated[str | None, typer.Option(help="Scorer the others are compared with (paired intervals)")] = None,
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples (0: no intervals)")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap")] = 0,
+    json_out: Annotated[Path | None, typer.Option(help="Write the results as a JSON list of rows")] = None,
+    report: Annotated[Path | None, typer.Option(help="Directory for report.md, loss.png and predictions")] = None,
+) -> None:
+    """Evaluate similarity scorers (and external predictions) on benchmarks."""
+    if not benchmark and not predictions:
+        raise typer.BadParameter("give at least one --benchmark or --predictions")
+    settings = Settings()
+    _prefect_defaults(settings)
+    _quiet_libraries()
+    from flows.evaluate import evaluate_flow
+
+    try:
+        out = evaluate_flow(
+            benchmarks=benchmark, scorers=scorer or (["trivial", "tpms"] if benchmark else []), predictions=predictions,
+            baseline=baseline, bootstrap=bootstrap, seed=seed, report_dir=str(report) if report else None,
+            json_out=str(json_out) if json_out else None,
+        )
+    except (ValueError, FileNotFoundError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    from rich.markdown import Markdown
+
+    console.print(Markdown(out["markdown"]))
+    console.print(f"Report: [cyan]{out['report_dir']}[/] (report.md, loss.png, predictions/)")
+
+
+@app.command()
 def status() -> None:
     """Warehouse counts by table, rejects by reason and the latest runs."""
     settings = Settings()

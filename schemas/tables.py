@@ -218,6 +218,26 @@ REJECTS = Table(
     validate=True,
 )
 
+EVAL_RESULTS = Table(
+    name="eval_results",
+    columns=(
+        Column("benchmark", pl.Utf8, nullable=False),
+        Column("benchmark_version", pl.Utf8, nullable=False),
+        Column("split", pl.Utf8, nullable=False),
+        Column("scorer", pl.Utf8, nullable=False),
+        Column("metric", pl.Utf8, nullable=False),
+        Column("value", pl.Float64),
+        Column("ci_low", pl.Float64),
+        Column("ci_high", pl.Float64),
+        Column("n", pl.Int64, nullable=False, min_value=0),
+        Column("run_id", pl.Utf8),
+        Column("evaluated_at", _TS, nullable=False),
+    ),
+    primary_key=("benchmark", "benchmark_version", "split", "scorer", "metric"),
+    doc="Every metric of every scorer on every benchmark version and split; reruns replace their own rows.",
+    since=2,
+)
+
 ALL_TABLES: tuple[Table, ...] = (
     SCHEMA_VERSION_TABLE,
     RUNS,
@@ -229,6 +249,7 @@ ALL_TABLES: tuple[Table, ...] = (
     PAPERS,
     MENTIONS,
     REJECTS,
+    EVAL_RESULTS,
 )
 
 TABLES: dict[str, Table] = {t.name: t for t in ALL_TABLES}

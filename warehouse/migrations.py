@@ -14,6 +14,7 @@ from warehouse.ddl import add_column_sql, create_table_sql
 
 DESCRIPTIONS: dict[int, str] = {
     1: "initial tables: runs, crawl, s2, documents, papers, mentions, rejects",
+    2: "eval_results: metrics by benchmark version, split, scorer",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {}

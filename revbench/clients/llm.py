@@ -1,0 +1,104 @@
+"""OpenAI-compatible chat completions with our retry policy and a response cache."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from revbench.retry import PermanentError, TransientError, call_with_retries
+from revbench.settings import HttpSettings, LlmSettings
+
+
+class LlmUnavailable(RuntimeError):
+    """No LLM endpoint is configured."""
+
+
+def prompt_hash(model: str, prompt: str) -> str:
+    return hashlib.sha256(f"{model}\x1f{prompt}".encode()).hexdigest()
+
+
+class LlmCache:
+    """Answers by (model, prompt) hash, appended to a JSONL file so reruns ask nothing twice."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+        self._answers: dict[str, dict[str, Any]] = {}
+        if path.exists():
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    rec = json.loads(line)
+                    self._answers[rec["hash"]] = rec
+
+    def get(self, key: str) -> str | None:
+        rec = self._answers.get(key)
+        return rec["answer"] if rec else None
+
+    def put(self, key: str, answer: str, meta: dict[str, Any]) -> None:
+        rec = {"hash": key, "answer": answer, **meta}
+        with self._lock:
+            self._answers[key] = rec
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a") as f:
+                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+
+class LlmClient:
+    """``complete(prompt)`` through the ``openai`` client at ``settings.base_url``."""
+
+    def __init__(self, settings: LlmSettings, http: HttpSettings, cache_dir: Path | None = None):
+        if not settings.base_url:
+            raise LlmUnavailable("no LLM configured (set REVBENCH_LLM__BASE_URL)")
+        from openai import OpenAI
+
+        self.settings = settings
+        self.http = http
+        key = settings.api_key.get_secret_value() if settings.api_key else "unused"
+        # Our retry policy governs (Retry-After, backoff); the SDK's own retries are off.
+        self._client = OpenAI(base_url=settings.base_url, api_key=key, timeout=http.timeout_seconds, max_retries=0)
+        self.cache = LlmCache(cache_dir / "llm" / f"{hashlib.sha1(settings.model.encode()).hexdigest()[:10]}.jsonl") if cache_dir else None
+        self.requests_made = 0
+        self.cache_hits = 0
+
+    def _once(self, prompt: str) -> str:
+        import openai
+
+        self.requests_made += 1
+        try:
+            resp = self._client.chat.completions.create(
+                model=self.settings.model, messages=[{"role": "user", "content": prompt}], temperature=0
+            )
+        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            raise TransientError(f"LLM transport: {exc}", kind="timeout") from exc
+        except openai.RateLimitError as exc:
+            ra = exc.response.headers.get("retry-after") if exc.response is not None else None
+            raise TransientError("LLM rate limited", retry_after=float(ra) if ra else None, kind="rate_limited") from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code >= 500:
+                raise TransientError(f"LLM HTTP {exc.status_code}", kind="server_error") from exc
+            raise PermanentError(f"LLM HTTP {exc.status_code}: {exc.message}", kind=f"http_{exc.status_code}") from exc
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise TransientError(f"LLM answer unreadable: {exc}", kind="malformed") from exc
+        try:
+            content = resp.choices[0].message.content
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise TransientError("LLM answer has no choices[0].message.content", kind="malformed") from exc
+        if content is None:
+            raise TransientError("LLM answered with empty content", kind="malformed")
+        return content
+
+    def complete(self, prompt: str, meta: dict[str, Any] | None = None, use_cache: bool = True) -> str:
+        """The model's answer to ``prompt``, from the cache when it was asked before."""
+        key = prompt_hash(self.settings.model, prompt)
+        if use_cache and self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.cache_hits += 1
+                return hit
+        answer = call_with_retries(lambda: self._once(prompt), self.http, "LLM completion")
+        if self.cache is not None:
+            self.cache.put(key, answer, {"model": self.settings.model, **(meta or {})})
+        return answer

@@ -1,0 +1,111 @@
+"""Results as the papers print them: a markdown table (best in bold) and a plot of loss with intervals."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import polars as pl
+
+from revbench.evaluation.model import MetricValue
+
+RESULT_SCHEMA = {
+    "benchmark": pl.Utf8, "split": pl.Utf8, "scorer": pl.Utf8, "metric": pl.Utf8,
+    "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64,
+}
+LOWER_IS_BETTER = {"loss"} | {f"WKTD@{k}" for k in (5, 10)}
+
+
+def results_frame(rows: list[MetricValue]) -> pl.DataFrame:
+    return pl.DataFrame([asdict(r) for r in rows], schema=RESULT_SCHEMA) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
+
+
+def _cell(value: float | None, lo: float | None, hi: float | None, best: bool) -> str:
+    if value is None:
+        return "–"
+    text = f"{value:.3f}"
+    if lo is not None and hi is not None:
+        text += f" [{lo:.2f}, {hi:.2f}]"
+    return f"**{text}**" if best else text
+
+
+def markdown_table(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accuracy", "easy_accuracy", "hard_accuracy")) -> str:
+    """One table per benchmark: scorers as rows, (split, metric) as columns, the best of each
+    column in bold (lowest loss, highest accuracy); paired differences are listed after."""
+    out = []
+    main = df.filter(~pl.col("scorer").str.contains(" - "))
+    for bench in main["benchmark"].unique(maintain_order=True).to_list():
+        b = main.filter(pl.col("benchmark") == bench)
+        splits = b["split"].unique(maintain_order=True).to_list()
+        cols = [(s, m) for s in splits for m in metrics if b.filter((pl.col("split") == s) & (pl.col("metric") == m)).height]
+        out.append(f"### {bench}\n")
+        out.append("| scorer | " + " | ".join(f"{s} {m}" for s, m in cols) + " |")
+        out.append("|---|" + "---|" * len(cols))
+        best = {}
+        for s, m in cols:
+            v = b.filter((pl.col("split") == s) & (pl.col("metric") == m) & pl.col("value").is_not_null())["value"]
+            if v.len():
+                best[(s, m)] = v.min() if m in LOWER_IS_BETTER else v.max()
+        for scorer in b["scorer"].unique(maintain_order=True).to_list():
+            cells = []
+            for s, m in cols:
+                r = b.filter((pl.col("scorer") == scorer) & (pl.col("split") == s) & (pl.col("metric") == m))
+                if r.height == 0:
+                    cells.append("–")
+                    continue
+                row = r.row(0, named=True)
+                cells.append(_cell(row["value"], row["ci_low"], row["ci_high"], row["value"] is not None and row["value"] == best.get((s, m))))
+            out.append(f"| {scorer} | " + " | ".join(cells) + " |")
+        out.append("")
+    diffs = df.filter(pl.col("scorer").str.contains(" - ") & (pl.col("metric") == "loss"))
+    if diffs.height:
+        out.append("Paired differences in loss (negative: better than the baseline)\n")
+        out.append("| benchmark | split | difference | value [95% CI] |")
+        out.append("|---|---|---|---|")
+        for r in diffs.iter_rows(named=True):
+            out.append(f"| {r['benchmark']} | {r['split']} | {r['scorer']} | {_cell(r['value'], r['ci_low'], r['ci_high'], False)} |")
+    ranking = df.filter(pl.col("metric").str.contains("@"))
+    if ranking.height:
+        out.append("\nRanking metrics (mean over papers with a relevant candidate)\n")
+        wide = ranking.pivot(on="metric", index=["benchmark", "split", "scorer"], values="value")
+        out.append("| " + " | ".join(wide.columns) + " |")
+        out.append("|" + "---|" * len(wide.columns))
+        for row in wide.iter_rows():
+            out.append("| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row) + " |")
+    return "\n".join(out)
+
+
+def plot_loss(df: pl.DataFrame, path: Path) -> Path | None:
+    """Loss per scorer with 95% intervals, one marker series per (benchmark, split)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    d = df.filter((pl.col("metric") == "loss") & ~pl.col("scorer").str.contains(" - ") & pl.col("value").is_not_null())
+    if d.height == 0:
+        return None
+    scorers = d["scorer"].unique(maintain_order=True).to_list()
+    series = d.select("benchmark", "split").unique(maintain_order=True).rows()
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(scorers) + 2), 4.5))
+    width = 0.8 / max(len(series), 1)
+    for i, (bench, split) in enumerate(series):
+        s = d.filter((pl.col("benchmark") == bench) & (pl.col("split") == split))
+        xs, ys, lo, hi = [], [], [], []
+        for r in s.iter_rows(named=True):
+            xs.append(scorers.index(r["scorer"]) - 0.4 + width * (i + 0.5))
+            ys.append(r["value"])
+            lo.append(r["value"] - (r["ci_low"] if r["ci_low"] is not None else r["value"]))
+            hi.append((r["ci_high"] if r["ci_high"] is not None else r["value"]) - r["value"])
+        ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, label=f"{bench} / {split}")
+    ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+    ax.set_xticks(range(len(scorers)), scorers, rotation=20, ha="right")
+    ax.set_ylabel("weighted Kendall-tau loss (lower is better)")
+    ax.set_ylim(0, max(0.6, float(d["ci_high"].fill_null(d["value"]).max()) + 0.05))
+    ax.legend(fontsize=8)
+    ax.set_title("Loss with 95% bootstrap intervals")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

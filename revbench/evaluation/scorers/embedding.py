@@ -1,0 +1,28 @@
+"""Dense scorer: cosine between a submission and each of the reviewer's papers, pooled."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from revbench.embeddings import DEFAULT_MODEL, EmbeddingCache
+from revbench.evaluation.model import Benchmark
+from revbench.evaluation.scorers.base import Params, Scorer, paper_text, pooled_scores, submissions_of
+
+
+class EmbeddingParams(Params):
+    model: str = DEFAULT_MODEL
+    pooling: str = "max"
+
+
+class Embedding(Scorer):
+    name = "embedding"
+    params_model = EmbeddingParams
+    def cache(self) -> EmbeddingCache:
+        return EmbeddingCache.shared(self.context.cache_dir, self.params.model)  # type: ignore[attr-defined]
+
+    def score_draw(self, benchmark: Benchmark, draw: int, needed: pl.DataFrame) -> pl.DataFrame:
+        profile = benchmark.draws[draw]
+        subs = submissions_of(benchmark, needed)
+        cache = self.cache()
+        sim = cache.embed(paper_text(profile)) @ cache.embed(paper_text(subs)).T
+        return pooled_scores(sim, profile, subs["paper_id"].to_list(), needed, self.params.pooling)  # type: ignore[attr-defined]
