@@ -5,7 +5,7 @@ For a paper q with rated candidates and predicted scores, ranked by score:
     P@k      = |relevant in top k| / k
     Recall@k = |relevant in top k| / |relevant|
     MRR@k    = 1 / rank of the first relevant candidate within the top k (0 if none)
-    NDCG@k   = DCG@k / IDCG@k with DCG@k = sum_i (2^{g_i} - 1) / log2(i + 1), gains g = rating - 1
+    NDCG@k   = DCG@k / IDCG@k with DCG@k = sum_i g_i / log2(i + 1), gains g = rating - 1 (linear, as trec_eval)
     WKTD@k   = the weighted Kendall-tau loss (see ``loss``) over pairs of candidates of q
                whose higher-rated member is ranked in the top k by the scorer
 
