@@ -24,7 +24,7 @@ DEMO_UNTIL = date(2026, 10, 31)
 
 
 def _quiet_libraries() -> None:
-    for name in ("httpx", "httpcore", "urllib3", "arxiv", "grobid_client"):
+    for name in ("httpx", "httpcore", "urllib3", "arxiv", "grobid_client", "bm25s", "sentence_transformers"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
@@ -121,6 +121,7 @@ def demo(
 
         summary = ingest_flow(since=DEMO_SINCE, until=DEMO_UNTIL, synthetic=True)
     print_ingest_summary(summary)
+    _demo_evaluation(settings, world_dir, seed)
     console.print(f"demo finished in {time.monotonic() - t0:.0f} s; run it again for a cheap refresh.")
     console.print(
         f"Flow runs and artifacts: PREFECT_HOME={os.environ['PREFECT_HOME']} .venv/bin/prefect server start"
@@ -159,6 +160,30 @@ def evaluate(
 
     console.print(Markdown(out["markdown"]))
     console.print(f"Report: [cyan]{out['report_dir']}[/] (report.md, loss.png, predictions/)")
+
+
+def _demo_evaluation(settings: Settings, world_dir: Path, seed: int) -> None:
+    """Evaluate the standard scorers on a SYNTHETIC panel simulated from the world's truth."""
+    from flows.evaluate import evaluate_flow
+    from revbench.evaluation.simulate import simulate_panel
+    from warehouse import Warehouse
+
+    with Warehouse.open(settings.warehouse_path) as wh:
+        papers = wh.corpus_papers()
+    panel_dir = world_dir / "panel"
+    stats = simulate_panel(papers, world_dir, panel_dir, seed=seed)
+    console.print(
+        f"[yellow]SYNTHETIC[/] rating panel: {stats['panelists']} panelists rated {stats['queries']} papers "
+        f"({stats['ratings']} ratings) -> {panel_dir}"
+    )
+    out = evaluate_flow(
+        benchmarks=[f"openreview={panel_dir}"], scorers=["trivial", "tpms", "bm25", "embedding"], baseline="tpms",
+        bootstrap=1000, seed=seed, report_dir=str(settings.data_dir / "reports" / "demo"),
+    )
+    from rich.markdown import Markdown
+
+    console.print(Markdown(out["markdown"]))
+    console.print(f"Evaluation report: [cyan]{out['report_dir']}[/]")
 
 
 @app.command()

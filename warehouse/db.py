@@ -299,6 +299,10 @@ class Warehouse:
             self.upsert(MENTIONS, mentions)
             self.upsert(REJECTS, rejects)
 
+    def corpus_papers(self) -> pl.DataFrame:
+        """The loaded corpus: ``arxiv_id, title, abstract, year, primary_category``."""
+        return self.frame("SELECT arxiv_id, title, abstract, year, primary_category FROM papers ORDER BY arxiv_id")
+
     def reject_counts(self) -> pl.DataFrame:
         return self.frame(
             "SELECT reason, count(*) AS n FROM rejects GROUP BY reason ORDER BY n DESC, reason"

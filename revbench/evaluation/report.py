@@ -13,6 +13,7 @@ RESULT_SCHEMA = {
     "benchmark": pl.Utf8, "split": pl.Utf8, "scorer": pl.Utf8, "metric": pl.Utf8,
     "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64,
 }
+RANKING_SHOWN = ("P_hard@5", "P_soft@5", "P_hard@10", "NDCG@10", "MRR_hard@10", "Recall_hard@10", "WKTD@10")
 LOWER_IS_BETTER = {"loss"} | {f"WKTD@{k}" for k in (5, 10)}
 
 
@@ -64,14 +65,17 @@ def markdown_table(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accura
         out.append("|---|---|---|---|")
         for r in diffs.iter_rows(named=True):
             out.append(f"| {r['benchmark']} | {r['split']} | {r['scorer']} | {_cell(r['value'], r['ci_low'], r['ci_high'], False)} |")
-    ranking = df.filter(pl.col("metric").str.contains("@"))
+    ranking = df.filter(pl.col("metric").is_in(list(RANKING_SHOWN)))
     if ranking.height:
-        out.append("\nRanking metrics (mean over papers with a relevant candidate)\n")
-        wide = ranking.pivot(on="metric", index=["benchmark", "split", "scorer"], values="value")
-        out.append("| " + " | ".join(wide.columns) + " |")
-        out.append("|" + "---|" * len(wide.columns))
-        for row in wide.iter_rows():
-            out.append("| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row) + " |")
+        out.append("\nRanking metrics (mean over papers with a relevant candidate; all of them in results.json)\n")
+        for bench in ranking["benchmark"].unique(maintain_order=True).to_list():
+            r = ranking.filter(pl.col("benchmark") == bench)
+            shown = [m for m in RANKING_SHOWN if m in set(r["metric"].to_list())]
+            out.append(f"| {bench} scorer | " + " | ".join(shown) + " |")
+            out.append("|---|" + "---|" * len(shown))
+            for scorer in r["scorer"].unique(maintain_order=True).to_list():
+                vals = {m: v for m, v in r.filter(pl.col("scorer") == scorer).select("metric", "value").iter_rows()}
+                out.append(f"| {scorer} | " + " | ".join("–" if vals.get(m) is None else f"{vals[m]:.3f}" for m in shown) + " |")
     return "\n".join(out)
 
 

@@ -42,7 +42,9 @@ def ranking_metrics(
     soft_threshold: float = 3,
 ) -> dict[str, tuple[float, int]]:
     """``{metric@k: (value, n_queries)}`` for papers (queries) and their rated reviewers."""
-    joined = ratings.join(scores, on=["reviewer_id", "paper_id"], how="left")
+    # Sorted by id so that tied scores break by reviewer id, never by the order of the labels
+    # (a constant scorer must not inherit the raters' order).
+    joined = ratings.join(scores, on=["reviewer_id", "paper_id"], how="left").sort("paper_id", "reviewer_id")
     run: dict[str, dict[str, float]] = {}
     for r, p, s in joined.select("reviewer_id", "paper_id", "score").iter_rows():
         if s is not None:
