@@ -12,7 +12,7 @@ from revbench.retry import PermanentError, TransientError, call_with_retries
 from revbench.settings import HttpSettings, LlmSettings
 
 
-class LlmUnavailable(RuntimeError):
+class LlmUnavailable(ValueError):
     """No LLM endpoint is configured."""
 
 

@@ -136,6 +136,7 @@ class ReplayApp:
                 Route("/s2/graph/v1/author/{author_id}/papers", self.s2_author_papers, methods=["GET"]),
                 Route("/grobid/api/isalive", self.grobid_alive, methods=["GET"]),
                 Route("/grobid/api/processHeaderDocument", self.grobid_header, methods=["POST"]),
+                Route("/llm/v1/chat/completions", self.llm_chat, methods=["POST"]),
                 Route("/_replay/stats", self.stats, methods=["GET"]),
             ]
         )
@@ -233,8 +234,53 @@ class ReplayApp:
             return await self.respond("grobid", sha, 500, b"[BAD_INPUT_DATA] PDF to XML conversion failed", "text/plain")
         return await self.respond("grobid", sha, 200, tei, "application/xml; charset=UTF-8")
 
+    async def llm_chat(self, request: Request) -> Response:
+        """An OpenAI-compatible stand-in: answers the project's prompts deterministically from
+        word overlap (scores) or title words (keywords), in the format the prompts ask for."""
+        try:
+            body = await request.json()
+            prompt = body["messages"][-1]["content"]
+        except (json.JSONDecodeError, KeyError, IndexError, TypeError):
+            return JSONResponse({"error": {"message": "messages[-1].content required"}}, status_code=400)
+        content = stub_llm_answer(prompt)
+        answer = {
+            "id": "chatcmpl-replay", "object": "chat.completion", "created": 0, "model": body.get("model", "replay"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(content.split()), "total_tokens": 0},
+        }
+        key = hashlib.sha1(prompt.encode()).hexdigest()
+        return await self.respond("llm", key, 200, json.dumps(answer).encode(), "application/json")
+
     async def stats(self, request: Request) -> Response:
         return JSONResponse(self.faults.stats())
+
+
+_WORD = re.compile(r"[A-Za-z]{4,}")
+
+
+def _section(prompt: str, head: str) -> str:
+    start = prompt.find(head)
+    if start < 0:
+        return ""
+    rest = prompt[start + len(head):]
+    end = rest.find("### ")
+    return rest if end < 0 else rest[:end]
+
+
+def stub_llm_answer(prompt: str) -> str:
+    """What the replay LLM says to a prompt from ``templates/prompts``."""
+    if "### Reviewer papers" in prompt:
+        reviewer = {w.lower() for w in _WORD.findall(_section(prompt, "### Reviewer papers"))}
+        paper = {w.lower() for w in _WORD.findall(_section(prompt, "### Submission"))}
+        overlap = len(reviewer & paper) / max(len(paper), 1)
+        if "0 to 100" in prompt:
+            return f"The profile shares {len(reviewer & paper)} terms with the submission.\n{round(100 * overlap)}"
+        return f"The profile shares {len(reviewer & paper)} terms with the submission.\n{1 + round(4 * overlap)}"
+    if "### Paper" in prompt:
+        title = _section(prompt, "### Paper").strip().split(":")[0]
+        words = [w for w in _WORD.findall(title)]
+        return ", ".join(words[:6]) or "none"
+    return "I can only answer revbench prompts."
 
 
 class _CutOffResponse(Response):
@@ -343,4 +389,5 @@ def client_env(base: str) -> dict[str, str]:
         "REVBENCH_PDF__BASE_URL": f"{base}/arxiv",
         "REVBENCH_GROBID__BASE_URL": f"{base}/grobid",
         "REVBENCH_GROBID__BUSY_SLEEP_SECONDS": "0",
+        "REVBENCH_LLM__BASE_URL": f"{base}/llm/v1",
     }

@@ -1,0 +1,79 @@
+"""The evaluate flow through Prefect: JSON rows, the warehouse table, the report, predictions in and out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.evaluate import evaluate_flow
+from revbench.cli import app as cli_app
+from revbench.settings import Settings
+from schemas.tables import EVAL_RESULTS
+from tests.evaluation.test_scorers import bench
+from warehouse import Warehouse
+
+pytestmark = pytest.mark.slow
+KEYS = {"benchmark", "split", "scorer", "metric", "value", "ci_low", "ci_high", "n"}
+
+
+def write_openreview(d: Path) -> Path:
+    b = bench()
+    (d / "archives").mkdir(parents=True)
+    (d / "submissions.json").write_text(json.dumps(
+        {p: {"id": p, "content": {"title": t, "abstract": a}} for p, t, a in b.submissions.select("paper_id", "title", "abstract").iter_rows()}
+    ))
+    for (r,), g in b.draws[0].group_by("reviewer_id"):
+        (d / "archives" / f"~{r}.jsonl").write_text("\n".join(
+            json.dumps({"id": p, "content": {"title": t, "abstract": a, "year": 2024}})
+            for p, t, a in g.select("paper_id", "title", "abstract").iter_rows()) + "\n")
+    b.splits[0].ratings.rename({"reviewer_id": "reviewer", "paper_id": "paper"}).write_csv(d / "ratings.csv")
+    return d
+
+
+def test_evaluate_flow_end_to_end(prefect_server, tmp_path: Path) -> None:
+    data = write_openreview(tmp_path / "or")
+    (tmp_path / "gold_style.json").write_text(json.dumps({"ir": {"s1": 0.9, "s2": 0.1}, "gnn": {"s1": 0.2, "s2": 0.8}}))
+    (tmp_path / "or_style.csv").write_text("s1,~ir,0.1\ns2,~ir,0.9\ns1,~gnn,0.5\ns2,~gnn,0.5\n")
+    out_json = tmp_path / "rows.json"
+    result = evaluate_flow(
+        benchmarks=[f"openreview={data}"], scorers=["trivial", "tpms"],
+        predictions=[f"oracle={tmp_path / 'gold_style.json'}", f"backwards={tmp_path / 'or_style.csv'}"],
+        baseline="tpms", bootstrap=200, report_dir=str(tmp_path / "report"), json_out=str(out_json),
+    )
+    rows = json.loads(out_json.read_text())
+    assert rows and all(set(r) == KEYS for r in rows)
+    by = {(r["scorer"], r["metric"]): r for r in rows}
+    assert by[("trivial", "loss")]["value"] == 0.5
+    assert by[("oracle", "loss")]["value"] == 0.0 and by[("oracle", "accuracy")]["value"] == 1.0
+    # backwards: ir inverted (weight 4), gnn tied (weight 4, half) -> 6/8.
+    assert by[("backwards", "loss")]["value"] == pytest.approx(0.75)
+    assert ("oracle - tpms", "loss") in by and by[("oracle - tpms", "loss")]["value"] <= 0
+    assert {"P_hard@5", "NDCG@10", "MRR_hard@10", "Recall_soft@5", "WKTD@5"} <= {m for _, m in by}
+    report = Path(result["report_dir"])
+    assert (report / "report.md").read_text().count("**") >= 2 and (report / "loss.png").stat().st_size > 1000
+    exported = json.loads((report / "predictions" / "openreview" / "tpms.json").read_text())
+    assert set(exported) == {"ir", "gnn"} and set(exported["ir"]) == {"s1", "s2"}
+    with Warehouse.open(Settings().warehouse_path) as wh:
+        first = wh.read(EVAL_RESULTS)
+    evaluate_flow(benchmarks=[f"openreview={data}"], scorers=["trivial", "tpms"], bootstrap=200, report_dir=str(tmp_path / "r2"))
+    with Warehouse.open(Settings().warehouse_path) as wh:
+        second = wh.read(EVAL_RESULTS)
+    assert second.height == first.height  # a rerun replaces its rows, keyed by version, split, scorer, metric
+    assert first.filter((first["scorer"] == "tpms") & (first["metric"] == "loss"))["benchmark_version"].len() == 1
+
+
+def _said(args: list[str]) -> tuple[int, str]:
+    r = CliRunner().invoke(cli_app, args)
+    return r.exit_code, " ".join(r.output.split())
+
+
+def test_cli_errors_are_clear(prefect_server, tmp_path: Path) -> None:
+    code, out = _said(["evaluate", "-b", "goldstandard"])
+    assert code == 2 and "NAME=PATH" in out
+    code, out = _said(["evaluate", "-b", f"goldstandard={tmp_path / 'nowhere'}"])
+    assert code == 2 and "does not exist" in out
+    code, out = _said(["evaluate", "-b", f"openreview={write_openreview(tmp_path / 'x')}", "-s", "magic"])
+    assert code == 2 and "unknown scorer" in out

@@ -1,0 +1,151 @@
+"""Scorers on a small hand-made benchmark: values, pooling, caches, the LLM path and its faults."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from revbench.embeddings import EmbeddingCache
+from revbench.evaluation.model import PAPERS_SCHEMA, PROFILE_SCHEMA, RATINGS_SCHEMA, Benchmark, Split, frame
+from revbench.evaluation.scorers import Context, make_scorer
+from revbench.evaluation.scorers.base import pool
+from revbench.evaluation.scorers.llm import parse_score
+from revbench.evaluation.scorers.rate import PREFIX, offline_keywords
+from revbench.evaluation.scorers.tpms import tokens
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def bench() -> Benchmark:
+    subs = frame([
+        dict(paper_id="s1", title="Dense retrieval for reviewer assignment", abstract="Matching submissions to reviewers with dense retrieval."),
+        dict(paper_id="s2", title="Graph neural networks for molecules", abstract="Message passing predicts molecular properties."),
+    ], PAPERS_SCHEMA)
+    profile = frame([
+        dict(reviewer_id="ir", paper_id="a", title="Learning to rank for expert finding", abstract="Reviewer assignment via retrieval of experts."),
+        dict(reviewer_id="ir", paper_id="b", title="Dense passage retrieval", abstract="Dual encoders for retrieval."),
+        dict(reviewer_id="gnn", paper_id="c", title="Message passing neural networks", abstract="Graph networks for molecular property prediction."),
+    ], PROFILE_SCHEMA)
+    ratings = frame([dict(reviewer_id=r, paper_id=p, rating=x) for r, p, x in
+                     [("ir", "s1", 5.0), ("ir", "s2", 1.0), ("gnn", "s1", 1.0), ("gnn", "s2", 5.0)]], RATINGS_SCHEMA)
+    return Benchmark("hand", "1", subs, [profile], [Split("pointwise", ratings=ratings, candidate_lists=True)])
+
+
+def scores(spec: str, tmp_path: Path) -> dict[tuple[str, str], float]:
+    out = make_scorer(spec, Context(cache_dir=tmp_path / "cache")).score(bench())
+    return {(r, p): s for r, p, s in out.draws[0].iter_rows()}
+
+
+@pytest.mark.parametrize("spec", ["tpms", "bm25", "embedding", "embedding:pooling=mean", "rate:keywords=offline"])
+def test_text_scorers_prefer_the_matching_reviewer(spec: str, tmp_path: Path) -> None:
+    s = scores(spec, tmp_path)
+    assert s[("ir", "s1")] > s[("ir", "s2")] and s[("gnn", "s2")] > s[("gnn", "s1")]
+
+
+def test_tpms_equals_its_definition(tmp_path: Path) -> None:
+    b = bench()
+    docs = {r: Counter(tokens(" ".join(f"{t} {a}" for t, a in g.select("title", "abstract").iter_rows())))
+            for (r,), g in b.draws[0].group_by("reviewer_id")}
+    paps = {p: Counter(tokens(f"{t} {a}")) for p, t, a in b.submissions.select("paper_id", "title", "abstract").iter_rows()}
+    df = Counter(w for d in [*docs.values(), *paps.values()] for w in d)
+    idf = {w: math.log(4 / n) for w, n in df.items()}
+    def vec(c: Counter) -> dict[str, float]:
+        top = max(c.values())
+        return {w: (0.5 + 0.5 * n / top) * idf[w] for w, n in c.items()}
+    got = scores("tpms", tmp_path)
+    for (r, p), value in got.items():
+        a, v = vec(docs[r]), vec(paps[p])
+        want = sum(a[w] * v[w] for w in a if w in v) / math.sqrt(sum(x * x for x in a.values())) / math.sqrt(sum(x * x for x in v.values()))
+        assert value == pytest.approx(want, abs=1e-12)
+
+
+def test_tpms_tokens() -> None:
+    assert tokens("The Ærøskøbing models, using computer-vision results!") == ["roskob", "model", "vision"]
+
+
+def test_pooling() -> None:
+    s = np.array([0.2, 0.9, 0.5, 0.1])
+    assert pool(s, "max") == 0.9 and pool(s, "mean") == pytest.approx(0.425)
+    assert pool(s, "percentile:75") == pytest.approx(np.percentile(s, 75))
+    assert pool(s, "topk_mean:3") == pytest.approx((0.9 + 0.5 + 0.2) / 3)
+    assert pool(np.array([0.6]), "acl_top3") == pytest.approx(0.6)  # zero-padded
+    assert pool(s, "acl_top3") == pytest.approx(0.9 + 0.5 / 2 + 0.2 / 3)
+    assert pool(np.zeros(0), "max") == 0.0
+    with pytest.raises(ValueError):
+        pool(s, "median")
+
+
+def test_scorer_specs_fail_clearly(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown scorer"):
+        make_scorer("tfidf", Context(tmp_path))
+    with pytest.raises(ValueError, match="bad parameters"):
+        make_scorer("tpms:regime=everything", Context(tmp_path))
+    with pytest.raises(ValueError, match="key=value"):
+        make_scorer("embedding:max", Context(tmp_path))
+    assert make_scorer("embedding:pooling=percentile:75", Context(tmp_path)).label == "embedding:pooling=percentile:75"
+
+
+def test_embedding_cache_encodes_only_new_texts(tmp_path: Path) -> None:
+    calls: list[int] = []
+    def enc(texts: list[str]) -> np.ndarray:
+        calls.append(len(texts))
+        return np.ones((len(texts), 3), dtype=np.float32)
+    c = EmbeddingCache(tmp_path, "toy")
+    c.embed(["a", "bb", "a"], enc)
+    c.embed(["a", "bb", "ccc"], enc)
+    assert calls == [2, 1]
+    assert EmbeddingCache(tmp_path, "toy").embed(["ccc", "a"], enc).shape == (2, 3) and calls == [2, 1]
+
+
+def test_offline_keywords() -> None:
+    kws = offline_keywords(["dense retrieval of reviewers with dense encoders", "graph neural networks on molecules"], per_paper=3)
+    assert "dense" in kws[0] and all(len(k) == 3 for k in kws)
+    assert PREFIX.startswith("The reviewer's research keywords include")
+
+
+def test_parse_score() -> None:
+    assert parse_score("Reasoning...\n4", 1, 5) == 4.0
+    assert parse_score("Score: 73/100", 0, 100) == 100.0
+    assert parse_score("I'd say 3.5.", 1, 5) == 3.5
+    assert parse_score("no number here", 1, 5) is None
+    assert parse_score("rating 7", 1, 5) is None
+
+
+def test_llm_scorer_through_the_replay_and_its_cache(replay, tmp_path: Path) -> None:
+    app = replay()
+    s = scores("llm:prompt=bars", tmp_path)
+    assert set(s) == {("ir", "s1"), ("ir", "s2"), ("gnn", "s1"), ("gnn", "s2")}
+    assert all(1 <= v <= 5 for v in s.values())
+    assert s[("ir", "s1")] > s[("ir", "s2")]
+    served = app.faults.stats()["served"]["llm"]
+    assert scores("llm:prompt=bars", tmp_path) == s
+    assert app.faults.stats()["served"]["llm"] == served  # all from the cache
+    g = scores("llm:prompt=goldstandard", tmp_path)
+    assert all(0 <= v <= 100 for v in g.values())
+
+
+def test_llm_faults_are_retried(replay, tmp_path: Path) -> None:
+    replay()
+    clean = scores("llm", tmp_path / "a")
+    app = replay(fault_rate=0.5, fault_seed=2)
+    assert scores("llm", tmp_path / "b") == clean
+    assert sum(v for k, v in app.faults.stats()["injected"].items() if k.startswith("llm:")) > 0
+
+
+def test_llm_answer_out_of_format_scores_nothing(replay, tmp_path: Path) -> None:
+    app = replay(fixtures=FIXTURES)
+    assert scores("llm", tmp_path) == {}
+    # One cached ask and one fresh retry per pair, then the pair is left unscored.
+    assert app.faults.stats()["served"]["llm"] == 8
+
+
+def test_rate_keywords_from_the_llm(replay, tmp_path: Path) -> None:
+    app = replay()
+    s = scores("rate:keywords=llm", tmp_path)
+    assert s[("ir", "s1")] > s[("ir", "s2")]
+    assert app.faults.stats()["served"]["llm"] == 3  # one keyword prompt per profile paper
