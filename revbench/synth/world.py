@@ -78,7 +78,9 @@ class _Person:
     topics: list[str]
 
 
-class _Generator:
+class Generator:
+    """Seeded draws of people, groups and topic-coherent titles and abstracts."""
+
     def __init__(self, spec: WorldSpec):
         self.spec = spec
         self.rng = np.random.default_rng(spec.seed)
@@ -158,7 +160,7 @@ class _Generator:
         )
 
 
-def _render_affiliation(g: _Generator, inst: int) -> tuple[str | None, str | None]:
+def _render_affiliation(g: Generator, inst: int) -> tuple[str | None, str | None]:
     canonical, aliases, dept, _domain = INSTITUTIONS[inst]
     r = g.rng.random()
     if r < 0.08:
@@ -176,7 +178,7 @@ def generate_world(
     """Write the world to ``out_dir`` and return its manifest; same spec, same bytes."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "truth").mkdir(exist_ok=True)
-    g = _Generator(spec)
+    g = Generator(spec)
     n_people = max(20, int(spec.n_papers * 1.2))
     people = g.people(n_people)
     groups = g.groups(people)
