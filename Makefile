@@ -29,6 +29,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.ingest_bench
+	$(BIN)/python -m benchmarks.eval_bench
 
 clean-data:
 	rm -rf data

@@ -299,6 +299,9 @@ class Warehouse:
             self.upsert(MENTIONS, mentions)
             self.upsert(REJECTS, rejects)
 
+    def has_table(self, name: str) -> bool:
+        return bool(self._exec("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])[0][0])
+
     def corpus_papers(self) -> pl.DataFrame:
         """The loaded corpus: ``arxiv_id, title, abstract, year, primary_category``."""
         return self.frame("SELECT arxiv_id, title, abstract, year, primary_category FROM papers ORDER BY arxiv_id")

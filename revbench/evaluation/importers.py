@@ -253,10 +253,24 @@ def load_predictions(path: Path, name: str, benchmark: Benchmark) -> Scores:
     return Scores(name, draws)
 
 
+def load_warehouse(path: Path) -> Benchmark:
+    """The warehouse's own benchmark: its corpus as submissions and profiles, its cleaned
+    ratings as the pointwise split (with candidate lists) once the ratings stage has filled them."""
+    from warehouse import Warehouse
+
+    with Warehouse.open(path, read_only=True) as wh:
+        if not wh.has_table("ratings"):
+            raise ImportError_(
+                f"the warehouse at {path} holds no ratings yet; they arrive with the survey and ratings stages "
+                "(until then, evaluate on goldstandard, lrbench or openreview data)"
+            )
+    raise ImportError_(f"the warehouse at {path} has ratings but this revbench cannot read their layout")
+
+
 def load_benchmark(kind: str, path: Path) -> Benchmark:
-    """A benchmark by kind: ``goldstandard``, ``lrbench`` or ``openreview`` (``warehouse`` is
-    built by ``revbench.evaluation.warehouse_benchmark``)."""
-    loaders = {"goldstandard": load_goldstandard, "lrbench": load_lrbench, "openreview": load_openreview}
+    """A benchmark by kind: ``goldstandard``, ``lrbench``, ``openreview`` or ``warehouse``."""
+    loaders = {"goldstandard": load_goldstandard, "lrbench": load_lrbench, "openreview": load_openreview,
+               "warehouse": load_warehouse}
     if kind not in loaders:
         raise ImportError_(f"unknown benchmark kind {kind!r}; expected one of {sorted(loaders)} or warehouse")
     if not path.exists():

@@ -124,3 +124,15 @@ def test_empty_split_gives_no_values() -> None:
     bench = Benchmark("e", "1", pl.DataFrame(), [pl.DataFrame()], [Split("s", ratings=frame(None, RATINGS_SCHEMA))])
     rows = Evaluator(bench, n_resamples=10).evaluate(Scores("x", [frame(None, SCORES_SCHEMA)]))
     assert {r.metric: r.value for r in rows} == {"loss": None, "accuracy": None, "easy_accuracy": None, "hard_accuracy": None}
+
+
+def test_warehouse_benchmark_says_what_is_missing(tmp_path) -> None:
+    from revbench.evaluation.importers import ImportError_, load_benchmark
+    from warehouse import Warehouse
+
+    with Warehouse.open(tmp_path / "w.duckdb"):
+        pass
+    with pytest.raises(ImportError_, match="no ratings yet"):
+        load_benchmark("warehouse", tmp_path / "w.duckdb")
+    with pytest.raises(ImportError_, match="unknown benchmark kind"):
+        load_benchmark("scidocs", tmp_path)
