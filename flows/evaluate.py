@@ -13,7 +13,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import StageResult, publish_markdown, publish_table, record_stage, recorded_run
-from revbench.evaluation.evaluate import Evaluator
+from revbench.evaluation.evaluate import Evaluator, cross_benchmark_average
 from revbench.evaluation.importers import is_lr_flat, load_benchmark, load_lr_flat, load_predictions
 from revbench.evaluation.model import Benchmark, MetricValue, Scores
 from revbench.evaluation.report import markdown_table, plot_loss, results_frame
@@ -105,8 +105,10 @@ def evaluate_flow(
             for s in runs:
                 export_predictions(s, bench, report)
                 rows += evaluator.evaluate(s, baseline=base if base is not None and s is not base else None)
+        rows += cross_benchmark_average(rows)
         df = results_frame(rows)
         versions = {b.name: b.version for b in loaded}
+        versions["all"] = "+".join(sorted(f"{b.name}@{b.version}" for b in loaded))
         stored = df.with_columns(
             pl.col("benchmark").replace_strict(versions, return_dtype=pl.Utf8).alias("benchmark_version"),
             pl.lit(run_id).alias("run_id"), pl.lit(utcnow()).alias("evaluated_at"),

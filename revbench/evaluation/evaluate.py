@@ -123,3 +123,17 @@ class Evaluator:
                 if values:
                     rows.append(MetricValue(name, SPLIT_AVERAGE, scores.scorer, metric, float(np.mean(values)), None, None, len(values)))
         return rows
+
+
+def cross_benchmark_average(rows: list[MetricValue]) -> list[MetricValue]:
+    """Per scorer, the mean loss and accuracy over every split of every benchmark it was
+    evaluated on (the papers' "average" column across LR paper-centric, LR reviewer-centric and
+    the gold standard); only for scorers seen on more than one benchmark."""
+    out = []
+    scorers = {r.scorer for r in rows if " - " not in r.scorer}
+    for scorer in sorted(scorers):
+        for metric in AVERAGED:
+            vals = [r for r in rows if r.scorer == scorer and r.metric == metric and r.split != SPLIT_AVERAGE and r.value is not None]
+            if len({r.benchmark for r in vals}) > 1:
+                out.append(MetricValue("all", SPLIT_AVERAGE, scorer, metric, float(np.mean([r.value for r in vals])), None, None, len(vals)))
+    return out

@@ -136,3 +136,16 @@ def test_warehouse_benchmark_says_what_is_missing(tmp_path) -> None:
         load_benchmark("warehouse", tmp_path / "w.duckdb")
     with pytest.raises(ImportError_, match="unknown benchmark kind"):
         load_benchmark("scidocs", tmp_path)
+
+
+def test_average_across_benchmarks() -> None:
+    from revbench.evaluation.evaluate import cross_benchmark_average
+    from revbench.evaluation.model import MetricValue
+
+    rows = [MetricValue("gs", "goldstandard", "t", "loss", 0.2, None, None, 10),
+            MetricValue("lr", "lr_paper_centric", "t", "loss", 0.4, None, None, 5),
+            MetricValue("lr", "lr_reviewer_centric", "t", "loss", 0.3, None, None, 5),
+            MetricValue("lr", "lr_paper_centric", "only-lr", "loss", 0.1, None, None, 5)]
+    avg = cross_benchmark_average(rows)
+    assert [(r.benchmark, r.split, r.scorer, r.metric, r.n) for r in avg] == [("all", "average", "t", "loss", 3)]
+    assert avg[0].value == pytest.approx(0.3)
