@@ -31,7 +31,7 @@ from revbench.synth.vocab import (
     TOPICS,
 )
 
-WORLD_FORMAT = 1
+WORLD_FORMAT = 3
 BAD_KINDS: dict[str, str] = {
     "tei_no_abstract": "missing_abstract",
     "title_mismatch": "title_mismatch",
@@ -74,7 +74,7 @@ class _Person:
     last: str
     inst: int
     emails: list[str]
-    s2_id: str
+    s2_ids: list[str]
     topics: list[str]
 
 
@@ -89,15 +89,38 @@ class Generator:
     def choice(self, seq: list[Any]) -> Any:
         return seq[int(self.rng.integers(len(seq)))]
 
+    def surnames(self, n_people: int) -> list[str]:
+        """The listed surnames, extended with syllable-built ones until full names outnumber
+        people tenfold, so that large worlds keep homonyms rare (as real corpora do) instead
+        of crowding thousands of people into one name."""
+        names = list(LAST_NAMES)
+        need = -(-10 * n_people // len(FIRST_NAMES))
+        onsets = ["B", "D", "F", "G", "H", "K", "L", "M", "N", "P", "R", "S", "T", "V", "W", "Z", "Ch", "Sh", "Br", "Kr"]
+        vowels = ["a", "e", "i", "o", "u", "ai", "ei", "ou"]
+        codas = ["n", "r", "s", "l", "k", "m", "sen", "berg", "ova", "ini", "ez", "ski", "ton", "ak"]
+        seen = set(names)
+        i = 0
+        while len(names) < need:
+            a, b, c, d = onsets[i % 20], vowels[(i // 20) % 8], onsets[(i // 160) % 20].lower(), codas[(i // 3200) % 14]
+            extra = vowels[(i // 44800) % 8] if i >= 44800 else ""
+            name = f"{a}{b}{c}{extra}{d}"
+            if name not in seen:
+                seen.add(name)
+                names.append(name)
+            i += 1
+        return names
+
     def people(self, n: int) -> list[_Person]:
         people: list[_Person] = []
+        last_names = self.surnames(n)
         names_used: dict[tuple[str, str], int] = {}
         for i in range(n):
+            twin = None
             if people and self.rng.random() < self.spec.homonym_share:
                 twin = people[int(self.rng.integers(len(people)))]
                 first, last = twin.first, twin.last
             else:
-                first, last = self.choice(FIRST_NAMES), self.choice(LAST_NAMES)
+                first, last = self.choice(FIRST_NAMES), self.choice(last_names)
             inst = int(self.rng.integers(len(INSTITUTIONS)))
             names_used[(first, last)] = names_used.get((first, last), 0) + 1
             local = _email_local(first, last)
@@ -114,9 +137,12 @@ class Generator:
                 t = f"{c2}/{self.choice(list(TOPICS[c2]))}"
                 if t not in topics:
                     topics.append(t)
-            people.append(
-                _Person(f"person_{i + 1:06d}", first, last, inst, emails, str(10_000_000 + i), topics)
-            )
+            # Semantic Scholar's own disambiguation errs both ways: some homonyms share one
+            # profile, some people are split over two.
+            s2_ids = [twin.s2_ids[0] if twin is not None and self.rng.random() < 0.3 else str(10_000_000 + i)]
+            if self.rng.random() < 0.08:
+                s2_ids.append(str(20_000_000 + i))
+            people.append(_Person(f"person_{i + 1:06d}", first, last, inst, emails, s2_ids, topics))
         return people
 
     def groups(self, people: list[_Person]) -> list[list[int]]:
@@ -236,7 +262,7 @@ def generate_world(
         for j in range(n_bad):
             bad[order[k * n_bad + j]] = kind
 
-    arxiv_rows, s2_rows, doc_rows, bad_rows = [], [], [], []
+    arxiv_rows, s2_rows, doc_rows, bad_rows, mention_rows = [], [], [], [], []
     author_history: dict[int, list[dict[str, Any]]] = {}
     for i, p in enumerate(papers):
         names = [f"{people[m].first} {people[m].last}" for m in p["team"]]
@@ -250,7 +276,7 @@ def generate_world(
                                categories=p["categories"], versions=entries))
         s2_authors = []
         for m in p["team"]:
-            aid = None if g.rng.random() < 0.03 else people[m].s2_id
+            aid = None if g.rng.random() < 0.03 else g.choice(people[m].s2_ids)
             s2_authors.append({"authorId": aid, "name": f"{people[m].first} {people[m].last}"})
         paper_id = hashlib.sha1(p["arxiv_id"].encode()).hexdigest()
         year = p["versions"][-1][1].year
@@ -263,15 +289,18 @@ def generate_world(
         kind = bad.get(i)
         if kind:
             bad_rows.append(dict(arxiv_id=p["arxiv_id"], kind=kind, expected_reason=BAD_KINDS[kind]))
+        tei_authors = []
+        for pos, m in enumerate(p["team"]):
+            person = people[m]
+            forename = person.first if g.rng.random() > 0.15 else f"{person.first[0]}."
+            dept, inst = _render_affiliation(g, person.inst)
+            er = g.rng.random()
+            email = None if er < 0.3 else (person.emails[-1] if er > 0.9 else person.emails[0])
+            tei_authors.append(dict(forename=forename, surname=person.last, email=email, department=dept, institution=inst))
+            mention_rows.append(dict(arxiv_id=p["arxiv_id"], position=pos, name=names[pos], forename=forename,
+                                     surname=person.last, email=email, department=dept, institution=inst,
+                                     s2_author_id=s2_authors[pos]["authorId"], year=year))
         if spec.documents:
-            tei_authors = []
-            for m in p["team"]:
-                person = people[m]
-                forename = person.first if g.rng.random() > 0.15 else f"{person.first[0]}."
-                dept, inst = _render_affiliation(g, person.inst)
-                er = g.rng.random()
-                email = None if er < 0.3 else (person.emails[-1] if er > 0.9 else person.emails[0])
-                tei_authors.append(dict(forename=forename, surname=person.last, email=email, department=dept, institution=inst))
             for v, _d in p["versions"]:
                 if kind == "no_pdf":
                     continue
@@ -292,7 +321,7 @@ def generate_world(
                 doc_rows.append(dict(arxiv_id=p["arxiv_id"], version=v, pdf=pdf, tei=tei,
                                      pdf_sha256=hashlib.sha256(pdf).hexdigest()))
 
-    s2_author_rows = []
+    s2_history: dict[str, list[dict[str, Any]]] = {}
     for m, hist in author_history.items():
         person = people[m]
         for _ in range(int(g.rng.poisson(4))):
@@ -302,7 +331,8 @@ def generate_world(
             hist.append({"paperId": hashlib.sha1(f"{person.pid}/{t}/{yr}".encode()).hexdigest(),
                          "externalIds": {}, "title": t, "abstract": g.abstract(topic, t), "year": yr,
                          "publicationDate": f"{yr}-06-01"})
-        s2_author_rows.append(dict(author_id=person.s2_id, json=json.dumps(hist, ensure_ascii=False)))
+        s2_history.setdefault(person.s2_ids[0], []).extend(hist)
+    s2_author_rows = [dict(author_id=a, json=json.dumps(h, ensure_ascii=False)) for a, h in s2_history.items()]
 
     pl.DataFrame(arxiv_rows).write_parquet(out_dir / "arxiv.parquet")
     pl.DataFrame(s2_rows, schema={"arxiv_id": pl.Utf8, "json": pl.Utf8}).write_parquet(out_dir / "s2_papers.parquet")
@@ -311,9 +341,11 @@ def generate_world(
         pl.DataFrame(doc_rows).write_parquet(out_dir / "documents.parquet")
     pl.DataFrame(
         [dict(person_id=p.pid, name=f"{p.first} {p.last}", institution=INSTITUTIONS[p.inst][0],
-              emails=p.emails, s2_author_id=p.s2_id, expertise=p.topics) for p in people]
+              emails=p.emails, s2_author_ids=p.s2_ids, expertise=p.topics) for p in people]
     ).write_parquet(out_dir / "truth" / "persons.parquet")
     pl.DataFrame(truth_mentions).write_parquet(out_dir / "truth" / "mentions.parquet")
+    # What the services show of each mention (the PDF's name form, email, affiliation; S2's id).
+    pl.DataFrame(mention_rows, infer_schema_length=None).write_parquet(out_dir / "mentions.parquet")
     pl.DataFrame(
         [dict(arxiv_id=p["arxiv_id"], topic=p["topic"]) for p in papers]
     ).write_parquet(out_dir / "truth" / "paper_topics.parquet")

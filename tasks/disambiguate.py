@@ -1,0 +1,291 @@
+"""Author disambiguation: precision first, in the LR-bench order of evidence.
+
+Mentions are blocked by ``family|initial``. Inside a block, a union-find merges mentions that
+share a normalised email; then mentions that share an exact normalised affiliation when one
+side has no email; what is left is decided by a *decider*: the LLM (``tasks.llm_clusters``)
+or, offline, the fallback here (alias table, then a conservative fuzzy match). Anything not
+merged by one of these stays apart: a wrong split costs recall, a wrong merge puts a stranger's
+papers in a profile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+from rapidfuzz import fuzz
+
+from tasks.normalize import block_key, canonical_institution, given_name, normalize_affiliation, normalize_email
+
+METHOD_VERSION = "1"
+"""Bump when a rule changes so every block is decided again."""
+
+
+@dataclass
+class Mention:
+    """One author mention with its normalised evidence."""
+
+    key: str
+    name: str
+    email: str | None
+    aff: str | None
+    raw_aff: str | None
+    s2: str | None
+    given: str
+
+
+@dataclass
+class Instance:
+    """A cluster after the exact rules, as a decider sees it (numbered from 1 in prompts)."""
+
+    members: list[int]
+    names: list[str]
+    affiliations: list[str]
+    emails: list[str]
+    s2_ids: list[str]
+
+
+@dataclass
+class Decision:
+    """A decider's grouping of a block's instances, with what it rests on."""
+
+    groups: list[list[int]]
+    method: str
+    evidence: str = ""
+    record: dict[str, Any] | None = None
+
+
+Decider = Callable[[str, list[Instance]], Decision]
+
+
+class UnionFind:
+    """Disjoint sets with a flag per set (here: "has an email"), OR-ed on union."""
+
+    def __init__(self, n: int, flags: list[bool] | None = None):
+        self.parent = list(range(n))
+        self.flag = list(flags) if flags is not None else [False] * n
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def union(self, a: int, b: int) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return False
+        lo, hi = min(ra, rb), max(ra, rb)
+        self.parent[hi] = lo
+        self.flag[lo] = self.flag[lo] or self.flag[hi]
+        return True
+
+
+@dataclass
+class BlockResult:
+    """Links of one block: mention key -> (cluster id, method, evidence)."""
+
+    links: list[tuple[str, str, str, str]]
+    merges: Counter[str] = field(default_factory=Counter)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+
+
+def mentions_frame_to_blocks(mentions: pl.DataFrame, max_block: int) -> tuple[dict[str, list[Mention]], list[str]]:
+    """Group mentions by block key; a block over ``max_block`` is split by full given name,
+    then deterministically by hash, and reported."""
+    blocks: dict[str, list[Mention]] = defaultdict(list)
+    cols = ["arxiv_id", "position", "name", "email", "institution", "affiliation", "s2_author_id"]
+    for aid, pos, name, email, inst, aff, s2 in mentions.select(cols).iter_rows():
+        m = Mention(f"{aid}:{pos}", name, normalize_email(email), normalize_affiliation(inst, aff), inst or aff, s2, given_name(name))
+        blocks[block_key(name)].append(m)
+    split: list[str] = []
+    for key in [k for k, v in blocks.items() if len(v) > max_block]:
+        members = blocks.pop(key)
+        split.append(key)
+        by_given: dict[str, list[Mention]] = defaultdict(list)
+        for m in members:
+            by_given[m.given].append(m)
+        for given, group in by_given.items():
+            if len(group) <= max_block:
+                blocks[f"{key}|{given}"] = group
+                continue
+            for m in group:
+                bucket = int(hashlib.sha1(m.key.encode()).hexdigest(), 16) % (len(group) // max_block + 1)
+                blocks[f"{key}|{given}|{bucket}"].append(m)
+    return dict(blocks), split
+
+
+def block_hash(key: str, members: list[Mention], decider_name: str) -> str:
+    """What a block's decision depends on; unchanged hash, nothing to redo."""
+    rows = sorted((m.key, m.name, m.email or "", m.aff or "", m.s2 or "") for m in members)
+    return hashlib.sha256(json.dumps([key, rows, decider_name, METHOD_VERSION]).encode()).hexdigest()
+
+
+def cluster_id(keys: Iterable[str]) -> str:
+    """Stable author id: a hash of the cluster's first mention key."""
+    return "author_" + hashlib.sha1(min(keys).encode()).hexdigest()[:12]
+
+
+def instances_of(members: list[Mention], uf: UnionFind) -> list[Instance]:
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i in range(len(members)):
+        groups[uf.find(i)].append(i)
+    out = []
+    for idx in sorted(groups.values(), key=lambda g: g[0]):
+        ms = [members[i] for i in idx]
+        out.append(Instance(
+            members=idx,
+            names=sorted({m.name for m in ms}),
+            affiliations=sorted({m.raw_aff for m in ms if m.raw_aff}),
+            emails=sorted({m.email for m in ms if m.email}),
+            s2_ids=sorted({m.s2 for m in ms if m.s2}),
+        ))
+    return out
+
+
+def _aff_keys(inst: Instance) -> set[str]:
+    return {k for a in inst.affiliations if (k := normalize_affiliation(a))}
+
+
+def compatible_names(a: Instance, b: Instance) -> bool:
+    """Full given names, where both sides spell one out, must agree (``J.`` fits any)."""
+    ga = {given_name(n) for n in a.names} - {""}
+    gb = {given_name(n) for n in b.names} - {""}
+    return not ga or not gb or bool(ga & gb)
+
+
+def affiliation_similarity(a: Instance, b: Instance) -> float:
+    """Best similarity in [0, 1] between two instances' affiliations (1 for known aliases)."""
+    best = 0.0
+    for ka in _aff_keys(a):
+        for kb in _aff_keys(b):
+            ca, cb = canonical_institution(ka), canonical_institution(kb)
+            if ka == kb or (ca is not None and ca == cb):
+                return 1.0
+            best = max(best, fuzz.token_set_ratio(ka, kb) / 100)
+    return best
+
+
+def needs_decision(instances: list[Instance], min_similarity: float) -> bool:
+    """Whether any two instances could plausibly be one person (otherwise no LLM call)."""
+    cands = [i for i in instances if i.affiliations]
+    for x in range(len(cands)):
+        for y in range(x + 1, len(cands)):
+            a, b = cands[x], cands[y]
+            if compatible_names(a, b) and (set(a.s2_ids) & set(b.s2_ids) or affiliation_similarity(a, b) >= min_similarity):
+                return True
+    return False
+
+
+def fallback_decider(threshold: float) -> Decider:
+    """Offline decisions: merge two instances when their institutions are known aliases or
+    their affiliations match at ``threshold`` or above, their given names agree, and they do
+    not both carry (different) emails."""
+
+    def decide(key: str, instances: list[Instance]) -> Decision:
+        uf = UnionFind(len(instances))
+        evidence = []
+        for x in range(len(instances)):
+            for y in range(x + 1, len(instances)):
+                a, b = instances[x], instances[y]
+                if not a.affiliations or not b.affiliations or (a.emails and b.emails) or not compatible_names(a, b):
+                    continue
+                sim = affiliation_similarity(a, b)
+                if sim >= threshold and uf.union(x, y):
+                    evidence.append(f"{a.affiliations[0]} ~ {b.affiliations[0]} ({sim:.2f})")
+        groups: dict[int, list[int]] = defaultdict(list)
+        for i in range(len(instances)):
+            groups[uf.find(i)].append(i + 1)
+        return Decision(sorted(groups.values()), "fallback", "; ".join(evidence))
+
+    return decide
+
+
+def decide_block(key: str, members: list[Mention], decider: Decider | None, min_similarity: float) -> BlockResult:
+    """Run the hierarchy on one block."""
+    uf = UnionFind(len(members), [m.email is not None for m in members])
+    method: dict[int, str] = {}
+    evidence: dict[int, str] = {}
+    merges: Counter[str] = Counter()
+
+    def join(a: int, b: int, how: str, why: str) -> None:
+        if uf.union(a, b):
+            merges[how] += 1
+            for i in (a, b):
+                if i not in method:
+                    method[i], evidence[i] = how, why
+
+    by_email: dict[str, list[int]] = defaultdict(list)
+    by_aff: dict[str, list[int]] = defaultdict(list)
+    for i, m in enumerate(members):
+        if m.email:
+            by_email[m.email].append(i)
+        if m.aff:
+            by_aff[m.aff].append(i)
+    for email, idx in by_email.items():
+        for i in idx[1:]:
+            join(idx[0], i, "email", f"email {email}")
+
+    for aff, idx in by_aff.items():
+        emailed = sorted({uf.find(i) for i in idx if uf.flag[uf.find(i)]})
+        bare = [i for i in idx if not uf.flag[uf.find(i)]]
+        # Email-less mentions join the one emailed person at this affiliation; with several
+        # emailed people there, they are ambiguous and only join each other.
+        anchor = emailed[0] if len(emailed) == 1 else (bare[0] if bare else None)
+        if anchor is None:
+            continue
+        for i in bare:
+            g1, g2 = members[i].given, members[anchor].given
+            if (not g1 or not g2 or g1 == g2) and uf.find(i) != uf.find(anchor):
+                join(anchor, i, "affiliation", f"affiliation {aff}")
+
+    decisions: list[dict[str, Any]] = []
+    instances = instances_of(members, uf)
+    if decider is not None and len(instances) > 1 and needs_decision(instances, min_similarity):
+        # Instances without an affiliation are never grouped with others: they are not shown.
+        shown = [inst for inst in instances if inst.affiliations]
+        decision = decider(key, shown)
+        if decision.record:
+            decisions.append({**decision.record, "block_key": key})
+        for group in decision.groups:
+            first = shown[group[0] - 1].members[0]
+            for g in group[1:]:
+                join(first, shown[g - 1].members[0], decision.method, decision.evidence)
+
+    clusters: dict[int, list[int]] = defaultdict(list)
+    for i in range(len(members)):
+        clusters[uf.find(i)].append(i)
+    links = []
+    for idx in clusters.values():
+        cid = cluster_id(members[i].key for i in idx)
+        for i in idx:
+            links.append((members[i].key, cid, method.get(i, "singleton"), evidence.get(i, "")))
+    return BlockResult(links, merges, decisions)
+
+
+def pairwise_scores(pred: dict[str, str], truth: dict[str, str]) -> dict[str, float]:
+    """Pairwise precision, recall, F1 and B-cubed precision, recall, F1 of a clustering of
+    mention keys against the true person of each key (keys in both only)."""
+    keys = [k for k in pred if k in truth]
+    cells = Counter((pred[k], truth[k]) for k in keys)
+    psize = Counter(pred[k] for k in keys)
+    tsize = Counter(truth[k] for k in keys)
+    def pairs(n: int) -> int:
+        return n * (n - 1) // 2
+    tp = sum(pairs(n) for n in cells.values())
+    pp = sum(pairs(n) for n in psize.values())
+    tt = sum(pairs(n) for n in tsize.values())
+    p = tp / pp if pp else 1.0
+    r = tp / tt if tt else 1.0
+    bp = sum(cells[(pred[k], truth[k])] / psize[pred[k]] for k in keys) / max(len(keys), 1)
+    br = sum(cells[(pred[k], truth[k])] / tsize[truth[k]] for k in keys) / max(len(keys), 1)
+    return {
+        "pairwise_precision": p, "pairwise_recall": r, "pairwise_f1": 2 * p * r / (p + r) if p + r else 0.0,
+        "bcubed_precision": bp, "bcubed_recall": br, "bcubed_f1": 2 * bp * br / (bp + br) if bp + br else 0.0,
+        "mentions": len(keys), "predicted_authors": len(psize), "true_authors": len(tsize),
+    }
