@@ -104,6 +104,7 @@ def demo(
     spec = WorldSpec(n_papers=papers, seed=seed, start=DEMO_SINCE, end=DEMO_UNTIL)
     with console.status("generating the SYNTHETIC demo world"):
         manifest = ensure_world(world_dir, spec)
+    _demo_warehouse_for(settings, manifest)
     c = manifest["counts"]
     console.print(
         f"[yellow]SYNTHETIC[/] demo world: {c['papers']} papers, {c['mentions']} mentions, "
@@ -120,7 +121,11 @@ def demo(
         from flows.ingest import ingest_flow
 
         summary = ingest_flow(since=DEMO_SINCE, until=DEMO_UNTIL, synthetic=True)
-    print_ingest_summary(summary)
+        print_ingest_summary(summary)
+        from flows.disambiguate import disambiguate_flow
+
+        dis = disambiguate_flow()
+    print_disambiguation(dis, settings, world_dir)
     _demo_evaluation(settings, world_dir, seed)
     console.print(f"demo finished in {time.monotonic() - t0:.0f} s; run it again for a cheap refresh.")
     console.print(
@@ -160,6 +165,70 @@ def evaluate(
 
     console.print(Markdown(out["markdown"]))
     console.print(f"Report: [cyan]{out['report_dir']}[/] (report.md, loss.png, predictions/)")
+
+
+def _demo_warehouse_for(settings: Settings, manifest: dict[str, Any]) -> None:
+    """The demo's warehouse belongs to one demo world: when the world changed (another seed,
+    size or generator version), the old demo warehouse and caches are set aside, not mixed in."""
+    marker = settings.data_dir / ".demo-world"
+    key = f"{manifest['spec_key']}-format{manifest['format']}"
+    if settings.warehouse_path.exists() and (not marker.exists() or marker.read_text() != key):
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = settings.data_dir / f"previous-demo-{stamp}"
+        aside.mkdir(parents=True)
+        for p in settings.data_dir.glob("warehouse.duckdb*"):
+            p.rename(aside / p.name)
+        console.print(f"the demo world changed; the previous demo warehouse was moved to {aside}")
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    marker.write_text(key)
+
+
+def print_disambiguation(res: dict[str, Any], settings: Settings, world_dir: Path | None = None) -> None:
+    """Authors, merges by method and, for a synthetic world, quality against its truth."""
+    t = RichTable(title=f"Author disambiguation (decider {res['decider']})")
+    t.add_column("method")
+    t.add_column("merges this run", justify="right")
+    t.add_column("mentions linked by", justify="right")
+    for m in ("email", "affiliation", "llm", "fallback", "singleton"):
+        t.add_row(m, str(res["merges"].get(m, 0)), str(res["links_by_method"].get(m, 0)))
+    console.print(t)
+    console.print(
+        f"{res['mentions']} mentions -> [bold]{res['authors']}[/] authors, {res['edges']} co-authorship edges; "
+        f"{res['blocks_decided']} of {res['blocks']} name blocks decided this run; LLM calls {res['llm_calls']} "
+        f"({res['llm_cached']} from cache)."
+    )
+    if world_dir is not None:
+        import polars as pl
+
+        from schemas.tables import AUTHOR_LINKS
+        from tasks.disambiguate import pairwise_scores
+        from warehouse import Warehouse
+
+        with Warehouse.open(settings.warehouse_path) as wh:
+            links = wh.read(AUTHOR_LINKS)
+        pred = {f"{a}:{p}": c for a, p, c in links.select("arxiv_id", "position", "author_id").iter_rows()}
+        truth = {f"{a}:{p}": t for a, p, t in pl.read_parquet(world_dir / "truth" / "mentions.parquet").iter_rows()}
+        q = pairwise_scores(pred, truth)
+        console.print(
+            f"Against the SYNTHETIC world's truth: pairwise precision [bold]{q['pairwise_precision']:.3f}[/], "
+            f"recall {q['pairwise_recall']:.3f}, F1 {q['pairwise_f1']:.3f}; B-cubed precision {q['bcubed_precision']:.3f}, "
+            f"recall {q['bcubed_recall']:.3f} ({q['predicted_authors']} authors found, {q['true_authors']} real)."
+        )
+
+
+@app.command()
+def disambiguate(
+    fallback: Annotated[bool, typer.Option("--fallback", help="Use the offline fallback even when an LLM is configured")] = False,
+) -> None:
+    """Resolve author mentions to canonical authors (re-deciding only blocks whose inputs changed)."""
+    settings = Settings()
+    _prefect_defaults(settings)
+    _quiet_libraries()
+    if fallback:
+        os.environ["REVBENCH_DISAMBIGUATE__USE_LLM"] = "false"
+    from flows.disambiguate import disambiguate_flow
+
+    print_disambiguation(disambiguate_flow(), settings)
 
 
 def _demo_evaluation(settings: Settings, world_dir: Path, seed: int) -> None:

@@ -86,6 +86,21 @@ class IngestSettings(BaseModel):
     commit_every: int = Field(200, ge=1, description="Documents per warehouse commit while extracting.")
 
 
+class DisambiguateSettings(BaseModel):
+    """Author disambiguation."""
+
+    max_block_size: int = Field(500, ge=10, description="Larger name blocks are split (by given name, then hash).")
+    fallback_threshold: float = Field(
+        0.92, ge=0, le=1, description="Affiliation similarity at which the offline fallback merges."
+    )
+    candidate_similarity: float = Field(
+        0.5, ge=0, le=1, description="A block goes to the decider only if two clusters are at least this similar."
+    )
+    use_llm: bool = Field(True, description="Verify non-exact cases with the LLM when one is configured.")
+    llm_concurrency: int = Field(4, ge=1, description="LLM clustering calls in flight at once.")
+    recent_years: int = Field(2, ge=1, description="Window (years back from the newest paper) of recent-paper counts.")
+
+
 class ReplaySettings(BaseModel):
     """Local replay server (demo, tests, benchmarks)."""
 
@@ -114,6 +129,7 @@ class Settings(BaseSettings):
     grobid: GrobidSettings = Field(default_factory=GrobidSettings)
     llm: LlmSettings = Field(default_factory=LlmSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    disambiguate: DisambiguateSettings = Field(default_factory=DisambiguateSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
 
     @cached_property

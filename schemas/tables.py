@@ -238,6 +238,94 @@ EVAL_RESULTS = Table(
     since=2,
 )
 
+LINK_METHODS: tuple[str, ...] = ("singleton", "email", "affiliation", "llm", "fallback")
+
+AUTHOR_LINKS = Table(
+    name="author_links",
+    columns=(
+        _ID,
+        Column("position", pl.Int64, nullable=False, min_value=0),
+        Column("author_id", pl.Utf8, nullable=False, pattern=r"^author_[0-9a-f]{12}$"),
+        Column("method", pl.Utf8, nullable=False, allowed=LINK_METHODS),
+        Column("evidence", pl.Utf8),
+        Column("block_key", pl.Utf8, nullable=False),
+    ),
+    primary_key=("arxiv_id", "position"),
+    doc="Each mention's canonical author and the rule that decided it.",
+    since=3,
+    validate=True,
+)
+
+AUTHOR_BLOCKS = Table(
+    name="author_blocks",
+    columns=(
+        Column("block_key", pl.Utf8, nullable=False),
+        Column("input_hash", pl.Utf8, nullable=False),
+        Column("n_mentions", pl.Int64, nullable=False, min_value=1),
+        Column("n_authors", pl.Int64, nullable=False, min_value=1),
+        Column("decider", pl.Utf8, nullable=False),
+        Column("decided_at", _TS, nullable=False),
+    ),
+    primary_key=("block_key",),
+    doc="Blocks already decided; a block whose input hash is unchanged is not decided again.",
+    since=3,
+)
+
+AUTHORS = Table(
+    name="authors",
+    columns=(
+        Column("author_id", pl.Utf8, nullable=False),
+        Column("name", pl.Utf8, nullable=False),
+        Column("n_mentions", pl.Int64, nullable=False, min_value=1),
+        Column("n_papers", pl.Int64, nullable=False, min_value=1),
+        Column("n_recent_papers", pl.Int64, nullable=False, min_value=0),
+        Column("first_year", pl.Int64),
+        Column("last_year", pl.Int64),
+        Column("emails", pl.List(pl.Utf8)),
+        Column("affiliations", pl.List(pl.Utf8)),
+        Column("s2_author_ids", pl.List(pl.Utf8)),
+        Column("methods", pl.List(pl.Utf8)),
+    ),
+    primary_key=("author_id",),
+    doc="Canonical authors with their evidence and paper counts (recent: within the configured window).",
+    since=3,
+)
+
+COAUTHOR_EDGES = Table(
+    name="coauthor_edges",
+    columns=(
+        Column("author_a", pl.Utf8, nullable=False),
+        Column("author_b", pl.Utf8, nullable=False),
+        Column("n_papers", pl.Int64, nullable=False, min_value=1),
+        Column("first_year", pl.Int64),
+        Column("last_year", pl.Int64),
+    ),
+    primary_key=("author_a", "author_b"),
+    doc="Co-authorship between canonical authors (author_a < author_b).",
+    since=3,
+)
+
+LLM_DECISIONS = Table(
+    name="llm_decisions",
+    columns=(
+        Column("block_key", pl.Utf8, nullable=False),
+        Column("prompt_hash", pl.Utf8, nullable=False),
+        Column("model", pl.Utf8, nullable=False),
+        Column("template", pl.Utf8, nullable=False),
+        Column("template_version", pl.Utf8, nullable=False),
+        Column("instances", pl.Int64, nullable=False),
+        Column("answer", pl.Utf8),
+        Column("valid", pl.Boolean, nullable=False),
+        Column("cached", pl.Boolean),
+        Column("errors", pl.Utf8),
+        Column("run_id", pl.Utf8),
+        Column("decided_at", _TS, nullable=False),
+    ),
+    primary_key=("block_key", "prompt_hash"),
+    doc="Every LLM clustering call: the model, prompt version and answer behind each LLM merge.",
+    since=3,
+)
+
 ALL_TABLES: tuple[Table, ...] = (
     SCHEMA_VERSION_TABLE,
     RUNS,
@@ -250,6 +338,11 @@ ALL_TABLES: tuple[Table, ...] = (
     MENTIONS,
     REJECTS,
     EVAL_RESULTS,
+    AUTHOR_LINKS,
+    AUTHOR_BLOCKS,
+    AUTHORS,
+    COAUTHOR_EDGES,
+    LLM_DECISIONS,
 )
 
 TABLES: dict[str, Table] = {t.name: t for t in ALL_TABLES}

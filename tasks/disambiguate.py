@@ -289,3 +289,60 @@ def pairwise_scores(pred: dict[str, str], truth: dict[str, str]) -> dict[str, fl
         "bcubed_precision": bp, "bcubed_recall": br, "bcubed_f1": 2 * bp * br / (bp + br) if bp + br else 0.0,
         "mentions": len(keys), "predicted_authors": len(psize), "true_authors": len(tsize),
     }
+
+
+@dataclass
+class Outcome:
+    """What one disambiguation pass decided: rows for the warehouse and counts for curators."""
+
+    links: pl.DataFrame
+    blocks: pl.DataFrame
+    decisions: list[dict[str, Any]]
+    drop_blocks: list[str]
+    merges: Counter[str]
+    blocks_total: int
+    blocks_decided: int
+    split_blocks: list[str]
+    block_sizes: Counter[int]
+
+
+def disambiguate(
+    mentions: pl.DataFrame,
+    known_hashes: dict[str, str],
+    decider: Decider | None,
+    decider_name: str,
+    max_block: int,
+    min_similarity: float,
+    now: Any,
+    concurrency: int = 1,
+) -> Outcome:
+    """Decide every block whose inputs changed since ``known_hashes``; the rest is kept."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    blocks, split = mentions_frame_to_blocks(mentions, max_block)
+    hashes = {k: block_hash(k, v, decider_name) for k, v in blocks.items()}
+    todo = sorted(k for k, h in hashes.items() if known_hashes.get(k) != h)
+    drop = sorted(set(known_hashes) - set(blocks))
+
+    def run(k: str) -> BlockResult:
+        return decide_block(k, blocks[k], decider, min_similarity)
+
+    # Deciders that call an LLM spend their time waiting; threads overlap those waits.
+    if concurrency > 1 and decider is not None:
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            results = list(pool.map(run, todo))
+    else:
+        results = [run(k) for k in todo]
+    merges: Counter[str] = Counter()
+    link_rows, block_rows, decisions = [], [], []
+    for k, res in zip(todo, results, strict=True):
+        merges.update(res.merges)
+        decisions.extend(res.decisions)
+        for key, cid, method, evidence in res.links:
+            aid, _, pos = key.rpartition(":")
+            link_rows.append((aid, int(pos), cid, method, evidence[:500], k))
+        block_rows.append((k, hashes[k], len(blocks[k]), len({c for _, c, _, _ in res.links}), decider_name, now))
+    links = pl.DataFrame(link_rows, schema=["arxiv_id", "position", "author_id", "method", "evidence", "block_key"], orient="row")
+    block_df = pl.DataFrame(block_rows, schema=["block_key", "input_hash", "n_mentions", "n_authors", "decider", "decided_at"], orient="row")
+    sizes = Counter(len(v) for v in blocks.values())
+    return Outcome(links, block_df, decisions, drop, merges, len(blocks), len(todo), split, sizes)

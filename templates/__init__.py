@@ -11,6 +11,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 ROOT = Path(__file__).resolve().parent
 _ENV = Environment(loader=FileSystemLoader(str(ROOT)), undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, autoescape=False)
+_ENV.filters["domain"] = lambda email: str(email).rpartition("@")[2]
 
 
 def version(name: str) -> str:

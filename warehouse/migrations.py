@@ -15,6 +15,7 @@ from warehouse.ddl import add_column_sql, create_table_sql
 DESCRIPTIONS: dict[int, str] = {
     1: "initial tables: runs, crawl, s2, documents, papers, mentions, rejects",
     2: "eval_results: metrics by benchmark version, split, scorer",
+    3: "author disambiguation: author_links, author_blocks, authors, coauthor_edges, llm_decisions",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {}

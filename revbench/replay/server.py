@@ -267,8 +267,34 @@ def _section(prompt: str, head: str) -> str:
     return rest if end < 0 else rest[:end]
 
 
+def _stub_clusters(prompt: str) -> str:
+    """Group numbered instances whose affiliations are one institution, the way a model that
+    knows institution names would (it knows the synthetic world's aliases, nothing else)."""
+    from revbench.synth.vocab import INSTITUTIONS
+
+    canon = {}
+    for name, aliases, _dept, _dom in INSTITUTIONS:
+        for variant in [name, *aliases]:
+            canon[variant.lower()] = name
+    groups: dict[str, list[int]] = {}
+    singles: list[list[int]] = []
+    for line in prompt.splitlines():
+        m = re.match(r"^(\d+)\. names: .*?\| affiliations: ([^|]*)", line)
+        if not m:
+            continue
+        idx = int(m.group(1))
+        known = {canon.get(a.strip().lower()) for a in m.group(2).split(";")} - {None}
+        if len(known) == 1:
+            groups.setdefault(known.pop(), []).append(idx)
+        else:
+            singles.append([idx])
+    return json.dumps({"clusters": sorted(list(groups.values()) + singles)})
+
+
 def stub_llm_answer(prompt: str) -> str:
     """What the replay LLM says to a prompt from ``templates/prompts``."""
+    if "Decide which of them are the same person" in prompt:
+        return _stub_clusters(prompt)
     if "### Reviewer papers" in prompt:
         reviewer = {w.lower() for w in _WORD.findall(_section(prompt, "### Reviewer papers"))}
         paper = {w.lower() for w in _WORD.findall(_section(prompt, "### Submission"))}

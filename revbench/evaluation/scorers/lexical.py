@@ -20,8 +20,11 @@ class Bm25(Scorer):
     params_model = Bm25Params
 
     def score_draw(self, benchmark: Benchmark, draw: int, needed: pl.DataFrame) -> pl.DataFrame:
+        import logging
+
         import bm25s
 
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG
         p = self.params
         profile = benchmark.draws[draw]
         subs = submissions_of(benchmark, needed)
