@@ -189,14 +189,36 @@ def fallback_decider(threshold: float) -> Decider:
 
     def decide(key: str, instances: list[Instance]) -> Decision:
         uf = UnionFind(len(instances))
-        evidence = []
-        for x in range(len(instances)):
-            for y in range(x + 1, len(instances)):
+        emails = [set(i.emails) for i in instances]  # per set root, kept up to date on union
+        n = len(instances)
+        sims = {}
+        for x in range(n):
+            for y in range(x + 1, n):
                 a, b = instances[x], instances[y]
-                if not a.affiliations or not b.affiliations or (a.emails and b.emails) or not compatible_names(a, b):
+                if a.affiliations and b.affiliations and compatible_names(a, b):
+                    sims[(x, y)] = affiliation_similarity(a, b)
+        # An email-less instance that fits people with different addresses is ambiguous: apart.
+        ambiguous = set()
+        for x in range(n):
+            if not instances[x].emails:
+                fits = {tuple(instances[y].emails) for y in range(n) if y != x and instances[y].emails
+                        and sims.get((min(x, y), max(x, y)), 0.0) >= threshold}
+                if len(fits) > 1:
+                    ambiguous.add(x)
+        evidence = []
+        for x in range(n):
+            for y in range(x + 1, n):
+                a, b = instances[x], instances[y]
+                if (x, y) not in sims or x in ambiguous or y in ambiguous:
                     continue
-                sim = affiliation_similarity(a, b)
+                if a.s2_ids and b.s2_ids and not set(a.s2_ids) & set(b.s2_ids):
+                    continue
+                ex, ey = emails[uf.find(x)], emails[uf.find(y)]
+                if ex and ey and ex != ey:  # two addresses: maybe two people, so never by fallback
+                    continue
+                sim = sims[(x, y)]
                 if sim >= threshold and uf.union(x, y):
+                    emails[uf.find(x)] = ex | ey
                     evidence.append(f"{a.affiliations[0]} ~ {b.affiliations[0]} ({sim:.2f})")
         groups: dict[int, list[int]] = defaultdict(list)
         for i in range(len(instances)):
@@ -231,6 +253,24 @@ def decide_block(key: str, members: list[Mention], decider: Decider | None, min_
         for i in idx[1:]:
             join(idx[0], i, "email", f"email {email}")
 
+    # Semantic Scholar ids are evidence against a merge when both sides have some and none is
+    # shared (S2 also errs, so agreement alone never merges).
+    s2_sets: dict[int, set[str]] = {i: ({m.s2} if m.s2 else set()) for i, m in enumerate(members)}
+
+    def s2_conflict(a: int, b: int) -> bool:
+        sa, sb = s2_sets[uf.find(a)], s2_sets[uf.find(b)]
+        return bool(sa and sb and not (sa & sb))
+
+    def join_tracking(a: int, b: int, how: str, why: str) -> None:
+        merged = s2_sets[uf.find(a)] | s2_sets[uf.find(b)]
+        join(a, b, how, why)
+        s2_sets[uf.find(a)] = merged
+
+    for i in range(len(members)):
+        root = uf.find(i)
+        if root != i:
+            s2_sets[root] = s2_sets[root] | s2_sets[i]
+
     for aff, idx in by_aff.items():
         emailed = sorted({uf.find(i) for i in idx if uf.flag[uf.find(i)]})
         bare = [i for i in idx if not uf.flag[uf.find(i)]]
@@ -241,8 +281,8 @@ def decide_block(key: str, members: list[Mention], decider: Decider | None, min_
             continue
         for i in bare:
             g1, g2 = members[i].given, members[anchor].given
-            if (not g1 or not g2 or g1 == g2) and uf.find(i) != uf.find(anchor):
-                join(anchor, i, "affiliation", f"affiliation {aff}")
+            if (not g1 or not g2 or g1 == g2) and uf.find(i) != uf.find(anchor) and not s2_conflict(i, anchor):
+                join_tracking(anchor, i, "affiliation", f"affiliation {aff}")
 
     decisions: list[dict[str, Any]] = []
     instances = instances_of(members, uf)
