@@ -30,6 +30,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.ingest_bench
 	$(BIN)/python -m benchmarks.eval_bench
+	$(BIN)/python -m benchmarks.disambiguate_bench
 
 clean-data:
 	rm -rf data
