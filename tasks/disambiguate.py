@@ -282,7 +282,9 @@ def decide_block(key: str, members: list[Mention], decider: Decider | None, min_
         for i in bare:
             g1, g2 = members[i].given, members[anchor].given
             if (not g1 or not g2 or g1 == g2) and uf.find(i) != uf.find(anchor) and not s2_conflict(i, anchor):
-                join_tracking(anchor, i, "affiliation", f"affiliation {aff}")
+                shared = s2_sets[uf.find(i)] & s2_sets[uf.find(anchor)]
+                why = f"affiliation {aff}" + (f"; S2 author id {min(shared)} agrees" if shared else "")
+                join_tracking(anchor, i, "affiliation", why)
 
     decisions: list[dict[str, Any]] = []
     instances = instances_of(members, uf)
