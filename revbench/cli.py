@@ -125,7 +125,11 @@ def demo(
         from flows.disambiguate import disambiguate_flow
 
         dis = disambiguate_flow()
-    print_disambiguation(dis, settings, world_dir)
+        print_disambiguation(dis, settings, world_dir)
+        from flows.pools import pools_flow
+
+        pool_stats = pools_flow(round=1, per_category=10)
+    print_pools(pool_stats, settings, world_dir)
     _demo_evaluation(settings, world_dir, seed)
     console.print(f"demo finished in {time.monotonic() - t0:.0f} s; run it again for a cheap refresh.")
     console.print(
@@ -214,6 +218,54 @@ def print_disambiguation(res: dict[str, Any], settings: Settings, world_dir: Pat
             f"recall {q['pairwise_recall']:.3f}, F1 {q['pairwise_f1']:.3f}; B-cubed precision {q['bcubed_precision']:.3f}, "
             f"recall {q['bcubed_recall']:.3f} ({q['predicted_authors']} authors found, {q['true_authors']} real)."
         )
+
+
+def print_pools(stats: dict[str, Any], settings: Settings, world_dir: Path | None = None) -> None:
+    """Pool sizes through the filters, exclusions, invitations; for a synthetic world, a COI audit."""
+    t = RichTable(title=f"Candidate pools, round {stats['round']} ({stats['queries']} queries)")
+    for col in ("stage", "median", "mean", "queries with none"):
+        t.add_column(col, justify="left" if col == "stage" else "right")
+    for key, label in (("pool_before_coi", "recalled"), ("pool_after_coi", "after COI"), ("pool_after_screening", "after screening")):
+        v = stats[key]
+        t.add_row(label, f"{v['median']:.0f}", f"{v['mean']:.1f}", str(v["zero"]))
+    console.print(t)
+    console.print(
+        "exclusions: " + ", ".join(f"{k} {v}" for k, v in sorted(stats["exclusions"].items())) +
+        f"; {stats['assignments']} invitations to {stats['invited_candidates']} candidates (at most "
+        f"{stats['max_queries_per_candidate']} queries each); {stats['queries_short_of_target']} queries below target; "
+        f"{stats['embedded_now']} papers embedded now; files in {stats['out_dir']}"
+    )
+    if world_dir is not None:
+        from tasks.audit import coi_violations
+
+        v = coi_violations(settings, world_dir, stats["round"])
+        console.print(f"COI audit against the SYNTHETIC truth: {v} invitations pair a reviewer with a paper they or a co-author of its authors wrote.")
+
+
+@app.command()
+def pools(
+    round: Annotated[int, typer.Option("--round", help="Sampling round (re-running a round reproduces it)")] = 1,
+    per_category: Annotated[int | None, typer.Option(help="Query papers per category")] = None,
+    tau: Annotated[float | None, typer.Option(help="Similarity threshold of neighbours")] = None,
+) -> None:
+    """Sample query papers, recall candidates, filter conflicts, screen and assign invitations."""
+    settings = Settings()
+    _prefect_defaults(settings)
+    _quiet_libraries()
+    from flows.pools import pools_flow
+
+    try:
+        stats = pools_flow(round=round, per_category=per_category, tau=tau)
+    except ValueError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    print_pools(stats, settings)
+    tr = RichTable(title="Pool size by threshold (to choose tau)")
+    for col in ("tau", "median", "mean", "p90", "queries without candidates"):
+        tr.add_column(col, justify="right")
+    for r in stats["tau_report"]:
+        tr.add_row(f"{r['tau']:.2f}", f"{r['median']:.0f}", f"{r['mean']:.1f}", f"{r['p90']:.0f}", str(r["queries_without_candidates"]))
+    console.print(tr)
 
 
 @app.command()

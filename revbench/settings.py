@@ -101,6 +101,23 @@ class DisambiguateSettings(BaseModel):
     recent_years: int = Field(2, ge=1, description="Window (years back from the newest paper) of recent-paper counts.")
 
 
+class PoolsSettings(BaseModel):
+    """Query sampling, candidate recall, conflicts of interest, screening and assignment."""
+
+    model: str = Field("all-MiniLM-L6-v2", description="Sentence-transformers model (name or path) for paper embeddings.")
+    queries_per_category: int = Field(800, ge=1, description="Query papers sampled per category and round.")
+    reuse_queries: bool = Field(False, description="Allow papers used as queries in earlier rounds.")
+    seed: int = Field(0, description="Seed of sampling and assignment tie-breaks.")
+    tau: float = Field(0.6, ge=-1, le=1, description="Cosine similarity above which a paper is a query's neighbour.")
+    max_neighbors: int = Field(0, ge=0, description="Cap on neighbours per query (0: no cap).")
+    same_affiliation_coi: bool = Field(False, description="Also exclude candidates sharing an affiliation with a query author.")
+    min_recent_papers: int = Field(3, ge=0, description="Screening: papers a candidate needs in the recent window.")
+    recent_years: int = Field(2, ge=1, description="Screening window in years back from the newest paper.")
+    fetch_s2_histories: bool = Field(True, description="Count candidates' papers from Semantic Scholar too.")
+    max_queries_per_candidate: int = Field(6, ge=1, description="Workload cap: queries per candidate.")
+    candidates_per_query: int = Field(10, ge=1, description="Target invitations per query.")
+
+
 class ReplaySettings(BaseModel):
     """Local replay server (demo, tests, benchmarks)."""
 
@@ -130,6 +147,7 @@ class Settings(BaseSettings):
     llm: LlmSettings = Field(default_factory=LlmSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     disambiguate: DisambiguateSettings = Field(default_factory=DisambiguateSettings)
+    pools: PoolsSettings = Field(default_factory=PoolsSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
 
     @cached_property

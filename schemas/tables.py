@@ -326,6 +326,92 @@ LLM_DECISIONS = Table(
     since=3,
 )
 
+EXCLUSION_REASONS: tuple[str, ...] = ("query_author", "coauthor", "same_affiliation", "screening", "unreachable")
+
+QUERY_SAMPLES = Table(
+    name="query_samples",
+    columns=(
+        _ID,
+        Column("round", pl.Int64, nullable=False, min_value=1),
+        Column("seed", pl.Int64, nullable=False),
+        Column("category", pl.Utf8, nullable=False),
+        Column("sampled_at", _TS, nullable=False),
+    ),
+    primary_key=("arxiv_id", "round"),
+    doc="Query papers of each sampling round, with the seed that drew them.",
+    since=4,
+)
+
+POOL_EVIDENCE = Table(
+    name="pool_evidence",
+    columns=(
+        Column("round", pl.Int64, nullable=False),
+        Column("query_id", pl.Utf8, nullable=False),
+        Column("author_id", pl.Utf8, nullable=False),
+        Column("neighbor_id", pl.Utf8, nullable=False),
+        Column("similarity", pl.Float64, nullable=False),
+    ),
+    primary_key=("round", "query_id", "author_id", "neighbor_id"),
+    doc="Why a candidate is in a query's pool: the neighbour papers they wrote and their similarity.",
+    since=4,
+)
+
+POOL_EXCLUSIONS = Table(
+    name="pool_exclusions",
+    columns=(
+        Column("round", pl.Int64, nullable=False),
+        Column("query_id", pl.Utf8, nullable=False),
+        Column("author_id", pl.Utf8, nullable=False),
+        Column("reason", pl.Utf8, nullable=False, allowed=EXCLUSION_REASONS),
+        Column("detail", pl.Utf8),
+    ),
+    primary_key=("round", "query_id", "author_id"),
+    doc="Candidates removed from a query's pool, with the first reason that applied.",
+    since=4,
+)
+
+ASSIGNMENTS = Table(
+    name="assignments",
+    columns=(
+        Column("round", pl.Int64, nullable=False),
+        Column("query_id", pl.Utf8, nullable=False),
+        Column("author_id", pl.Utf8, nullable=False),
+        Column("score", pl.Float64, nullable=False),
+        Column("rank", pl.Int64, nullable=False),
+    ),
+    primary_key=("round", "query_id", "author_id"),
+    doc="Which candidates are invited for which query (at most the workload cap each).",
+    since=4,
+)
+
+INVITATIONS = Table(
+    name="invitations",
+    columns=(
+        Column("round", pl.Int64, nullable=False),
+        Column("author_id", pl.Utf8, nullable=False),
+        Column("email", pl.Utf8, nullable=False),
+        Column("name", pl.Utf8, nullable=False),
+        Column("query_ids", pl.List(pl.Utf8), nullable=False),
+    ),
+    primary_key=("round", "author_id"),
+    doc="One consolidated invitation per candidate, listing its query papers.",
+    since=4,
+)
+
+S2_AUTHOR_PAPERS = Table(
+    name="s2_author_papers",
+    columns=(
+        Column("s2_author_id", pl.Utf8, nullable=False),
+        Column("paper_key", pl.Utf8, nullable=False),
+        Column("year", pl.Int64),
+        Column("arxiv_id", pl.Utf8),
+        Column("fetched_at", _TS, nullable=False),
+    ),
+    primary_key=("s2_author_id", "paper_key"),
+    doc="Publication histories fetched from Semantic Scholar for screening (an empty key marks a fetched author).",
+    since=4,
+)
+
 ALL_TABLES: tuple[Table, ...] = (
     SCHEMA_VERSION_TABLE,
     RUNS,
@@ -343,6 +429,12 @@ ALL_TABLES: tuple[Table, ...] = (
     AUTHORS,
     COAUTHOR_EDGES,
     LLM_DECISIONS,
+    QUERY_SAMPLES,
+    POOL_EVIDENCE,
+    POOL_EXCLUSIONS,
+    ASSIGNMENTS,
+    INVITATIONS,
+    S2_AUTHOR_PAPERS,
 )
 
 TABLES: dict[str, Table] = {t.name: t for t in ALL_TABLES}

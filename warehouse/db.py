@@ -348,6 +348,41 @@ class Warehouse:
                    GROUP BY a.author_id, b.author_id"""
             )
 
+    def pool_inputs(self) -> dict[str, pl.DataFrame]:
+        """What candidate pools are built from: papers, authorship links, co-authorship, authors."""
+        return {
+            "papers": self.frame("SELECT arxiv_id, title, abstract, primary_category, year FROM papers ORDER BY arxiv_id"),
+            "links": self.frame("SELECT arxiv_id, author_id FROM author_links ORDER BY arxiv_id, position"),
+            "edges": self.frame("SELECT author_a, author_b FROM coauthor_edges"),
+            "authors": self.frame("SELECT author_id, name, emails, affiliations, s2_author_ids FROM authors ORDER BY author_id"),
+            "author_years": self.frame(
+                "SELECT l.author_id, l.arxiv_id, p.year FROM author_links l JOIN papers p USING (arxiv_id)"
+            ),
+        }
+
+    def earlier_queries(self, round_: int) -> set[str]:
+        return {r[0] for r in self._exec("SELECT DISTINCT arxiv_id FROM query_samples WHERE round < ?", [round_])}
+
+    def fetched_s2_authors(self) -> set[str]:
+        return {r[0] for r in self._exec("SELECT DISTINCT s2_author_id FROM s2_author_papers")}
+
+    def s2_papers_of(self, s2_ids: list[str]) -> pl.DataFrame:
+        self.con.register("_ids", pl.DataFrame({"s2_author_id": s2_ids}, schema={"s2_author_id": pl.Utf8}).to_arrow())
+        df = self.frame(
+            "SELECT s2_author_id, paper_key, year, arxiv_id FROM s2_author_papers JOIN _ids USING (s2_author_id) WHERE paper_key <> ''"
+        )
+        self.con.unregister("_ids")
+        return df
+
+    def save_round(self, round_: int, frames: dict[str, pl.DataFrame]) -> None:
+        """Replace everything of one sampling round, atomically (a re-run of a round is idempotent)."""
+        from schemas.tables import TABLES
+
+        with self.transaction():
+            for name, df in frames.items():
+                self._exec(f"DELETE FROM {_q(name)} WHERE round = ?", [round_])
+                self.upsert(TABLES[name], df.with_columns(pl.lit(round_, dtype=pl.Int64).alias("round")))
+
     def has_table(self, name: str) -> bool:
         return bool(self._exec("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])[0][0])
 

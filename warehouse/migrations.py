@@ -16,6 +16,7 @@ DESCRIPTIONS: dict[int, str] = {
     1: "initial tables: runs, crawl, s2, documents, papers, mentions, rejects",
     2: "eval_results: metrics by benchmark version, split, scorer",
     3: "author disambiguation: author_links, author_blocks, authors, coauthor_edges, llm_decisions",
+    4: "pools: query_samples, pool_evidence, pool_exclusions, assignments, invitations, s2_author_papers",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {}

@@ -1,0 +1,202 @@
+"""Candidate pools in the LR-bench recipe: sample queries, recall neighbours with faiss, take their
+authors as candidates, remove conflicts of interest, screen, and assign under a workload cap.
+
+Every function is pure over frames and arrays; the flow reads and writes the warehouse.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+
+import numpy as np
+import polars as pl
+
+EVIDENCE_SCHEMA = {"query_id": pl.Utf8, "author_id": pl.Utf8, "neighbor_id": pl.Utf8, "similarity": pl.Float64}
+EXCLUSION_SCHEMA = {"query_id": pl.Utf8, "author_id": pl.Utf8, "reason": pl.Utf8, "detail": pl.Utf8}
+
+
+def _rank(seed: int, *parts: str) -> str:
+    """A seeded, order-free tie-breaker."""
+    return hashlib.sha1("\x1f".join((str(seed), *parts)).encode()).hexdigest()
+
+
+def sample_queries(papers: pl.DataFrame, categories: list[str], per_category: int, seed: int, exclude: set[str]) -> pl.DataFrame:
+    """``per_category`` papers of each primary category, seeded; a paper in ``exclude`` (queries
+    of earlier rounds) is not drawn. Returns ``arxiv_id, category``."""
+    rows = []
+    for cat in categories:
+        pool = sorted(a for a, c in papers.select("arxiv_id", "primary_category").iter_rows() if c == cat and a not in exclude)
+        pool.sort(key=lambda a: _rank(seed, cat, a))
+        rows += [{"arxiv_id": a, "category": cat} for a in pool[:per_category]]
+    return pl.DataFrame(rows, schema={"arxiv_id": pl.Utf8, "category": pl.Utf8})
+
+
+def range_neighbors(vectors: np.ndarray, ids: list[str], query_ids: list[str], tau: float, max_neighbors: int = 0) -> pl.DataFrame:
+    """Papers with cosine similarity >= ``tau`` to each query (itself excluded), from a faiss
+    inner-product index over unit vectors; ``max_neighbors`` keeps the most similar."""
+    import faiss
+
+    if not query_ids or vectors.shape[0] == 0:
+        return pl.DataFrame(schema={"query_id": pl.Utf8, "neighbor_id": pl.Utf8, "similarity": pl.Float64})
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    index = faiss.IndexFlatIP(x.shape[1])
+    index.add(x)
+    pos = {a: i for i, a in enumerate(ids)}
+    q = x[[pos[a] for a in query_ids]]
+    lims, dist, found = index.range_search(q, float(tau))
+    qs, ns, ss = [], [], []
+    for k, qid in enumerate(query_ids):
+        lo, hi = lims[k], lims[k + 1]
+        d, i = dist[lo:hi], found[lo:hi]
+        keep = i != pos[qid]
+        d, i = d[keep], i[keep]
+        if max_neighbors and len(d) > max_neighbors:
+            top = np.argsort(-d, kind="stable")[:max_neighbors]
+            d, i = d[top], i[top]
+        qs += [qid] * len(d)
+        ns += [ids[j] for j in i]
+        ss += d.astype(float).tolist()
+    return pl.DataFrame({"query_id": qs, "neighbor_id": ns, "similarity": ss},
+                        schema={"query_id": pl.Utf8, "neighbor_id": pl.Utf8, "similarity": pl.Float64})
+
+
+def candidate_evidence(neighbors: pl.DataFrame, links: pl.DataFrame) -> pl.DataFrame:
+    """Authors of neighbour papers as candidates, one row per (query, author, neighbour)."""
+    ev = neighbors.join(links.select(pl.col("arxiv_id").alias("neighbor_id"), "author_id"), on="neighbor_id")
+    return ev.select(list(EVIDENCE_SCHEMA)).unique(["query_id", "author_id", "neighbor_id"]).sort("query_id", "author_id", "neighbor_id")
+
+
+def pool_size_report(neighbors: pl.DataFrame, links: pl.DataFrame, query_ids: list[str], taus: list[float]) -> list[dict[str, float]]:
+    """Candidates per query at several thresholds (from one search at the lowest), to choose tau."""
+    out = []
+    for t in sorted(taus):
+        ev = candidate_evidence(neighbors.filter(pl.col("similarity") >= t), links)
+        sizes = ev.group_by("query_id").agg(pl.col("author_id").n_unique().alias("n"))
+        n = np.array(sizes["n"].to_list() + [0] * (len(query_ids) - sizes.height), dtype=float)
+        out.append({"tau": t, "median": float(np.median(n)) if n.size else 0.0, "mean": float(n.mean()) if n.size else 0.0,
+                    "p90": float(np.percentile(n, 90)) if n.size else 0.0, "queries_without_candidates": int((n == 0).sum())})
+    return out
+
+
+def conflicts(evidence: pl.DataFrame, query_authors: pl.DataFrame, edges: pl.DataFrame,
+              affiliations: pl.DataFrame | None = None, names: dict[str, str] | None = None) -> pl.DataFrame:
+    """Candidates in conflict with a query: its own authors, anyone with a direct co-authorship
+    with one of them, and (when ``affiliations`` is given) anyone sharing an affiliation with one.
+
+    With ``names``, a candidate whose name could be that of a query author or of one of their
+    co-authors is excluded too: disambiguation keeps people apart when unsure, so one person can
+    hold two author ids, and a conflict must not slip through that split."""
+    pairs = evidence.select("query_id", "author_id").unique()
+    qa = query_authors.select(pl.col("arxiv_id").alias("query_id"), pl.col("author_id").alias("query_author"))
+    own = pairs.join(qa, left_on=["query_id", "author_id"], right_on=["query_id", "query_author"], how="semi").with_columns(
+        pl.lit("query_author").alias("reason"), pl.lit("wrote the query paper").alias("detail"))
+    both = pl.concat([edges.select(pl.col("author_a").alias("x"), pl.col("author_b").alias("y")),
+                      edges.select(pl.col("author_b").alias("x"), pl.col("author_a").alias("y"))])
+    co = (pairs.join(qa, on="query_id").join(both, left_on=["query_author", "author_id"], right_on=["x", "y"])
+          .group_by("query_id", "author_id").agg(pl.col("query_author").min())
+          .select("query_id", "author_id", pl.lit("coauthor").alias("reason"),
+                  ("co-authored with query author " + pl.col("query_author")).alias("detail")))
+    parts = [own.select(list(EXCLUSION_SCHEMA)), co]
+    if affiliations is not None and affiliations.height:
+        aff = affiliations.select("author_id", "affiliation")
+        same = (pairs.join(qa, on="query_id").join(aff, left_on="query_author", right_on="author_id")
+                .join(aff, left_on=["author_id", "affiliation"], right_on=["author_id", "affiliation"])
+                .group_by("query_id", "author_id").agg(pl.col("affiliation").min())
+                .select("query_id", "author_id", pl.lit("same_affiliation").alias("reason"),
+                        ("shares " + pl.col("affiliation") + " with a query author").alias("detail")))
+        parts.append(same)
+    if names:
+        parts += _name_conflicts(pairs, qa, both, names)
+    order = {"query_author": 0, "coauthor": 1, "same_affiliation": 2}
+    allx = pl.concat(parts).with_columns(pl.col("reason").replace_strict(order, return_dtype=pl.Int64).alias("_o"))
+    return allx.sort("query_id", "author_id", "_o").unique(["query_id", "author_id"], keep="first").drop("_o").sort("query_id", "author_id")
+
+
+def _name_conflicts(pairs: pl.DataFrame, qa: pl.DataFrame, both: pl.DataFrame, names: dict[str, str]) -> list[pl.DataFrame]:
+    """Conflicts through possible splits: every author id whose name could be a query author's
+    counts as that author (with their co-authors), and every id whose name could be one of those
+    co-authors counts as a co-author."""
+    from tasks.normalize import block_key, given_name
+
+    index: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for a, n in names.items():
+        index[block_key(n)].append((given_name(n), a))
+
+    def same_name(a: str) -> set[str]:
+        n = names.get(a, "")
+        g = given_name(n)
+        return {b for gb, b in index.get(block_key(n), []) if not g or not gb or g == gb} | {a}
+
+    co_of: dict[str, set[str]] = defaultdict(set)
+    for x, y in both.iter_rows():
+        co_of[x].add(y)
+    by_query: dict[str, list[str]] = defaultdict(list)
+    for q, a in qa.iter_rows():
+        by_query[q].append(a)
+    rows = []
+    cache: dict[str, tuple[set[str], set[str]]] = {}
+    for q, cand in pairs.iter_rows():
+        if q not in cache:
+            selves = set().union(*(same_name(a) for a in by_query.get(q, []))) if by_query.get(q) else set()
+            co = set().union(*(co_of[x] for x in selves)) if selves else set()
+            cache[q] = (selves, set().union(*(same_name(c) for c in co)) if co else set())
+        selves, co_names = cache[q]
+        if cand in selves:
+            rows.append({"query_id": q, "author_id": cand, "reason": "query_author", "detail": "name matches a query author"})
+        elif cand in co_names:
+            rows.append({"query_id": q, "author_id": cand, "reason": "coauthor", "detail": "co-authored with a namesake of a query author"})
+    return [pl.DataFrame(rows, schema=EXCLUSION_SCHEMA)] if rows else []
+
+
+def screening(evidence: pl.DataFrame, recent: dict[str, int], emails: dict[str, str | None], min_papers: int) -> pl.DataFrame:
+    """Candidates with fewer than ``min_papers`` recent papers, or no usable email."""
+    rows = []
+    for q, a in evidence.select("query_id", "author_id").unique().sort("query_id", "author_id").iter_rows():
+        n = recent.get(a, 0)
+        if n < min_papers:
+            rows.append({"query_id": q, "author_id": a, "reason": "screening", "detail": f"{n} recent papers < {min_papers}"})
+        elif not emails.get(a):
+            rows.append({"query_id": q, "author_id": a, "reason": "unreachable", "detail": "no usable email"})
+    return pl.DataFrame(rows, schema=EXCLUSION_SCHEMA)
+
+
+def assign(evidence: pl.DataFrame, max_per_candidate: int, per_query: int, seed: int) -> pl.DataFrame:
+    """Invite up to ``per_query`` candidates per query, at most ``max_per_candidate`` queries per
+    candidate. Rounds go over the queries in a seeded order; in each round every query takes its
+    strongest remaining candidate (highest neighbour similarity) that still has room, so
+    invitations spread across queries and the strongest evidence is served first."""
+    strength = evidence.group_by("query_id", "author_id").agg(pl.col("similarity").max().alias("score"))
+    ranked: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for q, a, s in strength.iter_rows():
+        ranked[q].append((a, s))
+    for q in ranked:
+        ranked[q].sort(key=lambda x: (-x[1], _rank(seed, q, x[0])))
+    order = sorted(ranked, key=lambda q: _rank(seed, q))
+    load: dict[str, int] = defaultdict(int)
+    nxt = {q: 0 for q in order}
+    chosen: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for _round in range(per_query):
+        progressed = False
+        for q in order:
+            cands = ranked[q]
+            while nxt[q] < len(cands) and load[cands[nxt[q]][0]] >= max_per_candidate:
+                nxt[q] += 1
+            if nxt[q] < len(cands) and len(chosen[q]) < per_query:
+                a, s = cands[nxt[q]]
+                nxt[q] += 1
+                chosen[q].append((a, s))
+                load[a] += 1
+                progressed = True
+        if not progressed:
+            break
+    rows = [{"query_id": q, "author_id": a, "score": s, "rank": i + 1} for q in order for i, (a, s) in enumerate(chosen[q])]
+    return pl.DataFrame(rows, schema={"query_id": pl.Utf8, "author_id": pl.Utf8, "score": pl.Float64, "rank": pl.Int64})
+
+
+def affinity_csv(assignments_or_evidence: pl.DataFrame) -> str:
+    """Candidate pools in the OpenReview affinity format: ``submission,~profile,score`` lines."""
+    df = assignments_or_evidence
+    if "score" not in df.columns:
+        df = df.group_by("query_id", "author_id").agg(pl.col("similarity").max().alias("score"))
+    return "".join(f"{q},~{a},{s:.6f}\n" for q, a, s in df.select("query_id", "author_id", "score").sort("query_id", "author_id").iter_rows())
