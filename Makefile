@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.ingest_bench
 	$(BIN)/python -m benchmarks.eval_bench
 	$(BIN)/python -m benchmarks.disambiguate_bench
+	$(BIN)/python -m benchmarks.pools_bench
 
 clean-data:
 	rm -rf data

@@ -67,7 +67,7 @@ class EmbeddingCache:
     def _encoder(self) -> Callable[[list[str]], np.ndarray]:
         if self._model is None:
             self._model = load_model(self.model_name)
-        return lambda texts: self._model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+        return lambda texts: self._model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
 
     def embed(self, texts: list[str], encode: Callable[[list[str]], np.ndarray] | None = None) -> np.ndarray:
         """Unit vectors for ``texts`` in order, encoding only the missing ones (longest first,

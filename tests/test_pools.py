@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from tasks.pools import affinity_csv, assign, candidate_evidence, conflicts, range_neighbors, sample_queries, screening
+
+
+def papers(n_per: int = 6) -> pl.DataFrame:
+    rows = [{"arxiv_id": f"26{c}1.{i:05d}", "primary_category": cat} for c, cat in enumerate(["cs.AI", "cs.CL", "cs.IR"]) for i in range(n_per)]
+    return pl.DataFrame(rows)
+
+
+def test_sampling_is_stratified_seeded_and_skips_earlier_queries() -> None:
+    p = papers()
+    a = sample_queries(p, ["cs.AI", "cs.CL", "cs.IR"], 2, seed=1, exclude=set())
+    assert a.group_by("category").len().sort("category")["len"].to_list() == [2, 2, 2]
+    assert a.equals(sample_queries(p, ["cs.AI", "cs.CL", "cs.IR"], 2, seed=1, exclude=set()))
+    assert not a.equals(sample_queries(p, ["cs.AI", "cs.CL", "cs.IR"], 2, seed=2, exclude=set()))
+    b = sample_queries(p, ["cs.AI", "cs.CL", "cs.IR"], 2, seed=1, exclude=set(a["arxiv_id"]))
+    assert not set(a["arxiv_id"]) & set(b["arxiv_id"])
+    assert sample_queries(p, ["cs.AI"], 100, seed=1, exclude=set()).height == 6
+
+
+def test_range_search_matches_brute_force() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 16)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    ids = [f"p{i}" for i in range(200)]
+    got = range_neighbors(x, ids, ["p0", "p5"], tau=0.3)
+    sims = x[[0, 5]] @ x.T
+    want = {(q, ids[j]) for k, q in enumerate(["p0", "p5"]) for j in np.flatnonzero(sims[k] >= 0.3) if ids[j] != q}
+    assert set(got.select("query_id", "neighbor_id").iter_rows()) == want
+    capped = range_neighbors(x, ids, ["p0"], tau=0.0, max_neighbors=3)
+    assert capped.height == 3 and capped["similarity"].to_list() == sorted(capped["similarity"].to_list(), reverse=True)
+
+
+def test_conflicts_and_screening() -> None:
+    ev = pl.DataFrame({"query_id": ["q"] * 4, "author_id": ["a", "b", "c", "d"], "neighbor_id": ["n"] * 4, "similarity": [0.9] * 4})
+    qa = pl.DataFrame({"arxiv_id": ["q"], "author_id": ["a"]})
+    edges = pl.DataFrame({"author_a": ["a"], "author_b": ["b"]})
+    names = {"a": "Ana Lima", "b": "Bo Sun", "c": "A. Lima", "d": "Dan Wu"}
+    x = conflicts(ev, qa, edges, names=names)
+    reasons = dict(zip(x["author_id"], x["reason"], strict=True))
+    # a wrote it, b co-wrote with a, c may be a (a split identity); d is free.
+    assert reasons == {"a": "query_author", "b": "coauthor", "c": "query_author"}
+    assert conflicts(ev, qa, edges)["author_id"].to_list() == ["a", "b"]
+    s = screening(ev, {"a": 5, "b": 1, "c": 3, "d": 4}, {"a": "a@x", "c": None, "d": "d@x"}, 3)
+    assert dict(zip(s["author_id"], s["reason"], strict=True)) == {"b": "screening", "c": "unreachable"}
+
+
+def test_assignment_caps_spreads_and_is_deterministic() -> None:
+    rows = [{"query_id": f"q{q}", "author_id": f"r{r}", "neighbor_id": "n", "similarity": 1.0 - 0.01 * r}
+            for q in range(10) for r in range(4)]
+    ev = pl.DataFrame(rows)
+    a = assign(ev, max_per_candidate=3, per_query=2, seed=0)
+    load = a.group_by("author_id").len()["len"].to_list()
+    # 4 candidates x 3 slots = 12 invitations for 20 wanted; none over the cap.
+    assert max(load) == 3 and a.height == 12 and set(a.group_by("query_id").len()["len"].to_list()) <= {1, 2}
+    assert a.equals(assign(ev, max_per_candidate=3, per_query=2, seed=0))
+    # Round robin: every query gets a first candidate before any query gets a second.
+    assert a.filter(pl.col("rank") == 1).height == 10
+    # The strongest candidate (r0) is used to its cap.
+    assert a.filter(pl.col("author_id") == "r0").height == 3
+    assert affinity_csv(a).splitlines()[0].count(",") == 2 and ",~r" in affinity_csv(a)
+
+
+def test_candidates_carry_evidence() -> None:
+    nb = pl.DataFrame({"query_id": ["q", "q"], "neighbor_id": ["p1", "p2"], "similarity": [0.8, 0.7]})
+    links = pl.DataFrame({"arxiv_id": ["p1", "p1", "p2"], "author_id": ["a", "b", "a"]})
+    ev = candidate_evidence(nb, links)
+    assert ev.rows() == [("q", "a", "p1", 0.8), ("q", "a", "p2", 0.7), ("q", "b", "p1", 0.8)]
