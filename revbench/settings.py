@@ -178,7 +178,3 @@ def env_names(model: type[BaseModel] = Settings, prefix: str = "REVBENCH_") -> l
             names.append(f"{prefix}{name.upper()}")
     return names
 
-
-def load_settings(**overrides: object) -> Settings:
-    """Settings from env and .env, with keyword overrides on top (used by the CLI)."""
-    return Settings(**overrides)  # type: ignore[arg-type]

@@ -32,7 +32,7 @@ from schemas.tables import (
     TRANSIENT_DOCUMENT_STATUSES,
 )
 from warehouse.ddl import create_table_sql
-from warehouse.migrations import LATEST_VERSION, migrations
+from warehouse.migrations import migrations
 
 
 def _q(name: str) -> str:
@@ -395,11 +395,6 @@ class Warehouse:
             "SELECT reason, count(*) AS n FROM rejects GROUP BY reason ORDER BY n DESC, reason"
         )
 
-    def sample(self, table: Table, n: int = 10) -> pl.DataFrame:
-        return self.frame(
-            f"SELECT * FROM {_q(table.name)} ORDER BY {', '.join(_q(k) for k in table.primary_key)} LIMIT {int(n)}"
-        )
-
     def snapshot(self) -> dict[str, pl.DataFrame]:
         """Every corpus table without run bookkeeping or timestamps, for comparing runs."""
         out: dict[str, pl.DataFrame] = {}
@@ -409,7 +404,3 @@ class Warehouse:
             out[table.name] = df.drop([c for c in df.columns if c in volatile])
         return out
 
-
-def latest_version() -> int:
-    """The schema version a fully migrated warehouse is at."""
-    return LATEST_VERSION

@@ -28,10 +28,6 @@ class GrobidHeaderClient:
         logging.getLogger("grobid_client.grobid_client").setLevel(logging.CRITICAL)
         self.requests_made = 0
 
-    def is_alive(self) -> bool:
-        ok, _status = self._client.ping()
-        return bool(ok)
-
     def _once(self, pdf: bytes, name: str) -> tuple[TeiHeader, str]:
         stream = io.BytesIO(pdf)
         stream.name = name
