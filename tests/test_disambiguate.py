@@ -131,3 +131,22 @@ def test_pairwise_and_bcubed_by_hand() -> None:
     assert q["pairwise_precision"] == pytest.approx(1 / 3) and q["pairwise_recall"] == pytest.approx(1 / 2)
     assert q["bcubed_precision"] == pytest.approx((2 / 3 + 2 / 3 + 1 / 3 + 1) / 4)
     assert q["bcubed_recall"] == pytest.approx((1 + 1 + 1 / 2 + 1 / 2) / 4)
+
+
+def test_incremental_save_keeps_links_of_unchanged_blocks(tmp_path) -> None:
+    from schemas.tables import AUTHOR_LINKS
+    from warehouse import Warehouse
+
+    paper = frame([("2601.00001", 0, "Ana Lima", "ana@x.example", None, None, None),
+                   ("2601.00001", 1, "Bo Sun", "bo@y.example", None, None, None)])
+    first = disambiguate(paper, {}, FB, "fb", 500, 0.5, NOW)
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.save_blocks(first.links, first.blocks, pl.DataFrame(), first.drop_blocks)
+        known = wh.block_hashes()
+        # Another paper by Ana changes her block only; Bo's block is not decided again.
+        grown = pl.concat([paper, frame([("2601.00002", 0, "Ana Lima", "ana@x.example", None, None, None)])])
+        again = disambiguate(grown, known, FB, "fb", 500, 0.5, NOW)
+        assert set(again.blocks["block_key"]) == {"lima|a"}
+        wh.save_blocks(again.links, again.blocks, pl.DataFrame(), again.drop_blocks)
+        links = wh.read(AUTHOR_LINKS)
+    assert sorted(links.select("arxiv_id", "position").rows()) == [("2601.00001", 0), ("2601.00001", 1), ("2601.00002", 0)]

@@ -317,8 +317,7 @@ class Warehouse:
         with self.transaction():
             self.delete_where_in(AUTHOR_LINKS, "block_key", changed + drop_blocks)
             self.delete_where_in(AUTHOR_BLOCKS, "block_key", drop_blocks)
-            # A mention that moved to another block (its name changed) leaves its old link.
-            self.delete_where_in(AUTHOR_LINKS, "arxiv_id", links["arxiv_id"].unique().to_list() if links.height else [])
+            # Keyed by (arxiv_id, position): a mention that moved to another block is replaced here.
             self.upsert(AUTHOR_LINKS, links)
             self.upsert(AUTHOR_BLOCKS, blocks)
             self.upsert(LLM_DECISIONS, decisions)
