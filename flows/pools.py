@@ -37,36 +37,37 @@ def embed_stage(papers: pl.DataFrame, model: str) -> tuple[Any, int]:
 def s2_stage(s2_ids: list[str]) -> dict[str, int]:
     """Publication histories of candidates from Semantic Scholar, fetched once and kept."""
     settings = Settings()
-    with Warehouse.open(settings.warehouse_path) as wh:
-        todo = sorted(set(s2_ids) - wh.fetched_s2_authors())
     client = SemanticScholarClient(settings.s2, settings.http)
     fetched = failed = streak = 0
-    try:
-        for sid in todo:
-            if streak >= 3:
-                # The service is down or unreachable: stop asking, screen on the corpus alone, and
-                # leave the rest for the next run instead of retrying every author in turn.
-                failed += 1
-                continue
-            try:
-                papers = client.author_papers(sid, fields="paperId,externalIds,year")
-                streak = 0
-            except PermanentError:
-                papers = []  # unknown to S2: remembered as fetched with no papers
-                streak = 0
-            except TransientError:
-                failed += 1
-                streak += 1
-                continue
-            rows = [{"s2_author_id": sid, "paper_key": "", "year": None, "arxiv_id": None, "fetched_at": utcnow()}]
-            rows += [{"s2_author_id": sid, "paper_key": p.get("paperId") or "", "year": p.get("year"),
-                      "arxiv_id": (p.get("externalIds") or {}).get("ArXiv"), "fetched_at": utcnow()}
-                     for p in papers if p.get("paperId")]
-            with Warehouse.open(settings.warehouse_path) as wh:
+    # One connection for the whole stage; each author is still committed on its own, so a
+    # crash keeps what was fetched.
+    with Warehouse.open(settings.warehouse_path) as wh:
+        todo = sorted(set(s2_ids) - wh.fetched_s2_authors())
+        try:
+            for sid in todo:
+                if streak >= 3:
+                    # The service is down or unreachable: stop asking, screen on the corpus alone,
+                    # and leave the rest for the next run instead of retrying every author in turn.
+                    failed += 1
+                    continue
+                try:
+                    papers = client.author_papers(sid, fields="paperId,externalIds,year")
+                    streak = 0
+                except PermanentError:
+                    papers = []  # unknown to S2: remembered as fetched with no papers
+                    streak = 0
+                except TransientError:
+                    failed += 1
+                    streak += 1
+                    continue
+                rows = [{"s2_author_id": sid, "paper_key": "", "year": None, "arxiv_id": None, "fetched_at": utcnow()}]
+                rows += [{"s2_author_id": sid, "paper_key": p.get("paperId") or "", "year": p.get("year"),
+                          "arxiv_id": (p.get("externalIds") or {}).get("ArXiv"), "fetched_at": utcnow()}
+                         for p in papers if p.get("paperId")]
                 wh.upsert(S2_AUTHOR_PAPERS, pl.DataFrame(rows, schema=S2_AUTHOR_PAPERS.polars_schema))
-            fetched += 1
-    finally:
-        client.close()
+                fetched += 1
+        finally:
+            client.close()
     return {"asked": len(todo), "fetched": fetched, "failed": failed}
 
 

@@ -23,23 +23,15 @@ from __future__ import annotations
 
 import csv
 import re
-import unicodedata
 from functools import lru_cache
 from pathlib import Path
 
-_SPECIAL = str.maketrans({"ß": "ss", "ø": "o", "Ø": "o", "æ": "ae", "Æ": "ae", "œ": "oe", "ł": "l", "Ł": "l", "đ": "d"})
-_PUNCT = re.compile(r"[^0-9a-z]+")
+from tasks.text import fold
+
 _ABBREV = {"univ": "university", "uni": "university", "inst": "institute", "tech": "technology", "natl": "national",
            "intl": "international", "dept": "department", "lab": "laboratory", "labs": "laboratories", "sci": "science"}
 _DEPARTMENT = re.compile(r"\b(department|dept|school of|faculty|division|group|laboratory for|chair)\b", re.I)
 _INSTITUTION = re.compile(r"\b(universit|institut|college|school|polytechn|academy|research|labs?\b|inc\b|corp|ltd)", re.I)
-
-
-def fold(text: str) -> str:
-    """Accents and special letters folded, lower case, non-alphanumerics as single spaces."""
-    decomposed = unicodedata.normalize("NFKD", text.translate(_SPECIAL).casefold())
-    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return _PUNCT.sub(" ", plain).strip()
 
 
 def name_tokens(name: str) -> list[str]:

@@ -12,9 +12,14 @@ _MOJIBAKE = re.compile("[\u00c2\u00c3][\u0080-\u00bf]")
 _CONTROL = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]")
 
 
+# Letters NFKD does not decompose into a base letter plus accent.
+_SPECIAL = str.maketrans({"ß": "ss", "ø": "o", "Ø": "o", "æ": "ae", "Æ": "ae", "œ": "oe", "ł": "l", "Ł": "l", "đ": "d"})
+
+
 def fold(text: str) -> str:
-    """Lower-case, accents stripped, everything but letters and digits collapsed to spaces."""
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    """Lower-case, accents and special letters folded, everything but letters and digits
+    collapsed to single spaces."""
+    decomposed = unicodedata.normalize("NFKD", text.translate(_SPECIAL).casefold())
     ascii_only = "".join(c for c in decomposed if not unicodedata.combining(c))
     return _NON_ALNUM.sub(" ", ascii_only).strip()
 
