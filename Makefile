@@ -28,6 +28,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
+	$(BIN)/python -m benchmarks.cli_bench
 	$(BIN)/python -m benchmarks.ingest_bench
 	$(BIN)/python -m benchmarks.eval_bench
 	$(BIN)/python -m benchmarks.disambiguate_bench

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -38,23 +37,22 @@ def world_mentions(world: Path) -> pl.DataFrame:
 def quality(world: Path) -> dict[str, dict[str, float]]:
     from revbench.clients.llm import LlmClient
     from revbench.replay import spawn_replay
-    from revbench.replay.server import client_env
+    from revbench.replay.server import replay_overrides
     from revbench.settings import Settings
-    from tasks.disambiguate import disambiguate, fallback_decider, pairwise_scores
-    from tasks.llm_clusters import llm_decider
+    from revbench.synth.truth import disambiguation_quality, load_truth
+    from revbench.tasks.disambiguate import disambiguate, fallback_decider
+    from revbench.tasks.llm_clusters import llm_decider
 
     mentions = world_mentions(world)
-    truth = {f"{a}:{p}": t for a, p, t in pl.read_parquet(world / "truth" / "mentions.parquet").iter_rows()}
+    truth = load_truth(world)
     out: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp, spawn_replay(None) as base:
-        os.environ.update(client_env(base))
-        settings = Settings()
+        settings = Settings(data_dir=Path(tmp)).with_overrides(**replay_overrides(base))
         client = LlmClient(settings.llm, settings.http, cache_dir=Path(tmp))
         for name, decider in [("rules only", None), ("rules + fallback", fallback_decider(0.92)),
                               ("rules + LLM", llm_decider(client))]:
             res = disambiguate(mentions, {}, decider, name, 500, 0.5, None, concurrency=4)
-            pred = {f"{a}:{p}": c for a, p, c in res.links.select("arxiv_id", "position", "author_id").iter_rows()}
-            q = pairwise_scores(pred, truth)
+            q = disambiguation_quality(truth, res.links)
             q["merges"] = dict(res.merges)
             if decider is not None and name.endswith("LLM"):
                 q["llm_calls"] = client.requests_made
@@ -64,8 +62,8 @@ def quality(world: Path) -> dict[str, dict[str, float]]:
 
 def load_into_warehouse(world: Path, path: Path) -> int:
     """Papers and mentions of a world written straight into a warehouse (no ingest)."""
-    from schemas.tables import MENTIONS, PAPERS
-    from warehouse import Warehouse
+    from revbench.schemas.tables import MENTIONS, PAPERS
+    from revbench.warehouse import Warehouse
 
     m = pl.read_parquet(world / "mentions.parquet")
     now = datetime.now(UTC)
@@ -91,13 +89,14 @@ def load_into_warehouse(world: Path, path: Path) -> int:
 
 def scale_run(world: Path) -> dict[str, float]:
     """Run in a child process so that its peak memory is its own."""
-    from flows.disambiguate import disambiguate_flow
-    from tasks.disambiguate import instances_of, mentions_frame_to_blocks, needs_decision, UnionFind, decide_block
+    from revbench.app.entry import prepare_process
+    from revbench.flows.disambiguate import disambiguate_flow
+    from revbench.settings import Settings
+    from revbench.tasks.disambiguate import UnionFind, decide_block, instances_of, mentions_frame_to_blocks, needs_decision
 
     with tempfile.TemporaryDirectory() as tmp:
-        os.environ["REVBENCH_DATA_DIR"] = tmp
-        os.environ["REVBENCH_DISAMBIGUATE__USE_LLM"] = "false"
-        os.environ.setdefault("PREFECT_HOME", str(Path(tmp) / "prefect"))
+        settings = Settings(data_dir=Path(tmp)).with_overrides(disambiguate={"use_llm": False})
+        prepare_process(settings)
         t0 = time.perf_counter()
         n = load_into_warehouse(world, Path(tmp) / "warehouse.duckdb")
         load_s = time.perf_counter() - t0
@@ -105,10 +104,10 @@ def scale_run(world: Path) -> dict[str, float]:
 
         flow(name="warm-up")(lambda: None)()
         t1 = time.perf_counter()
-        res = disambiguate_flow()
+        res = disambiguate_flow(settings)
         flow_s = time.perf_counter() - t1
         t2 = time.perf_counter()
-        rerun = disambiguate_flow()
+        rerun = disambiguate_flow(settings)
         rerun_s = time.perf_counter() - t2
     blocks, _ = mentions_frame_to_blocks(world_mentions(world), 500)
     need = 0

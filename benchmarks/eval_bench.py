@@ -21,12 +21,12 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 
 from revbench.evaluation.evaluate import Evaluator
 from revbench.evaluation.model import PAPERS_SCHEMA, PROFILE_SCHEMA, RATINGS_SCHEMA, Benchmark, Split, frame
 from revbench.evaluation.scorers import Context, make_scorer
 from revbench.evaluation.scorers.tpms import tokens
+from revbench.settings import Settings
 from revbench.synth.world import Generator, WorldSpec
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -115,7 +115,7 @@ def naive(bench: Benchmark, n_resamples: int, seed: int) -> dict[str, float]:
 
 
 def ours(bench: Benchmark, n_resamples: int, seed: int, cache: Path) -> dict[str, float]:
-    scores = make_scorer("tpms", Context(cache)).score(bench)
+    scores = make_scorer("tpms", Context(Settings(data_dir=cache))).score(bench)
     rows = Evaluator(bench, n_resamples=n_resamples, seed=seed).evaluate(scores)
     return {r.metric: r.value for r in rows if r.metric in ("loss", "accuracy")}
 

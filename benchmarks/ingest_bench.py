@@ -49,24 +49,20 @@ def main() -> None:
     p.add_argument("--work", type=Path, default=Path("data/bench"))
     a = p.parse_args()
 
-    from revbench.cli import DEMO_SINCE, DEMO_UNTIL, _quiet_libraries
+    from revbench.app.entry import DEMO_SINCE, DEMO_UNTIL, prepare_process
     from revbench.replay import spawn_replay
-    from revbench.replay.server import client_env
+    from revbench.replay.server import replay_overrides
+    from revbench.settings import Settings
     from revbench.synth.world import WorldSpec, ensure_world
 
-    _quiet_libraries()
     world_dir = a.work / f"world-{a.papers}"
     t0 = time.perf_counter()
     manifest = ensure_world(world_dir, WorldSpec(n_papers=a.papers, seed=11, start=DEMO_SINCE, end=DEMO_UNTIL))
     gen_s = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp, spawn_replay(world_dir) as base:
-        os.environ.update(client_env(base))
-        os.environ["REVBENCH_DATA_DIR"] = tmp
-        os.environ.setdefault("PREFECT_HOME", str(Path(tmp) / "prefect"))
-        os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-        os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-        os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-        from flows.ingest import ingest_flow
+        settings = Settings(data_dir=Path(tmp)).with_overrides(**replay_overrides(base))
+        prepare_process(settings)
+        from revbench.flows.ingest import ingest_flow
 
         baseline_s = bare_calls(base, world_dir, a.baseline_sample)
         # Start the ephemeral Prefect server outside the timed runs: it is a fixed cost of the
@@ -75,11 +71,11 @@ def main() -> None:
 
         flow(name="warm-up")(lambda: None)()
         t1 = time.perf_counter()
-        first = ingest_flow(since=DEMO_SINCE, until=DEMO_UNTIL, synthetic=True)
+        first = ingest_flow(settings, DEMO_SINCE, DEMO_UNTIL, synthetic=True)
         first_s = time.perf_counter() - t1
         mem_first = peak_rss_mb()
         t2 = time.perf_counter()
-        second = ingest_flow(since=DEMO_SINCE, until=DEMO_UNTIL, synthetic=True)
+        second = ingest_flow(settings, DEMO_SINCE, DEMO_UNTIL, synthetic=True)
         second_s = time.perf_counter() - t2
     loaded = first["totals"]["papers"]
     result = {

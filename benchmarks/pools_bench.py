@@ -32,7 +32,7 @@ def rss_mb() -> float:
 
 
 def scale(world: Path, per_category: int, tau: float) -> dict[str, float]:
-    from tasks import pools
+    from revbench.tasks import pools
 
     m = pl.read_parquet(world / "truth" / "mentions.parquet")
     shown = pl.read_parquet(world / "mentions.parquet").select("arxiv_id", "position", "name", "email")

@@ -1,32 +1,102 @@
-"""What every flow shares: run bookkeeping, stage counts, progress and curator artifacts."""
+"""What every flow shares: the run record, one warehouse session per run, the shape of a stage
+(timer, progress, result), curator artifacts, and running the same code with or without the
+Prefect engine.
+
+A flow runs *tracked* (a Prefect flow run with task runs and artifacts, visible in the UI) or
+*in-process* (the same function called directly: no server, no engine). Prefect is imported only
+by tracked runs, because importing it costs about 1.5 s, more than a one-off evaluation.
+Either way the run is a row in the warehouse ``runs`` table.
+"""
 
 from __future__ import annotations
 
+import functools
 import logging
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-from prefect.artifacts import (
-    create_markdown_artifact,
-    create_progress_artifact,
-    create_table_artifact,
-    update_progress_artifact,
-)
-from prefect.context import FlowRunContext, TaskRunContext
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from typing import Any, Generic, ParamSpec, TypeVar
 
 import revbench
 from revbench.settings import Settings
-from warehouse import Warehouse
+from revbench.warehouse import Warehouse
 
 log = logging.getLogger("revbench.flows")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def prefect_active() -> bool:
+    """True inside a Prefect flow or task run."""
+    if "prefect" not in sys.modules:
+        return False
+    from prefect.context import FlowRunContext, TaskRunContext
+
+    return FlowRunContext.get() is not None or TaskRunContext.get() is not None
+
+
+class StageTask(Generic[P, R]):
+    """A step of a flow: a Prefect task inside a tracked run, a plain call otherwise."""
+
+    def __init__(self, fn: Callable[P, R], name: str, retries: int = 0, retry_delay_seconds: float = 0):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.name = name
+        self.retries = retries
+        self.retry_delay_seconds = retry_delay_seconds
+
+    @cached_property
+    def task(self) -> Any:
+        """The Prefect task (built on first tracked use)."""
+        from prefect import task
+        from prefect.cache_policies import NO_CACHE
+
+        # The warehouse is the cache: a stage must always look for new work, so Prefect's
+        # result caching stays off.
+        return task(self.fn, name=self.name, retries=self.retries, retry_delay_seconds=self.retry_delay_seconds,
+                    cache_policy=NO_CACHE)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.task(*args, **kwargs) if prefect_active() else self.fn(*args, **kwargs)
+
+
+def stage_task(name: str, retries: int = 0, retry_delay_seconds: float = 0) -> Callable[[Callable[P, R]], StageTask[P, R]]:
+    """Declare a flow step (see ``StageTask``)."""
+    return lambda fn: StageTask(fn, name, retries, retry_delay_seconds)
+
+
+class RevbenchFlow(Generic[P, R]):
+    """A flow: called, it runs tracked like a Prefect flow; ``fn`` runs the same code in-process;
+    ``flow`` is the Prefect flow itself (for ``serve`` and deployments)."""
+
+    def __init__(self, fn: Callable[P, R], name: str):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.name = name
+
+    @cached_property
+    def flow(self) -> Any:
+        from prefect import flow
+
+        return flow(self.fn, name=self.name, log_prints=True)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.flow(*args, **kwargs)
+
+    def run(self, *args: P.args, track: bool = True, **kwargs: P.kwargs) -> R:
+        """Tracked through Prefect, or in this process without the engine."""
+        return self.flow(*args, **kwargs) if track else self.fn(*args, **kwargs)
+
+
+def revbench_flow(name: str) -> Callable[[Callable[P, R]], RevbenchFlow[P, R]]:
+    """Declare a flow (see ``RevbenchFlow``)."""
+    return lambda fn: RevbenchFlow(fn, name)
 
 
 @dataclass
@@ -44,6 +114,8 @@ class StageResult:
 def code_version() -> str:
     """Package version plus the git commit when running from a checkout."""
     root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return revbench.__version__
     try:
         sha = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5
@@ -54,40 +126,69 @@ def code_version() -> str:
 
 
 def current_run_id() -> str:
-    """The Prefect flow run id, or a fresh uuid outside the engine."""
-    ctx = FlowRunContext.get()
-    if ctx and ctx.flow_run:
-        return str(ctx.flow_run.id)
+    """The Prefect flow run id in a tracked run, a fresh uuid otherwise."""
+    if "prefect" in sys.modules:
+        from prefect.context import FlowRunContext
+
+        ctx = FlowRunContext.get()
+        if ctx and ctx.flow_run:
+            return str(ctx.flow_run.id)
     return str(uuid.uuid4())
 
 
-def in_prefect() -> bool:
-    return FlowRunContext.get() is not None or TaskRunContext.get() is not None
+@dataclass
+class Run:
+    """One flow run: its settings, its id, and the warehouse session it holds from start to end."""
+
+    settings: Settings
+    flow: str
+    run_id: str
+    wh: Warehouse
+    stages: list[StageResult] = field(default_factory=list)
 
 
 @contextmanager
-def recorded_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Iterator[str]:
-    """Record a run in ``runs``: crashed leftovers are marked, the outcome is written at exit."""
+def flow_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Iterator[Run]:
+    """Open the warehouse once for the run and record the run in ``runs``: leftovers of crashed
+    runs are marked, the outcome is written at exit."""
     run_id = current_run_id()
     with Warehouse.open(settings.warehouse_path) as wh:
         crashed = wh.mark_crashed_runs()
         if crashed:
             log.warning("%d earlier run(s) never finished; marked crashed", crashed)
         wh.start_run(run_id, flow, parameters, code_version())
-    try:
-        yield run_id
-    except BaseException as exc:
-        with Warehouse.open(settings.warehouse_path) as wh:
+        try:
+            yield Run(settings, flow, run_id, wh)
+        except BaseException as exc:
             wh.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}"[:2000])
-        raise
-    else:
-        with Warehouse.open(settings.warehouse_path) as wh:
-            wh.finish_run(run_id, "completed")
+            raise
+        wh.finish_run(run_id, "completed")
 
 
-def record_stage(settings: Settings, run_id: str, result: StageResult) -> None:
-    with Warehouse.open(settings.warehouse_path) as wh:
-        wh.record_stage(run_id, result.stage, result.rows_in, result.rows_out, result.rejected, result.seconds)
+class Stage:
+    """What a stage works with: the run's settings and warehouse session, its result, progress."""
+
+    def __init__(self, run: Run, name: str):
+        self.run = run
+        self.settings = run.settings
+        self.wh = run.wh
+        self.result = StageResult(name)
+
+    def progress(self, total: int, description: str) -> StageProgress:
+        """A progress bar for ``total`` items (Prefect artifact and terminal)."""
+        return StageProgress(f"{self.result.stage}-progress", description, total)
+
+
+@contextmanager
+def stage(run: Run, name: str) -> Iterator[Stage]:
+    """Time a stage and record its counts in ``run_stages`` when it ends."""
+    st = Stage(run, name)
+    t0 = time.monotonic()
+    yield st
+    st.result.seconds = time.monotonic() - t0
+    r = st.result
+    run.wh.record_stage(run.run_id, r.stage, r.rows_in, r.rows_out, r.rejected, r.seconds)
+    run.stages.append(r)
 
 
 class StageProgress:
@@ -99,10 +200,14 @@ class StageProgress:
         self.min_interval = min_interval
         self._last = 0.0
         self._artifact = None
-        if in_prefect() and total:
+        if prefect_active() and total:
+            from prefect.artifacts import create_progress_artifact
+
             self._artifact = create_progress_artifact(0.0, key=key, description=description)
-        self._rich: Progress | None = None
+        self._rich: Any = None
         if sys.stderr.isatty() and total:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
             self._rich = Progress(
                 TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                 transient=True,
@@ -116,28 +221,44 @@ class StageProgress:
             self._rich.update(self._task, completed=self.done)
         now = time.monotonic()
         if self._artifact and (now - self._last >= self.min_interval or self.done >= self.total):
+            from prefect.artifacts import update_progress_artifact
+
             self._last = now
             update_progress_artifact(self._artifact, progress=100.0 * self.done / max(self.total, 1))
 
     def close(self) -> None:
         if self._artifact:
+            from prefect.artifacts import update_progress_artifact
+
             update_progress_artifact(self._artifact, progress=100.0)
         if self._rich:
             self._rich.stop()
 
+    def __enter__(self) -> StageProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def publish_table(key: str, rows: list[dict[str, Any]], description: str) -> None:
-    """A table artifact when running under Prefect (a no-op when called outside a run)."""
-    if in_prefect() and rows:
+    """A table artifact in a tracked run (nothing in-process)."""
+    if prefect_active() and rows:
+        from prefect.artifacts import create_table_artifact
+
         create_table_artifact(rows, key=key, description=description)
 
 
 def publish_markdown(key: str, markdown: str, description: str) -> None:
-    if in_prefect():
+    """A markdown artifact in a tracked run (nothing in-process)."""
+    if prefect_active():
+        from prefect.artifacts import create_markdown_artifact
+
         create_markdown_artifact(markdown, key=key, description=description)
 
 
 def stage_rows(results: list[StageResult]) -> list[dict[str, Any]]:
+    """Stage results as table rows (notes left out)."""
     return [
         {k: (round(v, 2) if isinstance(v, float) else v) for k, v in asdict(r).items() if k != "notes"}
         for r in results

@@ -4,62 +4,56 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
 import polars as pl
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
 
-from flows.common import StageResult, publish_markdown, publish_table, record_stage, recorded_run
 from revbench.evaluation.evaluate import Evaluator, cross_benchmark_average
 from revbench.evaluation.importers import is_lr_flat, load_benchmark, load_lr_flat, load_predictions
 from revbench.evaluation.model import Benchmark, MetricValue, Scores
-from revbench.evaluation.report import markdown_table, plot_loss, results_frame
+from revbench.evaluation.plan import EvaluationPlan, plan_evaluation
+from revbench.evaluation.report import plot_loss, report_tables, results_frame
 from revbench.evaluation.scorers import Context, make_scorer
+from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.schemas.tables import EVAL_RESULTS
 from revbench.settings import Settings
-from schemas.tables import EVAL_RESULTS
-from warehouse import Warehouse, utcnow
+from revbench.warehouse import utcnow
 
 log = logging.getLogger("revbench.evaluate")
 
 
-def parse_named(items: list[str], what: str) -> list[tuple[str, Path]]:
-    """``NAME=PATH`` pairs; a clear error names the offending item."""
-    out = []
-    for item in items:
-        name, eq, path = item.partition("=")
-        if not eq or not name or not path:
-            raise ValueError(f"{what} {item!r} is not NAME=PATH")
-        out.append((name.strip(), Path(path).expanduser()))
-    return out
-
-
-@task(name="load-benchmarks", cache_policy=NO_CACHE)
-def load_stage(benchmarks: list[str], predictions: list[str]) -> tuple[list[Benchmark], list[tuple[int, Scores]]]:
+@stage_task("load-benchmarks")
+def load_stage(run: Run, plan: EvaluationPlan) -> tuple[list[Benchmark], list[tuple[int, Scores]]]:
     """Load every benchmark, and every prediction file against the benchmark it belongs to."""
-    loaded = [load_benchmark(kind, path) for kind, path in parse_named(benchmarks, "--benchmark")]
-    preds: list[tuple[int, Scores]] = []
-    for spec, path in parse_named(predictions, "--predictions"):
-        name, _, target = spec.partition("@")
-        if is_lr_flat(path):
-            # LR-bench's flat predictions carry their labels: a benchmark of their own.
-            split, scores = load_lr_flat(path)
-            loaded.append(Benchmark(f"lrbench:{path.stem}", path.stem, pl.DataFrame(), [pl.DataFrame()], [split]))
-            preds.append((len(loaded) - 1, Scores(name, [scores])))
-            continue
-        candidates = [i for i, b in enumerate(loaded) if not target or b.name == target]
-        if len(candidates) != 1:
-            raise ValueError(f"--predictions {spec}: say which benchmark it scores, as NAME@BENCHMARK=PATH")
-        preds.append((candidates[0], load_predictions(path, name, loaded[candidates[0]])))
+    with stage(run, "load") as st:
+        loaded = [load_benchmark(kind, path, warehouse=run.wh) for kind, path in plan.benchmarks]
+        preds: list[tuple[int, Scores]] = []
+        for p in plan.predictions:
+            if is_lr_flat(p.path):
+                # LR-bench's flat predictions carry their labels: a benchmark of their own.
+                split, scores = load_lr_flat(p.path)
+                loaded.append(Benchmark(f"lrbench:{p.path.stem}", p.path.stem, pl.DataFrame(), [pl.DataFrame()], [split]))
+                preds.append((len(loaded) - 1, Scores(p.name, [scores], f"predictions:{p.path.name}")))
+                continue
+            candidates = [i for i, b in enumerate(loaded) if not p.target or b.name == p.target]
+            if len(candidates) != 1:
+                raise ValueError(f"--predictions {p.name}: say which benchmark it scores, as NAME@BENCHMARK=PATH")
+            scores = load_predictions(p.path, p.name, loaded[candidates[0]])
+            scores.spec = f"predictions:{p.path.name}"
+            preds.append((candidates[0], scores))
+        st.result.rows_in = len(plan.benchmarks) + len(plan.predictions)
+        st.result.rows_out = len(loaded)
     return loaded, preds
 
 
-@task(name="score", cache_policy=NO_CACHE)
-def score_stage(benchmark: Benchmark, spec: str, cache_dir: Path) -> Scores:
+@stage_task("score")
+def score_stage(run: Run, benchmark: Benchmark, spec: str) -> Scores:
     """Run one scorer over one benchmark (embeddings and LLM answers come from the cache)."""
-    return make_scorer(spec, Context(cache_dir=cache_dir)).score(benchmark)
+    with stage(run, f"score {spec} on {benchmark.name}") as st:
+        scores = make_scorer(spec, Context(run.settings)).score(benchmark)
+        st.result.rows_out = sum(d.height for d in scores.draws)
+    return scores
 
 
 def export_predictions(scores: Scores, benchmark: Benchmark, report_dir: Path) -> None:
@@ -72,8 +66,9 @@ def export_predictions(scores: Scores, benchmark: Benchmark, report_dir: Path) -
         (out / f"{safe}{suffix}.json").write_text(json.dumps(scores.to_openreview(d)))
 
 
-@flow(name="evaluate", log_prints=True)
+@revbench_flow("evaluate")
 def evaluate_flow(
+    settings: Settings,
     benchmarks: list[str],
     scorers: list[str] | None = None,
     predictions: list[str] | None = None,
@@ -82,50 +77,52 @@ def evaluate_flow(
     seed: int = 0,
     report_dir: str | None = None,
     json_out: str | None = None,
+    plot: bool = True,
 ) -> dict[str, Any]:
-    """Evaluate every scorer and prediction file on every benchmark; store, report, return rows."""
-    settings = Settings()
-    scorers = scorers if scorers is not None else ["trivial", "tpms"]
-    params = dict(benchmarks=benchmarks, scorers=scorers, predictions=predictions or [], baseline=baseline,
+    """Evaluate every scorer and prediction file on every benchmark; store, report, return rows.
+
+    Without ``scorers``, ``trivial`` and ``tpms`` run when no predictions file is given. ``plot``
+    draws ``loss.png`` (matplotlib costs most of a second: one-off commands skip it unless asked)."""
+    plan = plan_evaluation(settings, benchmarks, scorers, predictions or [])
+    params = dict(benchmarks=benchmarks, scorers=plan.scorers, predictions=predictions or [], baseline=baseline,
                   bootstrap=bootstrap, seed=seed)
     report = Path(report_dir) if report_dir else settings.data_dir / "reports" / "evaluate"
-    with recorded_run(settings, "evaluate", params) as run_id:
-        t0 = time.monotonic()
-        loaded, preds = load_stage(benchmarks, predictions or [])
+    with flow_run(settings, "evaluate", params) as run:
+        loaded, preds = load_stage(run, plan)
         rows: list[MetricValue] = []
-        for i, bench in enumerate(loaded):
-            runs: list[Scores] = [] if bench.name.startswith("lrbench:") else [
-                score_stage(bench, spec, settings.cache_dir) for spec in scorers
-            ]
-            runs += [s for j, s in preds if j == i]
-            base = next((s for s in runs if s.scorer == baseline), None) if baseline else None
-            if baseline and base is None:
-                log.warning("baseline %r was not evaluated on %s; no paired differences", baseline, bench.name)
-            evaluator = Evaluator(bench, n_resamples=bootstrap, seed=seed)
-            for s in runs:
-                export_predictions(s, bench, report)
-                rows += evaluator.evaluate(s, baseline=base if base is not None and s is not base else None)
-        rows += cross_benchmark_average(rows)
-        df = results_frame(rows)
-        versions = {b.name: b.version for b in loaded}
-        versions["all"] = "+".join(sorted(f"{b.name}@{b.version}" for b in loaded))
-        stored = df.with_columns(
-            pl.col("benchmark").replace_strict(versions, return_dtype=pl.Utf8).alias("benchmark_version"),
-            pl.lit(run_id).alias("run_id"), pl.lit(utcnow()).alias("evaluated_at"),
-        )
-        with Warehouse.open(settings.warehouse_path) as wh:
-            wh.upsert(EVAL_RESULTS, stored)
-        md = markdown_table(df)
+        with stage(run, "metrics") as st:
+            for i, bench in enumerate(loaded):
+                runs: list[Scores] = [] if bench.name.startswith("lrbench:") else [
+                    score_stage(run, bench, spec) for spec in plan.scorers
+                ]
+                runs += [s for j, s in preds if j == i]
+                base = next((s for s in runs if s.scorer == baseline), None) if baseline else None
+                if baseline and base is None:
+                    log.warning("baseline %r was not evaluated on %s; no paired differences", baseline, bench.name)
+                evaluator = Evaluator(bench, n_resamples=bootstrap, seed=seed)
+                for s in runs:
+                    export_predictions(s, bench, report)
+                    rows += evaluator.evaluate(s, baseline=base if base is not None and s is not base else None)
+            rows += cross_benchmark_average(rows)
+            df = results_frame(rows)
+            versions = {b.name: b.version for b in loaded}
+            versions["all"] = "+".join(sorted(f"{b.name}@{b.version}" for b in loaded))
+            stored = df.with_columns(
+                pl.col("benchmark").replace_strict(versions, return_dtype=pl.Utf8).alias("benchmark_version"),
+                pl.lit(run.run_id).alias("run_id"), pl.lit(utcnow()).alias("evaluated_at"),
+            )
+            run.wh.upsert(EVAL_RESULTS, stored)
+            st.result.rows_in, st.result.rows_out = len(loaded), df.height
+        tables = report_tables(df)
+        md = "\n".join(t.to_markdown() for t in tables)
         report.mkdir(parents=True, exist_ok=True)
         (report / "report.md").write_text(md + "\n")
-        plot = plot_loss(df, report / "loss.png")
+        png = plot_loss(df, report / "loss.png") if plot else None
         (report / "results.json").write_text(json.dumps(df.to_dicts(), indent=1))
         if json_out:
             Path(json_out).write_text(json.dumps(df.to_dicts(), indent=1))
         publish_markdown("evaluation-report", md, "Loss and accuracy per split (best in bold)")
         publish_table("evaluation-results", df.filter(pl.col("metric").is_in(["loss", "accuracy"])).to_dicts(),
                       "Loss and accuracy with 95% intervals")
-        record_stage(settings, run_id, StageResult("evaluate", rows_in=len(loaded), rows_out=df.height,
-                                                   seconds=time.monotonic() - t0))
-        return {"run_id": run_id, "rows": df.to_dicts(), "markdown": md, "report_dir": str(report),
-                "plot": str(plot) if plot else None}
+        return {"run_id": run.run_id, "rows": df.to_dicts(), "markdown": md, "tables": tables, "report_dir": str(report),
+                "plot": str(png) if png else None}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +26,6 @@ def device() -> str:
 
 def load_model(name: str = DEFAULT_MODEL) -> Any:
     """A sentence-transformers model by path or name; the default comes packaged offline."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
 
     if name == DEFAULT_MODEL:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -150,6 +152,20 @@ class Settings(BaseSettings):
     pools: PoolsSettings = Field(default_factory=PoolsSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
 
+    def with_overrides(self, **changes: Any) -> Settings:
+        """A validated copy with ``changes`` applied: a field by name, or a section as a dict
+        merged into the current one, e.g. ``with_overrides(data_dir=p, http={"timeout_seconds": 2})``.
+        The environment is not read again."""
+        data = self.model_dump()
+        for key, value in changes.items():
+            if key not in type(self).model_fields:
+                raise ValueError(f"no setting {key!r}; known: {', '.join(type(self).model_fields)}")
+            if isinstance(value, dict) and isinstance(data.get(key), dict):
+                data[key] = {**data[key], **value}
+            else:
+                data[key] = value
+        return type(self).model_validate(data)
+
     @cached_property
     def warehouse_path(self) -> Path:
         return self.data_dir / "warehouse.duckdb"
@@ -178,3 +194,31 @@ def env_names(model: type[BaseModel] = Settings, prefix: str = "REVBENCH_") -> l
             names.append(f"{prefix}{name.upper()}")
     return names
 
+
+
+def render_env_example() -> str:
+    """The text of ``.env.example``: every setting with its description and default."""
+    lines = ["# revbench settings: every field, with its default. Copy to .env and edit.", ""]
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for name, field in model.model_fields.items():
+            ann = field.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                lines.append(f"# [{name}] {ann.__doc__.strip().splitlines()[0] if ann.__doc__ else ''}")
+                walk(ann, f"{prefix}{name.upper()}__")
+                lines.append("")
+                continue
+            default = field.get_default(call_default_factory=True)
+            if default is None:
+                value = ""
+            elif isinstance(default, list):
+                value = json.dumps(default)
+            elif isinstance(default, bool):
+                value = str(default).lower()
+            else:
+                value = str(default)
+            lines.append(f"# {field.description or name}")
+            lines.append(f"{prefix}{name.upper()}={value}")
+
+    walk(Settings, "REVBENCH_")
+    return "\n".join(lines).rstrip() + "\n"

@@ -6,13 +6,12 @@ pandas form before they reach the warehouse; the import is deferred because it c
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
-from schemas.model import Column, Table
+from revbench.schemas.model import Column, Table
 
 
 @dataclass
@@ -101,7 +100,6 @@ _CONTEXT: Any = None
 def _context() -> Any:
     global _CONTEXT
     if _CONTEXT is None:
-        os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from schemas.model import Column, Table
+from revbench.schemas.model import Column, Table
 
 ARXIV_ID_PATTERN = r"^(?:\d{4}\.\d{4,5}|[a-z\-]+(?:\.[A-Z]{2})?/\d{7})$"
 
@@ -232,13 +232,14 @@ EVAL_RESULTS = Table(
         Column("n", pl.Int64, nullable=False, min_value=0),
         Column("run_id", pl.Utf8),
         Column("evaluated_at", _TS, nullable=False),
+        Column("spec", pl.Utf8, since=5, doc="what produced the scores: the scorer with every parameter, or the predictions file"),
     ),
     primary_key=("benchmark", "benchmark_version", "split", "scorer", "metric"),
     doc="Every metric of every scorer on every benchmark version and split; reruns replace their own rows.",
     since=2,
 )
 
-LINK_METHODS: tuple[str, ...] = ("singleton", "email", "affiliation", "llm", "fallback")
+LINK_METHODS: tuple[str, ...] = ("email", "affiliation", "llm", "fallback", "singleton")
 
 AUTHOR_LINKS = Table(
     name="author_links",

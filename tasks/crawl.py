@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime, time, timedelta
 import polars as pl
 
 from revbench.clients.arxiv_api import ArxivClient, ArxivRecord
-from schemas.tables import ARXIV_RECORDS
+from revbench.schemas.tables import ARXIV_RECORDS
 
 
 def plan_slices(since: date, until: date, slice_days: int) -> list[tuple[datetime, datetime]]:

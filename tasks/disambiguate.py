@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 from rapidfuzz import fuzz
 
-from tasks.normalize import block_key, canonical_institution, given_name, normalize_affiliation, normalize_email
+from revbench.tasks.normalize import block_key, canonical_institution, given_name, normalize_affiliation, normalize_email
 
 METHOD_VERSION = "1"
 """Bump when a rule changes so every block is decided again."""
@@ -310,27 +310,15 @@ def decide_block(key: str, members: list[Mention], decider: Decider | None, min_
     return BlockResult(links, merges, decisions)
 
 
-def pairwise_scores(pred: dict[str, str], truth: dict[str, str]) -> dict[str, float]:
-    """Pairwise precision, recall, F1 and B-cubed precision, recall, F1 of a clustering of
-    mention keys against the true person of each key (keys in both only)."""
-    keys = [k for k in pred if k in truth]
-    cells = Counter((pred[k], truth[k]) for k in keys)
-    psize = Counter(pred[k] for k in keys)
-    tsize = Counter(truth[k] for k in keys)
-    def pairs(n: int) -> int:
-        return n * (n - 1) // 2
-    tp = sum(pairs(n) for n in cells.values())
-    pp = sum(pairs(n) for n in psize.values())
-    tt = sum(pairs(n) for n in tsize.values())
-    p = tp / pp if pp else 1.0
-    r = tp / tt if tt else 1.0
-    bp = sum(cells[(pred[k], truth[k])] / psize[pred[k]] for k in keys) / max(len(keys), 1)
-    br = sum(cells[(pred[k], truth[k])] / tsize[truth[k]] for k in keys) / max(len(keys), 1)
-    return {
-        "pairwise_precision": p, "pairwise_recall": r, "pairwise_f1": 2 * p * r / (p + r) if p + r else 0.0,
-        "bcubed_precision": bp, "bcubed_recall": br, "bcubed_f1": 2 * bp * br / (bp + br) if bp + br else 0.0,
-        "mentions": len(keys), "predicted_authors": len(psize), "true_authors": len(tsize),
-    }
+def block_size_histogram(sizes: Counter[int]) -> list[dict[str, Any]]:
+    """Block sizes in buckets a curator can read."""
+    edges = [(1, 1), (2, 2), (3, 5), (6, 10), (11, 50), (51, 200), (201, 10**9)]
+    rows = []
+    for lo, hi in edges:
+        n = sum(c for s, c in sizes.items() if lo <= s <= hi)
+        if n:
+            rows.append({"mentions_in_block": f"{lo}" if lo == hi else (f"{lo}+" if hi > 10**6 else f"{lo}-{hi}"), "blocks": n})
+    return rows
 
 
 @dataclass

@@ -13,7 +13,7 @@ import polars as pl
 from revbench.clients.grobid import GrobidHeaderClient
 from revbench.clients.pdf import PdfClient
 from revbench.retry import PermanentError, TransientError
-from schemas.tables import DOCUMENTS
+from revbench.schemas.tables import DOCUMENTS
 
 _PDF_FINAL = {"pdf_unavailable", "pdf_not_pdf", "pdf_too_large", "pdf_truncated"}
 

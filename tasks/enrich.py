@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from schemas.tables import S2_PAPERS
+from revbench.schemas.tables import S2_PAPERS
 
 
 def batches(ids: list[str], size: int) -> Iterator[list[str]]:

@@ -8,8 +8,8 @@ from typing import Any
 
 from revbench.clients.llm import LlmClient, prompt_hash
 from revbench.retry import PermanentError, TransientError
-from tasks.disambiguate import Decider, Decision, Instance
-from templates import render
+from revbench.tasks.disambiguate import Decider, Decision, Instance
+from revbench.templates import render
 
 TEMPLATE = "prompts/author_clusters.j2"
 _OBJECT = re.compile(r"\{.*\}", re.S)

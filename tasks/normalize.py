@@ -26,7 +26,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from tasks.text import fold
+from revbench.tasks.text import fold
 
 _ABBREV = {"univ": "university", "uni": "university", "inst": "institute", "tech": "technology", "natl": "national",
            "intl": "international", "dept": "department", "lab": "laboratory", "labs": "laboratories", "sci": "science"}

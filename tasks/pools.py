@@ -7,7 +7,7 @@ Every function is pure over frames and arrays; the flow reads and writes the war
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 import polars as pl
@@ -117,7 +117,7 @@ def _name_conflicts(pairs: pl.DataFrame, qa: pl.DataFrame, both: pl.DataFrame, n
     """Conflicts through possible splits: every author id whose name could be a query author's
     counts as that author (with their co-authors), and every id whose name could be one of those
     co-authors counts as a co-author."""
-    from tasks.normalize import block_key, given_name
+    from revbench.tasks.normalize import block_key, given_name
 
     index: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for a, n in names.items():
@@ -200,3 +200,59 @@ def affinity_csv(assignments_or_evidence: pl.DataFrame) -> str:
     if "score" not in df.columns:
         df = df.group_by("query_id", "author_id").agg(pl.col("similarity").max().alias("score"))
     return "".join(f"{q},~{a},{s:.6f}\n" for q, a, s in df.select("query_id", "author_id", "score").sort("query_id", "author_id").iter_rows())
+
+
+def author_affiliations(authors: pl.DataFrame) -> pl.DataFrame:
+    """``author_id, affiliation`` with each affiliation normalised (for same-affiliation COI)."""
+    from revbench.tasks.normalize import normalize_affiliation
+
+    rows = [(a, key) for a, affs in authors.select("author_id", "affiliations").iter_rows()
+            for raw in affs or [] if (key := normalize_affiliation(raw))]
+    return pl.DataFrame(rows, schema={"author_id": pl.Utf8, "affiliation": pl.Utf8}, orient="row").unique()
+
+
+def recent_counts(author_years: pl.DataFrame, authors: pl.DataFrame, s2: pl.DataFrame, since_year: int) -> dict[str, int]:
+    """Recent papers per author: the corpus (``author_id, arxiv_id, year``), plus papers of the
+    author's Semantic Scholar profiles (``s2_author_id, paper_key, year, arxiv_id``) that the
+    corpus does not already hold, each counted once per author."""
+    corpus = author_years.filter(pl.col("year") >= since_year).group_by("author_id").agg(pl.col("arxiv_id").n_unique().alias("n"))
+    counts = dict(corpus.iter_rows())
+    if s2.height:
+        own = set(author_years["arxiv_id"].to_list())
+        author_of: dict[str, set[str]] = defaultdict(set)
+        for a, ids in authors.select("author_id", "s2_author_ids").iter_rows():
+            for sid in ids or []:
+                author_of[sid].add(a)
+        extra: Counter[str] = Counter()
+        seen = set()
+        for sid, key, year, arxiv in s2.select("s2_author_id", "paper_key", "year", "arxiv_id").iter_rows():
+            if year is None or year < since_year or (arxiv and arxiv in own):
+                continue
+            for a in author_of.get(sid, ()):
+                if (a, key) not in seen:
+                    seen.add((a, key))
+                    extra[a] += 1
+        for a, n in extra.items():
+            counts[a] = counts.get(a, 0) + n
+    return counts
+
+
+def invitations(assignments: pl.DataFrame, emails: dict[str, str | None], names: dict[str, str]) -> pl.DataFrame:
+    """One consolidated invitation per invited candidate: ``author_id, query_ids, email, name``."""
+    return (assignments.group_by("author_id").agg(pl.col("query_id").sort().alias("query_ids"))
+            .with_columns(pl.col("author_id").replace_strict(emails, return_dtype=pl.Utf8).alias("email"),
+                          pl.col("author_id").replace_strict(names, return_dtype=pl.Utf8).alias("name"))
+            .sort("author_id"))
+
+
+def pool_sizes(evidence: pl.DataFrame, query_ids: list[str]) -> dict[str, float]:
+    """Median and mean candidates per query, and how many queries have none."""
+    n = evidence.group_by("query_id").agg(pl.col("author_id").n_unique().alias("n"))["n"].to_list()
+    n += [0] * (len(query_ids) - len(n))
+    return {"median": float(np.median(n)) if n else 0.0, "mean": float(sum(n) / max(len(n), 1)), "zero": n.count(0)}
+
+
+def queries_short_of_target(assignments: pl.DataFrame, query_ids: list[str], per_query: int) -> int:
+    """Queries with fewer than ``per_query`` invited candidates (none counts too)."""
+    assigned = assignments.group_by("query_id").len()
+    return assigned.filter(pl.col("len") < per_query).height + len(set(query_ids) - set(assigned["query_id"].to_list()))

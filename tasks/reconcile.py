@@ -16,10 +16,10 @@ from typing import Any
 
 import polars as pl
 
+from revbench.schemas.tables import MENTIONS, PAPERS, REJECTS
 from revbench.settings import IngestSettings
-from schemas.tables import MENTIONS, PAPERS, REJECTS
-from tasks.align import align
-from tasks.text import corruption, title_similarity
+from revbench.tasks.align import align
+from revbench.tasks.text import corruption, title_similarity
 
 RULES_VERSION = "1"
 RULE_FIELDS = {"title_similarity_threshold", "author_match_threshold", "min_abstract_chars"}

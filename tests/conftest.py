@@ -23,22 +23,46 @@ for _k in [k for k in os.environ if k.startswith("REVBENCH_")]:
 
 import pytest  # noqa: E402
 
-from revbench.replay.server import ReplayApp, ReplayServer, client_env  # noqa: E402
-from revbench.settings import ReplaySettings  # noqa: E402
+from revbench.replay.server import ReplayApp, ReplayServer, replay_overrides  # noqa: E402
+from revbench.settings import ReplaySettings, Settings  # noqa: E402
 from revbench.synth.world import WorldSpec, generate_world  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "clients" / "fixtures"
 WORLD_SINCE = date(2026, 9, 1)
 WORLD_UNTIL = date(2026, 9, 20)
 
-FAST_HTTP = {
-    "REVBENCH_HTTP__TIMEOUT_SECONDS": "0.5",
-    "REVBENCH_GROBID__TIMEOUT_SECONDS": "0.5",
-    "REVBENCH_HTTP__BACKOFF_INITIAL_SECONDS": "0.01",
-    "REVBENCH_HTTP__BACKOFF_MAX_SECONDS": "0.05",
-    "REVBENCH_HTTP__MAX_ATTEMPTS": "6",
-    "REVBENCH_ARXIV__CATEGORIES": '["cs.AI","cs.CL","cs.CV","cs.IR","cs.LG"]',
+FAST = {
+    "http": {"timeout_seconds": 0.5, "backoff_initial_seconds": 0.01, "backoff_max_seconds": 0.05, "max_attempts": 6},
+    "grobid": {"timeout_seconds": 0.5},
+    "arxiv": {"categories": ["cs.AI", "cs.CL", "cs.CV", "cs.IR", "cs.LG"]},
 }
+
+
+def on_replay(settings: Settings, app: ReplayApp) -> Settings:
+    """``settings`` with every client pointed at the replay server ``app`` (fast timeouts)."""
+    overrides = replay_overrides(app.base)  # type: ignore[attr-defined]
+    for section, values in FAST.items():
+        overrides[section] = {**overrides.get(section, {}), **values}
+    return settings.with_overrides(**overrides)
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """``settings`` as the REVBENCH_ variables a command-line process would read them from."""
+    import json
+
+    from pydantic import SecretStr
+
+    out: dict[str, str] = {}
+    for name, value in settings.model_dump().items():
+        items = value.items() if isinstance(value, dict) else [(None, value)]
+        for sub, v in items:
+            key = f"REVBENCH_{name.upper()}" + (f"__{sub.upper()}" if sub else "")
+            if v is None:
+                continue
+            if isinstance(v, SecretStr):
+                v = v.get_secret_value()
+            out[key] = json.dumps(v) if isinstance(v, (list, dict, bool)) else str(v)
+    return out
 
 
 @pytest.fixture(autouse=True)
@@ -49,6 +73,12 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("REVBENCH_DATA_DIR", str(tmp_path / "data"))
     return tmp_path
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """The settings a test hands to flows: its own data dir, fast HTTP, no environment."""
+    return Settings(data_dir=tmp_path / "data").with_overrides(**FAST)
 
 
 @pytest.fixture(scope="session")
@@ -70,8 +100,8 @@ def small_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def replay(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., ReplayApp]]:
-    """Start replay servers on loopback and point every client at the latest one."""
+def replay() -> Iterator[Callable[..., ReplayApp]]:
+    """Start replay servers on loopback (``on_replay`` points settings at one)."""
     servers: list[ReplayServer] = []
 
     def start(world: Path | None = None, fixtures: Path | None = None, **kw: object) -> ReplayApp:
@@ -81,8 +111,6 @@ def replay(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., ReplayApp]
         app = ReplayApp(settings, world_dir=world, fixtures_dir=fixtures, as_of=as_of, fault_kinds=kinds)
         server = ReplayServer(app).start()
         servers.append(server)
-        for k, v in {**client_env(server.base), **FAST_HTTP}.items():
-            monkeypatch.setenv(k, v)
         app.base = server.base  # type: ignore[attr-defined]
         return app
 

@@ -5,14 +5,14 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 
-from tasks.disambiguate import (
+from revbench.evaluation.metrics.clustering import pairwise_scores
+from revbench.tasks.disambiguate import (
     Decision,
     Instance,
     decide_block,
     disambiguate,
     fallback_decider,
     mentions_frame_to_blocks,
-    pairwise_scores,
 )
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -134,8 +134,8 @@ def test_pairwise_and_bcubed_by_hand() -> None:
 
 
 def test_incremental_save_keeps_links_of_unchanged_blocks(tmp_path) -> None:
-    from schemas.tables import AUTHOR_LINKS
-    from warehouse import Warehouse
+    from revbench.schemas.tables import AUTHOR_LINKS
+    from revbench.warehouse import Warehouse
 
     paper = frame([("2601.00001", 0, "Ana Lima", "ana@x.example", None, None, None),
                    ("2601.00001", 1, "Bo Sun", "bo@y.example", None, None, None)])

@@ -5,34 +5,32 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from flows.disambiguate import disambiguate_flow
-from flows.ingest import ingest_flow
+from revbench.flows.disambiguate import disambiguate_flow
+from revbench.flows.ingest import ingest_flow
+from revbench.schemas.tables import AUTHOR_LINKS, AUTHORS, COAUTHOR_EDGES, LLM_DECISIONS, MENTIONS
 from revbench.settings import Settings
-from schemas.tables import AUTHOR_LINKS, AUTHORS, COAUTHOR_EDGES, LLM_DECISIONS, MENTIONS
-from tasks.disambiguate import pairwise_scores
-from tests.conftest import WORLD_SINCE, WORLD_UNTIL
-from warehouse import Warehouse
+from revbench.synth.truth import disambiguation_quality, load_truth
+from revbench.warehouse import Warehouse
+from tests.conftest import WORLD_SINCE, WORLD_UNTIL, on_replay
 
 pytestmark = pytest.mark.slow
 
 
-def _quality(world) -> dict[str, float]:
-    with Warehouse.open(Settings().warehouse_path) as wh:
+def _quality(s: Settings, world) -> dict[str, float]:
+    with Warehouse.open(s.warehouse_path) as wh:
         links = wh.read(AUTHOR_LINKS)
-    pred = {f"{a}:{p}": c for a, p, c in links.select("arxiv_id", "position", "author_id").iter_rows()}
-    truth = {f"{a}:{p}": t for a, p, t in pl.read_parquet(world / "truth" / "mentions.parquet").iter_rows()}
-    return pairwise_scores(pred, truth)
+    return disambiguation_quality(load_truth(world), links)
 
 
-def test_fallback_then_llm(prefect_server, small_world, replay, monkeypatch) -> None:
-    replay(world=small_world)
-    ingest_flow(since=WORLD_SINCE, until=WORLD_UNTIL)
-    monkeypatch.setenv("REVBENCH_DISAMBIGUATE__USE_LLM", "false")
-    first = disambiguate_flow()
+def test_fallback_then_llm(prefect_server, small_world, replay, settings) -> None:
+    s = on_replay(settings, replay(world=small_world))
+    ingest_flow(s, WORLD_SINCE, WORLD_UNTIL)
+    fallback = s.with_overrides(disambiguate={"use_llm": False})
+    first = disambiguate_flow(fallback)
     assert first["decider"].startswith("fallback") and first["llm_calls"] == 0
-    q = _quality(small_world)
+    q = _quality(s, small_world)
     assert q["pairwise_precision"] >= 0.99 and q["pairwise_recall"] > 0.8
-    with Warehouse.open(Settings().warehouse_path) as wh:
+    with Warehouse.open(s.warehouse_path) as wh:
         n_mentions = wh.count(MENTIONS)
         links = wh.read(AUTHOR_LINKS)
         authors = wh.read(AUTHORS)
@@ -42,19 +40,18 @@ def test_fallback_then_llm(prefect_server, small_world, replay, monkeypatch) -> 
     assert (edges["author_a"] < edges["author_b"]).all() and edges["n_papers"].min() >= 1
     assert {"email", "affiliation", "singleton"} <= set(links["method"])
 
-    again = disambiguate_flow()
+    again = disambiguate_flow(fallback)
     assert again["blocks_decided"] == 0 and again["merges"] == {}
-    with Warehouse.open(Settings().warehouse_path) as wh:
+    with Warehouse.open(s.warehouse_path) as wh:
         assert wh.read(AUTHOR_LINKS).equals(links)
 
-    monkeypatch.setenv("REVBENCH_DISAMBIGUATE__USE_LLM", "true")
-    with_llm = disambiguate_flow()  # a new decider re-decides every block
+    with_llm = disambiguate_flow(s)  # a new decider re-decides every block
     assert with_llm["decider"].startswith("llm") and with_llm["blocks_decided"] == with_llm["blocks"]
     assert with_llm["llm_calls"] > 0
-    with Warehouse.open(Settings().warehouse_path) as wh:
+    with Warehouse.open(s.warehouse_path) as wh:
         decisions = wh.read(LLM_DECISIONS)
         llm_links = wh.read(AUTHOR_LINKS).filter(pl.col("method") == "llm")
     assert decisions.height == with_llm["llm_calls"] and decisions["valid"].all()
     assert decisions["template_version"].str.starts_with("1-").all()
     assert llm_links.height > 0 and llm_links["evidence"].str.len_chars().min() > 0
-    assert _quality(small_world)["pairwise_recall"] >= q["pairwise_recall"]
+    assert _quality(s, small_world)["pairwise_recall"] >= q["pairwise_recall"]

@@ -14,18 +14,18 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from flows.ingest import ingest_flow
-from revbench.cli import app as cli_app
+from revbench.app.cli import app as cli_app
+from revbench.flows.ingest import ingest_flow
+from revbench.schemas.tables import DOCUMENTS, MENTIONS, PAPERS, REJECTS
 from revbench.settings import Settings
-from schemas.tables import DOCUMENTS, MENTIONS, PAPERS, REJECTS
-from tests.conftest import WORLD_SINCE, WORLD_UNTIL
-from warehouse import Warehouse
+from revbench.warehouse import Warehouse
+from tests.conftest import WORLD_SINCE, WORLD_UNTIL, on_replay, settings_env
 
 pytestmark = pytest.mark.slow
 
 
-def _snapshot() -> dict[str, pl.DataFrame]:
-    with Warehouse.open(Settings().warehouse_path) as wh:
+def _snapshot(s: Settings) -> dict[str, pl.DataFrame]:
+    with Warehouse.open(s.warehouse_path) as wh:
         return wh.snapshot()
 
 
@@ -38,18 +38,18 @@ def _assert_same(a: dict[str, pl.DataFrame], b: dict[str, pl.DataFrame]) -> None
 _REFERENCE: dict[str, dict[str, pl.DataFrame]] = {}
 
 
-def _reference(small_world: Path, replay, tmp_path: Path, monkeypatch) -> dict[str, pl.DataFrame]:
+def _reference(small_world: Path, replay, settings: Settings) -> dict[str, pl.DataFrame]:
     """The warehouse after one fault-free run over the whole world (computed once)."""
     if "ref" not in _REFERENCE:
-        monkeypatch.setenv("REVBENCH_DATA_DIR", str(tmp_path / "reference"))
-        replay(world=small_world)
-        ingest_flow(since=WORLD_SINCE, until=WORLD_UNTIL, synthetic=True)
-        _REFERENCE["ref"] = _snapshot()
+        s = on_replay(settings, replay(world=small_world)).with_overrides(data_dir=settings.data_dir / "reference")
+        ingest_flow(s, WORLD_SINCE, WORLD_UNTIL, synthetic=True)
+        _REFERENCE["ref"] = _snapshot(s)
+        _REFERENCE["settings"] = s
     return _REFERENCE["ref"]
 
 
-def test_bad_records_end_as_named_rejects_and_rerun_changes_nothing(prefect_server, small_world, replay, tmp_path, monkeypatch) -> None:
-    ref = _reference(small_world, replay, tmp_path, monkeypatch)
+def test_bad_records_end_as_named_rejects_and_rerun_changes_nothing(prefect_server, small_world, replay, settings) -> None:
+    ref = _reference(small_world, replay, settings)
     truth = pl.read_parquet(small_world / "truth" / "bad_records.parquet")
     rejects = ref["rejects"].select("arxiv_id", "reason")
     got = truth.join(rejects, on="arxiv_id", how="left")
@@ -65,34 +65,33 @@ def test_bad_records_end_as_named_rejects_and_rerun_changes_nothing(prefect_serv
     assert m.height == int(ref["papers"]["n_authors"].sum())
     assert m["email"].drop_nulls().len() > 0 and m["institution"].drop_nulls().len() > 0
 
-    monkeypatch.setenv("REVBENCH_DATA_DIR", str(tmp_path / "reference"))
-    replay(world=small_world)
-    again = ingest_flow(since=WORLD_SINCE, until=WORLD_UNTIL, synthetic=True)
-    assert [s["rows_out"] for s in again["stages"]] == [0, 0, 0, 0]
+    s = on_replay(_REFERENCE["settings"], replay(world=small_world))
+    again = ingest_flow(s, WORLD_SINCE, WORLD_UNTIL, synthetic=True)
+    assert [st["rows_out"] for st in again["stages"]] == [0, 0, 0, 0]
     assert again["notes"]["extract"]["pdf_requests"] == 0 and again["notes"]["crawl"]["requests"] == 0
-    _assert_same(_snapshot(), ref)
+    _assert_same(_snapshot(s), ref)
 
 
-def test_twenty_percent_transient_faults_give_the_same_warehouse(prefect_server, small_world, replay, tmp_path, monkeypatch) -> None:
-    ref = _reference(small_world, replay, tmp_path, monkeypatch)
-    monkeypatch.setenv("REVBENCH_DATA_DIR", str(tmp_path / "faulty"))
+def test_twenty_percent_transient_faults_give_the_same_warehouse(prefect_server, small_world, replay, settings) -> None:
+    ref = _reference(small_world, replay, settings)
     app = replay(world=small_world, fault_rate=0.2, fault_seed=5)
-    ingest_flow(since=WORLD_SINCE, until=WORLD_UNTIL, synthetic=True)
+    s = on_replay(settings, app).with_overrides(data_dir=settings.data_dir / "faulty")
+    ingest_flow(s, WORLD_SINCE, WORLD_UNTIL, synthetic=True)
     injected = app.faults.stats()["injected"]
     assert sum(injected.values()) > 30
     assert {k.split(":")[1] for k in injected} >= {"429", "timeout", "truncated", "malformed"}
-    _assert_same(_snapshot(), ref)
+    _assert_same(_snapshot(s), ref)
 
 
-def test_killed_run_resumes_without_duplicates(prefect_server, small_world, replay, tmp_path, monkeypatch) -> None:
-    ref = _reference(small_world, replay, tmp_path, monkeypatch)
-    monkeypatch.setenv("REVBENCH_DATA_DIR", str(tmp_path / "killed"))
-    monkeypatch.setenv("REVBENCH_INGEST__COMMIT_EVERY", "5")
-    monkeypatch.setenv("REVBENCH_GROBID__CONCURRENCY", "1")
+def test_killed_run_resumes_without_duplicates(prefect_server, small_world, replay, settings, tmp_path) -> None:
+    ref = _reference(small_world, replay, settings)
     app = replay(world=small_world)
-    env = {**os.environ, "PREFECT_API_URL": prefect_server}
+    s = on_replay(settings, app).with_overrides(data_dir=tmp_path / "killed", ingest={"commit_every": 5},
+                                                grobid={"concurrency": 1})
+    # The command line reads its settings from the environment, as a user's process does.
+    env = {**os.environ, "PREFECT_API_URL": prefect_server, **settings_env(s)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "revbench.cli", "ingest", "--since", str(WORLD_SINCE), "--until", str(WORLD_UNTIL)],
+        [sys.executable, "-m", "revbench", "ingest", "--since", str(WORLD_SINCE), "--until", str(WORLD_UNTIL)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 240
@@ -102,22 +101,22 @@ def test_killed_run_resumes_without_duplicates(prefect_server, small_world, repl
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    with Warehouse.open(Settings().warehouse_path) as wh:
+    with Warehouse.open(s.warehouse_path) as wh:
         done_before = wh.count(DOCUMENTS)
     assert done_before >= 5
-    summary = ingest_flow(since=WORLD_SINCE, until=WORLD_UNTIL, synthetic=True)
-    extract = next(s for s in summary["stages"] if s["stage"] == "extract")
+    summary = ingest_flow(s, WORLD_SINCE, WORLD_UNTIL, synthetic=True)
+    extract = next(st for st in summary["stages"] if st["stage"] == "extract")
     assert extract["rows_in"] <= ref["documents"].height - done_before + 5
-    _assert_same(_snapshot(), ref)
-    with Warehouse.open(Settings().warehouse_path) as wh:
-        statuses = wh.frame("SELECT status FROM runs ORDER BY started_at")["status"].to_list()
+    _assert_same(_snapshot(s), ref)
+    with Warehouse.open(s.warehouse_path) as wh:
+        statuses = wh.latest_runs(10)["status"].to_list()[::-1]
     assert statuses == ["crashed", "completed"]
 
 
-def test_widening_the_window_by_a_day_processes_only_that_day(prefect_server, small_world, replay, monkeypatch) -> None:
-    replay(world=small_world)
-    ingest_flow(since=date(2026, 9, 1), until=date(2026, 9, 10))
-    second = ingest_flow(since=date(2026, 9, 1), until=date(2026, 9, 11))
+def test_widening_the_window_by_a_day_processes_only_that_day(prefect_server, small_world, replay, settings) -> None:
+    s = on_replay(settings, replay(world=small_world))
+    ingest_flow(s, date(2026, 9, 1), date(2026, 9, 10))
+    second = ingest_flow(s, date(2026, 9, 1), date(2026, 9, 11))
     world = pl.read_parquet(small_world / "arxiv.parquet")
     day11 = world.filter(
         pl.col("versions").list.last().struct.field("date").dt.date() == date(2026, 9, 11)
@@ -129,7 +128,7 @@ def test_widening_the_window_by_a_day_processes_only_that_day(prefect_server, sm
     assert stages["reconcile"]["rows_in"] == day11
 
 
-def test_a_new_version_replaces_the_old_one(prefect_server, small_world, replay, monkeypatch) -> None:
+def test_a_new_version_replaces_the_old_one(prefect_server, small_world, replay, settings) -> None:
     world = pl.read_parquet(small_world / "arxiv.parquet")
     cut = datetime(2026, 9, 10, 23, 59, tzinfo=UTC)
     revised = [
@@ -139,11 +138,9 @@ def test_a_new_version_replaces_the_old_one(prefect_server, small_world, replay,
     ]
     if not revised:
         pytest.skip("this world has no paper revised across the cut")
-    replay(world=small_world, as_of=cut)
-    ingest_flow(since=date(2026, 9, 1), until=date(2026, 9, 10))
-    replay(world=small_world)
-    ingest_flow(since=date(2026, 9, 1), until=WORLD_UNTIL)
-    with Warehouse.open(Settings().warehouse_path) as wh:
+    ingest_flow(on_replay(settings, replay(world=small_world, as_of=cut)), date(2026, 9, 1), date(2026, 9, 10))
+    ingest_flow(on_replay(settings, replay(world=small_world)), date(2026, 9, 1), WORLD_UNTIL)
+    with Warehouse.open(settings.warehouse_path) as wh:
         papers, rejects, mentions = wh.read(PAPERS), wh.read(REJECTS), wh.read(MENTIONS)
     for r in revised:
         latest = r["versions"][-1]["version"]
@@ -155,12 +152,11 @@ def test_a_new_version_replaces_the_old_one(prefect_server, small_world, replay,
             assert mentions.filter(pl.col("arxiv_id") == r["arxiv_id"]).height == rows["n_authors"][0]
 
 
-def test_status_command_and_curator_artifacts(prefect_server, small_world, replay) -> None:
+def test_status_command_and_curator_artifacts(prefect_server, small_world, replay, settings) -> None:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
-    replay(world=small_world)
-    summary = ingest_flow(since=date(2026, 9, 1), until=date(2026, 9, 20))
+    summary = ingest_flow(on_replay(settings, replay(world=small_world)), date(2026, 9, 1), date(2026, 9, 20))
     with get_client(sync_client=True) as client:
         arts = client.read_artifacts(
             artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[summary["run_id"]]))

@@ -9,8 +9,9 @@ import pytest
 
 from revbench.clients.llm import LlmClient
 from revbench.settings import Settings
-from tasks.disambiguate import Instance
-from tasks.llm_clusters import InvalidAnswer, llm_decider, parse_clusters
+from revbench.tasks.disambiguate import Instance
+from revbench.tasks.llm_clusters import InvalidAnswer, llm_decider, parse_clusters
+from tests.conftest import on_replay
 
 INSTANCES = [
     Instance([0], ["Li Chen"], ["MIT"], [], ["s2-7"]),
@@ -19,8 +20,7 @@ INSTANCES = [
 ]
 
 
-def _client(tmp_path: Path) -> LlmClient:
-    s = Settings()
+def _client(s: Settings, tmp_path: Path) -> LlmClient:
     return LlmClient(s.llm, s.http, cache_dir=tmp_path / "cache")
 
 
@@ -35,9 +35,8 @@ def _recorded(tmp_path: Path, content: str) -> Path:
     return d
 
 
-def test_a_correct_answer_merges_and_is_recorded(replay, tmp_path: Path) -> None:
-    replay()
-    client = _client(tmp_path)
+def test_a_correct_answer_merges_and_is_recorded(replay, settings, tmp_path: Path) -> None:
+    client = _client(on_replay(settings, replay()), tmp_path)
     d = llm_decider(client)("chen|l", INSTANCES)
     assert d.groups == [[1, 2], [3]] and d.method == "llm"
     assert d.record["valid"] and d.record["model"] == "gpt-4o-mini" and d.record["template_version"].startswith("1-")
@@ -53,19 +52,19 @@ def test_a_correct_answer_merges_and_is_recorded(replay, tmp_path: Path) -> None
     ('{"clusters": [[1, 2], [3, 4]]}', "unknown instances [4]"),
     ('{"groups": [[1, 2, 3]]}', "expected"),
 ])
-def test_a_bad_answer_is_asked_again_then_merges_nothing(replay, tmp_path: Path, answer: str, why: str) -> None:
+def test_a_bad_answer_is_asked_again_then_merges_nothing(replay, settings, tmp_path: Path, answer: str, why: str) -> None:
     app = replay(fixtures=_recorded(tmp_path, answer))
-    client = _client(tmp_path)
+    client = _client(on_replay(settings, app), tmp_path)
     d = llm_decider(client)("chen|l", INSTANCES)
     assert d.groups == [[1], [2], [3]]
     assert not d.record["valid"] and why in d.record["errors"]
     assert app.faults.stats()["served"]["llm"] == 2  # the answer, then one retry
 
 
-def test_a_timeout_merges_nothing(replay, tmp_path: Path, monkeypatch) -> None:
-    replay(fault_rate=1.0, max_consecutive_faults=100, fault_kinds={"llm": ("timeout",)}, timeout_delay_seconds=1.0)
-    monkeypatch.setenv("REVBENCH_HTTP__MAX_ATTEMPTS", "2")
-    d = llm_decider(_client(tmp_path))("chen|l", INSTANCES)
+def test_a_timeout_merges_nothing(replay, settings, tmp_path: Path) -> None:
+    app = replay(fault_rate=1.0, max_consecutive_faults=100, fault_kinds={"llm": ("timeout",)}, timeout_delay_seconds=1.0)
+    s = on_replay(settings, app).with_overrides(http={"max_attempts": 2})
+    d = llm_decider(_client(s, tmp_path))("chen|l", INSTANCES)
     assert d.groups == [[1], [2], [3]] and not d.record["valid"] and "call failed" in d.record["errors"]
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.normalize import (
+from revbench.tasks.normalize import (
     block_key,
     canonical_institution,
     fold,

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from tasks.pools import affinity_csv, assign, candidate_evidence, conflicts, range_neighbors, sample_queries, screening
+from revbench.tasks.pools import affinity_csv, assign, candidate_evidence, conflicts, range_neighbors, sample_queries, screening
 
 
 def papers(n_per: int = 6) -> pl.DataFrame:

@@ -5,10 +5,10 @@ from datetime import UTC, datetime
 import polars as pl
 
 from revbench.settings import IngestSettings
-from tasks.align import align, name_similarity
-from tasks.crawl import is_closed, plan_slices
-from tasks.reconcile import clean_email, input_hash, reconcile
-from tasks.text import corruption, title_similarity
+from revbench.tasks.align import align, name_similarity
+from revbench.tasks.crawl import is_closed, plan_slices
+from revbench.tasks.reconcile import clean_email, input_hash, reconcile
+from revbench.tasks.text import corruption, title_similarity
 
 NOW = datetime(2026, 10, 1, tzinfo=UTC)
 ABSTRACT = "We study dense retrieval for matching submissions to reviewers in detail."

@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from revbench.cli import render_env_example
-from revbench.settings import Settings, env_names
+from revbench.settings import Settings, env_names, render_env_example
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,11 +6,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from schemas.quality import DataQualityError, validate_frames
-from schemas.tables import ALL_TABLES, ARXIV_RECORDS, MENTIONS, PAPERS, REJECTS, TABLES
-from warehouse import Warehouse
-from warehouse.ddl import create_table_sql, duckdb_type
-from warehouse.migrations import LATEST_VERSION
+from revbench.schemas.quality import DataQualityError, validate_frames
+from revbench.schemas.tables import ALL_TABLES, ARXIV_RECORDS, MENTIONS, PAPERS, REJECTS, TABLES
+from revbench.warehouse import Warehouse
+from revbench.warehouse.ddl import create_table_sql, duckdb_type
+from revbench.warehouse.migrations import LATEST_VERSION
 
 NOW = datetime(2026, 10, 1, tzinfo=UTC)
 

@@ -1,5 +1,5 @@
 """The warehouse owns every DuckDB connection and every line of SQL."""
 
-from warehouse.db import Warehouse, utcnow
+from revbench.warehouse.db import Warehouse, utcnow
 
 __all__ = ["Warehouse", "utcnow"]

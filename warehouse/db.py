@@ -16,8 +16,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from schemas.model import Table
-from schemas.tables import (
+from revbench.schemas.model import Table
+from revbench.schemas.tables import (
     ARXIV_RECORDS,
     CRAWL_SLICES,
     DOCUMENTS,
@@ -31,8 +31,8 @@ from schemas.tables import (
     TABLES,
     TRANSIENT_DOCUMENT_STATUSES,
 )
-from warehouse.ddl import create_table_sql
-from warehouse.migrations import migrations
+from revbench.warehouse.ddl import create_table_sql
+from revbench.warehouse.migrations import migrations
 
 
 def _q(name: str) -> str:
@@ -89,7 +89,7 @@ class Warehouse:
             with self.transaction():
                 for stmt in m.statements:
                     self._exec(stmt)
-                self.frame(
+                self._frame(
                     "INSERT INTO schema_version VALUES (?, ?, ?)", [m.version, utcnow(), m.description]
                 )
             applied.append(m.version)
@@ -117,7 +117,7 @@ class Warehouse:
         # DuckDB 2 refuses new work while a result is unfetched, so every statement is drained.
         return self.con.execute(query, params).fetchall()
 
-    def frame(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
+    def _frame(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         """Run a query and return its rows as a polars frame."""
         return self.con.sql(query, params=params).pl()
 
@@ -142,7 +142,7 @@ class Warehouse:
         else:
             action = "DO NOTHING"
         with self.transaction():
-            self.frame(
+            self._frame(
                 f"INSERT INTO {_q(table.name)} ({cols}) SELECT {cols} FROM {src} ON CONFLICT ({pk}) {action}"
             )
         self.con.unregister(src)
@@ -161,7 +161,7 @@ class Warehouse:
         """A whole table as a frame with its declared schema."""
         order = ", ".join(_q(c) for c in (order_by or table.primary_key))
         cols = ", ".join(_q(c) for c in table.names)
-        df = self.frame(f"SELECT {cols} FROM {_q(table.name)} ORDER BY {order}")
+        df = self._frame(f"SELECT {cols} FROM {_q(table.name)} ORDER BY {order}")
         return table.conform(df) if df.height else table.empty()
 
     def count(self, table: Table) -> int:
@@ -208,7 +208,7 @@ class Warehouse:
         self.upsert(RUN_STAGES, pl.DataFrame([row]))
 
     def run_stages(self, run_id: str) -> pl.DataFrame:
-        return self.frame(
+        return self._frame(
             "SELECT stage, rows_in, rows_out, rejected, seconds FROM run_stages WHERE run_id = ? ORDER BY rowid",
             [run_id],
         )
@@ -240,7 +240,7 @@ class Warehouse:
     def pending_documents(self) -> pl.DataFrame:
         """Latest versions with no final extraction outcome yet."""
         transient = ", ".join(f"'{s}'" for s in TRANSIENT_DOCUMENT_STATUSES)
-        return self.frame(
+        return self._frame(
             f"""SELECT r.arxiv_id, r.version FROM arxiv_records r
                 LEFT JOIN documents d ON d.arxiv_id = r.arxiv_id AND d.version = r.version
                 WHERE d.arxiv_id IS NULL OR d.status IN ({transient})
@@ -265,7 +265,7 @@ class Warehouse:
     def reconcile_inputs(self) -> pl.DataFrame:
         """Each paper's latest arXiv record with its extraction and S2 lookup (documents that
         were never attempted are left out: they are pending, not rejected)."""
-        df = self.frame(
+        df = self._frame(
             """SELECT r.arxiv_id, r.version, r.title, r.abstract, r.authors, r.primary_category,
                       r.categories, r.published, r.updated, r.record_hash,
                       d.status AS doc_status, d.detail AS doc_detail, d.pdf_sha256, d.tei_sha256,
@@ -301,7 +301,7 @@ class Warehouse:
 
     def mentions_with_years(self) -> pl.DataFrame:
         """Mentions of loaded papers with the paper's year, for disambiguation."""
-        return self.frame(
+        return self._frame(
             """SELECT m.arxiv_id, m.position, m.name, m.email, m.institution, m.affiliation, m.s2_author_id, p.year
                FROM mentions m JOIN papers p USING (arxiv_id) ORDER BY m.arxiv_id, m.position"""
         )
@@ -311,7 +311,7 @@ class Warehouse:
 
     def save_blocks(self, links: pl.DataFrame, blocks: pl.DataFrame, decisions: pl.DataFrame, drop_blocks: list[str]) -> None:
         """Replace the links of re-decided and vanished blocks, atomically."""
-        from schemas.tables import AUTHOR_BLOCKS, AUTHOR_LINKS, LLM_DECISIONS
+        from revbench.schemas.tables import AUTHOR_BLOCKS, AUTHOR_LINKS, LLM_DECISIONS
 
         changed = blocks["block_key"].to_list() if blocks.height else []
         with self.transaction():
@@ -350,11 +350,11 @@ class Warehouse:
     def pool_inputs(self) -> dict[str, pl.DataFrame]:
         """What candidate pools are built from: papers, authorship links, co-authorship, authors."""
         return {
-            "papers": self.frame("SELECT arxiv_id, title, abstract, primary_category, year FROM papers ORDER BY arxiv_id"),
-            "links": self.frame("SELECT arxiv_id, author_id FROM author_links ORDER BY arxiv_id, position"),
-            "edges": self.frame("SELECT author_a, author_b FROM coauthor_edges"),
-            "authors": self.frame("SELECT author_id, name, emails, affiliations, s2_author_ids FROM authors ORDER BY author_id"),
-            "author_years": self.frame(
+            "papers": self._frame("SELECT arxiv_id, title, abstract, primary_category, year FROM papers ORDER BY arxiv_id"),
+            "links": self._frame("SELECT arxiv_id, author_id FROM author_links ORDER BY arxiv_id, position"),
+            "edges": self._frame("SELECT author_a, author_b FROM coauthor_edges"),
+            "authors": self._frame("SELECT author_id, name, emails, affiliations, s2_author_ids FROM authors ORDER BY author_id"),
+            "author_years": self._frame(
                 "SELECT l.author_id, l.arxiv_id, p.year FROM author_links l JOIN papers p USING (arxiv_id)"
             ),
         }
@@ -366,8 +366,11 @@ class Warehouse:
         return {r[0] for r in self._exec("SELECT DISTINCT s2_author_id FROM s2_author_papers")}
 
     def s2_papers_of(self, s2_ids: list[str]) -> pl.DataFrame:
+        """Fetched S2 papers of these S2 author ids: ``s2_author_id, paper_key, year, arxiv_id``."""
+        if not s2_ids:
+            return pl.DataFrame(schema={"s2_author_id": pl.Utf8, "paper_key": pl.Utf8, "year": pl.Int64, "arxiv_id": pl.Utf8})
         self.con.register("_ids", pl.DataFrame({"s2_author_id": s2_ids}, schema={"s2_author_id": pl.Utf8}).to_arrow())
-        df = self.frame(
+        df = self._frame(
             "SELECT s2_author_id, paper_key, year, arxiv_id FROM s2_author_papers JOIN _ids USING (s2_author_id) WHERE paper_key <> ''"
         )
         self.con.unregister("_ids")
@@ -375,7 +378,7 @@ class Warehouse:
 
     def save_round(self, round_: int, frames: dict[str, pl.DataFrame]) -> None:
         """Replace everything of one sampling round, atomically (a re-run of a round is idempotent)."""
-        from schemas.tables import TABLES
+        from revbench.schemas.tables import TABLES
 
         with self.transaction():
             for name, df in frames.items():
@@ -387,10 +390,20 @@ class Warehouse:
 
     def corpus_papers(self) -> pl.DataFrame:
         """The loaded corpus: ``arxiv_id, title, abstract, year, primary_category``."""
-        return self.frame("SELECT arxiv_id, title, abstract, year, primary_category FROM papers ORDER BY arxiv_id")
+        return self._frame("SELECT arxiv_id, title, abstract, year, primary_category FROM papers ORDER BY arxiv_id")
+
+    def links_by_method(self) -> dict[str, int]:
+        """Mentions linked by each disambiguation method."""
+        return dict(self._exec("SELECT method, count(*) AS n FROM author_links GROUP BY method ORDER BY n DESC"))
+
+    def latest_runs(self, n: int = 5) -> pl.DataFrame:
+        """The ``n`` most recently started runs: ``run_id, flow, status, started_at, finished_at``."""
+        return self._frame(
+            "SELECT run_id, flow, status, started_at, finished_at FROM runs ORDER BY started_at DESC LIMIT ?", [n]
+        )
 
     def reject_counts(self) -> pl.DataFrame:
-        return self.frame(
+        return self._frame(
             "SELECT reason, count(*) AS n FROM rejects GROUP BY reason ORDER BY n DESC, reason"
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from schemas.model import Column, Table
+from revbench.schemas.model import Column, Table
 
 
 def duckdb_type(dtype: pl.DataType) -> str:

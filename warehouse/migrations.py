@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas.tables import ALL_TABLES
-from warehouse.ddl import add_column_sql, create_table_sql
+from revbench.schemas.tables import ALL_TABLES
+from revbench.warehouse.ddl import add_column_sql, create_table_sql
 
 DESCRIPTIONS: dict[int, str] = {
     1: "initial tables: runs, crawl, s2, documents, papers, mentions, rejects",
     2: "eval_results: metrics by benchmark version, split, scorer",
     3: "author disambiguation: author_links, author_blocks, authors, coauthor_edges, llm_decisions",
     4: "pools: query_samples, pool_evidence, pool_exclusions, assignments, invitations, s2_author_papers",
+    5: "eval_results.spec: the full scorer spec (or predictions file) behind each row",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {}

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import io
 import logging
-
-from grobid_client.grobid_client import GrobidClient
+from typing import Any
 
 from revbench.clients.tei import TeiError, TeiHeader, parse_tei_header
 from revbench.retry import RETRYABLE_STATUS, PermanentError, TransientError, call_with_retries
 from revbench.settings import GrobidSettings, HttpSettings
+
+
+def _grobid_client_class() -> Any:
+    """``grobid_client.GrobidClient``, imported without its side effect: the package calls
+    ``logging.basicConfig(level=INFO)`` at import, which would print every library's INFO
+    records to the console; the root logger is put back as it was."""
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    from grobid_client.grobid_client import GrobidClient
+
+    root.setLevel(level)
+    for h in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(h)
+    return GrobidClient
 
 
 class GrobidHeaderClient:
@@ -18,7 +31,7 @@ class GrobidHeaderClient:
     def __init__(self, settings: GrobidSettings, http: HttpSettings):
         self.settings = settings
         self.http = http
-        self._client = GrobidClient(
+        self._client = _grobid_client_class()(
             grobid_server=settings.base_url.rstrip("/"),
             check_server=False,
             timeout=settings.timeout_seconds,  # type: ignore[arg-type]  # requests takes floats

@@ -104,7 +104,7 @@ class Evaluator:
                 n = int(_num_den(metric, arrays[0])[1].astype(bool).sum()) if arrays else 0
                 reps = bootstrap.replicates(nums, dens, counts)
                 lo, hi = bootstrap.interval(reps) if value is not None and self.n_resamples else (None, None)
-                rows.append(MetricValue(name, sd.split.name, scores.scorer, metric, value, lo, hi, n))
+                rows.append(MetricValue(name, sd.split.name, scores.scorer, metric, value, lo, hi, n, scores.spec))
                 if value is not None and metric in split_values:
                     split_values[metric].append(value)
                 if base_arrays is not None and baseline is not None:
@@ -113,15 +113,16 @@ class Evaluator:
                     if value is not None and bvalue is not None:
                         dlo, dhi = bootstrap.interval(reps - bootstrap.replicates(bn, bd, counts))
                         rows.append(MetricValue(name, sd.split.name, f"{scores.scorer} - {baseline.scorer}", metric,
-                                                value - bvalue, dlo, dhi, n))
+                                                value - bvalue, dlo, dhi, n, f"{scores.spec} - {baseline.spec}"))
             if sd.split.candidate_lists and sd.split.ratings is not None:
                 for metric, (value, nq) in ranking_metrics(sd.split.ratings, scores.draws[0]).items():
                     v = None if value != value else value  # NaN: no query had a relevant candidate
-                    rows.append(MetricValue(name, sd.split.name, scores.scorer, metric, v, None, None, nq))
+                    rows.append(MetricValue(name, sd.split.name, scores.scorer, metric, v, None, None, nq, scores.spec))
         if len(self._splits) > 1:
             for metric, values in split_values.items():
                 if values:
-                    rows.append(MetricValue(name, SPLIT_AVERAGE, scores.scorer, metric, float(np.mean(values)), None, None, len(values)))
+                    rows.append(MetricValue(name, SPLIT_AVERAGE, scores.scorer, metric, float(np.mean(values)), None, None, len(values),
+                                            scores.spec))
         return rows
 
 
@@ -135,5 +136,6 @@ def cross_benchmark_average(rows: list[MetricValue]) -> list[MetricValue]:
         for metric in AVERAGED:
             vals = [r for r in rows if r.scorer == scorer and r.metric == metric and r.split != SPLIT_AVERAGE and r.value is not None]
             if len({r.benchmark for r in vals}) > 1:
-                out.append(MetricValue("all", SPLIT_AVERAGE, scorer, metric, float(np.mean([r.value for r in vals])), None, None, len(vals)))
+                out.append(MetricValue("all", SPLIT_AVERAGE, scorer, metric, float(np.mean([r.value for r in vals])), None, None,
+                                       len(vals), vals[0].spec))
     return out

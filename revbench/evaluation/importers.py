@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -25,6 +25,9 @@ from revbench.evaluation.model import (
     Split,
     frame,
 )
+
+if TYPE_CHECKING:
+    from revbench.warehouse import Warehouse
 
 
 class ImportError_(ValueError):
@@ -253,26 +256,33 @@ def load_predictions(path: Path, name: str, benchmark: Benchmark) -> Scores:
     return Scores(name, draws)
 
 
-def load_warehouse(path: Path) -> Benchmark:
+def load_warehouse(path: Path, warehouse: Warehouse | None = None) -> Benchmark:
     """The warehouse's own benchmark: its corpus as submissions and profiles, its cleaned
-    ratings as the pointwise split (with candidate lists) once the ratings stage has filled them."""
-    from warehouse import Warehouse
+    ratings as the pointwise split (with candidate lists) once the ratings stage has filled them.
+    ``warehouse`` is the caller's open session when ``path`` is that warehouse (DuckDB allows one
+    writer per file, so the run's own connection is used instead of a second one)."""
+    from revbench.warehouse import Warehouse
 
-    with Warehouse.open(path, read_only=True) as wh:
-        if not wh.has_table("ratings"):
-            raise ImportError_(
-                f"the warehouse at {path} holds no ratings yet; they arrive with the survey and ratings stages "
-                "(until then, evaluate on goldstandard, lrbench or openreview data)"
-            )
+    if warehouse is not None and Path(path).resolve() == warehouse.path.resolve():
+        has_ratings = warehouse.has_table("ratings")
+    else:
+        with Warehouse.open(path, read_only=True) as wh:
+            has_ratings = wh.has_table("ratings")
+    if not has_ratings:
+        raise ImportError_(
+            f"the warehouse at {path} holds no ratings yet; they arrive with the survey and ratings stages "
+            "(until then, evaluate on goldstandard, lrbench or openreview data)"
+        )
     raise ImportError_(f"the warehouse at {path} has ratings but this revbench cannot read their layout")
 
 
-def load_benchmark(kind: str, path: Path) -> Benchmark:
+def load_benchmark(kind: str, path: Path, warehouse: Warehouse | None = None) -> Benchmark:
     """A benchmark by kind: ``goldstandard``, ``lrbench``, ``openreview`` or ``warehouse``."""
-    loaders = {"goldstandard": load_goldstandard, "lrbench": load_lrbench, "openreview": load_openreview,
-               "warehouse": load_warehouse}
-    if kind not in loaders:
-        raise ImportError_(f"unknown benchmark kind {kind!r}; expected one of {sorted(loaders)} or warehouse")
     if not path.exists():
         raise ImportError_(f"{path} does not exist")
+    if kind == "warehouse":
+        return load_warehouse(path, warehouse)
+    loaders = {"goldstandard": load_goldstandard, "lrbench": load_lrbench, "openreview": load_openreview}
+    if kind not in loaders:
+        raise ImportError_(f"unknown benchmark kind {kind!r}; expected one of {sorted(loaders)} or warehouse")
     return loaders[kind](path)

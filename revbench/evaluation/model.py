@@ -81,6 +81,8 @@ class Scores:
 
     scorer: str
     draws: list[pl.DataFrame]
+    spec: str = ""
+    """What produced the scores: the scorer with all its parameters, or the predictions file."""
 
     def to_openreview(self, draw: int = 0) -> dict[str, dict[str, float]]:
         """``{reviewer: {paper: score}}``, the format the gold standard and OpenReview read."""
@@ -102,3 +104,4 @@ class MetricValue:
     ci_low: float | None
     ci_high: float | None
     n: int
+    spec: str = ""

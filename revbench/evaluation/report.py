@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import polars as pl
@@ -11,7 +11,7 @@ from revbench.evaluation.model import MetricValue
 
 RESULT_SCHEMA = {
     "benchmark": pl.Utf8, "split": pl.Utf8, "scorer": pl.Utf8, "metric": pl.Utf8,
-    "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64,
+    "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64, "spec": pl.Utf8,
 }
 RANKING_SHOWN = ("P_hard@5", "P_soft@5", "P_hard@10", "NDCG@10", "MRR_hard@10", "Recall_hard@10", "WKTD@10")
 LOWER_IS_BETTER = {"loss"} | {f"WKTD@{k}" for k in (5, 10)}
@@ -19,6 +19,20 @@ LOWER_IS_BETTER = {"loss"} | {f"WKTD@{k}" for k in (5, 10)}
 
 def results_frame(rows: list[MetricValue]) -> pl.DataFrame:
     return pl.DataFrame([asdict(r) for r in rows], schema=RESULT_SCHEMA) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
+
+
+@dataclass
+class ReportTable:
+    """One table of the report: a title, a header and rows of cells (``**bold**`` marks the best)."""
+
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+
+    def to_markdown(self) -> str:
+        lines = [self.title, "", "| " + " | ".join(self.header) + " |", "|---|" + "---|" * (len(self.header) - 1)]
+        lines += ["| " + " | ".join(r) + " |" for r in self.rows]
+        return "\n".join(lines) + "\n"
 
 
 def _cell(value: float | None, lo: float | None, hi: float | None, best: bool) -> str:
@@ -30,53 +44,56 @@ def _cell(value: float | None, lo: float | None, hi: float | None, best: bool) -
     return f"**{text}**" if best else text
 
 
-def markdown_table(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accuracy", "easy_accuracy", "hard_accuracy")) -> str:
-    """One table per benchmark: scorers as rows, (split, metric) as columns, the best of each
-    column in bold (lowest loss, highest accuracy); paired differences are listed after."""
+def report_tables(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accuracy", "easy_accuracy", "hard_accuracy")) -> list[ReportTable]:
+    """One table per benchmark and split: scorers as rows, metrics as columns, the best of each
+    column in bold (lowest loss, highest accuracy); then paired differences, then ranking metrics."""
     out = []
     main = df.filter(~pl.col("scorer").str.contains(" - "))
     for bench in main["benchmark"].unique(maintain_order=True).to_list():
         b = main.filter(pl.col("benchmark") == bench)
-        splits = b["split"].unique(maintain_order=True).to_list()
-        cols = [(s, m) for s in splits for m in metrics if b.filter((pl.col("split") == s) & (pl.col("metric") == m)).height]
-        out.append(f"### {bench}\n")
-        out.append("| scorer | " + " | ".join(f"{s} {m}" for s, m in cols) + " |")
-        out.append("|---|" + "---|" * len(cols))
-        best = {}
-        for s, m in cols:
-            v = b.filter((pl.col("split") == s) & (pl.col("metric") == m) & pl.col("value").is_not_null())["value"]
-            if v.len():
-                best[(s, m)] = v.min() if m in LOWER_IS_BETTER else v.max()
-        for scorer in b["scorer"].unique(maintain_order=True).to_list():
-            cells = []
-            for s, m in cols:
-                r = b.filter((pl.col("scorer") == scorer) & (pl.col("split") == s) & (pl.col("metric") == m))
-                if r.height == 0:
-                    cells.append("–")
-                    continue
-                row = r.row(0, named=True)
-                cells.append(_cell(row["value"], row["ci_low"], row["ci_high"], row["value"] is not None and row["value"] == best.get((s, m))))
-            out.append(f"| {scorer} | " + " | ".join(cells) + " |")
-        out.append("")
+        for split in b["split"].unique(maintain_order=True).to_list():
+            s = b.filter(pl.col("split") == split)
+            cols = [m for m in metrics if s.filter(pl.col("metric") == m).height]
+            best = {}
+            for m in cols:
+                v = s.filter((pl.col("metric") == m) & pl.col("value").is_not_null())["value"]
+                if v.len():
+                    best[m] = v.min() if m in LOWER_IS_BETTER else v.max()
+            rows = []
+            for scorer in s["scorer"].unique(maintain_order=True).to_list():
+                cells = [scorer]
+                for m in cols:
+                    r = s.filter((pl.col("scorer") == scorer) & (pl.col("metric") == m))
+                    if r.height == 0:
+                        cells.append("–")
+                        continue
+                    row = r.row(0, named=True)
+                    cells.append(_cell(row["value"], row["ci_low"], row["ci_high"],
+                                       row["value"] is not None and row["value"] == best.get(m)))
+                rows.append(cells)
+            out.append(ReportTable(f"### {bench} · {split}", ["scorer", *cols], rows))
     diffs = df.filter(pl.col("scorer").str.contains(" - ") & (pl.col("metric") == "loss"))
     if diffs.height:
-        out.append("Paired differences in loss (negative: better than the baseline)\n")
-        out.append("| benchmark | split | difference | value [95% CI] |")
-        out.append("|---|---|---|---|")
-        for r in diffs.iter_rows(named=True):
-            out.append(f"| {r['benchmark']} | {r['split']} | {r['scorer']} | {_cell(r['value'], r['ci_low'], r['ci_high'], False)} |")
+        out.append(ReportTable("Paired differences in loss (negative: better than the baseline)",
+                               ["benchmark", "split", "difference", "value [95% CI]"],
+                               [[r["benchmark"], r["split"], r["scorer"], _cell(r["value"], r["ci_low"], r["ci_high"], False)]
+                                for r in diffs.iter_rows(named=True)]))
     ranking = df.filter(pl.col("metric").is_in(list(RANKING_SHOWN)))
-    if ranking.height:
-        out.append("\nRanking metrics (mean over papers with a relevant candidate; all of them in results.json)\n")
-        for bench in ranking["benchmark"].unique(maintain_order=True).to_list():
-            r = ranking.filter(pl.col("benchmark") == bench)
-            shown = [m for m in RANKING_SHOWN if m in set(r["metric"].to_list())]
-            out.append(f"| {bench} scorer | " + " | ".join(shown) + " |")
-            out.append("|---|" + "---|" * len(shown))
-            for scorer in r["scorer"].unique(maintain_order=True).to_list():
-                vals = {m: v for m, v in r.filter(pl.col("scorer") == scorer).select("metric", "value").iter_rows()}
-                out.append(f"| {scorer} | " + " | ".join("–" if vals.get(m) is None else f"{vals[m]:.3f}" for m in shown) + " |")
-    return "\n".join(out)
+    for bench in ranking["benchmark"].unique(maintain_order=True).to_list():
+        r = ranking.filter(pl.col("benchmark") == bench)
+        shown = [m for m in RANKING_SHOWN if m in set(r["metric"].to_list())]
+        rows = []
+        for scorer in r["scorer"].unique(maintain_order=True).to_list():
+            vals = {m: v for m, v in r.filter(pl.col("scorer") == scorer).select("metric", "value").iter_rows()}
+            rows.append([scorer, *["–" if vals.get(m) is None else f"{vals[m]:.3f}" for m in shown]])
+        out.append(ReportTable(f"Ranking metrics on {bench} (mean over papers with a relevant candidate; all of them in results.json)",
+                               ["scorer", *shown], rows))
+    return out
+
+
+def markdown_table(df: pl.DataFrame) -> str:
+    """The report as markdown (what report.md and the Prefect artifact hold)."""
+    return "\n".join(t.to_markdown() for t in report_tables(df))
 
 
 def plot_loss(df: pl.DataFrame, path: Path) -> Path | None:

@@ -12,7 +12,7 @@ import hashlib
 import json
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -198,25 +198,60 @@ def _render_affiliation(g: Generator, inst: int) -> tuple[str | None, str | None
     return dept, g.choice(aliases)
 
 
+@dataclass
+class _Paper:
+    arxiv_id: str
+    topic: str
+    title: str
+    abstract: str
+    team: list[int]
+    versions: list[tuple[int, datetime]]
+    published: datetime
+    primary_category: str
+    categories: list[str]
+
+
+@dataclass
+class _Rendered:
+    """What the services show of the world, as rows of the files the replay server reads."""
+
+    arxiv: list[dict[str, Any]] = field(default_factory=list)
+    s2_papers: list[dict[str, Any]] = field(default_factory=list)
+    documents: list[dict[str, Any]] = field(default_factory=list)
+    mentions: list[dict[str, Any]] = field(default_factory=list)
+    bad: list[dict[str, Any]] = field(default_factory=list)
+    histories: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+
+
 def generate_world(
     out_dir: Path, spec: WorldSpec, progress: Callable[[str, int, int], None] | None = None
 ) -> dict[str, Any]:
-    """Write the world to ``out_dir`` and return its manifest; same spec, same bytes."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "truth").mkdir(exist_ok=True)
+    """Write the world to ``out_dir`` and return its manifest; same spec, same bytes.
+
+    The steps draw from one seeded generator in a fixed order: people and their groups, papers,
+    the planted bad records, what the services show of each paper, then publication histories."""
     g = Generator(spec)
-    n_people = max(20, int(spec.n_papers * 1.2))
-    people = g.people(n_people)
-    groups = g.groups(people)
+    people = g.people(max(20, int(spec.n_papers * 1.2)))
+    papers = draw_papers(g, people, g.groups(people), progress)
+    bad = plant_bad_records(g, spec, len(papers))
+    shown = _Rendered()
+    for i, paper in enumerate(papers):
+        render_paper(g, spec, paper, people, papers[(i + 1) % len(papers)].title, bad.get(i), shown)
+    histories = s2_histories(g, spec, people, shown.histories)
+    return write_world(out_dir, spec, people, papers, shown, histories)
+
+
+def draw_papers(g: Generator, people: list[_Person], groups: list[list[int]],
+                progress: Callable[[str, int, int], None] | None = None) -> list[_Paper]:
+    """Papers written by research groups (plus an occasional outsider), on one of the lead
+    author's topics, with one to three versions inside the window."""
+    spec = g.spec
     group_sizes = np.array([len(gr) for gr in groups], dtype=float)
     group_p = group_sizes / group_sizes.sum()
-
     start_dt = datetime(spec.start.year, spec.start.month, spec.start.day, tzinfo=UTC)
     span = (datetime(spec.end.year, spec.end.month, spec.end.day, 23, 59, tzinfo=UTC) - start_dt).total_seconds()
     month_seq: dict[str, int] = {}
-
-    papers: list[dict[str, Any]] = []
-    truth_mentions: list[dict[str, Any]] = []
+    papers: list[_Paper] = []
     for i in range(spec.n_papers):
         grp = groups[int(g.rng.choice(len(groups), p=group_p))]
         lead = grp[int(g.rng.integers(len(grp)))]
@@ -231,98 +266,95 @@ def generate_world(
         updated = start_dt + timedelta(seconds=int(g.rng.random() * span))
         n_versions = 1 + int(g.rng.random() < 0.22) + int(g.rng.random() < 0.08)
         published = updated - timedelta(days=int(g.rng.integers(0, 90)) if n_versions > 1 else 0, hours=0)
-        versions = []
-        for v in range(1, n_versions + 1):
-            frac = (v - 1) / max(n_versions - 1, 1)
-            versions.append((v, published + (updated - published) * frac))
+        versions = [(v, published + (updated - published) * ((v - 1) / max(n_versions - 1, 1)))
+                    for v in range(1, n_versions + 1)]
         yymm = published.strftime("%y%m")
         month_seq[yymm] = month_seq.get(yymm, 0) + 1
-        arxiv_id = f"{yymm}.{month_seq[yymm]:05d}"
         cat = topic.split("/")[0]
         cats = [cat]
         if g.rng.random() < 0.3:
-            other = g.choice([c for c in TOPICS if c != cat])
-            cats.append(other)
+            cats.append(g.choice([c for c in TOPICS if c != cat]))
         title = g.title(topic)
-        papers.append(
-            dict(
-                arxiv_id=arxiv_id, topic=topic, title=title, abstract=g.abstract(topic, title),
-                team=team, versions=versions, published=published, primary_category=cat, categories=cats,
-            )
-        )
-        for pos, pidx in enumerate(team):
-            truth_mentions.append(dict(arxiv_id=arxiv_id, position=pos, person_id=people[pidx].pid))
+        papers.append(_Paper(f"{yymm}.{month_seq[yymm]:05d}", topic, title, g.abstract(topic, title), team, versions,
+                             published, cat, cats))
         if progress and i % 1000 == 0:
             progress("papers", i, spec.n_papers)
+    return papers
 
-    n_bad = max(1, round(spec.n_papers * spec.bad_share)) if spec.n_papers >= 30 else 0
-    order = g.rng.permutation(len(papers)).tolist()
-    bad: dict[int, str] = {}
-    for k, kind in enumerate(BAD_KINDS):
-        for j in range(n_bad):
-            bad[order[k * n_bad + j]] = kind
 
-    arxiv_rows, s2_rows, doc_rows, bad_rows, mention_rows = [], [], [], [], []
-    author_history: dict[int, list[dict[str, Any]]] = {}
-    for i, p in enumerate(papers):
-        names = [f"{people[m].first} {people[m].last}" for m in p["team"]]
-        entries = [
-            dict(version=v, date=d, entry=render.atom_entry(
-                p["arxiv_id"], v, d, p["published"], p["title"], p["abstract"], names,
-                p["primary_category"], p["categories"]))
-            for v, d in p["versions"]
-        ]
-        arxiv_rows.append(dict(arxiv_id=p["arxiv_id"], primary_category=p["primary_category"],
-                               categories=p["categories"], versions=entries))
-        s2_authors = []
-        for m in p["team"]:
-            aid = None if g.rng.random() < 0.03 else g.choice(people[m].s2_ids)
-            s2_authors.append({"authorId": aid, "name": f"{people[m].first} {people[m].last}"})
-        paper_id = hashlib.sha1(p["arxiv_id"].encode()).hexdigest()
-        year = p["versions"][-1][1].year
-        if g.rng.random() >= 0.05:
-            s2_rows.append(dict(arxiv_id=p["arxiv_id"], json=render.s2_paper(p["arxiv_id"], paper_id, p["title"], year, s2_authors)))
-        for m in p["team"]:
-            author_history.setdefault(m, []).append(
-                {"paperId": paper_id, "externalIds": {"ArXiv": p["arxiv_id"]}, "title": p["title"],
-                 "abstract": p["abstract"], "year": year, "publicationDate": p["published"].date().isoformat()})
-        kind = bad.get(i)
-        if kind:
-            bad_rows.append(dict(arxiv_id=p["arxiv_id"], kind=kind, expected_reason=BAD_KINDS[kind]))
-        tei_authors = []
-        for pos, m in enumerate(p["team"]):
-            person = people[m]
-            forename = person.first if g.rng.random() > 0.15 else f"{person.first[0]}."
-            dept, inst = _render_affiliation(g, person.inst)
-            er = g.rng.random()
-            email = None if er < 0.3 else (person.emails[-1] if er > 0.9 else person.emails[0])
-            tei_authors.append(dict(forename=forename, surname=person.last, email=email, department=dept, institution=inst))
-            mention_rows.append(dict(arxiv_id=p["arxiv_id"], position=pos, name=names[pos], forename=forename,
-                                     surname=person.last, email=email, department=dept, institution=inst,
-                                     s2_author_id=s2_authors[pos]["authorId"], year=year))
-        if spec.documents:
-            for v, _d in p["versions"]:
-                if kind == "no_pdf":
-                    continue
-                title, abstract, authors = p["title"], p["abstract"], tei_authors
-                if kind == "tei_no_abstract":
-                    abstract = None
-                elif kind == "title_mismatch":
-                    title = papers[(i + 1) % len(papers)]["title"]
-                elif kind == "no_authors":
-                    authors = []
-                tei = render.tei_header(p["arxiv_id"], title, abstract, authors).encode("utf-8")
-                if kind == "non_utf8":
-                    # latin-1 bytes inside a document that declares UTF-8
-                    tei = tei.replace(b"</p></div></abstract>", " r\xe9sum\xe9 na\xefve</p></div></abstract>".encode("latin-1"))
-                pdf = render.minimal_pdf([p["title"], ", ".join(names), render.SYNTHETIC_NOTE, *p["abstract"].split(". ")])
-                if kind == "truncated_pdf":
-                    pdf = pdf[: len(pdf) // 2]
-                doc_rows.append(dict(arxiv_id=p["arxiv_id"], version=v, pdf=pdf, tei=tei,
-                                     pdf_sha256=hashlib.sha256(pdf).hexdigest()))
+def plant_bad_records(g: Generator, spec: WorldSpec, n_papers: int) -> dict[int, str]:
+    """Paper index -> kind of deliberately bad record (the same number of each kind)."""
+    n_bad = max(1, round(n_papers * spec.bad_share)) if n_papers >= 30 else 0
+    order = g.rng.permutation(n_papers).tolist()
+    return {order[k * n_bad + j]: kind for k, kind in enumerate(BAD_KINDS) for j in range(n_bad)}
 
-    s2_history: dict[str, list[dict[str, Any]]] = {}
-    for m, hist in author_history.items():
+
+def render_paper(g: Generator, spec: WorldSpec, p: _Paper, people: list[_Person], other_title: str,
+                 kind: str | None, out: _Rendered) -> None:
+    """What arXiv, Semantic Scholar and the PDF (through GROBID) show of one paper, damaged as
+    ``kind`` says for a planted bad record; ``other_title`` is what a mismatched PDF carries."""
+    names = [f"{people[m].first} {people[m].last}" for m in p.team]
+    out.arxiv.append(dict(arxiv_id=p.arxiv_id, primary_category=p.primary_category, categories=p.categories, versions=[
+        dict(version=v, date=d, entry=render.atom_entry(p.arxiv_id, v, d, p.published, p.title, p.abstract, names,
+                                                        p.primary_category, p.categories))
+        for v, d in p.versions
+    ]))
+    s2_authors = []
+    for m in p.team:
+        aid = None if g.rng.random() < 0.03 else g.choice(people[m].s2_ids)
+        s2_authors.append({"authorId": aid, "name": f"{people[m].first} {people[m].last}"})
+    paper_id = hashlib.sha1(p.arxiv_id.encode()).hexdigest()
+    year = p.versions[-1][1].year
+    if g.rng.random() >= 0.05:
+        out.s2_papers.append(dict(arxiv_id=p.arxiv_id, json=render.s2_paper(p.arxiv_id, paper_id, p.title, year, s2_authors)))
+    for m in p.team:
+        out.histories.setdefault(m, []).append(
+            {"paperId": paper_id, "externalIds": {"ArXiv": p.arxiv_id}, "title": p.title,
+             "abstract": p.abstract, "year": year, "publicationDate": p.published.date().isoformat()})
+    if kind:
+        out.bad.append(dict(arxiv_id=p.arxiv_id, kind=kind, expected_reason=BAD_KINDS[kind]))
+    tei_authors = []
+    for pos, m in enumerate(p.team):
+        person = people[m]
+        forename = person.first if g.rng.random() > 0.15 else f"{person.first[0]}."
+        dept, inst = _render_affiliation(g, person.inst)
+        er = g.rng.random()
+        email = None if er < 0.3 else (person.emails[-1] if er > 0.9 else person.emails[0])
+        tei_authors.append(dict(forename=forename, surname=person.last, email=email, department=dept, institution=inst))
+        out.mentions.append(dict(arxiv_id=p.arxiv_id, position=pos, name=names[pos], forename=forename,
+                                 surname=person.last, email=email, department=dept, institution=inst,
+                                 s2_author_id=s2_authors[pos]["authorId"], year=year))
+    if spec.documents and kind != "no_pdf":
+        for v, _d in p.versions:
+            out.documents.append(_document(p, v, names, tei_authors, other_title, kind))
+
+
+def _document(p: _Paper, version: int, names: list[str], authors: list[dict[str, Any]], other_title: str,
+              kind: str | None) -> dict[str, Any]:
+    """One version's PDF and the TEI header GROBID answers for it."""
+    title, abstract = p.title, p.abstract
+    if kind == "tei_no_abstract":
+        abstract = None
+    elif kind == "title_mismatch":
+        title = other_title
+    elif kind == "no_authors":
+        authors = []
+    tei = render.tei_header(p.arxiv_id, title, abstract, authors).encode("utf-8")
+    if kind == "non_utf8":
+        # latin-1 bytes inside a document that declares UTF-8
+        tei = tei.replace(b"</p></div></abstract>", " r\xe9sum\xe9 na\xefve</p></div></abstract>".encode("latin-1"))
+    pdf = render.minimal_pdf([p.title, ", ".join(names), render.SYNTHETIC_NOTE, *p.abstract.split(". ")])
+    if kind == "truncated_pdf":
+        pdf = pdf[: len(pdf) // 2]
+    return dict(arxiv_id=p.arxiv_id, version=version, pdf=pdf, tei=tei, pdf_sha256=hashlib.sha256(pdf).hexdigest())
+
+
+def s2_histories(g: Generator, spec: WorldSpec, people: list[_Person],
+                 corpus_papers: dict[int, list[dict[str, Any]]]) -> list[dict[str, str]]:
+    """Each person's Semantic Scholar publication list under their first S2 id: their corpus
+    papers plus older papers on their topics."""
+    merged: dict[str, list[dict[str, Any]]] = {}
+    for m, hist in corpus_papers.items():
         person = people[m]
         for _ in range(int(g.rng.poisson(4))):
             topic = g.choice(person.topics)
@@ -331,25 +363,31 @@ def generate_world(
             hist.append({"paperId": hashlib.sha1(f"{person.pid}/{t}/{yr}".encode()).hexdigest(),
                          "externalIds": {}, "title": t, "abstract": g.abstract(topic, t), "year": yr,
                          "publicationDate": f"{yr}-06-01"})
-        s2_history.setdefault(person.s2_ids[0], []).extend(hist)
-    s2_author_rows = [dict(author_id=a, json=json.dumps(h, ensure_ascii=False)) for a, h in s2_history.items()]
+        merged.setdefault(person.s2_ids[0], []).extend(hist)
+    return [dict(author_id=a, json=json.dumps(h, ensure_ascii=False)) for a, h in merged.items()]
 
-    pl.DataFrame(arxiv_rows).write_parquet(out_dir / "arxiv.parquet")
-    pl.DataFrame(s2_rows, schema={"arxiv_id": pl.Utf8, "json": pl.Utf8}).write_parquet(out_dir / "s2_papers.parquet")
-    pl.DataFrame(s2_author_rows).write_parquet(out_dir / "s2_authors.parquet")
+
+def write_world(out_dir: Path, spec: WorldSpec, people: list[_Person], papers: list[_Paper], shown: _Rendered,
+                histories: list[dict[str, str]]) -> dict[str, Any]:
+    """The services' files, the truth folder and the manifest."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "truth").mkdir(exist_ok=True)
+    pl.DataFrame(shown.arxiv).write_parquet(out_dir / "arxiv.parquet")
+    pl.DataFrame(shown.s2_papers, schema={"arxiv_id": pl.Utf8, "json": pl.Utf8}).write_parquet(out_dir / "s2_papers.parquet")
+    pl.DataFrame(histories).write_parquet(out_dir / "s2_authors.parquet")
     if spec.documents:
-        pl.DataFrame(doc_rows).write_parquet(out_dir / "documents.parquet")
+        pl.DataFrame(shown.documents).write_parquet(out_dir / "documents.parquet")
     pl.DataFrame(
         [dict(person_id=p.pid, name=f"{p.first} {p.last}", institution=INSTITUTIONS[p.inst][0],
               emails=p.emails, s2_author_ids=p.s2_ids, expertise=p.topics) for p in people]
     ).write_parquet(out_dir / "truth" / "persons.parquet")
+    truth_mentions = [dict(arxiv_id=p.arxiv_id, position=pos, person_id=people[m].pid)
+                      for p in papers for pos, m in enumerate(p.team)]
     pl.DataFrame(truth_mentions).write_parquet(out_dir / "truth" / "mentions.parquet")
     # What the services show of each mention (the PDF's name form, email, affiliation; S2's id).
-    pl.DataFrame(mention_rows, infer_schema_length=None).write_parquet(out_dir / "mentions.parquet")
-    pl.DataFrame(
-        [dict(arxiv_id=p["arxiv_id"], topic=p["topic"]) for p in papers]
-    ).write_parquet(out_dir / "truth" / "paper_topics.parquet")
-    pl.DataFrame(bad_rows, schema={"arxiv_id": pl.Utf8, "kind": pl.Utf8, "expected_reason": pl.Utf8}).write_parquet(
+    pl.DataFrame(shown.mentions, infer_schema_length=None).write_parquet(out_dir / "mentions.parquet")
+    pl.DataFrame([dict(arxiv_id=p.arxiv_id, topic=p.topic) for p in papers]).write_parquet(out_dir / "truth" / "paper_topics.parquet")
+    pl.DataFrame(shown.bad, schema={"arxiv_id": pl.Utf8, "kind": pl.Utf8, "expected_reason": pl.Utf8}).write_parquet(
         out_dir / "truth" / "bad_records.parquet"
     )
     manifest = {
@@ -360,7 +398,7 @@ def generate_world(
         "spec_key": spec.key(),
         "counts": {
             "papers": len(papers), "mentions": len(truth_mentions), "persons": len(people),
-            "documents": len(doc_rows), "s2_papers": len(s2_rows), "bad_records": len(bad_rows),
+            "documents": len(shown.documents), "s2_papers": len(shown.s2_papers), "bad_records": len(shown.bad),
         },
     }
     (out_dir / "world.json").write_text(json.dumps(manifest, indent=2))

@@ -13,38 +13,33 @@ from revbench.clients.pdf import PdfClient
 from revbench.clients.semantic_scholar import SemanticScholarClient
 from revbench.retry import PermanentError, TransientError, parse_retry_after
 from revbench.settings import Settings
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, on_replay
 
 START = datetime(2025, 9, 1, tzinfo=UTC)
 END = datetime(2025, 9, 1, 23, 59, tzinfo=UTC)
 
 
-def _arxiv() -> list:
-    s = Settings()
+def _arxiv(s: Settings) -> list:
     return ArxivClient(s.arxiv, s.http).search_window("cs.IR", START, END)[0]
 
 
-def _s2() -> list:
-    s = Settings()
+def _s2(s: Settings) -> list:
     return SemanticScholarClient(s.s2, s.http).paper_batch(["2508.01234", "0000.00000"])
 
 
-def _pdf() -> bytes:
-    s = Settings()
+def _pdf(s: Settings) -> bytes:
     return PdfClient(s.pdf, s.http).fetch("2508.01234", 2)
 
 
-def _grobid():
-    s = Settings()
+def _grobid(s: Settings):
     return GrobidHeaderClient(s.grobid, s.http).header((FIXTURES / "paper.pdf").read_bytes())[0]
 
 
 CALLS = {"arxiv": _arxiv, "s2": _s2, "pdf": _pdf, "grobid": _grobid}
 
 
-def test_arxiv_parses_recorded_page(replay) -> None:
-    replay(fixtures=FIXTURES)
-    records = _arxiv()
+def test_arxiv_parses_recorded_page(replay, settings) -> None:
+    records = _arxiv(on_replay(settings, replay(fixtures=FIXTURES)))
     assert [r.arxiv_id for r in records] == ["2508.01234", "2509.00007"]
     first = records[0]
     assert first.version == 2
@@ -54,34 +49,30 @@ def test_arxiv_parses_recorded_page(replay) -> None:
     assert first.updated == datetime(2025, 9, 1, 10, 12, tzinfo=UTC)
 
 
-def test_s2_batch_keeps_nulls_aligned(replay) -> None:
-    replay(fixtures=FIXTURES)
-    answers = _s2()
+def test_s2_batch_keeps_nulls_aligned(replay, settings) -> None:
+    answers = _s2(on_replay(settings, replay(fixtures=FIXTURES)))
     assert answers[1] is None
     assert answers[0]["authors"][0] == {"authorId": "2109876543", "name": "Zoë Müller"}
 
 
-def test_s2_author_papers_follow_next(replay) -> None:
-    replay(fixtures=FIXTURES)
-    s = Settings()
+def test_s2_author_papers_follow_next(replay, settings) -> None:
+    s = on_replay(settings, replay(fixtures=FIXTURES))
     papers = SemanticScholarClient(s.s2, s.http).author_papers("2109876543")
     assert [p["paperId"] for p in papers] == ["aaa1", "aaa2", "aaa3"]
 
 
-def test_s2_sends_api_key_when_configured(replay, monkeypatch) -> None:
+def test_s2_sends_api_key_when_configured(replay, settings) -> None:
     app = replay(fixtures=FIXTURES)
-    monkeypatch.setenv("REVBENCH_S2__API_KEY", "k-123")
     seen = {}
-    s = Settings()
+    s = on_replay(settings, app).with_overrides(s2={"api_key": "k-123"})
     client = SemanticScholarClient(s.s2, s.http)
     client._client.event_hooks["request"].append(lambda req: seen.update(key=req.headers.get("x-api-key")))
     client.paper_batch(["2508.01234", "x"])
     assert seen["key"] == "k-123" and app is not None
 
 
-def test_grobid_header_fields(replay) -> None:
-    replay(fixtures=FIXTURES)
-    h = _grobid()
+def test_grobid_header_fields(replay, settings) -> None:
+    h = _grobid(on_replay(settings, replay(fixtures=FIXTURES)))
     assert h.title == "Dense Retrieval for Reviewer Assignment"
     assert h.abstract == "We study dense retrieval for matching submissions to reviewers. Experiments show gains."
     assert h.authors[0].email == "zoe.mueller@inf.ethz.example"
@@ -90,10 +81,9 @@ def test_grobid_header_fields(replay) -> None:
     assert h.arxiv_id == "arXiv:2508.01234v2[cs.IR]"
 
 
-def test_pdf_checks(replay) -> None:
-    replay(fixtures=FIXTURES)
-    assert _pdf().startswith(b"%PDF-")
-    s = Settings()
+def test_pdf_checks(replay, settings) -> None:
+    s = on_replay(settings, replay(fixtures=FIXTURES))
+    assert _pdf(s).startswith(b"%PDF-")
     client = PdfClient(s.pdf, s.http)
     with pytest.raises(PermanentError) as not_pdf:
         client.fetch("2508.09999", 1)
@@ -103,9 +93,8 @@ def test_pdf_checks(replay) -> None:
     assert missing.value.kind == "pdf_unavailable"
 
 
-def test_pdf_size_cap(replay) -> None:
-    replay(fixtures=FIXTURES)
-    s = Settings()
+def test_pdf_size_cap(replay, settings) -> None:
+    s = on_replay(settings, replay(fixtures=FIXTURES))
     size = len(PdfClient(s.pdf, s.http).fetch("2508.01234", 2))
     # model_copy skips validation, so the cap can sit below the settings' floor of 1 KiB.
     capped = PdfClient(s.pdf.model_copy(update={"max_bytes": size - 1}), s.http)
@@ -127,26 +116,25 @@ FAULTS = [
 
 
 @pytest.mark.parametrize(("service", "kind"), FAULTS)
-def test_transient_fault_is_retried_through(replay, service: str, kind: str) -> None:
+def test_transient_fault_is_retried_through(replay, settings, service: str, kind: str) -> None:
     """Two faults in a row, then the recorded answer: the client ends with the same result."""
     app = replay(fixtures=FIXTURES, fault_rate=1.0, max_consecutive_faults=2, fault_kinds={service: (kind,)})
-    result = CALLS[service]()
+    result = CALLS[service](on_replay(settings, app))
     assert result
     assert app.faults.stats()["injected"][f"{service}:{kind}"] == 2
 
 
 @pytest.mark.parametrize(("service", "kind"), [("arxiv", "malformed"), ("s2", "truncated"), ("pdf", "timeout"), ("grobid", "500")])
-def test_fault_outlasting_retries_is_raised(replay, monkeypatch, service: str, kind: str) -> None:
-    replay(fixtures=FIXTURES, fault_rate=1.0, max_consecutive_faults=5, fault_kinds={service: (kind,)})
-    monkeypatch.setenv("REVBENCH_HTTP__MAX_ATTEMPTS", "2")
+def test_fault_outlasting_retries_is_raised(replay, settings, service: str, kind: str) -> None:
+    app = replay(fixtures=FIXTURES, fault_rate=1.0, max_consecutive_faults=5, fault_kinds={service: (kind,)})
     with pytest.raises(TransientError):
-        CALLS[service]()
+        CALLS[service](on_replay(settings, app).with_overrides(http={"max_attempts": 2}))
 
 
-def test_retry_after_is_honoured(replay, monkeypatch) -> None:
+def test_retry_after_is_honoured(replay, settings) -> None:
     app = replay(fixtures=FIXTURES, fault_rate=1.0, max_consecutive_faults=1, fault_kinds={"s2": ("429",)}, retry_after_seconds=1)
     t0 = time.monotonic()
-    _s2()
+    _s2(on_replay(settings, app))
     assert time.monotonic() - t0 >= 1.0
     assert app.faults.stats()["injected"]["s2:429"] == 1
 

@@ -8,15 +8,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.evaluate import evaluate_flow
-from revbench.cli import app as cli_app
-from revbench.settings import Settings
-from schemas.tables import EVAL_RESULTS
+from revbench.app.cli import app as cli_app
+from revbench.flows.evaluate import evaluate_flow
+from revbench.schemas.tables import EVAL_RESULTS
+from revbench.warehouse import Warehouse
 from tests.evaluation.test_scorers import bench
-from warehouse import Warehouse
 
 pytestmark = pytest.mark.slow
-KEYS = {"benchmark", "split", "scorer", "metric", "value", "ci_low", "ci_high", "n"}
+KEYS = {"benchmark", "split", "scorer", "metric", "value", "ci_low", "ci_high", "n", "spec"}
 
 
 def write_openreview(d: Path) -> Path:
@@ -33,13 +32,13 @@ def write_openreview(d: Path) -> Path:
     return d
 
 
-def test_evaluate_flow_end_to_end(prefect_server, tmp_path: Path) -> None:
+def test_evaluate_flow_end_to_end(prefect_server, settings, tmp_path: Path) -> None:
     data = write_openreview(tmp_path / "or")
     (tmp_path / "gold_style.json").write_text(json.dumps({"ir": {"s1": 0.9, "s2": 0.1}, "gnn": {"s1": 0.2, "s2": 0.8}}))
     (tmp_path / "or_style.csv").write_text("s1,~ir,0.1\ns2,~ir,0.9\ns1,~gnn,0.5\ns2,~gnn,0.5\n")
     out_json = tmp_path / "rows.json"
     result = evaluate_flow(
-        benchmarks=[f"openreview={data}"], scorers=["trivial", "tpms"],
+        settings, benchmarks=[f"openreview={data}"], scorers=["trivial", "tpms"],
         predictions=[f"oracle={tmp_path / 'gold_style.json'}", f"backwards={tmp_path / 'or_style.csv'}"],
         baseline="tpms", bootstrap=200, report_dir=str(tmp_path / "report"), json_out=str(out_json),
     )
@@ -51,15 +50,18 @@ def test_evaluate_flow_end_to_end(prefect_server, tmp_path: Path) -> None:
     # backwards: ir inverted (weight 4), gnn tied (weight 4, half) -> 6/8.
     assert by[("backwards", "loss")]["value"] == pytest.approx(0.75)
     assert ("oracle - tpms", "loss") in by and by[("oracle - tpms", "loss")]["value"] <= 0
+    assert by[("tpms", "loss")]["spec"] == "tpms:compat=revbench,regime=title+abstract"
+    assert by[("oracle", "loss")]["spec"] == "predictions:gold_style.json"
     assert {"P_hard@5", "NDCG@10", "MRR_hard@10", "Recall_soft@5", "WKTD@5"} <= {m for _, m in by}
     report = Path(result["report_dir"])
     assert (report / "report.md").read_text().count("**") >= 2 and (report / "loss.png").stat().st_size > 1000
     exported = json.loads((report / "predictions" / "openreview" / "tpms.json").read_text())
     assert set(exported) == {"ir", "gnn"} and set(exported["ir"]) == {"s1", "s2"}
-    with Warehouse.open(Settings().warehouse_path) as wh:
+    with Warehouse.open(settings.warehouse_path) as wh:
         first = wh.read(EVAL_RESULTS)
-    evaluate_flow(benchmarks=[f"openreview={data}"], scorers=["trivial", "tpms"], bootstrap=200, report_dir=str(tmp_path / "r2"))
-    with Warehouse.open(Settings().warehouse_path) as wh:
+    evaluate_flow(settings, benchmarks=[f"openreview={data}"], scorers=["trivial", "tpms"], bootstrap=200,
+                  report_dir=str(tmp_path / "r2"))
+    with Warehouse.open(settings.warehouse_path) as wh:
         second = wh.read(EVAL_RESULTS)
     assert second.height == first.height  # a rerun replaces its rows, keyed by version, split, scorer, metric
     assert first.filter((first["scorer"] == "tpms") & (first["metric"] == "loss"))["benchmark_version"].len() == 1

@@ -128,7 +128,7 @@ def test_empty_split_gives_no_values() -> None:
 
 def test_warehouse_benchmark_says_what_is_missing(tmp_path) -> None:
     from revbench.evaluation.importers import ImportError_, load_benchmark
-    from warehouse import Warehouse
+    from revbench.warehouse import Warehouse
 
     with Warehouse.open(tmp_path / "w.duckdb"):
         pass

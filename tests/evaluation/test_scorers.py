@@ -7,7 +7,6 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 import pytest
 
 from revbench.embeddings import EmbeddingCache
@@ -17,6 +16,8 @@ from revbench.evaluation.scorers.base import pool
 from revbench.evaluation.scorers.llm import parse_score
 from revbench.evaluation.scorers.rate import PREFIX, offline_keywords
 from revbench.evaluation.scorers.tpms import tokens
+from revbench.settings import Settings
+from tests.conftest import on_replay
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -36,18 +37,18 @@ def bench() -> Benchmark:
     return Benchmark("hand", "1", subs, [profile], [Split("pointwise", ratings=ratings, candidate_lists=True)])
 
 
-def scores(spec: str, tmp_path: Path) -> dict[tuple[str, str], float]:
-    out = make_scorer(spec, Context(cache_dir=tmp_path / "cache")).score(bench())
+def scores(spec: str, settings: Settings) -> dict[tuple[str, str], float]:
+    out = make_scorer(spec, Context(settings)).score(bench())
     return {(r, p): s for r, p, s in out.draws[0].iter_rows()}
 
 
 @pytest.mark.parametrize("spec", ["tpms", "bm25", "embedding", "embedding:pooling=mean", "rate:keywords=offline"])
-def test_text_scorers_prefer_the_matching_reviewer(spec: str, tmp_path: Path) -> None:
-    s = scores(spec, tmp_path)
+def test_text_scorers_prefer_the_matching_reviewer(spec: str, settings: Settings) -> None:
+    s = scores(spec, settings)
     assert s[("ir", "s1")] > s[("ir", "s2")] and s[("gnn", "s2")] > s[("gnn", "s1")]
 
 
-def test_tpms_equals_its_definition(tmp_path: Path) -> None:
+def test_tpms_equals_its_definition(settings: Settings) -> None:
     b = bench()
     docs = {r: Counter(tokens(" ".join(f"{t} {a}" for t, a in g.select("title", "abstract").iter_rows())))
             for (r,), g in b.draws[0].group_by("reviewer_id")}
@@ -57,7 +58,7 @@ def test_tpms_equals_its_definition(tmp_path: Path) -> None:
     def vec(c: Counter) -> dict[str, float]:
         top = max(c.values())
         return {w: (0.5 + 0.5 * n / top) * idf[w] for w, n in c.items()}
-    got = scores("tpms", tmp_path)
+    got = scores("tpms", settings)
     for (r, p), value in got.items():
         a, v = vec(docs[r]), vec(paps[p])
         want = sum(a[w] * v[w] for w in a if w in v) / math.sqrt(sum(x * x for x in a.values())) / math.sqrt(sum(x * x for x in v.values()))
@@ -80,14 +81,15 @@ def test_pooling() -> None:
         pool(s, "median")
 
 
-def test_scorer_specs_fail_clearly(tmp_path: Path) -> None:
+def test_scorer_specs_fail_clearly(settings: Settings) -> None:
     with pytest.raises(ValueError, match="unknown scorer"):
-        make_scorer("tfidf", Context(tmp_path))
+        make_scorer("tfidf", Context(settings))
     with pytest.raises(ValueError, match="bad parameters"):
-        make_scorer("tpms:regime=everything", Context(tmp_path))
+        make_scorer("tpms:regime=everything", Context(settings))
     with pytest.raises(ValueError, match="key=value"):
-        make_scorer("embedding:max", Context(tmp_path))
-    assert make_scorer("embedding:pooling=percentile:75", Context(tmp_path)).label == "embedding:pooling=percentile:75"
+        make_scorer("embedding:max", Context(settings))
+    assert make_scorer("embedding:pooling=percentile:75", Context(settings)).label == "embedding:pooling=percentile:75"
+    assert make_scorer("tpms", Context(settings)).spec == "tpms:compat=revbench,regime=title+abstract"
 
 
 def test_embedding_cache_encodes_only_new_texts(tmp_path: Path) -> None:
@@ -116,36 +118,52 @@ def test_parse_score() -> None:
     assert parse_score("rating 7", 1, 5) is None
 
 
-def test_llm_scorer_through_the_replay_and_its_cache(replay, tmp_path: Path) -> None:
+def test_llm_scorer_through_the_replay_and_its_cache(replay, settings: Settings) -> None:
     app = replay()
-    s = scores("llm:prompt=bars", tmp_path)
+    settings = on_replay(settings, app)
+    s = scores("llm:prompt=bars", settings)
     assert set(s) == {("ir", "s1"), ("ir", "s2"), ("gnn", "s1"), ("gnn", "s2")}
     assert all(1 <= v <= 5 for v in s.values())
     assert s[("ir", "s1")] > s[("ir", "s2")]
     served = app.faults.stats()["served"]["llm"]
-    assert scores("llm:prompt=bars", tmp_path) == s
+    assert scores("llm:prompt=bars", settings) == s
     assert app.faults.stats()["served"]["llm"] == served  # all from the cache
-    g = scores("llm:prompt=goldstandard", tmp_path)
+    g = scores("llm:prompt=goldstandard", settings)
     assert all(0 <= v <= 100 for v in g.values())
 
 
-def test_llm_faults_are_retried(replay, tmp_path: Path) -> None:
-    replay()
-    clean = scores("llm", tmp_path / "a")
+def test_llm_faults_are_retried(replay, settings: Settings, tmp_path: Path) -> None:
+    clean = scores("llm", on_replay(settings, replay()).with_overrides(data_dir=tmp_path / "a"))
     app = replay(fault_rate=0.5, fault_seed=2)
-    assert scores("llm", tmp_path / "b") == clean
+    assert scores("llm", on_replay(settings, app).with_overrides(data_dir=tmp_path / "b")) == clean
     assert sum(v for k, v in app.faults.stats()["injected"].items() if k.startswith("llm:")) > 0
 
 
-def test_llm_answer_out_of_format_scores_nothing(replay, tmp_path: Path) -> None:
+def test_llm_answer_out_of_format_scores_nothing(replay, settings: Settings) -> None:
     app = replay(fixtures=FIXTURES)
-    assert scores("llm", tmp_path) == {}
+    assert scores("llm", on_replay(settings, app)) == {}
     # One cached ask and one fresh retry per pair, then the pair is left unscored.
     assert app.faults.stats()["served"]["llm"] == 8
 
 
-def test_rate_keywords_from_the_llm(replay, tmp_path: Path) -> None:
+def test_rate_keywords_from_the_llm(replay, settings: Settings) -> None:
     app = replay()
-    s = scores("rate:keywords=llm", tmp_path)
+    s = scores("rate:keywords=llm", on_replay(settings, app))
     assert s[("ir", "s1")] > s[("ir", "s2")]
     assert app.faults.stats()["served"]["llm"] == 3  # one keyword prompt per profile paper
+
+
+@pytest.mark.parametrize("spec", ["bm25", "embedding", "tpms"])
+def test_reviewers_without_profile_papers_are_left_unscored(spec: str, settings: Settings) -> None:
+    b = bench()
+    empty = Benchmark(b.name, b.version, b.submissions, [b.draws[0].clear()], b.splits)
+    out = make_scorer(spec, Context(settings)).score(empty)
+    assert out.draws[0].height == 0
+
+
+def test_every_registered_scorer_module_registers_its_name(settings: Settings) -> None:
+    from revbench.evaluation.scorers import REGISTRY, SCORER_MODULES
+
+    for name in SCORER_MODULES:
+        assert make_scorer(name, Context(settings)).name == name
+    assert set(REGISTRY) == set(SCORER_MODULES)

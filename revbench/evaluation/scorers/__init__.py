@@ -1,6 +1,5 @@
-"""Registered scorers (importing this package registers them all)."""
+"""Registered scorers: ``make_scorer("tpms:regime=title")`` imports and builds one by its spec."""
 
-from revbench.evaluation.scorers import embedding, lexical, llm, rate, tpms, trivial  # noqa: F401
-from revbench.evaluation.scorers.base import REGISTRY, Context, Scorer, make_scorer, parse_spec
+from revbench.evaluation.scorers.base import REGISTRY, SCORER_MODULES, Context, Scorer, make_scorer, parse_spec
 
-__all__ = ["REGISTRY", "Context", "Scorer", "make_scorer", "parse_spec"]
+__all__ = ["REGISTRY", "SCORER_MODULES", "Context", "Scorer", "make_scorer", "parse_spec"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import polars as pl
@@ -13,7 +13,21 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark, Scores
 
+if TYPE_CHECKING:
+    from revbench.settings import Settings
+
 REGISTRY: dict[str, type[Scorer]] = {}
+"""Scorer classes by name, filled as their modules are imported."""
+SCORER_MODULES: dict[str, str] = {
+    "trivial": "revbench.evaluation.scorers.trivial",
+    "tpms": "revbench.evaluation.scorers.tpms",
+    "bm25": "revbench.evaluation.scorers.lexical",
+    "embedding": "revbench.evaluation.scorers.embedding",
+    "rate": "revbench.evaluation.scorers.rate",
+    "llm": "revbench.evaluation.scorers.llm",
+}
+"""Where each registered scorer lives; a module is imported only when its scorer is asked for
+(the LLM and embedding scorers pull in clients and models a TPMS run never needs)."""
 
 
 class Params(BaseModel):
@@ -24,10 +38,14 @@ class Params(BaseModel):
 
 @dataclass
 class Context:
-    """What scorers may use besides the benchmark: the cache directory and settings."""
+    """What scorers may use besides the benchmark: the run's settings (LLM endpoint, HTTP policy)
+    and the cache directory."""
 
-    cache_dir: Path
-    settings: Any = None
+    settings: Settings
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.settings.cache_dir
 
 
 class Scorer(ABC):
@@ -53,10 +71,16 @@ class Scorer(ABC):
             return self.name
         return self.name + ":" + ",".join(f"{k}={v}" for k, v in sorted(changed.items()))
 
+    @property
+    def spec(self) -> str:
+        """The scorer with every parameter, defaults included: what exactly ran."""
+        params = self.params.model_dump()
+        return self.name + (":" + ",".join(f"{k}={v}" for k, v in sorted(params.items())) if params else "")
+
     def score(self, benchmark: Benchmark) -> Scores:
         """Scores for every (reviewer, paper) a split needs, in every draw."""
         needed = benchmark.pairs_needed()
-        return Scores(self.label, [self.score_draw(benchmark, d, needed) for d in range(len(benchmark.draws))])
+        return Scores(self.label, [self.score_draw(benchmark, d, needed) for d in range(len(benchmark.draws))], self.spec)
 
     @abstractmethod
     def score_draw(self, benchmark: Benchmark, draw: int, needed: pl.DataFrame) -> pl.DataFrame:
@@ -77,11 +101,12 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
 
 def make_scorer(spec: str, context: Context) -> Scorer:
     """Build a registered scorer from a spec such as ``embedding:pooling=max``."""
-    import revbench.evaluation.scorers  # noqa: F401  (registers every scorer)
+    import importlib
 
     name, raw = parse_spec(spec)
-    if name not in REGISTRY:
-        raise ValueError(f"unknown scorer {name!r}; known: {', '.join(sorted(REGISTRY))}")
+    if name not in SCORER_MODULES:
+        raise ValueError(f"unknown scorer {name!r}; known: {', '.join(sorted(SCORER_MODULES))}")
+    importlib.import_module(SCORER_MODULES[name])
     cls = REGISTRY[name]
     try:
         params = cls.params_model(**raw)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from revbench.evaluation.model import Benchmark
+from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
 from revbench.evaluation.scorers.base import Params, Scorer, paper_text, pooled_scores, submissions_of
 
 
@@ -28,6 +28,8 @@ class Bm25(Scorer):
         p = self.params
         profile = benchmark.draws[draw]
         subs = submissions_of(benchmark, needed)
+        if profile.height == 0 or subs.height == 0:
+            return pl.DataFrame(schema=SCORES_SCHEMA)  # nothing to compare: every needed pair stays unscored
         retriever = bm25s.BM25(k1=p.k1, b=p.b)  # type: ignore[attr-defined]
         retriever.index(bm25s.tokenize(paper_text(profile), stopwords="en", show_progress=False), show_progress=False)
         queries = bm25s.tokenize(paper_text(subs), stopwords="en", return_ids=False, show_progress=False)

@@ -11,8 +11,7 @@ from revbench.clients.llm import LlmClient
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
 from revbench.evaluation.scorers.base import Params, Scorer
 from revbench.retry import PermanentError, TransientError
-from revbench.settings import Settings
-from templates import render
+from revbench.templates import render
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 RANGES = {"goldstandard": (0.0, 100.0), "bars": (1.0, 5.0)}
@@ -39,7 +38,7 @@ class Llm(Scorer):
     params_model = LlmParams
 
     def client(self) -> LlmClient:
-        settings = self.context.settings or Settings()
+        settings = self.context.settings
         return LlmClient(settings.llm, settings.http, cache_dir=self.context.cache_dir)
 
     def score_draw(self, benchmark: Benchmark, draw: int, needed: pl.DataFrame) -> pl.DataFrame:

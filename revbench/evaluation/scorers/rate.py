@@ -18,8 +18,7 @@ from revbench.embeddings import DEFAULT_MODEL, EmbeddingCache
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
 from revbench.evaluation.scorers.base import Params, Scorer, paper_text, submissions_of
 from revbench.retry import PermanentError, TransientError
-from revbench.settings import Settings
-from templates import render
+from revbench.templates import render
 
 PREFIX = "The reviewer's research keywords include: "
 
@@ -60,7 +59,7 @@ class Rate(Scorer):
                 if t in benchmark.keywords:
                     found[i] = [k.strip() for k in benchmark.keywords[t].split(",") if k.strip()]
         if mode in ("auto", "llm"):
-            settings = self.context.settings or Settings()
+            settings = self.context.settings
             try:
                 client = LlmClient(settings.llm, settings.http, cache_dir=self.context.cache_dir)
             except LlmUnavailable:

@@ -1,0 +1,128 @@
+"""What the command line prints: run summaries as tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table as RichTable
+
+console = Console()
+
+
+def print_ingest_summary(summary: dict[str, Any]) -> None:
+    """Stages, rejects by reason and totals."""
+    t = RichTable(title="Ingest stages")
+    for col in ("stage", "in", "out", "rejected", "seconds"):
+        t.add_column(col, justify="left" if col == "stage" else "right")
+    for s in summary["stages"]:
+        t.add_row(s["stage"], str(s["rows_in"]), str(s["rows_out"]), str(s["rejected"]), f"{s['seconds']:.1f}")
+    console.print(t)
+    r = RichTable(title="Papers rejected, by reason")
+    r.add_column("reason")
+    r.add_column("this run", justify="right")
+    r.add_column("in warehouse", justify="right")
+    for reason, n in summary["rejects_in_warehouse"].items():
+        r.add_row(reason, str(summary["rejects_this_run"].get(reason, 0)), str(n))
+    console.print(r)
+    tot = summary["totals"]
+    console.print(
+        f"[bold]{tot['papers']}[/] papers and [bold]{tot['mentions']}[/] author mentions in the warehouse; "
+        f"{tot['rejects']} papers rejected."
+    )
+    console.print(f"Warehouse: [cyan]{summary['warehouse']}[/]")
+
+
+def print_disambiguation(res: dict[str, Any], quality: dict[str, float] | None = None) -> None:
+    """Authors and merges by method; with ``quality``, the scores against a SYNTHETIC truth."""
+    t = RichTable(title=f"Author disambiguation (decider {res['decider']})")
+    t.add_column("method")
+    t.add_column("merges this run", justify="right")
+    t.add_column("mentions linked by", justify="right")
+    for m in ("email", "affiliation", "llm", "fallback", "singleton"):
+        t.add_row(m, str(res["merges"].get(m, 0)), str(res["links_by_method"].get(m, 0)))
+    console.print(t)
+    console.print(
+        f"{res['mentions']} mentions -> [bold]{res['authors']}[/] authors, {res['edges']} co-authorship edges; "
+        f"{res['blocks_decided']} of {res['blocks']} name blocks decided this run; LLM calls {res['llm_calls']} "
+        f"({res['llm_cached']} from cache)."
+    )
+    if quality is not None:
+        q = quality
+        console.print(
+            f"Against the SYNTHETIC world's truth: pairwise precision [bold]{q['pairwise_precision']:.3f}[/], "
+            f"recall {q['pairwise_recall']:.3f}, F1 {q['pairwise_f1']:.3f}; B-cubed precision {q['bcubed_precision']:.3f}, "
+            f"recall {q['bcubed_recall']:.3f} ({q['predicted_authors']} authors found, {q['true_authors']} real)."
+        )
+
+
+def print_pools(stats: dict[str, Any], coi_violations: int | None = None, tau_report: bool = False) -> None:
+    """Pool sizes through the filters, exclusions, invitations; the COI audit of a SYNTHETIC world."""
+    t = RichTable(title=f"Candidate pools, round {stats['round']} ({stats['queries']} queries)")
+    for col in ("stage", "median", "mean", "queries with none"):
+        t.add_column(col, justify="left" if col == "stage" else "right")
+    for key, label in (("pool_before_coi", "recalled"), ("pool_after_coi", "after COI"), ("pool_after_screening", "after screening")):
+        v = stats[key]
+        t.add_row(label, f"{v['median']:.0f}", f"{v['mean']:.1f}", str(v["zero"]))
+    console.print(t)
+    console.print(
+        "exclusions: " + ", ".join(f"{k} {v}" for k, v in sorted(stats["exclusions"].items())) +
+        f"; {stats['assignments']} invitations to {stats['invited_candidates']} candidates (at most "
+        f"{stats['max_queries_per_candidate']} queries each); {stats['queries_short_of_target']} queries below target; "
+        f"{stats['embedded_now']} papers embedded now; files in {stats['out_dir']}"
+    )
+    if coi_violations is not None:
+        console.print(f"COI audit against the SYNTHETIC truth: {coi_violations} invitations pair a reviewer with a "
+                      "paper they or a co-author of its authors wrote.")
+    if tau_report:
+        tr = RichTable(title="Pool size by threshold (to choose tau)")
+        for col in ("tau", "median", "mean", "p90", "queries without candidates"):
+            tr.add_column(col, justify="right")
+        for r in stats["tau_report"]:
+            tr.add_row(f"{r['tau']:.2f}", f"{r['median']:.0f}", f"{r['mean']:.1f}", f"{r['p90']:.0f}",
+                       str(r["queries_without_candidates"]))
+        console.print(tr)
+
+
+def print_report(tables: list[Any]) -> None:
+    """Evaluation report tables (``revbench.evaluation.report.ReportTable``), best values in bold."""
+    import re
+
+    for t in tables:
+        table = RichTable(title=t.title.lstrip("# "), title_justify="left")
+        for i, h in enumerate(t.header):
+            table.add_column(h, justify="left" if i == 0 else "right")
+        for row in t.rows:
+            table.add_row(*[re.sub(r"\*\*(.+?)\*\*", r"[bold]\1[/]", c.replace("[", "\\[")) for c in row])
+        console.print(table)
+
+
+def print_markdown(markdown: str) -> None:
+    """A markdown report (tables render as tables)."""
+    from rich.markdown import Markdown
+
+    console.print(Markdown(markdown))
+
+
+def print_status(path: str, version: int, counts: dict[str, int], rejects: list[dict[str, Any]],
+                 runs: list[dict[str, Any]]) -> None:
+    """Rows per table, rejects by reason and the latest runs."""
+    t = RichTable(title=f"Warehouse {path} (schema v{version})")
+    t.add_column("table")
+    t.add_column("rows", justify="right")
+    for name, n in counts.items():
+        t.add_row(name, str(n))
+    console.print(t)
+    r = RichTable(title="Rejected papers by reason")
+    r.add_column("reason")
+    r.add_column("papers", justify="right")
+    for row in rejects:
+        r.add_row(row["reason"], str(row["n"]))
+    console.print(r)
+    u = RichTable(title="Latest runs")
+    cols = ("run_id", "flow", "status", "started_at", "finished_at")
+    for col in cols:
+        u.add_column(col)
+    for row in runs:
+        u.add_row(*[str(row[c]) for c in cols])
+    console.print(u)

@@ -1,0 +1,96 @@
+"""The offline demo: a SYNTHETIC world behind the local replay server, through every stage."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from revbench.app.console import console, print_disambiguation, print_ingest_summary, print_pools, print_report
+from revbench.app.entry import DEMO_SINCE, DEMO_UNTIL
+from revbench.settings import ReplaySettings, Settings
+
+DEMO_HTTP = {"timeout_seconds": 2, "backoff_initial_seconds": 0.05, "backoff_max_seconds": 1}
+
+
+def demo_settings(settings: Settings, replay_base: str) -> Settings:
+    """The user's settings with every client pointed at the replay server and demo-fast timeouts."""
+    from revbench.replay.server import replay_overrides
+
+    overrides = replay_overrides(replay_base)
+    overrides["grobid"]["timeout_seconds"] = 2
+    return settings.with_overrides(**overrides, http=DEMO_HTTP)
+
+
+def demo_warehouse_for(settings: Settings, manifest: dict[str, Any]) -> None:
+    """The demo's warehouse belongs to one demo world: when the world changed (another seed,
+    size or generator version), the old demo warehouse is set aside, not mixed in."""
+    marker = settings.data_dir / ".demo-world"
+    key = f"{manifest['spec_key']}-format{manifest['format']}"
+    if settings.warehouse_path.exists() and (not marker.exists() or marker.read_text() != key):
+        aside = settings.data_dir / f"previous-demo-{time.strftime('%Y%m%d-%H%M%S')}"
+        aside.mkdir(parents=True)
+        for p in settings.data_dir.glob("warehouse.duckdb*"):
+            p.rename(aside / p.name)
+        console.print(f"the demo world changed; the previous demo warehouse was moved to {aside}")
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    marker.write_text(key)
+
+
+def run_demo(settings: Settings, papers: int, seed: int, fault_rate: float, track: bool) -> None:
+    """Generate (or reuse) the world, serve it, and run ingest, disambiguation, pools and an
+    evaluation on a simulated panel, printing each stage's outcome and its audit against the truth."""
+    from revbench.flows.disambiguate import disambiguate_flow
+    from revbench.flows.evaluate import evaluate_flow
+    from revbench.flows.ingest import ingest_flow
+    from revbench.flows.pools import pools_flow
+    from revbench.replay import spawn_replay
+    from revbench.schemas.tables import ASSIGNMENTS, AUTHOR_LINKS
+    from revbench.synth.truth import coi_violations, disambiguation_quality, load_truth, simulate_panel
+    from revbench.synth.world import WorldSpec, ensure_world
+    from revbench.warehouse import Warehouse
+
+    t0 = time.monotonic()
+    world_dir = settings.worlds_dir / f"demo-{papers}-{seed}"
+    with console.status("generating the SYNTHETIC demo world"):
+        manifest = ensure_world(world_dir, WorldSpec(n_papers=papers, seed=seed, start=DEMO_SINCE, end=DEMO_UNTIL))
+    demo_warehouse_for(settings, manifest)
+    truth = load_truth(world_dir)
+    c = manifest["counts"]
+    console.print(
+        f"[yellow]SYNTHETIC[/] demo world: {c['papers']} papers, {c['mentions']} mentions, "
+        f"{c['persons']} people, {c['bad_records']} deliberately bad records -> {world_dir}"
+    )
+    replay = ReplaySettings(fault_rate=fault_rate, fault_seed=seed, timeout_delay_seconds=3.0, retry_after_seconds=1)
+    with spawn_replay(world_dir, replay) as base:
+        console.print(f"replay server on {base} (faults: {fault_rate:.0%} of requests, all transient)")
+        s = demo_settings(settings, base)
+        print_ingest_summary(ingest_flow.run(s, DEMO_SINCE, DEMO_UNTIL, synthetic=True, track=track))
+        dis = disambiguate_flow.run(s, track=track)
+        with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+            links = wh.read(AUTHOR_LINKS)
+        print_disambiguation(dis, disambiguation_quality(truth, links))
+        stats = pools_flow.run(s, round=1, per_category=10, track=track)
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        assignments = wh.read(ASSIGNMENTS).filter(pl.col("round") == stats["round"])
+        corpus = wh.corpus_papers()
+    print_pools(stats, coi_violations(truth, assignments, links))
+    panel_dir = world_dir / "panel"
+    panel = simulate_panel(truth, corpus, panel_dir, seed=seed)
+    console.print(
+        f"[yellow]SYNTHETIC[/] rating panel: {panel['panelists']} panelists rated {panel['queries']} papers "
+        f"({panel['ratings']} ratings) -> {panel_dir}"
+    )
+    out = evaluate_flow.run(
+        s, benchmarks=[f"openreview={panel_dir}"], scorers=["trivial", "tpms", "bm25", "embedding"], baseline="tpms",
+        bootstrap=1000, seed=seed, report_dir=str(settings.data_dir / "reports" / "demo"), track=track,
+    )
+    print_report(out["tables"])
+    console.print(f"Evaluation report: [cyan]{out['report_dir']}[/]")
+    console.print(f"demo finished in {time.monotonic() - t0:.0f} s; run it again for a cheap refresh.")
+    if track:
+        home = os.environ.get("PREFECT_HOME", str(Path(settings.data_dir, "prefect")))
+        console.print(f"Flow runs and artifacts: PREFECT_HOME={home} .venv/bin/prefect server start")

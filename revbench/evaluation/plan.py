@@ -1,0 +1,97 @@
+"""What an evaluation will run, checked before any work: benchmarks, scorers, prediction files.
+
+Every name a result row can carry must be unambiguous: a scorer and a predictions file with the
+same name, two scorers with the same label, or two prediction files of one name on one
+benchmark are errors here, before anything is loaded or scored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from revbench.evaluation.scorers.base import Context, make_scorer
+from revbench.settings import Settings
+
+BENCHMARK_KINDS = ("goldstandard", "lrbench", "openreview", "warehouse")
+DEFAULT_SCORERS = ("trivial", "tpms")
+
+
+class PlanError(ValueError):
+    """An evaluation request that cannot run as given; the message names the flag and value."""
+
+
+@dataclass(frozen=True)
+class PredictionsFile:
+    """``-p NAME[@BENCHMARK]=PATH``."""
+
+    name: str
+    target: str | None
+    path: Path
+
+
+@dataclass(frozen=True)
+class EvaluationPlan:
+    """A validated evaluation request."""
+
+    benchmarks: list[tuple[str, Path]]
+    scorers: list[str]
+    predictions: list[PredictionsFile]
+
+
+def parse_named(item: str, flag: str) -> tuple[str, Path]:
+    """``NAME=PATH``; an error names the flag and the item."""
+    name, eq, path = item.partition("=")
+    if not eq or not name.strip() or not path.strip():
+        raise PlanError(f"{flag} {item!r} is not NAME=PATH")
+    return name.strip(), Path(path.strip()).expanduser()
+
+
+def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str] | None,
+                    predictions: list[str]) -> EvaluationPlan:
+    """Parse and check an evaluation request. Without ``scorers`` (None), the default scorers
+    run only when no predictions file was given either: with only ``-p``, nothing else runs."""
+    benches = []
+    for item in benchmarks:
+        kind, path = parse_named(item, "--benchmark")
+        if kind not in BENCHMARK_KINDS:
+            raise PlanError(f"--benchmark {item!r}: unknown kind {kind!r}; expected one of {', '.join(BENCHMARK_KINDS)}")
+        if not path.exists():
+            raise PlanError(f"--benchmark {item!r}: {path} does not exist")
+        benches.append((kind, path))
+    preds = []
+    for item in predictions:
+        spec, path = parse_named(item, "--predictions")
+        name, _, target = spec.partition("@")
+        if not name:
+            raise PlanError(f"--predictions {item!r} has no name")
+        if not path.exists():
+            raise PlanError(f"--predictions {item!r}: {path} does not exist")
+        if target and target not in {k for k, _ in benches}:
+            raise PlanError(f"--predictions {item!r}: no --benchmark named {target!r}")
+        preds.append(PredictionsFile(name, target or None, path))
+    if not benches and not preds:
+        raise PlanError("give at least one --benchmark or --predictions")
+    specs = list(scorers) if scorers is not None else ([] if preds else list(DEFAULT_SCORERS))
+    context = Context(settings)
+    labels: dict[str, str] = {}
+    for spec in specs:
+        try:
+            label = make_scorer(spec, context).label
+        except ValueError as exc:
+            raise PlanError(f"--scorer {spec!r}: {exc}") from exc
+        if label in labels:
+            raise PlanError(f"--scorer {spec!r} and --scorer {labels[label]!r} are the same scorer ({label})")
+        labels[label] = spec
+    seen: dict[tuple[str, str | None], Path] = {}
+    for p in preds:
+        if p.name in labels:
+            raise PlanError(
+                f"--predictions {p.name}={p.path} has the name of the scorer --scorer {labels[p.name]!r}; "
+                f"rename the file's results, e.g. -p {p.name}_file={p.path}"
+            )
+        key = (p.name, p.target)
+        if key in seen:
+            raise PlanError(f"--predictions {p.name!r} is given twice ({seen[key]} and {p.path}); give each a name of its own")
+        seen[key] = p.path
+    return EvaluationPlan(benches, specs, preds)
