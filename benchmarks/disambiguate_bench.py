@@ -31,7 +31,11 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def world_mentions(world: Path) -> pl.DataFrame:
-    return pl.read_parquet(world / "mentions.parquet").with_columns(pl.lit(None, pl.Utf8).alias("affiliation"))
+    """What the services show of each mention, with its paper's title (the LLM prompt's topics)."""
+    titles = {r["arxiv_id"]: r["versions"][-1]["entry"].split("<title>")[1].split("</title>")[0]
+              for r in pl.read_parquet(world / "arxiv.parquet", columns=["arxiv_id", "versions"]).iter_rows(named=True)}
+    return pl.read_parquet(world / "mentions.parquet").with_columns(
+        pl.lit(None, pl.Utf8).alias("affiliation"), pl.col("arxiv_id").replace_strict(titles, default=None).alias("title"))
 
 
 def quality(world: Path) -> dict[str, dict[str, float]]:

@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any, Generic, ParamSpec, TypeVar
 
 import revbench
+from revbench.errors import RevbenchError
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
+from revbench.warehouse.holder import clear_holder, write_holder
 
 log = logging.getLogger("revbench.flows")
 P = ParamSpec("P")
@@ -84,6 +86,7 @@ class RevbenchFlow(Generic[P, R]):
     def flow(self) -> Any:
         from prefect import flow
 
+        quiet_expected_errors()
         return flow(self.fn, name=self.name, log_prints=True)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -92,6 +95,25 @@ class RevbenchFlow(Generic[P, R]):
     def run(self, *args: P.args, track: bool = True, **kwargs: P.kwargs) -> R:
         """Tracked through Prefect, or in this process without the engine."""
         return self.flow(*args, **kwargs) if track else self.fn(*args, **kwargs)
+
+
+class _ExpectedErrors(logging.Filter):
+    """Drops the traceback Prefect attaches to a failure we raised on purpose: its message says
+    everything (the state message in the UI keeps it too)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], RevbenchError | KeyboardInterrupt):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def quiet_expected_errors() -> None:
+    """Install the filter on Prefect's run loggers (once)."""
+    for name in ("prefect.flow_runs", "prefect.task_runs", "prefect.flow_engine", "prefect.task_engine"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _ExpectedErrors) for f in logger.filters):
+            logger.addFilter(_ExpectedErrors())
 
 
 def revbench_flow(name: str) -> Callable[[Callable[P, R]], RevbenchFlow[P, R]]:
@@ -145,24 +167,58 @@ class Run:
     run_id: str
     wh: Warehouse
     stages: list[StageResult] = field(default_factory=list)
+    started_at: str = ""
+    current: str | None = None
+
+    def announce(self, stage: str | None = None, progress: tuple[int, int] | None = None) -> None:
+        """Tell readers of the holder file (``revbench status``, a second writer) where the run is."""
+        self.current = stage
+        write_holder(self.wh.path, {
+            "run_id": self.run_id, "flow": self.flow, "started_at": self.started_at, "stage": stage,
+            "progress": {"done": progress[0], "total": progress[1]} if progress else None,
+            "stages": [{k: v for k, v in asdict(s).items() if k != "notes"} for s in self.stages],
+        })
+
+    def require(self, *services: str) -> None:
+        """Probe each service before work that needs it; stop the run, as failed, on the first
+        that does not answer (see ``revbench.clients.probe``). A service that turns out to be the
+        local replay server gets no API key from this run: a real key is for the real service."""
+        from revbench.clients.probe import probe
+
+        for service in services:
+            if probe(self.settings, service).replay and service in ("llm", "s2"):
+                section = getattr(self.settings, service)
+                if section.api_key is not None:
+                    log.warning("%s is the local replay server: the configured API key is not sent", service)
+                    self.settings = self.settings.with_overrides(**{service: {"api_key": None}})
 
 
 @contextmanager
 def flow_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Iterator[Run]:
-    """Open the warehouse once for the run and record the run in ``runs``: leftovers of crashed
-    runs are marked, the outcome is written at exit."""
+    """Open the warehouse once for the run (waiting a bounded time for another process to let
+    go of it) and record the run in ``runs``: leftovers of crashed runs are marked, the outcome
+    (completed, failed, or cancelled on Ctrl-C or SIGTERM) is written at exit."""
     run_id = current_run_id()
-    with Warehouse.open(settings.warehouse_path) as wh:
+    with Warehouse.open(settings.warehouse_path, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
         crashed = wh.mark_crashed_runs()
         if crashed:
             log.warning("%d earlier run(s) never finished; marked crashed", crashed)
         wh.start_run(run_id, flow, parameters, code_version())
+        run = Run(settings, flow, run_id, wh, started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        run.announce()
+        log.debug("%s run %s started (warehouse %s)", flow, run_id, wh.path)
         try:
-            yield Run(settings, flow, run_id, wh)
+            yield run
+        except KeyboardInterrupt:
+            wh.finish_run(run_id, "cancelled", "interrupted (Ctrl-C or SIGTERM); committed work is kept")
+            raise
         except BaseException as exc:
             wh.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}"[:2000])
             raise
-        wh.finish_run(run_id, "completed")
+        else:
+            wh.finish_run(run_id, "completed")
+        finally:
+            clear_holder(wh.path, run_id)
 
 
 class Stage:
@@ -170,31 +226,41 @@ class Stage:
 
     def __init__(self, run: Run, name: str):
         self.run = run
-        self.settings = run.settings
         self.wh = run.wh
         self.result = StageResult(name)
 
+    @property
+    def settings(self) -> Settings:
+        """The run's settings (as ``Run.require`` may have narrowed them)."""
+        return self.run.settings
+
     def progress(self, total: int, description: str) -> StageProgress:
-        """A progress bar for ``total`` items (Prefect artifact and terminal)."""
-        return StageProgress(f"{self.result.stage}-progress", description, total)
+        """A progress bar for ``total`` items (Prefect artifact, terminal, holder file)."""
+        return StageProgress(f"{self.result.stage}-progress", description, total,
+                             on_update=lambda done: self.run.announce(self.result.stage, (done, total)))
 
 
 @contextmanager
 def stage(run: Run, name: str) -> Iterator[Stage]:
     """Time a stage and record its counts in ``run_stages`` when it ends."""
     st = Stage(run, name)
+    previous = run.current
+    run.announce(name)
     t0 = time.monotonic()
     yield st
     st.result.seconds = time.monotonic() - t0
     r = st.result
     run.wh.record_stage(run.run_id, r.stage, r.rows_in, r.rows_out, r.rejected, r.seconds)
     run.stages.append(r)
+    run.announce(previous)
 
 
 class StageProgress:
     """Progress of a long step: a Prefect progress artifact (throttled) and a rich bar on a TTY."""
 
-    def __init__(self, key: str, description: str, total: int, min_interval: float = 2.0):
+    def __init__(self, key: str, description: str, total: int, min_interval: float = 2.0,
+                 on_update: Callable[[int], None] | None = None):
+        self.on_update = on_update
         self.total = max(total, 0)
         self.done = 0
         self.min_interval = min_interval
@@ -220,11 +286,14 @@ class StageProgress:
         if self._rich:
             self._rich.update(self._task, completed=self.done)
         now = time.monotonic()
-        if self._artifact and (now - self._last >= self.min_interval or self.done >= self.total):
-            from prefect.artifacts import update_progress_artifact
-
+        if now - self._last >= self.min_interval or self.done >= self.total:
             self._last = now
-            update_progress_artifact(self._artifact, progress=100.0 * self.done / max(self.total, 1))
+            if self.on_update:
+                self.on_update(self.done)
+            if self._artifact:
+                from prefect.artifacts import update_progress_artifact
+
+                update_progress_artifact(self._artifact, progress=100.0 * self.done / max(self.total, 1))
 
     def close(self) -> None:
         if self._artifact:

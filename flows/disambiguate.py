@@ -8,7 +8,16 @@ from typing import Any
 import polars as pl
 
 from revbench.clients.llm import LlmClient, LlmUnavailable
-from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.common import (
+    Run,
+    StageProgress,
+    flow_run,
+    publish_markdown,
+    publish_table,
+    revbench_flow,
+    stage,
+    stage_task,
+)
 from revbench.schemas.quality import DataQualityError, validate_frames
 from revbench.schemas.tables import AUTHOR_LINKS, AUTHORS, COAUTHOR_EDGES, LINK_METHODS, LLM_DECISIONS
 from revbench.settings import Settings
@@ -34,10 +43,24 @@ def decide_stage(run: Run) -> dict[str, Any]:
     """Decide every block whose inputs changed, save its links, rebuild authors and edges."""
     with stage(run, "disambiguate") as st:
         d = st.settings.disambiguate
+        if d.use_llm and st.settings.llm.base_url:
+            run.require("llm")
         decider, decider_name, client = choose_decider(st.settings)
         mentions = st.wh.mentions_with_years()
-        out = disambiguate(mentions, st.wh.block_hashes(), decider, decider_name, d.max_block_size,
-                           d.candidate_similarity, utcnow(), concurrency=d.llm_concurrency)
+        known = st.wh.block_hashes()
+        bar: list[StageProgress] = []
+
+        def report(done: int, total: int) -> None:
+            if not bar:
+                bar.append(st.progress(total, f"decide {total} name blocks ({decider_name})"))
+            bar[0].advance()
+
+        try:
+            out = disambiguate(mentions, known, decider, decider_name, d.max_block_size, d.candidate_similarity,
+                               utcnow(), concurrency=d.llm_concurrency, progress=report)
+        finally:
+            for b in bar:
+                b.close()
         decisions = pl.DataFrame(
             [{**r, "run_id": run.run_id, "decided_at": utcnow()} for r in out.decisions], infer_schema_length=None
         ) if out.decisions else LLM_DECISIONS.empty()

@@ -9,8 +9,9 @@ from typing import Any
 
 import polars as pl
 
+from revbench.errors import InputError, UsageError
 from revbench.evaluation.evaluate import Evaluator, cross_benchmark_average
-from revbench.evaluation.importers import is_lr_flat, load_benchmark, load_lr_flat, load_predictions
+from revbench.evaluation.importers import coverage, file_sha256, is_lr_flat, load_benchmark, load_lr_flat, load_predictions
 from revbench.evaluation.model import Benchmark, MetricValue, Scores
 from revbench.evaluation.plan import EvaluationPlan, plan_evaluation
 from revbench.evaluation.report import plot_loss, report_tables, results_frame
@@ -23,27 +24,31 @@ from revbench.warehouse import utcnow
 log = logging.getLogger("revbench.evaluate")
 
 
-@stage_task("load-benchmarks")
-def load_stage(run: Run, plan: EvaluationPlan) -> tuple[list[Benchmark], list[tuple[int, Scores]]]:
-    """Load every benchmark, and every prediction file against the benchmark it belongs to."""
-    with stage(run, "load") as st:
-        loaded = [load_benchmark(kind, path, warehouse=run.wh) for kind, path in plan.benchmarks]
-        preds: list[tuple[int, Scores]] = []
-        for p in plan.predictions:
-            if is_lr_flat(p.path):
-                # LR-bench's flat predictions carry their labels: a benchmark of their own.
-                split, scores = load_lr_flat(p.path)
-                loaded.append(Benchmark(f"lrbench:{p.path.stem}", p.path.stem, pl.DataFrame(), [pl.DataFrame()], [split]))
-                preds.append((len(loaded) - 1, Scores(p.name, [scores], f"predictions:{p.path.name}")))
-                continue
-            candidates = [i for i, b in enumerate(loaded) if not p.target or b.name == p.target]
-            if len(candidates) != 1:
-                raise ValueError(f"--predictions {p.name}: say which benchmark it scores, as NAME@BENCHMARK=PATH")
-            scores = load_predictions(p.path, p.name, loaded[candidates[0]])
-            scores.spec = f"predictions:{p.path.name}"
-            preds.append((candidates[0], scores))
-        st.result.rows_in = len(plan.benchmarks) + len(plan.predictions)
-        st.result.rows_out = len(loaded)
+def load_inputs(plan: EvaluationPlan, allow_partial: bool) -> tuple[list[Benchmark], list[tuple[int, Scores]]]:
+    """Load and check every benchmark and prediction file before any work, so bad input writes
+    nothing. A file that leaves pairs of its benchmark unscored is an error unless
+    ``allow_partial`` (then every row reports its coverage)."""
+    loaded = [load_benchmark(kind, path) for kind, path in plan.benchmarks]
+    preds: list[tuple[int, Scores]] = []
+    for p in plan.predictions:
+        if is_lr_flat(p.path):
+            # LR-bench's flat predictions carry their labels: a benchmark of their own.
+            split, scores = load_lr_flat(p.path)
+            loaded.append(Benchmark(f"lrbench:{p.path.stem}", p.path.stem, pl.DataFrame(), [pl.DataFrame()], [split]))
+            preds.append((len(loaded) - 1, Scores(p.name, [scores], f"predictions:{p.path.name}", file_sha256(p.path))))
+            continue
+        candidates = [i for i, b in enumerate(loaded) if not p.target or b.name == p.target]
+        if len(candidates) != 1:
+            raise InputError(f"--predictions {p.name}={p.path}: say which benchmark it scores, as NAME@BENCHMARK=PATH")
+        bench = loaded[candidates[0]]
+        scores = load_predictions(p.path, p.name, bench)
+        covered, needed, example = coverage(bench, scores)
+        if covered < needed and not allow_partial:
+            raise InputError(
+                f"--predictions {p.name}={p.path} scores {covered} of the {needed} reviewer-paper pairs {bench.name} needs "
+                f"(missing e.g. reviewer {example[0]!r}, paper {example[1]!r}); pass --allow-partial to evaluate on the "
+                "covered pairs, with the coverage in every result")
+        preds.append((candidates[0], scores))
     return loaded, preds
 
 
@@ -51,7 +56,11 @@ def load_stage(run: Run, plan: EvaluationPlan) -> tuple[list[Benchmark], list[tu
 def score_stage(run: Run, benchmark: Benchmark, spec: str) -> Scores:
     """Run one scorer over one benchmark (embeddings and LLM answers come from the cache)."""
     with stage(run, f"score {spec} on {benchmark.name}") as st:
-        scores = make_scorer(spec, Context(run.settings)).score(benchmark)
+        scorer = make_scorer(spec, Context(run.settings))
+        if scorer.services():
+            run.require(*scorer.services())
+            scorer = make_scorer(spec, Context(run.settings))
+        scores = scorer.score(benchmark)
         st.result.rows_out = sum(d.height for d in scores.draws)
     return scores
 
@@ -78,17 +87,22 @@ def evaluate_flow(
     report_dir: str | None = None,
     json_out: str | None = None,
     plot: bool = True,
+    allow_partial: bool = False,
 ) -> dict[str, Any]:
     """Evaluate every scorer and prediction file on every benchmark; store, report, return rows.
 
     Without ``scorers``, ``trivial`` and ``tpms`` run when no predictions file is given. ``plot``
-    draws ``loss.png`` (matplotlib costs most of a second: one-off commands skip it unless asked)."""
+    draws ``loss.png`` (matplotlib costs most of a second: one-off commands skip it unless asked).
+    Results are appended: each run's rows carry its run id, every scorer's spec and the hash of
+    any predictions file; earlier runs' rows stay in ``eval_results``."""
     plan = plan_evaluation(settings, benchmarks, scorers, predictions or [])
+    if bootstrap < 0:
+        raise UsageError(f"--bootstrap {bootstrap}: expected 0 or more resamples")
+    loaded, preds = load_inputs(plan, allow_partial)
     params = dict(benchmarks=benchmarks, scorers=plan.scorers, predictions=predictions or [], baseline=baseline,
-                  bootstrap=bootstrap, seed=seed)
+                  bootstrap=bootstrap, seed=seed, allow_partial=allow_partial)
     report = Path(report_dir) if report_dir else settings.data_dir / "reports" / "evaluate"
     with flow_run(settings, "evaluate", params) as run:
-        loaded, preds = load_stage(run, plan)
         rows: list[MetricValue] = []
         with stage(run, "metrics") as st:
             for i, bench in enumerate(loaded):
@@ -107,22 +121,23 @@ def evaluate_flow(
             df = results_frame(rows)
             versions = {b.name: b.version for b in loaded}
             versions["all"] = "+".join(sorted(f"{b.name}@{b.version}" for b in loaded))
-            stored = df.with_columns(
+            stored = EVAL_RESULTS.conform(df.with_columns(
                 pl.col("benchmark").replace_strict(versions, return_dtype=pl.Utf8).alias("benchmark_version"),
                 pl.lit(run.run_id).alias("run_id"), pl.lit(utcnow()).alias("evaluated_at"),
-            )
+            ))
             run.wh.upsert(EVAL_RESULTS, stored)
             st.result.rows_in, st.result.rows_out = len(loaded), df.height
+        rows_out = [{**r, "evaluated_at": r["evaluated_at"].isoformat()} for r in stored.to_dicts()]
         tables = report_tables(df)
         md = "\n".join(t.to_markdown() for t in tables)
         report.mkdir(parents=True, exist_ok=True)
         (report / "report.md").write_text(md + "\n")
         png = plot_loss(df, report / "loss.png") if plot else None
-        (report / "results.json").write_text(json.dumps(df.to_dicts(), indent=1))
+        (report / "results.json").write_text(json.dumps(rows_out, indent=1))
         if json_out:
-            Path(json_out).write_text(json.dumps(df.to_dicts(), indent=1))
+            Path(json_out).write_text(json.dumps(rows_out, indent=1))
         publish_markdown("evaluation-report", md, "Loss and accuracy per split (best in bold)")
         publish_table("evaluation-results", df.filter(pl.col("metric").is_in(["loss", "accuracy"])).to_dicts(),
                       "Loss and accuracy with 95% intervals")
-        return {"run_id": run.run_id, "rows": df.to_dicts(), "markdown": md, "tables": tables, "report_dir": str(report),
+        return {"run_id": run.run_id, "rows": rows_out, "markdown": md, "tables": tables, "report_dir": str(report),
                 "plot": str(png) if png else None}

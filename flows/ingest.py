@@ -38,7 +38,7 @@ from revbench.warehouse import utcnow
 log = logging.getLogger("revbench.ingest")
 
 
-@stage_task("crawl", retries=1, retry_delay_seconds=5)
+@stage_task("crawl")
 def crawl_stage(run: Run, since: date, until: date, categories: list[str]) -> StageResult:
     """Crawl every open or not-yet-crawled slice; each closed slice is committed with its records."""
     with stage(run, "crawl") as st:
@@ -54,6 +54,8 @@ def crawl_stage(run: Run, since: date, until: date, categories: list[str]) -> St
         ]
         seen: set[str] = set()
         failed: list[str] = []
+        if plan:
+            run.require("arxiv")
         with st.progress(len(plan), f"crawl {len(plan)} slices") as progress:
             for cat, start, end in plan:
                 try:
@@ -80,11 +82,13 @@ def crawl_stage(run: Run, since: date, until: date, categories: list[str]) -> St
     return st.result
 
 
-@stage_task("enrich", retries=1, retry_delay_seconds=5)
+@stage_task("enrich")
 def enrich_stage(run: Run) -> StageResult:
     """Attach S2 paper and author ids to papers not yet looked up."""
     with stage(run, "enrich") as st:
         missing = st.wh.ids_missing_s2()
+        if missing:
+            run.require("s2")
         client = SemanticScholarClient(st.settings.s2, st.settings.http)
         found = failed = 0
         try:
@@ -109,13 +113,15 @@ def enrich_stage(run: Run) -> StageResult:
     return st.result
 
 
-@stage_task("extract", retries=1, retry_delay_seconds=5)
+@stage_task("extract")
 def extract_stage(run: Run) -> StageResult:
     """Download and extract every pending paper version, committing every ``commit_every``."""
     with stage(run, "extract") as st:
         settings = st.settings
         pending = st.wh.pending_documents()
         attempts = st.wh.previous_attempts(pending)
+        if pending.height:
+            run.require("pdf", "grobid")
         pdfs = PdfClient(settings.pdf, settings.http)
         grobid = GrobidHeaderClient(settings.grobid, settings.http)
         statuses: Counter[str] = Counter()
@@ -178,10 +184,13 @@ def ingest_flow(settings: Settings, since: date, until: date, categories: list[s
             [{"reason": k, "this_run": rec.notes["rejects_by_reason"].get(k, 0), "in_warehouse": v} for k, v in all_rejects.items()],
             "Rejected papers by named reason",
         )
+        rejected = run.wh.rejected_papers(run.run_id)
+        publish_table("ingest-rejected-papers", rejected.to_dicts(),
+                      "Papers this run rejected: arXiv id, title, reason and what the check saw")
         summary_md, template_version = render(
             "reports/ingest_summary.md.j2", run_id=run.run_id, since=since, until=until, categories=cats,
             synthetic=synthetic, stages=run.stages, run_rejects=rec.notes["rejects_by_reason"], totals=totals,
-            sample=rec.notes["sample"],
+            sample=rec.notes["sample"], rejected=rejected.head(50).to_dicts(), rejected_total=rejected.height,
         )
         publish_markdown("ingest-summary", summary_md, f"Ingest summary (template {template_version})")
         return {
@@ -190,6 +199,7 @@ def ingest_flow(settings: Settings, since: date, until: date, categories: list[s
             "notes": {r.stage: {k: v for k, v in r.notes.items() if k != "sample"} for r in run.stages},
             "rejects_this_run": rec.notes["rejects_by_reason"],
             "rejects_in_warehouse": all_rejects,
+            "rejected_papers": rejected.to_dicts(),
             "totals": totals,
             "warehouse": str(settings.warehouse_path.resolve()),
             "summary_markdown": summary_md,

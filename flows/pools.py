@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,14 +11,25 @@ import polars as pl
 
 from revbench.clients.semantic_scholar import SemanticScholarClient
 from revbench.embeddings import EmbeddingCache
+from revbench.errors import UsageError
 from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
 from revbench.retry import PermanentError, TransientError
-from revbench.schemas.tables import S2_AUTHOR_PAPERS
+from revbench.schemas.tables import ASSIGNMENTS, S2_AUTHOR_PAPERS
 from revbench.settings import Settings
 from revbench.tasks import pools
 from revbench.warehouse import utcnow
 
 REPORT_TAUS = [0.4, 0.5, 0.6, 0.7, 0.8]
+
+
+def set_aside(out_dir: Path, revision: int) -> None:
+    """Move the affinity files of the version being replaced into ``revision-<n>/``, kept."""
+    if not out_dir.is_dir():
+        return
+    dest = out_dir / f"revision-{revision}"
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in out_dir.glob("*.csv"):
+        f.rename(dest / f.name)
 
 
 @stage_task("embed-papers")
@@ -35,34 +47,32 @@ def embed_stage(run: Run, papers: pl.DataFrame, model: str) -> tuple[np.ndarray,
 @stage_task("fetch-s2-histories")
 def s2_stage(run: Run, s2_ids: list[str]) -> dict[str, int]:
     """Publication histories of candidates from Semantic Scholar, fetched once and kept; each
-    author is committed on its own, so a crash keeps what was fetched."""
+    author is committed on its own, so a crash keeps what was fetched. Screening counts on them:
+    when Semantic Scholar stops answering the run fails rather than screen on the corpus alone
+    (set REVBENCH_POOLS__FETCH_S2_HISTORIES=false to do that on purpose)."""
     with stage(run, "s2-histories") as st:
-        client = SemanticScholarClient(st.settings.s2, st.settings.http)
         todo = sorted(set(s2_ids) - st.wh.fetched_s2_authors())
-        fetched = failed = streak = 0
+        if todo:
+            run.require("s2")
+        client = SemanticScholarClient(st.settings.s2, st.settings.http)
+        fetched = failed = 0
         try:
-            for sid in todo:
-                if streak >= 3:
-                    # The service is down or unreachable: stop asking, screen on the corpus alone,
-                    # and leave the rest for the next run instead of retrying every author in turn.
-                    failed += 1
-                    continue
-                try:
-                    papers = client.author_papers(sid, fields="paperId,externalIds,year")
-                    streak = 0
-                except PermanentError:
-                    papers = []  # unknown to S2: remembered as fetched with no papers
-                    streak = 0
-                except TransientError:
-                    failed += 1
-                    streak += 1
-                    continue
-                rows = [{"s2_author_id": sid, "paper_key": "", "year": None, "arxiv_id": None, "fetched_at": utcnow()}]
-                rows += [{"s2_author_id": sid, "paper_key": p.get("paperId") or "", "year": p.get("year"),
-                          "arxiv_id": (p.get("externalIds") or {}).get("ArXiv"), "fetched_at": utcnow()}
-                         for p in papers if p.get("paperId")]
-                st.wh.upsert(S2_AUTHOR_PAPERS, pl.DataFrame(rows, schema=S2_AUTHOR_PAPERS.polars_schema))
-                fetched += 1
+            with st.progress(len(todo), f"S2 histories of {len(todo)} candidates") as progress:
+                for sid in todo:
+                    progress.advance()
+                    try:
+                        papers = client.author_papers(sid, fields="paperId,externalIds,year")
+                    except PermanentError:
+                        papers = []  # unknown to S2: remembered as fetched with no papers
+                    except TransientError:
+                        failed += 1  # left for the next run; the breaker stops a run on a dead service
+                        continue
+                    rows = [{"s2_author_id": sid, "paper_key": "", "year": None, "arxiv_id": None, "fetched_at": utcnow()}]
+                    rows += [{"s2_author_id": sid, "paper_key": p.get("paperId") or "", "year": p.get("year"),
+                              "arxiv_id": (p.get("externalIds") or {}).get("ArXiv"), "fetched_at": utcnow()}
+                             for p in papers if p.get("paperId")]
+                    st.wh.upsert(S2_AUTHOR_PAPERS, pl.DataFrame(rows, schema=S2_AUTHOR_PAPERS.polars_schema))
+                    fetched += 1
         finally:
             client.close()
         st.result.rows_in, st.result.rows_out, st.result.rejected = len(todo), fetched, failed
@@ -70,13 +80,21 @@ def s2_stage(run: Run, s2_ids: list[str]) -> dict[str, int]:
 
 
 @revbench_flow("pools")
-def pools_flow(settings: Settings, round: int = 1, per_category: int | None = None, tau: float | None = None) -> dict[str, Any]:
-    """Build one round of candidate pools and invitations (a re-run of a round is identical)."""
+def pools_flow(settings: Settings, round: int = 1, replace: bool = False) -> dict[str, Any]:
+    """Build one round of candidate pools and invitations. Re-running a round with the same
+    settings on the same corpus reproduces it; a round whose invitations would change is rebuilt
+    only with ``replace``, which keeps the current version as superseded."""
     p = settings.pools
-    per_category = per_category or p.queries_per_category
-    tau = p.tau if tau is None else tau
-    params = {"round": round, "per_category": per_category, "tau": tau, "seed": p.seed, "model": p.model}
-    with flow_run(settings, "pools", params) as run:
+    per_category, tau = p.queries_per_category, p.tau
+    parameters = pools.round_parameters(p, settings.arxiv.categories)
+    params_hash = pools.parameters_hash(parameters)
+    with flow_run(settings, "pools", {"round": round, "replace": replace, **parameters}) as run:
+        state = run.wh.round_state(round)
+        if state and not replace and state["params_hash"] not in (None, params_hash):
+            raise UsageError(
+                f"round {round} already has {state['invitations']} invitations built with other settings "
+                f"({pools.parameter_changes(state['parameters'], parameters)}); re-run it with its settings, choose "
+                f"another --round, or pass --replace (the current version is kept as superseded)")
         inputs = run.wh.pool_inputs()
         earlier = set() if p.reuse_queries else run.wh.earlier_queries(round)
         papers, links, authors = inputs["papers"], inputs["links"], inputs["authors"]
@@ -109,21 +127,30 @@ def pools_flow(settings: Settings, round: int = 1, per_category: int | None = No
             kept = after_coi.join(screened.select("query_id", "author_id"), on=["query_id", "author_id"], how="anti")
             assignments = pools.assign(kept, p.max_queries_per_candidate, p.candidates_per_query, p.seed)
             invites = pools.invitations(assignments, emails, names)
+            if state and not replace:
+                changed = pools.changed_pairs(run.wh.read_round(ASSIGNMENTS, round), assignments)
+                if changed:
+                    raise UsageError(
+                        f"round {round}'s invitations would change ({changed} query-candidate pairs differ from its "
+                        f"{state['invitations']} invitations): the corpus changed since it was built; choose another "
+                        "--round, or pass --replace (the current version is kept as superseded)")
             now = utcnow()
-            run.wh.save_round(round, {
+            revision = run.wh.save_round(round, {
                 "query_samples": samples.with_columns(pl.lit(p.seed).alias("seed"), pl.lit(now).alias("sampled_at")),
                 "pool_evidence": evidence, "pool_exclusions": exclusions, "assignments": assignments,
                 "invitations": invites,
-            })
+            }, params_hash, parameters, run.run_id, replace)
             st2.result.rows_in, st2.result.rows_out, st2.result.rejected = len(queries), assignments.height, exclusions.height
         out_dir = settings.data_dir / "pools" / f"round-{round}"
+        if state and replace:
+            set_aside(out_dir, state["revision"])
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "candidates_affinity.csv").write_text(pools.affinity_csv(kept))
         (out_dir / "invited_affinity.csv").write_text(pools.affinity_csv(assignments))
         per_cand = assignments.group_by("author_id").len()["len"].to_list()
         short = pools.queries_short_of_target(assignments, queries, p.candidates_per_query)
         stats = {
-            "round": round, "queries": len(queries), "papers": papers.height, "embedded_now": encoded,
+            "round": round, "revision": revision, "queries": len(queries), "papers": papers.height, "embedded_now": encoded,
             "pool_before_coi": pools.pool_sizes(evidence, queries), "pool_after_coi": pools.pool_sizes(after_coi, queries),
             "pool_after_screening": pools.pool_sizes(kept, queries),
             "exclusions": dict(Counter(exclusions["reason"].to_list())), "assignments": assignments.height,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -12,6 +13,7 @@ from typing import TypeVar
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter
 
+from revbench.errors import ServiceUnavailable
 from revbench.settings import HttpSettings
 
 T = TypeVar("T")
@@ -70,15 +72,60 @@ class _Wait:
         return float(self.backoff(state))
 
 
+class Breaker:
+    """One per service client: calls that still fail after all their retries, in a row, mean the
+    service is down or unusable, and the run must stop as failed instead of recording thousands
+    of failures (or rejecting papers) because our side could not reach it."""
+
+    def __init__(self, service: str, url: str, threshold: int):
+        self.service = service
+        self.url = url
+        self.threshold = threshold
+        self.failures = 0
+        self._lock = threading.Lock()
+
+    def success(self) -> None:
+        with self._lock:
+            self.failures = 0
+
+    def failure(self, exc: TransientError) -> None:
+        """Count one failed call; raise ``ServiceUnavailable`` once ``threshold`` are in a row."""
+        with self._lock:
+            self.failures += 1
+            tripped = self.failures >= self.threshold
+        if tripped:
+            raise ServiceUnavailable(self.service, self.url, f"{self.failures} calls in a row failed; last: {exc}") from exc
+
+
 def call_with_retries(
     fn: Callable[[], T],
     http: HttpSettings,
     what: str,
     on_retry: Callable[[int, BaseException], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    breaker: Breaker | None = None,
 ) -> T:
     """Call ``fn`` until it succeeds, retrying ``TransientError`` up to ``http.max_attempts``
-    times; the last ``TransientError`` (or any other exception) propagates."""
+    times; the last ``TransientError`` (or any other exception) propagates, unless ``breaker``
+    turns it into ``ServiceUnavailable``."""
+    if breaker is None:
+        return _retrying(fn, http, what, on_retry, sleep)
+    try:
+        result = _retrying(fn, http, what, on_retry, sleep)
+    except TransientError as exc:
+        breaker.failure(exc)
+        raise
+    except PermanentError:
+        breaker.success()  # the service answered: it is reachable, the request was wrong
+        raise
+    breaker.success()
+    return result
+
+
+def _retrying(
+    fn: Callable[[], T], http: HttpSettings, what: str, on_retry: Callable[[int, BaseException], None] | None,
+    sleep: Callable[[float], None],
+) -> T:
 
     def before_sleep(state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None

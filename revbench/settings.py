@@ -2,21 +2,45 @@
 
 from __future__ import annotations
 
+import difflib
 import json
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from revbench.errors import UsageError
+from revbench.reference import arxiv_categories
+
 DEFAULT_CATEGORIES = ["cs.AI", "cs.CL", "cs.CV", "cs.IR", "cs.LG"]
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
-class HttpSettings(BaseModel):
+class Section(BaseModel):
+    """A section of the settings tree: unknown keys and non-finite numbers are errors."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+def check_categories(categories: list[str]) -> list[str]:
+    """arXiv category ids, each one arXiv knows (``revbench/reference/arxiv_categories.txt``)."""
+    known = arxiv_categories()
+    for c in categories:
+        if c not in known:
+            close = difflib.get_close_matches(c, sorted(known), n=1)
+            raise ValueError(f"unknown arXiv category {c!r}" + (f" (did you mean {close[0]}?)" if close else ""))
+    if not categories:
+        raise ValueError("no arXiv category given")
+    return categories
+
+
+class HttpSettings(Section):
     """Retry and timeout policy shared by every HTTP client."""
 
-    timeout_seconds: float = Field(30.0, description="Per-request timeout (connect and read).")
+    timeout_seconds: float = Field(30.0, gt=0, description="Per-request timeout (connect and read).")
     max_attempts: int = Field(6, ge=1, description="Attempts per request before a fault is recorded.")
     backoff_initial_seconds: float = Field(1.0, ge=0, description="First exponential backoff wait.")
     backoff_max_seconds: float = Field(60.0, ge=0, description="Cap on one backoff wait.")
@@ -24,9 +48,15 @@ class HttpSettings(BaseModel):
         300.0, ge=0, description="Longest Retry-After we honour; longer asks are cut to this."
     )
     user_agent: str = Field("revbench/0.1", description="User-Agent sent to every service.")
+    probe_timeout_seconds: float = Field(
+        5.0, gt=0, description="Timeout of the reachability probe of each service before a stage starts."
+    )
+    breaker_failures: int = Field(
+        5, ge=1, description="Calls in a row to one service that fail after all retries before the run stops as failed."
+    )
 
 
-class ArxivSettings(BaseModel):
+class ArxivSettings(Section):
     """arXiv export API."""
 
     base_url: str = Field("https://export.arxiv.org/api/query", description="Query endpoint.")
@@ -40,8 +70,13 @@ class ArxivSettings(BaseModel):
         default_factory=lambda: list(DEFAULT_CATEGORIES), description="Categories crawled by default."
     )
 
+    @field_validator("categories")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        return check_categories(v)
 
-class SemanticScholarSettings(BaseModel):
+
+class SemanticScholarSettings(Section):
     """Semantic Scholar Graph API."""
 
     base_url: str = Field("https://api.semanticscholar.org/graph/v1", description="Graph API root.")
@@ -50,14 +85,14 @@ class SemanticScholarSettings(BaseModel):
     delay_seconds: float = Field(1.0, ge=0, description="Pause between requests.")
 
 
-class PdfSettings(BaseModel):
+class PdfSettings(Section):
     """PDF downloads."""
 
     base_url: str = Field("https://arxiv.org", description="PDFs are fetched from {base_url}/pdf/{id}v{n}.")
     max_bytes: int = Field(50_000_000, ge=1024, description="Larger PDFs are rejected (pdf_too_large).")
 
 
-class GrobidSettings(BaseModel):
+class GrobidSettings(Section):
     """GROBID service."""
 
     base_url: str = Field("http://localhost:8070", description="GROBID server root.")
@@ -67,7 +102,7 @@ class GrobidSettings(BaseModel):
     busy_sleep_seconds: int = Field(5, ge=0, description="Wait after a 503 (server busy) answer.")
 
 
-class LlmSettings(BaseModel):
+class LlmSettings(Section):
     """OpenAI-compatible LLM endpoint (used by later stages)."""
 
     base_url: str | None = Field(None, description="Endpoint root ending in /v1; unset = offline fallbacks.")
@@ -75,7 +110,7 @@ class LlmSettings(BaseModel):
     model: str = Field("gpt-4o-mini", description="Model name sent with each request.")
 
 
-class IngestSettings(BaseModel):
+class IngestSettings(Section):
     """Reconciliation rules and batching of the ingest flow."""
 
     title_similarity_threshold: float = Field(
@@ -88,7 +123,7 @@ class IngestSettings(BaseModel):
     commit_every: int = Field(200, ge=1, description="Documents per warehouse commit while extracting.")
 
 
-class DisambiguateSettings(BaseModel):
+class DisambiguateSettings(Section):
     """Author disambiguation."""
 
     max_block_size: int = Field(500, ge=10, description="Larger name blocks are split (by given name, then hash).")
@@ -103,14 +138,14 @@ class DisambiguateSettings(BaseModel):
     recent_years: int = Field(2, ge=1, description="Window (years back from the newest paper) of recent-paper counts.")
 
 
-class PoolsSettings(BaseModel):
+class PoolsSettings(Section):
     """Query sampling, candidate recall, conflicts of interest, screening and assignment."""
 
     model: str = Field("all-MiniLM-L6-v2", description="Sentence-transformers model (name or path) for paper embeddings.")
     queries_per_category: int = Field(800, ge=1, description="Query papers sampled per category and round.")
     reuse_queries: bool = Field(False, description="Allow papers used as queries in earlier rounds.")
     seed: int = Field(0, description="Seed of sampling and assignment tie-breaks.")
-    tau: float = Field(0.6, ge=-1, le=1, description="Cosine similarity above which a paper is a query's neighbour.")
+    tau: float = Field(0.6, gt=0, le=1, description="Cosine similarity (0 < tau <= 1) above which a paper is a query's neighbour.")
     max_neighbors: int = Field(0, ge=0, description="Cap on neighbours per query (0: no cap).")
     same_affiliation_coi: bool = Field(False, description="Also exclude candidates sharing an affiliation with a query author.")
     min_recent_papers: int = Field(3, ge=0, description="Screening: papers a candidate needs in the recent window.")
@@ -120,7 +155,15 @@ class PoolsSettings(BaseModel):
     candidates_per_query: int = Field(10, ge=1, description="Target invitations per query.")
 
 
-class ReplaySettings(BaseModel):
+class WarehouseSettings(Section):
+    """The DuckDB warehouse file."""
+
+    lock_wait_seconds: float = Field(
+        30.0, ge=0, description="How long a command waits for another revbench process to release the warehouse."
+    )
+
+
+class ReplaySettings(Section):
     """Local replay server (demo, tests, benchmarks)."""
 
     host: str = Field("127.0.0.1", description="Bind address; loopback only.")
@@ -136,11 +179,18 @@ class Settings(BaseSettings):
     """Root of the settings tree."""
 
     model_config = SettingsConfigDict(
-        env_prefix="REVBENCH_", env_nested_delimiter="__", env_file=".env", extra="ignore"
+        env_prefix="REVBENCH_", env_nested_delimiter="__", env_file=".env", extra="ignore", allow_inf_nan=False
     )
 
     data_dir: Path = Field(Path("data"), description="Everything written (warehouse, caches, releases).")
-    log_level: str = Field("INFO", description="Log level of revbench's own loggers.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
+        "INFO", description="Log level of revbench's own loggers (DEBUG, INFO, WARNING, ERROR, CRITICAL)."
+    )
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, v: Any) -> Any:
+        return v.upper() if isinstance(v, str) else v
     http: HttpSettings = Field(default_factory=HttpSettings)
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
     s2: SemanticScholarSettings = Field(default_factory=SemanticScholarSettings)
@@ -150,6 +200,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     disambiguate: DisambiguateSettings = Field(default_factory=DisambiguateSettings)
     pools: PoolsSettings = Field(default_factory=PoolsSettings)
+    warehouse: WarehouseSettings = Field(default_factory=WarehouseSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
 
     def with_overrides(self, **changes: Any) -> Settings:
@@ -181,6 +232,35 @@ class Settings(BaseSettings):
     @cached_property
     def releases_dir(self) -> Path:
         return self.data_dir / "releases"
+
+
+def check_environment(environ: Mapping[str, str], dotenv: Path | None = None) -> None:
+    """Refuse ``REVBENCH_`` variables the settings tree does not have (a typo would otherwise be
+    ignored and its default used), in the environment and in ``dotenv``."""
+    known = set(env_names())
+    sources: list[tuple[str, str]] = [(k, "the environment") for k in environ if k.upper().startswith("REVBENCH_")]
+    if dotenv is not None and dotenv.is_file():
+        for line in dotenv.read_text(errors="replace").splitlines():
+            key = line.strip().removeprefix("export ").partition("=")[0].strip()
+            if key.upper().startswith("REVBENCH_") and not line.lstrip().startswith("#"):
+                sources.append((key, str(dotenv)))
+    for key, where in sources:
+        if key.upper() not in known:
+            close = difflib.get_close_matches(key.upper(), sorted(known), n=1)
+            hint = f"; did you mean {close[0]}?" if close else "; `revbench env-example` lists every setting"
+            raise UsageError(f"unknown setting {key} in {where}{hint}")
+
+
+def settings_error(exc: ValidationError, flags: Mapping[str, str] | None = None) -> UsageError:
+    """A settings validation error as one line naming the variable (or the command-line flag
+    that set it) and what was expected."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    name = (flags or {}).get(loc) or "REVBENCH_" + "__".join(str(p).upper() for p in err["loc"][:2])
+    value = err.get("input")
+    shown = "" if isinstance(value, (dict, SecretStr)) or "key" in loc else f"={value!r}"
+    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return UsageError(f"{name}{shown}: {err['msg'].removeprefix('Value error, ')}{more}")
 
 
 def env_names(model: type[BaseModel] = Settings, prefix: str = "REVBENCH_") -> list[str]:

@@ -26,6 +26,8 @@ class Column:
     max_value: float | None = None
     min_length: int | None = None
     since: int = 1
+    backfill: str | None = None
+    """SQL for the value of rows that existed before the column did (when a migration rebuilds the table)."""
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,13 @@ RECONCILE_REASONS: tuple[str, ...] = (
     "corrupted_text",
 )
 
-REJECT_REASONS: tuple[str, ...] = tuple(s for s in DOCUMENT_STATUSES if s != "ok") + RECONCILE_REASONS
-"""Named reasons a paper is not loaded; every drop is one row in ``rejects`` with one of these."""
-
 TRANSIENT_DOCUMENT_STATUSES: tuple[str, ...] = ("fetch_failed",)
+"""Statuses that mean our side could not reach a service: the paper stays pending, never rejected."""
+
+REJECT_REASONS: tuple[str, ...] = (
+    tuple(s for s in DOCUMENT_STATUSES if s != "ok" and s not in TRANSIENT_DOCUMENT_STATUSES) + RECONCILE_REASONS
+)
+"""Named reasons a paper is not loaded; every drop is one row in ``rejects`` with one of these."""
 
 _TS = pl.Datetime("us", "UTC")
 PDF_AUTHOR = pl.Struct(
@@ -63,7 +66,7 @@ RUNS = Table(
     columns=(
         Column("run_id", pl.Utf8, nullable=False, doc="Prefect flow run id (or a local uuid)"),
         Column("flow", pl.Utf8, nullable=False),
-        Column("status", pl.Utf8, nullable=False, allowed=("running", "completed", "failed", "crashed")),
+        Column("status", pl.Utf8, nullable=False, allowed=("running", "completed", "failed", "cancelled", "crashed")),
         Column("started_at", _TS, nullable=False),
         Column("finished_at", _TS),
         Column("parameters", pl.Utf8, doc="JSON of the flow parameters (never secrets)"),
@@ -230,12 +233,16 @@ EVAL_RESULTS = Table(
         Column("ci_low", pl.Float64),
         Column("ci_high", pl.Float64),
         Column("n", pl.Int64, nullable=False, min_value=0),
-        Column("run_id", pl.Utf8),
+        Column("run_id", pl.Utf8, nullable=False, backfill="'legacy-' || benchmark_version"),
         Column("evaluated_at", _TS, nullable=False),
         Column("spec", pl.Utf8, since=5, doc="what produced the scores: the scorer with every parameter, or the predictions file"),
+        Column("predictions_sha256", pl.Utf8, since=6, doc="sha256 of the predictions file, when the scores came from one"),
+        Column("coverage", pl.Float64, since=6, min_value=0, max_value=1,
+               doc="share of the split's rated pairs the scores covered (1 unless --allow-partial)"),
     ),
-    primary_key=("benchmark", "benchmark_version", "split", "scorer", "metric"),
-    doc="Every metric of every scorer on every benchmark version and split; reruns replace their own rows.",
+    primary_key=("run_id", "benchmark", "split", "scorer", "metric"),
+    doc="Every metric of every scorer on every benchmark version and split, one set of rows per evaluation run "
+        "(append-only: earlier runs stay queryable).",
     since=2,
 )
 
@@ -334,11 +341,13 @@ QUERY_SAMPLES = Table(
     columns=(
         _ID,
         Column("round", pl.Int64, nullable=False, min_value=1),
+        Column("revision", pl.Int64, nullable=False, min_value=1, since=6, backfill="1",
+               doc="version of the round; replacing a round keeps the earlier one as superseded"),
         Column("seed", pl.Int64, nullable=False),
         Column("category", pl.Utf8, nullable=False),
         Column("sampled_at", _TS, nullable=False),
     ),
-    primary_key=("arxiv_id", "round"),
+    primary_key=("arxiv_id", "round", "revision"),
     doc="Query papers of each sampling round, with the seed that drew them.",
     since=4,
 )
@@ -347,12 +356,14 @@ POOL_EVIDENCE = Table(
     name="pool_evidence",
     columns=(
         Column("round", pl.Int64, nullable=False),
+        Column("revision", pl.Int64, nullable=False, min_value=1, since=6, backfill="1",
+               doc="version of the round; replacing a round keeps the earlier one as superseded"),
         Column("query_id", pl.Utf8, nullable=False),
         Column("author_id", pl.Utf8, nullable=False),
         Column("neighbor_id", pl.Utf8, nullable=False),
         Column("similarity", pl.Float64, nullable=False),
     ),
-    primary_key=("round", "query_id", "author_id", "neighbor_id"),
+    primary_key=("round", "revision", "query_id", "author_id", "neighbor_id"),
     doc="Why a candidate is in a query's pool: the neighbour papers they wrote and their similarity.",
     since=4,
 )
@@ -361,12 +372,14 @@ POOL_EXCLUSIONS = Table(
     name="pool_exclusions",
     columns=(
         Column("round", pl.Int64, nullable=False),
+        Column("revision", pl.Int64, nullable=False, min_value=1, since=6, backfill="1",
+               doc="version of the round; replacing a round keeps the earlier one as superseded"),
         Column("query_id", pl.Utf8, nullable=False),
         Column("author_id", pl.Utf8, nullable=False),
         Column("reason", pl.Utf8, nullable=False, allowed=EXCLUSION_REASONS),
         Column("detail", pl.Utf8),
     ),
-    primary_key=("round", "query_id", "author_id"),
+    primary_key=("round", "revision", "query_id", "author_id"),
     doc="Candidates removed from a query's pool, with the first reason that applied.",
     since=4,
 )
@@ -375,12 +388,14 @@ ASSIGNMENTS = Table(
     name="assignments",
     columns=(
         Column("round", pl.Int64, nullable=False),
+        Column("revision", pl.Int64, nullable=False, min_value=1, since=6, backfill="1",
+               doc="version of the round; replacing a round keeps the earlier one as superseded"),
         Column("query_id", pl.Utf8, nullable=False),
         Column("author_id", pl.Utf8, nullable=False),
         Column("score", pl.Float64, nullable=False),
         Column("rank", pl.Int64, nullable=False),
     ),
-    primary_key=("round", "query_id", "author_id"),
+    primary_key=("round", "revision", "query_id", "author_id"),
     doc="Which candidates are invited for which query (at most the workload cap each).",
     since=4,
 )
@@ -389,12 +404,14 @@ INVITATIONS = Table(
     name="invitations",
     columns=(
         Column("round", pl.Int64, nullable=False),
+        Column("revision", pl.Int64, nullable=False, min_value=1, since=6, backfill="1",
+               doc="version of the round; replacing a round keeps the earlier one as superseded"),
         Column("author_id", pl.Utf8, nullable=False),
         Column("email", pl.Utf8, nullable=False),
         Column("name", pl.Utf8, nullable=False),
         Column("query_ids", pl.List(pl.Utf8), nullable=False),
     ),
-    primary_key=("round", "author_id"),
+    primary_key=("round", "revision", "author_id"),
     doc="One consolidated invitation per candidate, listing its query papers.",
     since=4,
 )
@@ -411,6 +428,25 @@ S2_AUTHOR_PAPERS = Table(
     primary_key=("s2_author_id", "paper_key"),
     doc="Publication histories fetched from Semantic Scholar for screening (an empty key marks a fetched author).",
     since=4,
+)
+
+POOL_ROUNDS = Table(
+    name="pool_rounds",
+    columns=(
+        Column("round", pl.Int64, nullable=False, min_value=1),
+        Column("revision", pl.Int64, nullable=False, min_value=1),
+        Column("status", pl.Utf8, nullable=False, allowed=("current", "superseded")),
+        Column("params_hash", pl.Utf8, nullable=False),
+        Column("parameters", pl.Utf8, nullable=False, doc="JSON of the pool settings that built this revision"),
+        Column("invitations", pl.Int64, nullable=False, min_value=0),
+        Column("run_id", pl.Utf8),
+        Column("created_at", _TS, nullable=False),
+        Column("superseded_at", _TS),
+    ),
+    primary_key=("round", "revision"),
+    doc="Each version of each sampling round; a round is rebuilt with other parameters only on request, "
+        "and the version it replaces stays here (and in the pool tables) as superseded.",
+    since=6,
 )
 
 ALL_TABLES: tuple[Table, ...] = (
@@ -436,6 +472,7 @@ ALL_TABLES: tuple[Table, ...] = (
     ASSIGNMENTS,
     INVITATIONS,
     S2_AUTHOR_PAPERS,
+    POOL_ROUNDS,
 )
 
 TABLES: dict[str, Table] = {t.name: t for t in ALL_TABLES}

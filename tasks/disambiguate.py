@@ -21,8 +21,9 @@ import polars as pl
 from rapidfuzz import fuzz
 
 from revbench.tasks.normalize import block_key, canonical_institution, given_name, normalize_affiliation, normalize_email
+from revbench.workers import map_unordered
 
-METHOD_VERSION = "1"
+METHOD_VERSION = "2"
 """Bump when a rule changes so every block is decided again."""
 
 
@@ -37,6 +38,8 @@ class Mention:
     raw_aff: str | None
     s2: str | None
     given: str
+    coauthors: tuple[str, ...] = ()
+    title: str | None = None
 
 
 @dataclass
@@ -48,6 +51,10 @@ class Instance:
     affiliations: list[str]
     emails: list[str]
     s2_ids: list[str]
+    coauthors: list[str] = field(default_factory=list)
+    """Names of the people the mentions wrote with (what tells two homonyms apart)."""
+    titles: list[str] = field(default_factory=list)
+    """Titles of the papers, for topics."""
 
 
 @dataclass
@@ -100,8 +107,14 @@ def mentions_frame_to_blocks(mentions: pl.DataFrame, max_block: int) -> tuple[di
     then deterministically by hash, and reported."""
     blocks: dict[str, list[Mention]] = defaultdict(list)
     cols = ["arxiv_id", "position", "name", "email", "institution", "affiliation", "s2_author_id"]
-    for aid, pos, name, email, inst, aff, s2 in mentions.select(cols).iter_rows():
-        m = Mention(f"{aid}:{pos}", name, normalize_email(email), normalize_affiliation(inst, aff), inst or aff, s2, given_name(name))
+    titles = mentions["title"].to_list() if "title" in mentions.columns else [None] * mentions.height
+    names_of: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for aid, pos, name in mentions.select("arxiv_id", "position", "name").iter_rows():
+        names_of[aid].append((pos, name))
+    for (aid, pos, name, email, inst, aff, s2), title in zip(mentions.select(cols).iter_rows(), titles, strict=True):
+        co = tuple(n for p, n in sorted(names_of[aid]) if p != pos)
+        m = Mention(f"{aid}:{pos}", name, normalize_email(email), normalize_affiliation(inst, aff), inst or aff, s2,
+                    given_name(name), co, title)
         blocks[block_key(name)].append(m)
     split: list[str] = []
     for key in [k for k, v in blocks.items() if len(v) > max_block]:
@@ -122,7 +135,7 @@ def mentions_frame_to_blocks(mentions: pl.DataFrame, max_block: int) -> tuple[di
 
 def block_hash(key: str, members: list[Mention], decider_name: str) -> str:
     """What a block's decision depends on; unchanged hash, nothing to redo."""
-    rows = sorted((m.key, m.name, m.email or "", m.aff or "", m.s2 or "") for m in members)
+    rows = sorted((m.key, m.name, m.email or "", m.aff or "", m.s2 or "", list(m.coauthors), m.title or "") for m in members)
     return hashlib.sha256(json.dumps([key, rows, decider_name, METHOD_VERSION]).encode()).hexdigest()
 
 
@@ -144,6 +157,8 @@ def instances_of(members: list[Mention], uf: UnionFind) -> list[Instance]:
             affiliations=sorted({m.raw_aff for m in ms if m.raw_aff}),
             emails=sorted({m.email for m in ms if m.email}),
             s2_ids=sorted({m.s2 for m in ms if m.s2}),
+            coauthors=sorted({c for m in ms for c in m.coauthors}),
+            titles=sorted({m.title for m in ms if m.title}),
         ))
     return out
 
@@ -345,24 +360,26 @@ def disambiguate(
     min_similarity: float,
     now: Any,
     concurrency: int = 1,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Outcome:
-    """Decide every block whose inputs changed since ``known_hashes``; the rest is kept."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    """Decide every block whose inputs changed since ``known_hashes``; the rest is kept.
+    ``progress(done, total)`` is called after each block decided."""
     blocks, split = mentions_frame_to_blocks(mentions, max_block)
     hashes = {k: block_hash(k, v, decider_name) for k, v in blocks.items()}
     todo = sorted(k for k, h in hashes.items() if known_hashes.get(k) != h)
     drop = sorted(set(known_hashes) - set(blocks))
 
-    def run(k: str) -> BlockResult:
-        return decide_block(k, blocks[k], decider, min_similarity)
+    def run(k: str) -> tuple[str, BlockResult]:
+        return k, decide_block(k, blocks[k], decider, min_similarity)
 
     # Deciders that call an LLM spend their time waiting; threads overlap those waits.
-    if concurrency > 1 and decider is not None:
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            results = list(pool.map(run, todo))
-    else:
-        results = [run(k) for k in todo]
+    decided = map_unordered(run, todo, concurrency) if concurrency > 1 and decider is not None else map(run, todo)
+    by_key: dict[str, BlockResult] = {}
+    for k, res in decided:
+        by_key[k] = res
+        if progress:
+            progress(len(by_key), len(todo))
+    results = [by_key[k] for k in todo]
     merges: Counter[str] = Counter()
     link_rows, block_rows, decisions = [], [], []
     for k, res in zip(todo, results, strict=True):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime
 from typing import Any
 
@@ -12,14 +11,18 @@ import polars as pl
 
 from revbench.clients.grobid import GrobidHeaderClient
 from revbench.clients.pdf import PdfClient
+from revbench.errors import ServiceUnavailable
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import DOCUMENTS
+from revbench.workers import map_unordered
 
 _PDF_FINAL = {"pdf_unavailable", "pdf_not_pdf", "pdf_too_large", "pdf_truncated"}
 
 
 def extract_one(pdfs: PdfClient, grobid: GrobidHeaderClient, arxiv_id: str, version: int, now: Callable[[], datetime]) -> dict[str, Any]:
-    """The ``documents`` row for one version; every failure becomes a status, never an exception."""
+    """The ``documents`` row for one version; every failure of this document becomes a status,
+    never an exception. A service that stopped answering (``ServiceUnavailable``) is not this
+    document's failure: it propagates and stops the stage."""
     row: dict[str, Any] = {"arxiv_id": arxiv_id, "version": version, "attempts": 1}
     try:
         pdf = pdfs.fetch(arxiv_id, version)
@@ -28,6 +31,8 @@ def extract_one(pdfs: PdfClient, grobid: GrobidHeaderClient, arxiv_id: str, vers
         if kind is None:
             kind = "pdf_unavailable" if isinstance(exc, PermanentError) else "fetch_failed"
         return {**row, "status": kind, "detail": str(exc)[:500], "extracted_at": now()}
+    except ServiceUnavailable:
+        raise
     except Exception as exc:  # a client bug must not stop the other documents
         return {**row, "status": "fetch_failed", "detail": f"{type(exc).__name__}: {exc}"[:500], "extracted_at": now()}
     row.update(pdf_sha256=hashlib.sha256(pdf).hexdigest(), pdf_bytes=len(pdf))
@@ -38,6 +43,8 @@ def extract_one(pdfs: PdfClient, grobid: GrobidHeaderClient, arxiv_id: str, vers
         return {**row, "status": status, "detail": str(exc)[:500], "extracted_at": now()}
     except PermanentError as exc:
         return {**row, "status": "grobid_failed", "detail": str(exc)[:500], "extracted_at": now()}
+    except ServiceUnavailable:
+        raise
     except Exception as exc:
         return {**row, "status": "fetch_failed", "detail": f"{type(exc).__name__}: {exc}"[:500], "extracted_at": now()}
     row.update(
@@ -61,30 +68,26 @@ def extract_all(
     attempts_before: dict[tuple[str, int], int] | None = None,
 ) -> Iterator[pl.DataFrame]:
     """Extract every (arxiv_id, version) in ``keys`` with bounded concurrency, yielding batches
-    of ``documents`` rows as they complete, so the caller can commit as it goes."""
+    of ``documents`` rows as they complete, so the caller can commit as it goes. When a service
+    stops answering, the finished rows are yielded before ``ServiceUnavailable`` is raised."""
     attempts_before = attempts_before or {}
     todo = list(keys.select("arxiv_id", "version").iter_rows())
     batch: list[dict[str, Any]] = []
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="extract") as pool:
-        pending: set[Future[dict[str, Any]]] = set()
-        it = iter(todo)
-        # Keep at most 2x concurrency in flight so memory stays flat on large refreshes.
-        for aid, ver in it:
-            pending.add(pool.submit(extract_one, pdfs, grobid, aid, ver, now))
-            if len(pending) >= 2 * concurrency:
-                break
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                row = fut.result()
-                row["attempts"] = attempts_before.get((row["arxiv_id"], row["version"]), 0) + 1
-                batch.append(row)
-                nxt = next(it, None)
-                if nxt is not None:
-                    pending.add(pool.submit(extract_one, pdfs, grobid, nxt[0], nxt[1], now))
-            if len(batch) >= batch_size:
+    results = map_unordered(lambda k: extract_one(pdfs, grobid, k[0], k[1], now), todo, concurrency)
+    while True:
+        try:
+            row = next(results)
+        except StopIteration:
+            break
+        except ServiceUnavailable:
+            if batch:
                 yield documents_frame(batch)
-                batch = []
+            raise
+        row["attempts"] = attempts_before.get((row["arxiv_id"], row["version"]), 0) + 1
+        batch.append(row)
+        if len(batch) >= batch_size:
+            yield documents_frame(batch)
+            batch = []
     if batch:
         yield documents_frame(batch)
 

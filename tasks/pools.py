@@ -7,7 +7,9 @@ Every function is pure over frames and arrays; the flow reads and writes the war
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter, defaultdict
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -256,3 +258,25 @@ def queries_short_of_target(assignments: pl.DataFrame, query_ids: list[str], per
     """Queries with fewer than ``per_query`` invited candidates (none counts too)."""
     assigned = assignments.group_by("query_id").len()
     return assigned.filter(pl.col("len") < per_query).height + len(set(query_ids) - set(assigned["query_id"].to_list()))
+
+
+def round_parameters(settings: Any, categories: list[str]) -> dict[str, Any]:
+    """Every setting that shapes a round's invitations (``settings`` is ``PoolsSettings``)."""
+    return {**settings.model_dump(), "categories": sorted(categories)}
+
+
+def parameters_hash(parameters: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(parameters, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def parameter_changes(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """``tau 0.6 -> 0.5, seed 0 -> 3`` for the settings that differ."""
+    keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    return ", ".join(f"{k} {old.get(k)} -> {new.get(k)}" for k in keys) or "none"
+
+
+def changed_pairs(old: pl.DataFrame, new: pl.DataFrame) -> int:
+    """(query, candidate) invitations in one frame and not the other."""
+    a = set(old.select("query_id", "author_id").iter_rows())
+    b = set(new.select("query_id", "author_id").iter_rows())
+    return len(a ^ b)

@@ -46,6 +46,19 @@ def on_replay(settings: Settings, app: ReplayApp) -> Settings:
     return settings.with_overrides(**overrides)
 
 
+def run_cli(*args: str) -> tuple[int, str, str]:
+    """The command line in this process: (exit code, stdout, stderr), as a user sees them."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from revbench.app.cli import run
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = run(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
 def settings_env(settings: Settings) -> dict[str, str]:
     """``settings`` as the REVBENCH_ variables a command-line process would read them from."""
     import json
@@ -66,13 +79,19 @@ def settings_env(settings: Settings) -> dict[str, str]:
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own data dir and cwd (so no stray .env is read)."""
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every test gets its own data dir and cwd (so no stray .env is read), and leaves the
+    logging set-up a command-line run installs behind it."""
     for k in [k for k in os.environ if k.startswith("REVBENCH_")]:
         monkeypatch.delenv(k)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("REVBENCH_DATA_DIR", str(tmp_path / "data"))
-    return tmp_path
+    import logging
+
+    log = logging.getLogger("revbench")
+    handlers, level, propagate = list(log.handlers), log.level, log.propagate
+    yield tmp_path
+    log.handlers, log.level, log.propagate = handlers, level, propagate
 
 
 @pytest.fixture

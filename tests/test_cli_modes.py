@@ -57,7 +57,7 @@ def test_only_predictions_runs_only_them_and_a_name_clash_stops_before_work(tmp_
     clash = _cli(["evaluate", "-b", f"openreview={data}", "-s", "tpms", "-p", f"tpms={tmp_path / 'tpms.json'}"],
                  tmp_path / "data")
     assert clash.returncode == 2
-    message = [line for line in clash.stdout.splitlines() if line.strip()]
+    message = [line for line in clash.stderr.splitlines() if line.strip()]
     assert len(message) == 1 and "--predictions tpms=" in message[0] and "--scorer 'tpms'" in message[0]
     assert not (tmp_path / "data" / "warehouse.duckdb").exists()
     ok = _cli(["evaluate", "-b", f"openreview={data}", "-p", f"tpms={tmp_path / 'tpms.json'}", "--bootstrap", "0",

@@ -12,14 +12,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from typer.testing import CliRunner
 
-from revbench.app.cli import app as cli_app
 from revbench.flows.ingest import ingest_flow
 from revbench.schemas.tables import DOCUMENTS, MENTIONS, PAPERS, REJECTS
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
-from tests.conftest import WORLD_SINCE, WORLD_UNTIL, on_replay, settings_env
+from tests.conftest import WORLD_SINCE, WORLD_UNTIL, on_replay, run_cli, settings_env
 
 pytestmark = pytest.mark.slow
 
@@ -166,12 +164,19 @@ def test_status_command_and_curator_artifacts(prefect_server, small_world, repla
     assert any(a.type == "progress" for a in arts)
     assert "pdf_truncated" in str(by_key["ingest-rejects"].data)
     assert "Sample of papers loaded" in str(by_key["ingest-summary"].data)
-    result = CliRunner().invoke(cli_app, ["status"])
-    assert result.exit_code == 0, result.output
-    assert "papers" in result.output and "mentions" in result.output
-    assert "pdf_truncated" in result.output or "title_mismatch" in result.output
+    # Curators see the rejected papers themselves: id, title, reason and what the check saw.
+    bad = pl.read_parquet(small_world / "truth" / "bad_records.parquet")
+    listed = str(by_key["ingest-rejected-papers"].data)
+    planted = bad.filter(pl.col("kind") == "title_mismatch").row(0, named=True)
+    assert planted["arxiv_id"] in listed and "title_mismatch" in listed and "Papers rejected in this run" in str(by_key["ingest-summary"].data)
+    assert {r["arxiv_id"] for r in summary["rejected_papers"]} == set(bad["arxiv_id"])
+    assert all(r["title"] for r in summary["rejected_papers"])
+    code, out, err = run_cli("status")
+    assert code == 0, out + err
+    assert "papers" in out and "mentions" in out
+    assert "pdf_truncated" in out or "title_mismatch" in out
 
 
 def test_status_without_warehouse_says_what_to_do() -> None:
-    result = CliRunner().invoke(cli_app, ["status"])
-    assert result.exit_code == 1 and "revbench demo" in result.output
+    code, out, _err = run_cli("status")
+    assert code == 1 and "revbench demo" in out

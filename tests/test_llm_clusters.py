@@ -14,8 +14,8 @@ from revbench.tasks.llm_clusters import InvalidAnswer, llm_decider, parse_cluste
 from tests.conftest import on_replay
 
 INSTANCES = [
-    Instance([0], ["Li Chen"], ["MIT"], [], ["s2-7"]),
-    Instance([1], ["L. Chen"], ["Massachusetts Institute of Technology"], ["li@mit.example"], []),
+    Instance([0], ["Li Chen"], ["MIT"], [], ["s2-7"], ["Ana Silva"], ["Sparse retrieval for reviewers"]),
+    Instance([1], ["L. Chen"], ["Massachusetts Institute of Technology"], ["li@mit.example"], [], ["Ana Silva"]),
     Instance([2], ["Li Chen"], ["Peking University"], [], []),
 ]
 
@@ -39,7 +39,7 @@ def test_a_correct_answer_merges_and_is_recorded(replay, settings, tmp_path: Pat
     client = _client(on_replay(settings, replay()), tmp_path)
     d = llm_decider(client)("chen|l", INSTANCES)
     assert d.groups == [[1, 2], [3]] and d.method == "llm"
-    assert d.record["valid"] and d.record["model"] == "gpt-4o-mini" and d.record["template_version"].startswith("1-")
+    assert d.record["valid"] and d.record["model"] == "gpt-4o-mini" and d.record["template_version"].startswith("2-")
     assert json.loads(d.record["answer"]) == {"clusters": [[1, 2], [3]]}
     again = llm_decider(client)("chen|l", INSTANCES)
     assert again.groups == d.groups and client.requests_made == 1 and again.record["cached"]
@@ -73,3 +73,17 @@ def test_parse_clusters_strictness() -> None:
     for bad in ['{"clusters": [[1, true], [2, 3]]}', '{"clusters": []}', '{"clusters": [[1], []]}', "[[1,2,3]]"]:
         with pytest.raises(InvalidAnswer):
             parse_clusters(bad, 3)
+
+
+def test_the_prompt_shows_what_separates_homonyms_and_the_verifier_uses_it(replay, settings, tmp_path: Path) -> None:
+    from revbench.templates import render
+
+    twins = [
+        Instance([0], ["Li Chen"], ["MIT"], ["li.chen@mit.example"], [], ["Ana Silva"], ["Graph learning"]),
+        Instance([1], ["Li Chen"], ["Massachusetts Institute of Technology"], ["li.chen2@mit.example"], [], ["Bo Wu"]),
+        Instance([2], ["Lei Chen"], ["MIT"], [], [], ["Ana Silva"]),
+    ]
+    prompt, _ = render("prompts/author_clusters.j2", instances=twins)
+    assert "li.chen2@mit.example" in prompt and "co-authors: Ana Silva" in prompt and "papers: Graph learning" in prompt
+    d = llm_decider(_client(on_replay(settings, replay()), tmp_path))("chen|l", twins)
+    assert d.groups == [[1], [2], [3]]  # two addresses at one domain; two given names

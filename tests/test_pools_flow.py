@@ -21,16 +21,17 @@ pytestmark = pytest.mark.slow
 
 def _round(s: Settings, n: int) -> dict[str, pl.DataFrame]:
     with Warehouse.open(s.warehouse_path) as wh:
-        return {t.name: wh.read(t).filter(pl.col("round") == n).drop([c for c in ("sampled_at",) if c in t.names])
+        return {t.name: wh.read_round(t, n).drop([c for c in ("sampled_at",) if c in t.names])
                 for t in (QUERY_SAMPLES, POOL_EVIDENCE, ASSIGNMENTS, INVITATIONS)}
 
 
 def test_pools_round(prefect_server, small_world, replay, settings) -> None:
     s = on_replay(settings, replay(world=small_world)).with_overrides(
-        pools={"tau": 0.5, "min_recent_papers": 1, "candidates_per_query": 4, "max_queries_per_candidate": 2})
+        pools={"tau": 0.5, "min_recent_papers": 1, "candidates_per_query": 4, "max_queries_per_candidate": 2,
+               "queries_per_category": 4})
     ingest_flow(s, date(2026, 9, 1), date(2026, 9, 15))
     disambiguate_flow(s)
-    first = pools_flow(s, round=1, per_category=4)
+    first = pools_flow(s, round=1)
     assert first["embedded_now"] > 0 and first["assignments"] > 0
     with Warehouse.open(s.warehouse_path) as wh:
         links = wh.read(AUTHOR_LINKS)
@@ -41,7 +42,7 @@ def test_pools_round(prefect_server, small_world, replay, settings) -> None:
     assert r1["assignments"].join(r1["pool_evidence"], on=["query_id", "author_id"], how="anti").height == 0
     assert r1["invitations"]["email"].null_count() == 0
 
-    again = pools_flow(s, round=1, per_category=4)
+    again = pools_flow(s, round=1)
     assert again["embedded_now"] == 0
     for name, df in _round(s, 1).items():
         assert df.equals(r1[name]), name
@@ -52,6 +53,6 @@ def test_pools_round(prefect_server, small_world, replay, settings) -> None:
     disambiguate_flow(s)
     with Warehouse.open(s.warehouse_path) as wh:
         after = wh.count(PAPERS)
-    grown = pools_flow(s, round=2, per_category=4)
+    grown = pools_flow(s, round=2)
     assert after > before and grown["embedded_now"] == after - before  # only the new papers
     assert not set(_round(s, 2)["query_samples"]["arxiv_id"]) & set(r1["query_samples"]["arxiv_id"])

@@ -7,6 +7,8 @@ and runs each load in one transaction so that a crash leaves nothing partial.
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -16,6 +18,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from revbench.errors import WarehouseBusy, WarehouseDamaged
 from revbench.schemas.model import Table
 from revbench.schemas.tables import (
     ARXIV_RECORDS,
@@ -32,11 +35,30 @@ from revbench.schemas.tables import (
     TRANSIENT_DOCUMENT_STATUSES,
 )
 from revbench.warehouse.ddl import create_table_sql
-from revbench.warehouse.migrations import migrations
+from revbench.warehouse.holder import describe, read_holder
+from revbench.warehouse.migrations import LATEST_VERSION, migrations
 
 
 def _q(name: str) -> str:
     return f'"{name}"'
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """DuckDB answers Ctrl-C during a query by cancelling it and raising its own error; it is
+    an interrupt, and the run must end as cancelled, not failed."""
+    try:
+        yield
+    except (RuntimeError, duckdb.InterruptException) as exc:
+        if isinstance(exc, duckdb.InterruptException) or "interrupted" in str(exc).lower():
+            raise KeyboardInterrupt("interrupted during a warehouse query") from exc
+        raise
+
+
+def _damaged(path: Path, exc: BaseException) -> str:
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return (f"the warehouse {path} cannot be read ({first}); restore it from a backup, or move it aside "
+            f"(mv {path} {path}.broken) and the next run starts a new one")
 
 
 def utcnow() -> datetime:
@@ -47,24 +69,69 @@ def utcnow() -> datetime:
 class Warehouse:
     """A DuckDB file with the revbench schema, migrated on open."""
 
-    def __init__(self, path: Path | str, read_only: bool = False):
+    def __init__(self, path: Path | str, read_only: bool = False, lock_wait: float = 0.0):
         self.path = Path(path)
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         elif not self.path.exists():
             raise FileNotFoundError(f"no warehouse at {self.path}; run an ingest first")
         self.read_only = read_only
-        self.con = duckdb.connect(str(self.path), read_only=read_only)
-        self._exec("SET TimeZone = 'UTC'")
+        self.con = self._connect(lock_wait)
         self._in_tx = False
-        if not read_only:
-            self.migrate()
+        try:
+            self._exec("SET TimeZone = 'UTC'")
+            self._check_identity()
+            if not read_only:
+                self.migrate()
+        except duckdb.Error as exc:
+            self.con.close()
+            raise WarehouseDamaged(_damaged(self.path, exc)) from exc
+        except BaseException:
+            self.con.close()
+            raise
+
+    def _connect(self, lock_wait: float) -> duckdb.DuckDBPyConnection:
+        """Connect, waiting up to ``lock_wait`` seconds (bounded backoff) while another process
+        holds the file; a file that is not a DuckDB database is named with how to recover."""
+        deadline = time.monotonic() + lock_wait
+        delay = 0.05
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=self.read_only)
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise WarehouseDamaged(_damaged(self.path, exc)) from exc
+                if time.monotonic() >= deadline:
+                    holder = read_holder(self.path)
+                    pid = re.search(r"PID (\d+)", str(exc))
+                    who = describe(holder) if holder and holder.get("alive") else (
+                        f"another process (pid {pid.group(1)})" if pid else "another process")
+                    waited = f" after waiting {lock_wait:.0f} s" if lock_wait else ""
+                    raise WarehouseBusy(f"the warehouse {self.path} is in use by {who}{waited}; "
+                                        "run again when it has finished (`revbench status` shows its progress)") from exc
+                time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+                delay = min(delay * 2, 1.0)
+            except duckdb.Error as exc:
+                raise WarehouseDamaged(_damaged(self.path, exc)) from exc
+
+    def _check_identity(self) -> None:
+        """Refuse a DuckDB file that is not a revbench warehouse, or one from a newer revbench."""
+        tables = {r[0] for r in self._exec("SELECT table_name FROM information_schema.tables")}
+        if tables and "schema_version" not in tables:
+            shown = ", ".join(sorted(tables)[:5])
+            raise WarehouseDamaged(f"{self.path} is a DuckDB database but not a revbench warehouse (tables: {shown}); "
+                                   "point REVBENCH_DATA_DIR elsewhere, or move the file aside")
+        if "schema_version" in tables:
+            version = self._exec("SELECT max(version) FROM schema_version")[0][0] or 0
+            if version > LATEST_VERSION:
+                raise WarehouseDamaged(f"{self.path} has schema version {version}, newer than this revbench "
+                                       f"knows ({LATEST_VERSION}); upgrade revbench to use it")
 
     @classmethod
     @contextmanager
-    def open(cls, path: Path | str, read_only: bool = False) -> Iterator[Warehouse]:
+    def open(cls, path: Path | str, read_only: bool = False, lock_wait: float = 0.0) -> Iterator[Warehouse]:
         """Open, yield, and always close (DuckDB holds a file lock while open)."""
-        wh = cls(path, read_only=read_only)
+        wh = cls(path, read_only=read_only, lock_wait=lock_wait)
         try:
             yield wh
         finally:
@@ -115,11 +182,13 @@ class Warehouse:
 
     def _exec(self, query: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
         # DuckDB 2 refuses new work while a result is unfetched, so every statement is drained.
-        return self.con.execute(query, params).fetchall()
+        with _interruptible():
+            return self.con.execute(query, params).fetchall()
 
     def _frame(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         """Run a query and return its rows as a polars frame."""
-        return self.con.sql(query, params=params).pl()
+        with _interruptible():
+            return self.con.sql(query, params=params).pl()
 
     def _register(self, table: Table, df: pl.DataFrame) -> str:
         name = f"_incoming_{table.name}"
@@ -263,10 +332,11 @@ class Warehouse:
     # reconcile and load
 
     def reconcile_inputs(self) -> pl.DataFrame:
-        """Each paper's latest arXiv record with its extraction and S2 lookup (documents that
-        were never attempted are left out: they are pending, not rejected)."""
+        """Each paper's latest arXiv record with its extraction and S2 lookup (documents never
+        attempted, or whose service could not be reached, are left out: pending, not rejected)."""
+        transient = ", ".join(f"'{s}'" for s in TRANSIENT_DOCUMENT_STATUSES)
         df = self._frame(
-            """SELECT r.arxiv_id, r.version, r.title, r.abstract, r.authors, r.primary_category,
+            f"""SELECT r.arxiv_id, r.version, r.title, r.abstract, r.authors, r.primary_category,
                       r.categories, r.published, r.updated, r.record_hash,
                       d.status AS doc_status, d.detail AS doc_detail, d.pdf_sha256, d.tei_sha256,
                       d.pdf_title, d.pdf_abstract, d.pdf_authors,
@@ -275,6 +345,7 @@ class Warehouse:
                FROM arxiv_records r
                JOIN documents d ON d.arxiv_id = r.arxiv_id AND d.version = r.version
                LEFT JOIN s2_papers s ON s.arxiv_id = r.arxiv_id
+               WHERE d.status NOT IN ({transient})
                ORDER BY r.arxiv_id"""
         )
         return df
@@ -300,9 +371,9 @@ class Warehouse:
             self.upsert(REJECTS, rejects)
 
     def mentions_with_years(self) -> pl.DataFrame:
-        """Mentions of loaded papers with the paper's year, for disambiguation."""
+        """Mentions of loaded papers with the paper's year and title, for disambiguation."""
         return self._frame(
-            """SELECT m.arxiv_id, m.position, m.name, m.email, m.institution, m.affiliation, m.s2_author_id, p.year
+            """SELECT m.arxiv_id, m.position, m.name, m.email, m.institution, m.affiliation, m.s2_author_id, p.year, p.title
                FROM mentions m JOIN papers p USING (arxiv_id) ORDER BY m.arxiv_id, m.position"""
         )
 
@@ -360,7 +431,11 @@ class Warehouse:
         }
 
     def earlier_queries(self, round_: int) -> set[str]:
-        return {r[0] for r in self._exec("SELECT DISTINCT arxiv_id FROM query_samples WHERE round < ?", [round_])}
+        """Query papers of the current versions of rounds before ``round_``."""
+        return {r[0] for r in self._exec(
+            """SELECT DISTINCT q.arxiv_id FROM query_samples q
+               JOIN pool_rounds r ON r.round = q.round AND r.revision = q.revision AND r.status = 'current'
+               WHERE q.round < ?""", [round_])}
 
     def fetched_s2_authors(self) -> set[str]:
         return {r[0] for r in self._exec("SELECT DISTINCT s2_author_id FROM s2_author_papers")}
@@ -376,14 +451,57 @@ class Warehouse:
         self.con.unregister("_ids")
         return df
 
-    def save_round(self, round_: int, frames: dict[str, pl.DataFrame]) -> None:
-        """Replace everything of one sampling round, atomically (a re-run of a round is idempotent)."""
-        from revbench.schemas.tables import TABLES
+    def round_state(self, round_: int) -> dict[str, Any] | None:
+        """The current version of a round: ``revision, params_hash, parameters, invitations``
+        (a round written before versions existed counts as revision 1 with unknown parameters)."""
+        rows = self._exec(
+            "SELECT revision, params_hash, parameters, invitations FROM pool_rounds WHERE round = ? AND status = 'current'",
+            [round_])
+        if rows:
+            rev, h, params, n = rows[0]
+            return {"revision": rev, "params_hash": h, "parameters": json.loads(params), "invitations": n}
+        n = self._exec("SELECT count(*) FROM invitations WHERE round = ?", [round_])[0][0]
+        if n:
+            return {"revision": 1, "params_hash": None, "parameters": {}, "invitations": int(n)}
+        return None
+
+    def read_round(self, table: Table, round_: int) -> pl.DataFrame:
+        """A pool table's rows of the current version of a round."""
+        state = self.round_state(round_)
+        if state is None:
+            return table.empty()
+        return self.read(table).filter((pl.col("round") == round_) & (pl.col("revision") == state["revision"]))
+
+    def save_round(self, round_: int, frames: dict[str, pl.DataFrame], params_hash: str, parameters: dict[str, Any],
+                   run_id: str, replace: bool) -> int:
+        """Write one round, atomically, and return its revision. Without ``replace`` the current
+        version is rewritten in place (an identical re-run); with it, the current version is
+        marked superseded and kept, and the new one gets the next revision."""
+        from revbench.schemas.tables import POOL_ROUNDS, TABLES
 
         with self.transaction():
+            state = self.round_state(round_)
+            last = self._exec("SELECT coalesce(max(revision), 0) FROM pool_rounds WHERE round = ?", [round_])[0][0]
+            if state is not None and replace:
+                self._exec("UPDATE pool_rounds SET status = 'superseded', superseded_at = ? WHERE round = ? AND status = 'current'",
+                           [utcnow(), round_])
+                if not last:  # a round from before versions: record what it was
+                    self.upsert(POOL_ROUNDS, pl.DataFrame([dict(round=round_, revision=1, status="superseded", params_hash="unknown",
+                                                                parameters="{}", invitations=state["invitations"],
+                                                                created_at=utcnow(), superseded_at=utcnow())]))
+                revision = max(last, state["revision"]) + 1
+            else:
+                revision = state["revision"] if state is not None else last + 1
+                for name in frames:
+                    self._exec(f"DELETE FROM {_q(name)} WHERE round = ? AND revision = ?", [round_, revision])
             for name, df in frames.items():
-                self._exec(f"DELETE FROM {_q(name)} WHERE round = ?", [round_])
-                self.upsert(TABLES[name], df.with_columns(pl.lit(round_, dtype=pl.Int64).alias("round")))
+                self.upsert(TABLES[name], df.with_columns(pl.lit(round_, dtype=pl.Int64).alias("round"),
+                                                          pl.lit(revision, dtype=pl.Int64).alias("revision")))
+            self.upsert(POOL_ROUNDS, pl.DataFrame([dict(
+                round=round_, revision=revision, status="current", params_hash=params_hash,
+                parameters=json.dumps(parameters, sort_keys=True, default=str), invitations=frames["invitations"].height,
+                run_id=run_id, created_at=utcnow(), superseded_at=None)]))
+        return revision
 
     def has_table(self, name: str) -> bool:
         return bool(self._exec("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])[0][0])
@@ -391,6 +509,13 @@ class Warehouse:
     def corpus_papers(self) -> pl.DataFrame:
         """The loaded corpus: ``arxiv_id, title, abstract, year, primary_category``."""
         return self._frame("SELECT arxiv_id, title, abstract, year, primary_category FROM papers ORDER BY arxiv_id")
+
+    def rejected_papers(self, run_id: str) -> pl.DataFrame:
+        """Papers a run rejected: ``arxiv_id, version, title, reason, detail``."""
+        return self._frame(
+            """SELECT j.arxiv_id, j.version, r.title, j.reason, left(j.detail, 200) AS detail
+               FROM rejects j LEFT JOIN arxiv_records r USING (arxiv_id)
+               WHERE j.run_id = ? ORDER BY j.reason, j.arxiv_id""", [run_id])
 
     def links_by_method(self) -> dict[str, int]:
         """Mentions linked by each disambiguation method."""

@@ -37,12 +37,29 @@ def column_sql(col: Column) -> str:
     return f'"{col.name}" {duckdb_type(col.dtype)}{null}'
 
 
-def create_table_sql(table: Table, version: int | None = None) -> str:
-    """CREATE TABLE for the columns that existed at ``version`` (all when None)."""
+def create_table_sql(table: Table, version: int | None = None, name: str | None = None) -> str:
+    """CREATE TABLE for the columns that existed at ``version`` (all when None); the key is
+    the declared one, less columns that did not exist yet (a later migration rebuilds it)."""
     cols = [c for c in table.columns if version is None or c.since <= version]
     body = ",\n  ".join(column_sql(c) for c in cols)
-    pk = ", ".join(f'"{k}"' for k in table.primary_key)
-    return f'CREATE TABLE IF NOT EXISTS "{table.name}" (\n  {body},\n  PRIMARY KEY ({pk})\n)'
+    present = {c.name for c in cols}
+    pk = ", ".join(f'"{k}"' for k in table.primary_key if k in present)
+    return f'CREATE TABLE IF NOT EXISTS "{name or table.name}" (\n  {body},\n  PRIMARY KEY ({pk})\n)'
+
+
+def rebuild_table_sql(table: Table) -> list[str]:
+    """Statements that rebuild ``table`` to its current declaration (a new key, new NOT NULL
+    columns), copying every row and filling new columns from their ``backfill``."""
+    tmp = f"{table.name}__rebuild"
+    cols = ", ".join(f'"{c.name}"' for c in table.columns)
+    select = ", ".join(f'coalesce("{c.name}", {c.backfill})' if c.backfill else f'"{c.name}"' for c in table.columns)
+    return [
+        f'DROP TABLE IF EXISTS "{tmp}"',
+        create_table_sql(table, name=tmp),
+        f'INSERT INTO "{tmp}" ({cols}) SELECT {select} FROM "{table.name}"',
+        f'DROP TABLE "{table.name}"',
+        f'ALTER TABLE "{tmp}" RENAME TO "{table.name}"',
+    ]
 
 
 def add_column_sql(table: Table, col: Column) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from revbench.schemas.tables import ALL_TABLES
-from revbench.warehouse.ddl import add_column_sql, create_table_sql
+from revbench.schemas.tables import ALL_TABLES, TABLES
+from revbench.warehouse.ddl import add_column_sql, create_table_sql, rebuild_table_sql
 
 DESCRIPTIONS: dict[int, str] = {
     1: "initial tables: runs, crawl, s2, documents, papers, mentions, rejects",
@@ -18,9 +18,17 @@ DESCRIPTIONS: dict[int, str] = {
     3: "author disambiguation: author_links, author_blocks, authors, coauthor_edges, llm_decisions",
     4: "pools: query_samples, pool_evidence, pool_exclusions, assignments, invitations, s2_author_papers",
     5: "eval_results.spec: the full scorer spec (or predictions file) behind each row",
+    6: "append-only eval_results keyed by run (predictions hash, coverage); pool round revisions; "
+       "papers whose service was unreachable are pending, not rejected",
 }
 
-EXTRA_SQL: dict[int, list[str]] = {}
+EXTRA_SQL: dict[int, list[str]] = {
+    6: ["DELETE FROM rejects WHERE reason = 'fetch_failed'"],
+}
+REBUILD: dict[int, tuple[str, ...]] = {
+    6: ("eval_results", "query_samples", "pool_evidence", "pool_exclusions", "assignments", "invitations"),
+}
+"""Tables whose key changed in a version: rebuilt from their declaration, rows kept."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +43,7 @@ class Migration:
 def migrations() -> list[Migration]:
     """All migrations in order."""
     versions = sorted(
-        {t.since for t in ALL_TABLES} | {c.since for t in ALL_TABLES for c in t.columns} | set(EXTRA_SQL)
+        {t.since for t in ALL_TABLES} | {c.since for t in ALL_TABLES for c in t.columns} | set(EXTRA_SQL) | set(REBUILD)
     )
     out: list[Migration] = []
     for v in versions:
@@ -46,6 +54,8 @@ def migrations() -> list[Migration]:
             elif table.since < v:
                 stmts.extend(add_column_sql(table, c) for c in table.columns if c.since == v)
         stmts.extend(EXTRA_SQL.get(v, []))
+        for name in REBUILD.get(v, ()):
+            stmts.extend(rebuild_table_sql(TABLES[name]))
         out.append(Migration(v, DESCRIPTIONS.get(v, f"schema version {v}"), tuple(stmts)))
     return out
 

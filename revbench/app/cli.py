@@ -1,22 +1,48 @@
-"""The ``revbench`` command line: builds the settings once and hands them to the flows."""
+"""The ``revbench`` command line: builds the settings once and hands them to the flows.
+
+Every error ends in one line on stderr (``--debug`` adds the traceback) and an exit code:
+2 for a request that cannot run as given (nothing was done), 3 for an unreachable service,
+4 for a warehouse held by another run, 5 for a damaged warehouse, 130 for an interrupt,
+1 for anything else.
+"""
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
+import threading
+import traceback
 from datetime import date
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from revbench.app.console import console, print_disambiguation, print_ingest_summary, print_pools, print_report, print_status
-from revbench.app.entry import DEMO_SINCE, DEMO_UNTIL, build_settings, prepare_process, resolve_track
-from revbench.settings import Settings, render_env_example
+from revbench.app.console import (
+    console,
+    err_console,
+    print_disambiguation,
+    print_ingest_summary,
+    print_pools,
+    print_report,
+    print_status,
+)
+from revbench.app.entry import (
+    DEMO_SINCE,
+    DEMO_UNTIL,
+    build_settings,
+    check_output_dir,
+    check_output_file,
+    override,
+    prepare_process,
+    resolve_track,
+)
+from revbench.errors import RevbenchError, UsageError
+from revbench.settings import ReplaySettings, Settings, render_env_example
 
-app = typer.Typer(help="Build, refresh and evaluate benchmarks of reviewer expertise.", no_args_is_help=True)
+app = typer.Typer(help="Build, refresh and evaluate benchmarks of reviewer expertise. Add --debug anywhere "
+                       "for tracebacks.", no_args_is_help=True, pretty_exceptions_enable=False)
 
 Track = Annotated[
     bool | None,
@@ -25,36 +51,39 @@ Track = Annotated[
 ]
 
 
-def _setup() -> Settings:
+def _setup(**overrides: Any) -> Settings:
     settings = build_settings()
+    if overrides:
+        settings = override(settings, overrides)
     prepare_process(settings)
     return settings
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    console.print(f"[red]error:[/] {message}", soft_wrap=True, highlight=False)
-    return typer.Exit(code)
+def _date(value: str, flag: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"{flag} {value!r} is not a date YYYY-MM-DD") from None
 
 
 @app.command()
 def ingest(
     since: Annotated[str, typer.Option(help="First last-revision date, YYYY-MM-DD")],
     until: Annotated[str, typer.Option(help="Last last-revision date, YYYY-MM-DD (inclusive)")],
-    categories: Annotated[list[str] | None, typer.Option("--categories", "-c", help="arXiv categories")] = None,
+    categories: Annotated[list[str] | None, typer.Option("--categories", "-c", help="arXiv categories (default: settings)")] = None,
     json_out: Annotated[Path | None, typer.Option(help="Also write the run summary as JSON")] = None,
     track: Track = None,
 ) -> None:
     """Crawl arXiv, enrich with Semantic Scholar, extract PDFs with GROBID and load the corpus."""
-    try:
-        s, u = date.fromisoformat(since), date.fromisoformat(until)
-    except ValueError as exc:
-        raise typer.BadParameter(f"dates must be YYYY-MM-DD: {exc}") from exc
+    s, u = _date(since, "--since"), _date(until, "--until")
     if u < s:
-        raise typer.BadParameter("--until is before --since")
-    settings = _setup()
+        raise UsageError(f"--until {until} is before --since {since}")
+    if json_out:
+        check_output_file(json_out, "--json-out")
+    settings = _setup(**({"arxiv.categories": categories} if categories else {}))
     from revbench.flows.ingest import ingest_flow
 
-    summary = ingest_flow.run(settings, s, u, categories=categories or None, track=resolve_track(track, long_flow=True))
+    summary = ingest_flow.run(settings, s, u, track=resolve_track(track, long_flow=True))
     print_ingest_summary(summary)
     if json_out:
         json_out.write_text(json.dumps({k: v for k, v in summary.items() if k != "summary_markdown"}, indent=2, default=str))
@@ -62,16 +91,20 @@ def ingest(
 
 @app.command()
 def demo(
-    papers: Annotated[int, typer.Option(help="Papers in the synthetic demo world")] = 300,
+    papers: Annotated[int, typer.Option(min=20, help="Papers in the synthetic demo world")] = 300,
     seed: Annotated[int, typer.Option(help="Seed of the synthetic world")] = 7,
-    fault_rate: Annotated[float, typer.Option(help="Share of replayed requests that fail transiently")] = 0.05,
+    fault_rate: Annotated[float, typer.Option(help="Share of replayed requests that fail transiently (0 to 1)")] = 0.05,
     track: Track = None,
 ) -> None:
     """Offline end-to-end run: a SYNTHETIC world behind a local replay server, through every stage."""
+    try:
+        replay = ReplaySettings(fault_rate=fault_rate, fault_seed=seed, timeout_delay_seconds=3.0, retry_after_seconds=1)
+    except ValueError as exc:
+        raise UsageError(f"--fault-rate {fault_rate}: expected a share from 0 to 1 ({exc.errors()[0]['msg']})") from None  # type: ignore[attr-defined]
     settings = _setup()
     from revbench.app.demo import run_demo
 
-    run_demo(settings, papers, seed, fault_rate, track=resolve_track(track, long_flow=True))
+    run_demo(settings, papers, seed, replay, track=resolve_track(track, long_flow=True))
 
 
 @app.command()
@@ -80,8 +113,9 @@ def evaluate(
     scorer: Annotated[list[str], typer.Option("--scorer", "-s", help="Scorer spec, e.g. tpms, tpms:compat=reference or embedding:pooling=max")] = [],  # noqa: B006
     predictions: Annotated[list[str], typer.Option("--predictions", "-p", help="NAME[@BENCHMARK]=PATH of scores computed elsewhere")] = [],  # noqa: B006
     baseline: Annotated[str | None, typer.Option(help="Scorer the others are compared with (paired intervals)")] = None,
-    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples (0: no intervals)")] = 1000,
+    bootstrap: Annotated[int, typer.Option(min=0, help="Bootstrap resamples (0: no intervals)")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap")] = 0,
+    allow_partial: Annotated[bool, typer.Option("--allow-partial", help="Evaluate predictions that cover only part of a benchmark (coverage is reported)")] = False,
     json_out: Annotated[Path | None, typer.Option(help="Write the results as a JSON list of rows")] = None,
     report: Annotated[Path | None, typer.Option(help="Directory for report.md, loss.png and predictions")] = None,
     plot: Annotated[bool | None, typer.Option("--plot/--no-plot", help="Draw loss.png (default: when --report is given)")] = None,
@@ -91,44 +125,40 @@ def evaluate(
 
     With neither --scorer nor --predictions, trivial and tpms run; with --predictions alone,
     only the given files are evaluated."""
+    if json_out:
+        check_output_file(json_out, "--json-out")
+    if report:
+        check_output_dir(report, "--report")
     settings = _setup()
-    from revbench.evaluation.plan import PlanError, plan_evaluation
+    from revbench.evaluation.plan import plan_evaluation
     from revbench.flows.evaluate import evaluate_flow
 
-    try:
-        plan_evaluation(settings, benchmark, scorer or None, predictions)
-    except PlanError as exc:
-        raise _fail(str(exc)) from exc
-    try:
-        out = evaluate_flow.run(
-            settings, benchmarks=benchmark, scorers=scorer or None, predictions=predictions, baseline=baseline,
-            bootstrap=bootstrap, seed=seed, report_dir=str(report) if report else None,
-            json_out=str(json_out) if json_out else None, plot=report is not None if plot is None else plot,
-            track=resolve_track(track, long_flow=False),
-        )
-    except (ValueError, FileNotFoundError) as exc:
-        raise _fail(str(exc)) from exc
+    plan_evaluation(settings, benchmark, scorer or None, predictions)
+    out = evaluate_flow.run(
+        settings, benchmarks=benchmark, scorers=scorer or None, predictions=predictions, baseline=baseline,
+        bootstrap=bootstrap, seed=seed, report_dir=str(report) if report else None, allow_partial=allow_partial,
+        json_out=str(json_out) if json_out else None, plot=report is not None if plot is None else plot,
+        track=resolve_track(track, long_flow=False),
+    )
     print_report(out["tables"])
     console.print(f"Report: [cyan]{out['report_dir']}[/] (report.md, results.json, predictions/"
-                  + (", loss.png)" if out["plot"] else ")"))
+                  + (", loss.png)" if out["plot"] else ")") + f"; run {out['run_id']}")
 
 
 @app.command()
 def pools(
-    round: Annotated[int, typer.Option("--round", help="Sampling round (re-running a round reproduces it)")] = 1,
+    round: Annotated[int, typer.Option("--round", min=1, help="Sampling round (re-running a round reproduces it)")] = 1,
     per_category: Annotated[int | None, typer.Option(help="Query papers per category")] = None,
-    tau: Annotated[float | None, typer.Option(help="Similarity threshold of neighbours")] = None,
+    tau: Annotated[float | None, typer.Option(help="Similarity threshold of neighbours, 0 < tau <= 1")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Rebuild a round that has invitations with other parameters (the current version is kept as superseded)")] = False,
     track: Track = None,
 ) -> None:
     """Sample query papers, recall candidates, filter conflicts, screen and assign invitations."""
-    settings = _setup()
+    changes = {k: v for k, v in {"pools.queries_per_category": per_category, "pools.tau": tau}.items() if v is not None}
+    settings = _setup(**changes)
     from revbench.flows.pools import pools_flow
 
-    try:
-        stats = pools_flow.run(settings, round=round, per_category=per_category, tau=tau,
-                               track=resolve_track(track, long_flow=True))
-    except ValueError as exc:
-        raise _fail(str(exc)) from exc
+    stats = pools_flow.run(settings, round=round, replace=replace, track=resolve_track(track, long_flow=True))
     print_pools(stats, tau_report=True)
 
 
@@ -138,9 +168,7 @@ def disambiguate(
     track: Track = None,
 ) -> None:
     """Resolve author mentions to canonical authors (re-deciding only blocks whose inputs changed)."""
-    settings = _setup()
-    if fallback:
-        settings = settings.with_overrides(disambiguate={"use_llm": False})
+    settings = _setup(**({"disambiguate.use_llm": False} if fallback else {}))
     from revbench.flows.disambiguate import disambiguate_flow
 
     print_disambiguation(disambiguate_flow.run(settings, track=resolve_track(track, long_flow=True)))
@@ -148,22 +176,21 @@ def disambiguate(
 
 @app.command()
 def status() -> None:
-    """Warehouse counts by table, rejects by reason and the latest runs."""
+    """Warehouse counts by table, rejects by reason and the latest runs (never disturbs a running flow)."""
     settings = build_settings()
-    from revbench.warehouse import Warehouse
+    from revbench.warehouse.status import read_status
 
-    if not settings.warehouse_path.exists():
+    st = read_status(settings.warehouse_path)
+    if st.missing:
         console.print(f"No warehouse at {settings.warehouse_path}; run `revbench demo` or `revbench ingest`.")
         raise typer.Exit(1)
-    with Warehouse.open(settings.warehouse_path, read_only=True) as wh:
-        print_status(str(settings.warehouse_path), wh.schema_version(), wh.table_counts(), wh.reject_counts().to_dicts(),
-                     wh.latest_runs(5).to_dicts())
+    print_status(st)
 
 
 @app.command()
 def world(
     out: Annotated[Path, typer.Option(help="Directory to write the world to")],
-    papers: Annotated[int, typer.Option(help="Number of papers")] = 300,
+    papers: Annotated[int, typer.Option(min=1, help="Number of papers")] = 300,
     seed: Annotated[int, typer.Option(help="Seed")] = 7,
     since: Annotated[str, typer.Option(help="Window start YYYY-MM-DD")] = DEMO_SINCE.isoformat(),
     until: Annotated[str, typer.Option(help="Window end YYYY-MM-DD")] = DEMO_UNTIL.isoformat(),
@@ -172,7 +199,11 @@ def world(
     """Generate a SYNTHETIC world (services' answers plus hidden truth)."""
     from revbench.synth.world import WorldSpec, generate_world
 
-    spec = WorldSpec(n_papers=papers, seed=seed, start=date.fromisoformat(since), end=date.fromisoformat(until), documents=documents)
+    s, u = _date(since, "--since"), _date(until, "--until")
+    if u < s:
+        raise UsageError(f"--until {until} is before --since {since}")
+    check_output_dir(out, "--out")
+    spec = WorldSpec(n_papers=papers, seed=seed, start=s, end=u, documents=documents)
     with console.status(f"generating {papers} SYNTHETIC papers"):
         manifest = generate_world(out, spec)
     console.print_json(json.dumps(manifest["counts"]))
@@ -184,29 +215,61 @@ def env_example() -> None:
     console.print(render_env_example(), markup=False, highlight=False, soft_wrap=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """The ``revbench`` console script."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    _exit(run([a for a in args if a != "--debug"], debug))
+
+
+def _say(message: str) -> None:
+    err_console.print(f"[red]error:[/] {message}", soft_wrap=True, highlight=False, markup=True)
+
+
+def run(args: list[str], debug: bool = False) -> int:
+    """Run the command line on ``args``; errors become one line and an exit code."""
     try:
-        app()
-    except SystemExit as exc:
-        _exit(exc.code)
-    _exit(0)
+        rv = app(args, standalone_mode=False)
+        code = rv if isinstance(rv, int) else 0
+    except typer.Exit as exc:
+        code = exc.exit_code
+    except (typer.Abort, KeyboardInterrupt):
+        code = 130
+    except typer.TyperException as exc:  # a bad flag, as typer reports it
+        command = " ".join(a for a in args[:1] if not a.startswith("-"))
+        _say(f"{exc.format_message()} (see `revbench {command} --help`)".replace("  ", " "))
+        return exc.exit_code
+    except RevbenchError as exc:
+        if debug:
+            traceback.print_exc()
+        _say(str(exc).replace("[", "\\["))
+        return exc.exit_code
+    except Exception as exc:  # an error we did not expect: one line, the traceback on request
+        if debug:
+            traceback.print_exc()
+        hint = "" if debug else " (add --debug for the traceback)"
+        _say(f"{type(exc).__name__}: {exc}".replace("[", "\\[") + hint)
+        return 1
+    if code == 130:  # typer turns Ctrl-C (and our SIGTERM) into exit code 130
+        _say("interrupted; a run in progress was marked cancelled and keeps what it committed: "
+             "run the same command again to resume")
+    return code
 
 
-def _exit(code: int | str | None) -> None:
-    """End the process. When Prefect was never loaded (an in-process run), skip interpreter
-    teardown: with polars, DuckDB and pyarrow loaded it takes about 0.25 s, a quarter of a
-    one-off command, and nothing is left to clean (the warehouse is closed, files are written).
-    Tracked runs exit normally so Prefect's exit handlers send their last events and logs."""
-    if isinstance(code, str):
-        print(code, file=sys.stderr)
-        code = 1
-    if "prefect" in sys.modules:
-        raise SystemExit(code)
-    logging.shutdown()
+def _exit(code: int) -> None:
+    """End the process the way the interpreter would, less its last step: threads are joined
+    and exit handlers run (Prefect drains its logs and events and stops its temporary server
+    there), then the process exits without tearing down every module. That teardown costs about
+    0.25 s with polars, DuckDB and pyarrow loaded (a quarter of a one-off command) and, after an
+    interrupted tracked run, makes DuckDB's bindings print pages of "leaked instance" notices
+    for objects Prefect still held; nothing is left to clean (the warehouse is closed, files written)."""
+    import atexit
+
+    threading._shutdown()  # type: ignore[attr-defined]  # what Py_Finalize does first
+    atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code or 0)
+    os._exit(code)
 
 
 if __name__ == "__main__":

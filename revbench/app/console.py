@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 console = Console()
+err_console = Console(stderr=True)
 
 
 def print_ingest_summary(summary: dict[str, Any]) -> None:
@@ -104,25 +105,45 @@ def print_markdown(markdown: str) -> None:
     console.print(Markdown(markdown))
 
 
-def print_status(path: str, version: int, counts: dict[str, int], rejects: list[dict[str, Any]],
-                 runs: list[dict[str, Any]]) -> None:
-    """Rows per table, rejects by reason and the latest runs."""
-    t = RichTable(title=f"Warehouse {path} (schema v{version})")
+def print_status(st: Any) -> None:
+    """Rows per table, rejects by reason and the latest runs; while a flow holds the warehouse,
+    what that flow reports of itself (``revbench.warehouse.status.WarehouseStatus``)."""
+    h = st.holder
+    if st.busy:
+        if h:
+            where = f"stage {h['stage']}" if h.get("stage") else "starting"
+            if h.get("progress"):
+                where += f" ({h['progress']['done']}/{h['progress']['total']})"
+            console.print(f"A run is in progress: [bold]{h.get('flow')}[/] {h.get('run_id')} (pid {h.get('pid')}, "
+                          f"since {h.get('started_at')}), now in {where}; last update {h.get('updated_at')}.")
+            done = RichTable(title="Stages finished so far")
+            for col in ("stage", "in", "out", "rejected", "seconds"):
+                done.add_column(col, justify="left" if col == "stage" else "right")
+            for s in h.get("stages") or []:
+                done.add_row(s["stage"], str(s["rows_in"]), str(s["rows_out"]), str(s["rejected"]), f"{s['seconds']:.1f}")
+            console.print(done)
+        else:
+            console.print("Another process holds the warehouse (no run record beside it).")
+        console.print(f"Table counts are shown once it has finished: {st.path}")
+        return
+    t = RichTable(title=f"Warehouse {st.path} (schema v{st.version})")
     t.add_column("table")
     t.add_column("rows", justify="right")
-    for name, n in counts.items():
+    for name, n in st.counts.items():
         t.add_row(name, str(n))
     console.print(t)
     r = RichTable(title="Rejected papers by reason")
     r.add_column("reason")
     r.add_column("papers", justify="right")
-    for row in rejects:
+    for row in st.rejects:
         r.add_row(row["reason"], str(row["n"]))
     console.print(r)
     u = RichTable(title="Latest runs")
     cols = ("run_id", "flow", "status", "started_at", "finished_at")
     for col in cols:
         u.add_column(col)
-    for row in runs:
+    for row in st.runs:
         u.add_row(*[str(row[c]) for c in cols])
     console.print(u)
+    if h and not h.get("alive"):
+        console.print(f"run {h.get('run_id')} ({h.get('flow')}) stopped without finishing; the next run marks it crashed.")

@@ -7,8 +7,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from revbench.app.console import console, print_disambiguation, print_ingest_summary, print_pools, print_report
 from revbench.app.entry import DEMO_SINCE, DEMO_UNTIL
 from revbench.settings import ReplaySettings, Settings
@@ -40,9 +38,10 @@ def demo_warehouse_for(settings: Settings, manifest: dict[str, Any]) -> None:
     marker.write_text(key)
 
 
-def run_demo(settings: Settings, papers: int, seed: int, fault_rate: float, track: bool) -> None:
-    """Generate (or reuse) the world, serve it, and run ingest, disambiguation, pools and an
-    evaluation on a simulated panel, printing each stage's outcome and its audit against the truth."""
+def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings, track: bool) -> None:
+    """Generate (or reuse) the world, serve it, and run ingest, disambiguation (the offline
+    fallback, then the LLM), pools and an evaluation on a simulated panel, printing each stage's
+    outcome and its audit against the truth."""
     from revbench.flows.disambiguate import disambiguate_flow
     from revbench.flows.evaluate import evaluate_flow
     from revbench.flows.ingest import ingest_flow
@@ -64,18 +63,18 @@ def run_demo(settings: Settings, papers: int, seed: int, fault_rate: float, trac
         f"[yellow]SYNTHETIC[/] demo world: {c['papers']} papers, {c['mentions']} mentions, "
         f"{c['persons']} people, {c['bad_records']} deliberately bad records -> {world_dir}"
     )
-    replay = ReplaySettings(fault_rate=fault_rate, fault_seed=seed, timeout_delay_seconds=3.0, retry_after_seconds=1)
     with spawn_replay(world_dir, replay) as base:
-        console.print(f"replay server on {base} (faults: {fault_rate:.0%} of requests, all transient)")
+        console.print(f"replay server on {base} (faults: {replay.fault_rate:.0%} of requests, all transient)")
         s = demo_settings(settings, base)
         print_ingest_summary(ingest_flow.run(s, DEMO_SINCE, DEMO_UNTIL, synthetic=True, track=track))
-        dis = disambiguate_flow.run(s, track=track)
-        with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-            links = wh.read(AUTHOR_LINKS)
-        print_disambiguation(dis, disambiguation_quality(truth, links))
-        stats = pools_flow.run(s, round=1, per_category=10, track=track)
+        for decider in ("fallback", "llm"):
+            dis = disambiguate_flow.run(s.with_overrides(disambiguate={"use_llm": decider == "llm"}), track=track)
+            with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+                links = wh.read(AUTHOR_LINKS)
+            print_disambiguation(dis, disambiguation_quality(truth, links))
+        stats = pools_flow.run(s.with_overrides(pools={"queries_per_category": 10}), round=1, track=track)
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        assignments = wh.read(ASSIGNMENTS).filter(pl.col("round") == stats["round"])
+        assignments = wh.read_round(ASSIGNMENTS, stats["round"])
         corpus = wh.corpus_papers()
     print_pools(stats, coi_violations(truth, assignments, links))
     panel_dir = world_dir / "panel"

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 import tomllib
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from revbench.settings import Settings
+from pydantic import ValidationError
+
+from revbench.errors import UsageError
+from revbench.settings import Settings, check_environment, settings_error
 
 DEMO_SINCE = date(2026, 9, 1)
 DEMO_UNTIL = date(2026, 10, 31)
@@ -19,9 +24,58 @@ QUIET_LIBRARIES = ("httpx", "httpx2", "httpcore", "urllib3", "arxiv", "grobid_cl
                    "openai", "faiss")
 
 
+FLAGS = {
+    "pools.tau": "--tau", "pools.queries_per_category": "--per-category", "arxiv.categories": "--categories",
+    "disambiguate.use_llm": "--fallback",
+}
+"""Command-line flags that set a setting: their values pass the setting's own validation."""
+
+
 def build_settings(**overrides: Any) -> Settings:
-    """The one settings object of this process: environment and ``.env``, then ``overrides``."""
-    return Settings(**overrides)
+    """The one settings object of this process: environment and ``.env``, then ``overrides``.
+    An unknown ``REVBENCH_`` variable or a value of the wrong type is one line naming it."""
+    check_environment(os.environ, Path(".env"))
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise settings_error(exc) from None
+
+
+def override(settings: Settings, changes: dict[str, Any]) -> Settings:
+    """``settings`` with dotted changes (``{"pools.tau": 0.5}``) applied and validated like the
+    settings themselves; an error names the command-line flag that set the value."""
+    sections: dict[str, Any] = {}
+    for dotted, value in changes.items():
+        section, _, field = dotted.partition(".")
+        if field:
+            sections.setdefault(section, {})[field] = value
+        else:
+            sections[section] = value
+    try:
+        return settings.with_overrides(**sections)
+    except ValidationError as exc:
+        raise settings_error(exc, FLAGS) from None
+
+
+def check_output_file(path: Path, flag: str) -> None:
+    """A file the command will write: its folder exists and is writable, and it is not a folder."""
+    parent = path.expanduser().resolve().parent
+    if path.is_dir():
+        raise UsageError(f"{flag} {path} is a folder; give a file path")
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {path}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"{flag} {path} is not writable")
+
+
+def check_output_dir(path: Path, flag: str) -> None:
+    """A folder the command will write into (created if missing): writable, or creatable."""
+    path = path.expanduser()
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {path} is a file; give a folder")
+    existing = next((p for p in [path, *path.resolve().parents] if p.exists()), None)
+    if existing is None or not os.access(existing, os.W_OK):
+        raise UsageError(f"{flag} {path} is not writable")
 
 
 def prepare_process(settings: Settings) -> None:
@@ -41,15 +95,25 @@ def prepare_process(settings: Settings) -> None:
         os.environ.setdefault(key, value)
     # Prefect creates its home but not the folders above it.
     Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM stops a command the way Ctrl-C does: the run is marked cancelled, committed
+        # work is kept, and the next run resumes.
+        signal.signal(signal.SIGTERM, _terminate)
     log = logging.getLogger("revbench")
     log.setLevel(settings.log_level.upper())
     if not log.handlers:
+        from rich.console import Console
         from rich.logging import RichHandler
 
-        log.addHandler(RichHandler(show_path=False, show_time=False, markup=False))
+        # A stderr console looks up sys.stderr when it writes, so redirected streams are honoured.
+        log.addHandler(RichHandler(console=Console(stderr=True), show_path=False, show_time=False, markup=False))
         log.propagate = False
     for name in QUIET_LIBRARIES:
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def prefect_api_configured() -> bool:

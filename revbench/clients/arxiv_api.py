@@ -16,7 +16,7 @@ import requests
 from arxiv import _feed  # the package's own Atom parser; Result objects come from it
 from lxml import etree
 
-from revbench.retry import PermanentError, TransientError, call_with_retries, classify_status
+from revbench.retry import Breaker, PermanentError, TransientError, call_with_retries, classify_status
 from revbench.settings import ArxivSettings, HttpSettings
 
 _STRICT = etree.XMLParser(resolve_entities=False, no_network=True, recover=False)
@@ -62,6 +62,7 @@ class ArxivClient(arxiv.Client):
         self.http = http
         self._last_request: float | None = None
         self.requests_made = 0
+        self.breaker = Breaker("arXiv API", settings.base_url, http.breaker_failures)
 
     def _respect_delay(self) -> None:
         if self._last_request is not None:
@@ -96,7 +97,7 @@ class ArxivClient(arxiv.Client):
         return feed
 
     def _parse_feed(self, url: str, first_page: bool = True, _try_index: int = 0) -> _feed.ParsedFeed:
-        return call_with_retries(lambda: self._fetch_once(url, first_page), self.http, "arXiv query")
+        return call_with_retries(lambda: self._fetch_once(url, first_page), self.http, "arXiv query", breaker=self.breaker)
 
     def page(self, query: str, start: int) -> tuple[list[ArxivRecord], int]:
         """One page of a query sorted by last update, with the total result count."""

@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from revbench.clients.tei import TeiError, TeiHeader, parse_tei_header
-from revbench.retry import RETRYABLE_STATUS, PermanentError, TransientError, call_with_retries
+from revbench.retry import RETRYABLE_STATUS, Breaker, PermanentError, TransientError, call_with_retries
 from revbench.settings import GrobidSettings, HttpSettings
 
 
@@ -40,6 +40,7 @@ class GrobidHeaderClient:
         # The package logs every failed request at ERROR; our retries make most of them noise.
         logging.getLogger("grobid_client.grobid_client").setLevel(logging.CRITICAL)
         self.requests_made = 0
+        self.breaker = Breaker("GROBID", settings.base_url, http.breaker_failures)
 
     def _once(self, pdf: bytes, name: str) -> tuple[TeiHeader, str]:
         stream = io.BytesIO(pdf)
@@ -62,4 +63,4 @@ class GrobidHeaderClient:
 
     def header(self, pdf: bytes, name: str = "paper.pdf") -> tuple[TeiHeader, str]:
         """Extract the header of one PDF; returns the parsed header and the raw TEI."""
-        return call_with_retries(lambda: self._once(pdf, name), self.http, f"GROBID {name}")
+        return call_with_retries(lambda: self._once(pdf, name), self.http, f"GROBID {name}", breaker=self.breaker)

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from revbench.retry import PermanentError, TransientError, call_with_retries
+from revbench.retry import Breaker, PermanentError, TransientError, call_with_retries
 from revbench.settings import HttpSettings, LlmSettings
 
 
@@ -62,6 +62,7 @@ class LlmClient:
         self.cache = LlmCache(cache_dir / "llm" / f"{hashlib.sha1(settings.model.encode()).hexdigest()[:10]}.jsonl") if cache_dir else None
         self.requests_made = 0
         self.cache_hits = 0
+        self.breaker = Breaker("LLM", settings.base_url, http.breaker_failures)
 
     def _once(self, prompt: str) -> str:
         import openai
@@ -98,7 +99,7 @@ class LlmClient:
             if hit is not None:
                 self.cache_hits += 1
                 return hit
-        answer = call_with_retries(lambda: self._once(prompt), self.http, "LLM completion")
+        answer = call_with_retries(lambda: self._once(prompt), self.http, "LLM completion", breaker=self.breaker)
         if self.cache is not None:
             self.cache.put(key, answer, {"model": self.settings.model, **(meta or {})})
         return answer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from revbench.retry import PermanentError, TransientError, call_with_retries, classify_status
+from revbench.retry import Breaker, PermanentError, TransientError, call_with_retries, classify_status
 from revbench.settings import HttpSettings, PdfSettings
 
 PDF_MAGIC = b"%PDF-"
@@ -31,6 +31,7 @@ class PdfClient:
             timeout=http.timeout_seconds, headers={"user-agent": http.user_agent}, follow_redirects=True
         )
         self.requests_made = 0
+        self.breaker = Breaker("arXiv PDFs", settings.base_url, http.breaker_failures)
 
     def url(self, arxiv_id: str, version: int) -> str:
         return f"{self.settings.base_url.rstrip('/')}/pdf/{arxiv_id}v{version}"
@@ -63,7 +64,7 @@ class PdfClient:
     def fetch(self, arxiv_id: str, version: int) -> bytes:
         """The PDF bytes of one version; raises PermanentError/TransientError with a ``kind``."""
         url = self.url(arxiv_id, version)
-        return call_with_retries(lambda: self._once(url), self.http, f"PDF {arxiv_id}v{version}")
+        return call_with_retries(lambda: self._once(url), self.http, f"PDF {arxiv_id}v{version}", breaker=self.breaker)
 
     def close(self) -> None:
         self._client.close()

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from revbench.retry import TransientError, call_with_retries, classify_status
+from revbench.retry import Breaker, TransientError, call_with_retries, classify_status
 from revbench.settings import HttpSettings, SemanticScholarSettings
 
 PAPER_FIELDS = "paperId,externalIds,title,year,authors"
@@ -31,6 +31,7 @@ class SemanticScholarClient:
         self._lock = threading.Lock()
         self._last: float | None = None
         self.requests_made = 0
+        self.breaker = Breaker("Semantic Scholar", settings.base_url, http.breaker_failures)
 
     def _pace(self) -> None:
         with self._lock:
@@ -68,7 +69,7 @@ class SemanticScholarClient:
                 raise TransientError("S2 batch answer does not match the ids sent", kind="malformed")
             return body
 
-        return call_with_retries(once, self.http, f"S2 batch of {len(arxiv_ids)}")
+        return call_with_retries(once, self.http, f"S2 batch of {len(arxiv_ids)}", breaker=self.breaker)
 
     def author_papers(self, author_id: str, fields: str = AUTHOR_PAPER_FIELDS, limit: int = 1000) -> list[dict[str, Any]]:
         """An author's whole publication list, following ``next`` offsets."""
@@ -85,7 +86,7 @@ class SemanticScholarClient:
                     raise TransientError("S2 author papers answer lacks 'data'", kind="malformed")
                 return body
 
-            body = call_with_retries(once, self.http, f"S2 author {author_id}")
+            body = call_with_retries(once, self.http, f"S2 author {author_id}", breaker=self.breaker)
             out.extend(body["data"])
             offset = body.get("next")
         return out

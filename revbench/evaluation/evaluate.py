@@ -96,6 +96,9 @@ class Evaluator:
         for sd in self._splits:
             arrays = self._arrays(sd, scores)
             base_arrays = self._arrays(sd, baseline) if baseline is not None else None
+            total = sd.pairs.height
+            cov = float(np.mean([len(a) / total for a in arrays])) if total and arrays else None
+            extra = dict(spec=scores.spec, coverage=cov, predictions_sha256=scores.source_sha256)
             k = len(sd.labels)
             counts = bootstrap.replicate_counts(k, self.n_resamples, self.seed)
             for metric in PAIR_METRICS:
@@ -104,7 +107,7 @@ class Evaluator:
                 n = int(_num_den(metric, arrays[0])[1].astype(bool).sum()) if arrays else 0
                 reps = bootstrap.replicates(nums, dens, counts)
                 lo, hi = bootstrap.interval(reps) if value is not None and self.n_resamples else (None, None)
-                rows.append(MetricValue(name, sd.split.name, scores.scorer, metric, value, lo, hi, n, scores.spec))
+                rows.append(MetricValue(name, sd.split.name, scores.scorer, metric, value, lo, hi, n, **extra))
                 if value is not None and metric in split_values:
                     split_values[metric].append(value)
                 if base_arrays is not None and baseline is not None:
@@ -113,16 +116,16 @@ class Evaluator:
                     if value is not None and bvalue is not None:
                         dlo, dhi = bootstrap.interval(reps - bootstrap.replicates(bn, bd, counts))
                         rows.append(MetricValue(name, sd.split.name, f"{scores.scorer} - {baseline.scorer}", metric,
-                                                value - bvalue, dlo, dhi, n, f"{scores.spec} - {baseline.spec}"))
+                                                value - bvalue, dlo, dhi, n, f"{scores.spec} - {baseline.spec}", cov))
             if sd.split.candidate_lists and sd.split.ratings is not None:
                 for metric, (value, nq) in ranking_metrics(sd.split.ratings, scores.draws[0]).items():
                     v = None if value != value else value  # NaN: no query had a relevant candidate
-                    rows.append(MetricValue(name, sd.split.name, scores.scorer, metric, v, None, None, nq, scores.spec))
+                    rows.append(MetricValue(name, sd.split.name, scores.scorer, metric, v, None, None, nq, **extra))
         if len(self._splits) > 1:
             for metric, values in split_values.items():
                 if values:
-                    rows.append(MetricValue(name, SPLIT_AVERAGE, scores.scorer, metric, float(np.mean(values)), None, None, len(values),
-                                            scores.spec))
+                    rows.append(MetricValue(name, SPLIT_AVERAGE, scores.scorer, metric, float(np.mean(values)), None, None,
+                                            len(values), scores.spec, None, scores.source_sha256))
         return rows
 
 

@@ -1,15 +1,23 @@
-"""Importers: public benchmark layouts and prediction files into the evaluation model."""
+"""Importers: public benchmark layouts and prediction files into the evaluation model.
+
+Every file is checked against its declared format before anything is computed: JSON that
+parses, required keys present, ratings within the benchmark's scale, scores finite numbers
+(never strings, booleans, NaN or infinity). An error is one ``InputError`` line naming the file,
+the row or key, and what was expected.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 
+from revbench.errors import InputError
 from revbench.evaluation.model import (
     PAPERS_SCHEMA,
     PROFILE_SCHEMA,
@@ -26,12 +34,11 @@ from revbench.evaluation.model import (
     frame,
 )
 
-if TYPE_CHECKING:
-    from revbench.warehouse import Warehouse
-
-
-class ImportError_(ValueError):
-    """A dataset is not laid out as expected; the message says what was looked for."""
+ImportError_ = InputError  # the name earlier code and tests use
+DEFAULT_SCALE = (1.0, 5.0)
+GOLD_COLUMNS = ["ParticipantID", *[f"Paper{i}" for i in range(1, 11)], *[f"Expertise{i}" for i in range(1, 11)]]
+LR_FLAT_KEYS = ("anchor_id", "positive_id", "negative_id", "positive_score", "negative_score",
+                "positive_ref_score", "negative_ref_score")
 
 
 def _digest(*paths: Path) -> str:
@@ -42,6 +49,41 @@ def _digest(*paths: Path) -> str:
     return h.hexdigest()[:12]
 
 
+def file_sha256(*paths: Path) -> str:
+    """sha256 over the files' bytes (in the given order)."""
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def read_json(path: Path) -> Any:
+    """Parsed JSON, or an error naming the file and where it broke."""
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+
+
+def finite_number(value: Any, where: str) -> float:
+    """A score or rating as a float: a JSON number that is finite, nothing else."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{where}: {value!r} is not a number")
+    if not math.isfinite(value):
+        raise InputError(f"{where}: {value!r} is not a finite number")
+    return float(value)
+
+
+def rating(value: Any, where: str, scale: tuple[float, float]) -> float:
+    """A rating within the benchmark's scale."""
+    x = finite_number(value, where)
+    if not scale[0] <= x <= scale[1]:
+        raise InputError(f"{where}: rating {x:g} is outside the benchmark's {scale[0]:g}-{scale[1]:g} scale")
+    return x
+
+
 def _year(value: Any) -> int | None:
     try:
         return int(str(value)[:4]) if value not in (None, "") else None
@@ -49,15 +91,20 @@ def _year(value: Any) -> int | None:
         return None
 
 
-def _note(note: dict[str, Any], fallback_id: str | None = None) -> dict[str, Any]:
+def _note(note: Any, where: str, fallback_id: str | None = None) -> dict[str, Any]:
+    if not isinstance(note, dict):
+        raise InputError(f"{where}: expected an object with content.title, found {type(note).__name__}")
     content = note.get("content", note)
+    if not isinstance(content, dict):
+        raise InputError(f"{where}: 'content' is not an object")
+
     def val(k: str) -> Any:
         v = content.get(k)
         return v.get("value") if isinstance(v, dict) else v
     return {
         "paper_id": str(note.get("id") or fallback_id or hashlib.sha1(str(val("title")).encode()).hexdigest()),
-        "title": val("title") or "",
-        "abstract": val("abstract") or "",
+        "title": str(val("title") or ""),
+        "abstract": str(val("abstract") or ""),
         "year": _year(val("year") or note.get("year")),
     }
 
@@ -66,20 +113,56 @@ def read_openreview_dir(d: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``submissions.json`` and ``archives/~<id>.jsonl`` of one OpenReview-format dataset."""
     sub_path = d / "submissions.json"
     if not sub_path.exists():
-        raise ImportError_(f"{d}: no submissions.json")
-    raw = json.loads(sub_path.read_text())
-    notes = raw.values() if isinstance(raw, dict) else raw
-    submissions = frame([_note(n) for n in notes], PAPERS_SCHEMA)
+        raise InputError(f"{d}: no submissions.json")
+    raw = read_json(sub_path)
+    if not isinstance(raw, dict | list):
+        raise InputError(f"{sub_path}: expected an object of submissions or a list")
+    notes = list(raw.items()) if isinstance(raw, dict) else [(None, n) for n in raw]
+    submissions = frame([_note(n, f"{sub_path} submission {k or i}", k) for i, (k, n) in enumerate(notes)], PAPERS_SCHEMA)
     rows = []
     archives = d / "archives"
     if not archives.is_dir():
-        raise ImportError_(f"{d}: no archives/ folder of reviewer profiles")
+        raise InputError(f"{d}: no archives/ folder of reviewer profiles")
     for f in sorted(archives.glob("*.jsonl")):
         reviewer = f.stem.lstrip("~")
-        for line in f.read_text().splitlines():
+        for i, line in enumerate(f.read_text(errors="replace").splitlines(), start=1):
             if line.strip():
-                rows.append({"reviewer_id": reviewer, **_note(json.loads(line))})
+                try:
+                    note = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{f} line {i}: not valid JSON ({exc.msg})") from None
+                rows.append({"reviewer_id": reviewer, **_note(note, f"{f} line {i}")})
     return submissions, frame(rows, PROFILE_SCHEMA)
+
+
+def read_gold_evaluations(path: Path, scale: tuple[float, float] = DEFAULT_SCALE) -> pl.DataFrame:
+    """The gold standard's tab-separated ratings: ``ParticipantID, Paper1..10, Expertise1..10``."""
+    try:
+        table = pl.read_csv(path, separator="\t", infer_schema_length=0)
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(f"{path}: not a readable tab-separated file ({str(exc).splitlines()[0]})") from None
+    missing = [c for c in GOLD_COLUMNS if c not in table.columns]
+    if missing:
+        sep = " (it looks comma-separated)" if "," in (table.columns[0] if table.columns else "") else ""
+        raise InputError(f"{path}: expected tab-separated columns ParticipantID, Paper1..Paper10, Expertise1..Expertise10; "
+                         f"missing {', '.join(missing[:3])}{'...' if len(missing) > 3 else ''}{sep}")
+    ratings = []
+    for row_no, row in enumerate(table.iter_rows(named=True), start=2):
+        who = (row["ParticipantID"] or "").strip()
+        if not who:
+            raise InputError(f"{path} row {row_no}: empty ParticipantID")
+        for i in range(1, 11):
+            paper, exp = (row.get(f"Paper{i}") or "").strip(), (row.get(f"Expertise{i}") or "").strip()
+            if bool(paper) != bool(exp):
+                raise InputError(f"{path} row {row_no}: Paper{i} and Expertise{i} must both be given or both be empty")
+            if paper:
+                try:
+                    value = float(exp)
+                except ValueError:
+                    raise InputError(f"{path} row {row_no}: Expertise{i} {exp!r} is not a number") from None
+                ratings.append({"reviewer_id": who, "paper_id": paper,
+                                "rating": rating(value, f"{path} row {row_no} Expertise{i}", scale)})
+    return frame(ratings, RATINGS_SCHEMA)
 
 
 def load_goldstandard(path: Path) -> Benchmark:
@@ -88,32 +171,25 @@ def load_goldstandard(path: Path) -> Benchmark:
     candidates = [path / "data" / "evaluations.csv", path / "evaluations.csv", path / "evaluations.tsv"]
     ev = next((c for c in candidates if c.exists()), None)
     if ev is None:
-        raise ImportError_(f"{path}: none of {', '.join(str(c) for c in candidates)} exists")
-    table = pl.read_csv(ev, separator="\t", infer_schema_length=0)
-    ratings = []
-    for row in table.iter_rows(named=True):
-        for i in range(1, 11):
-            paper, exp = row.get(f"Paper{i}"), row.get(f"Expertise{i}")
-            if paper and exp:
-                ratings.append({"reviewer_id": str(row["ParticipantID"]), "paper_id": paper, "rating": float(exp)})
+        raise InputError(f"{path}: none of {', '.join(str(c) for c in candidates)} exists")
+    ratings_df = read_gold_evaluations(ev)
     base = path / "evaluation_datasets" if (path / "evaluation_datasets").is_dir() else path
     draw_dirs = sorted(
         (d for d in base.iterdir() if re.fullmatch(r"d_20_\d+", d.name)), key=lambda d: int(d.name.rsplit("_", 1)[1])
     )
     if not draw_dirs:
-        raise ImportError_(f"{base}: no d_20_<x> evaluation datasets")
+        raise InputError(f"{base}: no d_20_<x> evaluation datasets")
     subs, draws = [], []
     for d in draw_dirs:
         s, prof = read_openreview_dir(d)
         subs.append(s)
         draws.append(prof)
     submissions = pl.concat(subs).unique("paper_id", keep="first").sort("paper_id")
-    ratings_df = frame(ratings, RATINGS_SCHEMA)
     reviewers = set(draws[0]["reviewer_id"].unique())
     ratings_df = ratings_df.filter(pl.col("reviewer_id").is_in(list(reviewers)))
     return Benchmark(
         name="goldstandard", version=_digest(ev), submissions=submissions, draws=draws,
-        splits=[Split(SPLIT_GOLD, ratings=ratings_df)],
+        splits=[Split(SPLIT_GOLD, ratings=ratings_df)], scale=DEFAULT_SCALE,
     )
 
 
@@ -124,28 +200,38 @@ def _lr_file(path: Path, stem: str) -> Path | None:
     return None
 
 
-def _lr_tuples(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+def _lr_tuples(items: Any, path: Path, scale: tuple[float, float]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    if not isinstance(items, list):
+        raise InputError(f"{path}: expected a list of {{anchor, positive, negative}} tuples")
     tuples, papers, profiles = [], [], []
-    for t in items:
+    for i, t in enumerate(items):
+        where = f"{path} item {i}"
+        if not isinstance(t, dict) or not all(isinstance(t.get(k), dict) for k in ("anchor", "positive", "negative")):
+            raise InputError(f"{where}: expected objects 'anchor', 'positive' and 'negative'")
         a, pos, neg = t["anchor"], t["positive"], t["negative"]
+        r_pos = rating(pos.get("score"), f"{where} positive.score", scale)
+        r_neg = rating(neg.get("score"), f"{where} negative.score", scale)
         if "author_id" in pos:  # paper-centric: anchor paper, candidate reviewers
+            if "paper_id" not in a or "author_id" not in neg:
+                raise InputError(f"{where}: a paper-centric tuple needs anchor.paper_id and positive/negative author_id")
             pid = str(a["paper_id"])
             papers.append({"paper_id": pid, "title": a.get("paper_title", a.get("title", "")), "abstract": a.get("abstract", "")})
             for side in (pos, neg):
-                for p in side.get("papers", []):
-                    profiles.append({"reviewer_id": str(side["author_id"]), **_note(p)})
+                for j, p in enumerate(side.get("papers", [])):
+                    profiles.append({"reviewer_id": str(side["author_id"]), **_note(p, f"{where} papers[{j}]")})
             tuples.append(dict(reviewer_pos=str(pos["author_id"]), paper_pos=pid, reviewer_neg=str(neg["author_id"]),
-                               paper_neg=pid, rating_pos=float(pos["score"]), rating_neg=float(neg["score"]), cluster=pid))
+                               paper_neg=pid, rating_pos=r_pos, rating_neg=r_neg, cluster=pid))
         else:  # reviewer-centric: anchor reviewer, candidate papers
+            if "author_id" not in a or "paper_id" not in pos or "paper_id" not in neg:
+                raise InputError(f"{where}: a reviewer-centric tuple needs anchor.author_id and positive/negative paper_id")
             rid = str(a["author_id"])
-            for p in a.get("papers", []):
-                profiles.append({"reviewer_id": rid, **_note(p)})
+            for j, p in enumerate(a.get("papers", [])):
+                profiles.append({"reviewer_id": rid, **_note(p, f"{where} anchor.papers[{j}]")})
             for side in (pos, neg):
                 papers.append({"paper_id": str(side["paper_id"]), "title": side.get("paper_title", side.get("title", "")),
                                "abstract": side.get("abstract", "")})
             tuples.append(dict(reviewer_pos=rid, paper_pos=str(pos["paper_id"]), reviewer_neg=rid,
-                               paper_neg=str(neg["paper_id"]), rating_pos=float(pos["score"]),
-                               rating_neg=float(neg["score"]), cluster=rid))
+                               paper_neg=str(neg["paper_id"]), rating_pos=r_pos, rating_neg=r_neg, cluster=rid))
     return tuples, papers, profiles
 
 
@@ -158,22 +244,61 @@ def load_lrbench(path: Path) -> Benchmark:
         if f is None:
             continue
         files.append(f)
-        t, p, prof = _lr_tuples(json.loads(f.read_text()))
+        t, p, prof = _lr_tuples(read_json(f), f, DEFAULT_SCALE)
         papers += p
         profiles += prof
         splits.append(Split(split_name, tuples=frame(t, TUPLES_SCHEMA)))
     if not splits:
-        raise ImportError_(f"{path}: neither evaluations_pc.json nor evaluations_rc.json")
+        raise InputError(f"{path}: neither evaluations_pc.json nor evaluations_rc.json")
     keywords: dict[str, str] = {}
     kf = _lr_file(path, "keywords")
     if kf:
-        keywords = {k["paper_title"]: k["keywords"] for k in json.loads(kf.read_text())}
+        raw = read_json(kf)
+        if not isinstance(raw, list) or not all(isinstance(k, dict) and "paper_title" in k and "keywords" in k for k in raw):
+            raise InputError(f"{kf}: expected a list of {{paper_title, keywords}}")
+        keywords = {k["paper_title"]: k["keywords"] for k in raw}
     return Benchmark(
         name="lrbench", version=_digest(*files),
         submissions=frame(papers, PAPERS_SCHEMA).unique("paper_id", keep="first").sort("paper_id"),
         draws=[frame(profiles, PROFILE_SCHEMA).unique(["reviewer_id", "paper_id"], keep="first", maintain_order=True)],
-        splits=splits, keywords=keywords,
+        splits=splits, keywords=keywords, scale=DEFAULT_SCALE,
     )
+
+
+def dataset_scale(path: Path) -> tuple[float, float]:
+    """The rating scale a dataset declares in ``benchmark.json`` (``{"scale": [1, 5]}``), 1-5 by default."""
+    meta = path / "benchmark.json"
+    if not meta.exists():
+        return DEFAULT_SCALE
+    raw = read_json(meta)
+    scale = raw.get("scale") if isinstance(raw, dict) else None
+    if not (isinstance(scale, list) and len(scale) == 2):
+        raise InputError(f"{meta}: expected {{\"scale\": [low, high]}}")
+    lo, hi = (finite_number(x, f"{meta} scale") for x in scale)
+    if lo >= hi:
+        raise InputError(f"{meta}: scale low {lo:g} is not below high {hi:g}")
+    return lo, hi
+
+
+def read_ratings_csv(path: Path, scale: tuple[float, float]) -> pl.DataFrame:
+    """``reviewer,paper,rating`` rows, every rating a number within ``scale``."""
+    try:
+        raw = pl.read_csv(path, infer_schema_length=0)
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+    missing = [c for c in ("reviewer", "paper", "rating") if c not in raw.columns]
+    if missing:
+        raise InputError(f"{path}: expected columns reviewer,paper,rating; missing {', '.join(missing)}")
+    rows = []
+    for row_no, (r, p, x) in enumerate(raw.select("reviewer", "paper", "rating").iter_rows(), start=2):
+        if not r or not p:
+            raise InputError(f"{path} row {row_no}: empty reviewer or paper")
+        try:
+            value = float(x)
+        except (TypeError, ValueError):
+            raise InputError(f"{path} row {row_no}: rating {x!r} is not a number") from None
+        rows.append({"reviewer_id": r.lstrip("~"), "paper_id": p, "rating": rating(value, f"{path} row {row_no}", scale)})
+    return frame(rows, RATINGS_SCHEMA)
 
 
 def load_openreview(path: Path) -> Benchmark:
@@ -181,50 +306,76 @@ def load_openreview(path: Path) -> Benchmark:
     submissions, profiles = read_openreview_dir(path)
     rf = path / "ratings.csv"
     if not rf.exists():
-        raise ImportError_(f"{path}: no ratings.csv (reviewer,paper,rating)")
-    r = pl.read_csv(rf, schema_overrides={"reviewer": pl.Utf8, "paper": pl.Utf8, "rating": pl.Float64})
-    ratings = r.select(pl.col("reviewer").str.strip_chars_start("~").alias("reviewer_id"), pl.col("paper").alias("paper_id"), "rating")
+        raise InputError(f"{path}: no ratings.csv (reviewer,paper,rating)")
+    scale = dataset_scale(path)
     return Benchmark(
         name="openreview", version=_digest(path / "submissions.json", rf), submissions=submissions, draws=[profiles],
-        splits=[Split(SPLIT_POINTWISE, ratings=ratings, candidate_lists=True)],
+        splits=[Split(SPLIT_POINTWISE, ratings=read_ratings_csv(rf, scale), candidate_lists=True)], scale=scale,
     )
 
 
-def scores_from_json(data: dict[str, dict[str, float]]) -> pl.DataFrame:
-    """``{reviewer: {paper: score}}`` as a scores frame."""
-    rows = [{"reviewer_id": str(r), "paper_id": str(p), "score": float(s)} for r, d in data.items() for p, s in d.items()]
+def scores_from_json(data: Any, path: Path) -> pl.DataFrame:
+    """``{reviewer: {paper: score}}`` as a scores frame; every score a finite number."""
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise InputError(f"{path}: expected {{reviewer: {{paper: score}}}}")
+    rows = [{"reviewer_id": str(r), "paper_id": str(p),
+             "score": finite_number(s, f"{path} reviewer {r!r} paper {p!r}")}
+            for r, d in data.items() for p, s in d.items()]
     return frame(rows, SCORES_SCHEMA)
 
 
 def scores_from_csv(path: Path) -> pl.DataFrame:
     """OpenReview ``submission,profile,score`` rows (no header) as a scores frame."""
-    df = pl.read_csv(path, has_header=False, new_columns=["paper_id", "reviewer_id", "score"],
-                     schema_overrides={"paper_id": pl.Utf8, "reviewer_id": pl.Utf8, "score": pl.Float64})
-    return df.select(pl.col("reviewer_id").str.strip_chars_start("~"), "paper_id", "score")
+    try:
+        raw = pl.read_csv(path, has_header=False, infer_schema_length=0)
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+    if raw.width != 3:
+        raise InputError(f"{path}: expected 3 columns submission,profile,score; found {raw.width}")
+    rows = []
+    for row_no, (p, r, s) in enumerate(raw.iter_rows(), start=1):
+        try:
+            value = float(s)
+        except (TypeError, ValueError):
+            raise InputError(f"{path} row {row_no}: score {s!r} is not a number") from None
+        rows.append({"reviewer_id": (r or "").lstrip("~"), "paper_id": p,
+                     "score": finite_number(value, f"{path} row {row_no} score")})
+    return frame(rows, SCORES_SCHEMA)
 
 
 def is_lr_flat(path: Path) -> bool:
     if path.suffix != ".json" or not path.is_file():
         return False
-    head = path.read_text()[:2000]
+    head = path.read_bytes()[:2000].decode("utf-8", errors="replace")
     return '"anchor_id"' in head and '"positive_ref_score"' in head
 
 
 def load_lr_flat(path: Path) -> tuple[Split, pl.DataFrame]:
     """LR-bench's flat predictions carry their own labels: a split and the scores on it."""
-    items = json.loads(path.read_text())
+    items = read_json(path)
+    if not isinstance(items, list):
+        raise InputError(f"{path}: expected a list of tuples with {', '.join(LR_FLAT_KEYS)}")
     tuples, scores = [], []
-    kinds = {t.get("type", "paper_centric") for t in items}
-    for t in items:
+    kinds = set()
+    for i, t in enumerate(items):
+        where = f"{path} item {i}"
+        missing = [k for k in LR_FLAT_KEYS if not isinstance(t, dict) or k not in t]
+        if missing:
+            raise InputError(f"{where}: missing {', '.join(missing)}")
+        kind = t.get("type", "paper_centric")
+        if kind not in ("paper_centric", "reviewer_centric"):
+            raise InputError(f"{where}: type {kind!r} is neither paper_centric nor reviewer_centric")
+        kinds.add(kind)
         a, p, n = str(t["anchor_id"]), str(t["positive_id"]), str(t["negative_id"])
-        if t.get("type", "paper_centric") == "paper_centric":
-            pos, neg = (p, a), (n, a)
-        else:
-            pos, neg = (a, p), (a, n)
+        pos, neg = ((p, a), (n, a)) if kind == "paper_centric" else ((a, p), (a, n))
         tuples.append(dict(reviewer_pos=pos[0], paper_pos=pos[1], reviewer_neg=neg[0], paper_neg=neg[1],
-                           rating_pos=float(t["positive_ref_score"]), rating_neg=float(t["negative_ref_score"]), cluster=a))
-        scores.append({"reviewer_id": pos[0], "paper_id": pos[1], "score": float(t["positive_score"])})
-        scores.append({"reviewer_id": neg[0], "paper_id": neg[1], "score": float(t["negative_score"])})
+                           rating_pos=rating(t["positive_ref_score"], f"{where} positive_ref_score", DEFAULT_SCALE),
+                           rating_neg=rating(t["negative_ref_score"], f"{where} negative_ref_score", DEFAULT_SCALE),
+                           cluster=a))
+        scores.append({"reviewer_id": pos[0], "paper_id": pos[1], "score": finite_number(t["positive_score"], f"{where} positive_score")})
+        scores.append({"reviewer_id": neg[0], "paper_id": neg[1], "score": finite_number(t["negative_score"], f"{where} negative_score")})
+    if not tuples:
+        raise InputError(f"{path}: no tuples")
     name = SPLIT_LR_PC if kinds == {"paper_centric"} else SPLIT_LR_RC if kinds == {"reviewer_centric"} else "lr_mixed"
     return Split(name, tuples=frame(tuples, TUPLES_SCHEMA)), frame(scores, SCORES_SCHEMA).unique(
         ["reviewer_id", "paper_id"], keep="first", maintain_order=True
@@ -242,47 +393,56 @@ def load_predictions(path: Path, name: str, benchmark: Benchmark) -> Scores:
             return scores_from_csv(p)
         if is_lr_flat(p):
             return load_lr_flat(p)[1]
-        return scores_from_json(json.loads(p.read_text()))
+        return scores_from_json(read_json(p), p)
 
     if path.is_file():
-        return Scores(name, [read(path)] * len(benchmark.draws))
-    draws = []
+        scores = read(path)
+        return Scores(name, [scores] * len(benchmark.draws), f"predictions:{path.name}", file_sha256(path))
+    draws, files = [], []
     for x in range(1, len(benchmark.draws) + 1):
         found = sorted(path.glob(f"{name}_d_20_{x}_*.json")) + sorted(path.glob(f"{name}_d_20_{x}.json"))
         found += [p for p in (path / f"d_20_{x}" / f"predictions_{name}.json",) if p.exists()]
         if not found:
-            raise ImportError_(f"{path}: no predictions of {name!r} for draw d_20_{x}")
+            raise InputError(f"{path}: no predictions of {name!r} for draw d_20_{x}")
+        files.append(found[0])
         draws.append(read(found[0]))
-    return Scores(name, draws)
+    return Scores(name, draws, f"predictions:{path.name}/", file_sha256(*files))
 
 
-def load_warehouse(path: Path, warehouse: Warehouse | None = None) -> Benchmark:
+def coverage(benchmark: Benchmark, scores: Scores) -> tuple[int, int, tuple[str, str] | None]:
+    """(covered, needed, an example of a missing pair) of the (reviewer, paper) pairs the
+    benchmark's splits need, in the least covered draw."""
+    needed = benchmark.pairs_needed()
+    worst = (needed.height, needed.height, None)
+    for draw in scores.draws:
+        got = needed.join(draw.select("reviewer_id", "paper_id").unique(), on=["reviewer_id", "paper_id"], how="semi")
+        if got.height < worst[0]:
+            missing = needed.join(got, on=["reviewer_id", "paper_id"], how="anti").row(0)
+            worst = (got.height, needed.height, (missing[0], missing[1]))
+    return worst
+
+
+def load_warehouse(path: Path) -> Benchmark:
     """The warehouse's own benchmark: its corpus as submissions and profiles, its cleaned
-    ratings as the pointwise split (with candidate lists) once the ratings stage has filled them.
-    ``warehouse`` is the caller's open session when ``path`` is that warehouse (DuckDB allows one
-    writer per file, so the run's own connection is used instead of a second one)."""
+    ratings as the pointwise split (with candidate lists) once the ratings stage has filled them."""
     from revbench.warehouse import Warehouse
 
-    if warehouse is not None and Path(path).resolve() == warehouse.path.resolve():
-        has_ratings = warehouse.has_table("ratings")
-    else:
-        with Warehouse.open(path, read_only=True) as wh:
-            has_ratings = wh.has_table("ratings")
+    with Warehouse.open(path, read_only=True) as wh:
+        has_ratings = wh.has_table("ratings")
     if not has_ratings:
-        raise ImportError_(
+        raise InputError(
             f"the warehouse at {path} holds no ratings yet; they arrive with the survey and ratings stages "
             "(until then, evaluate on goldstandard, lrbench or openreview data)"
         )
-    raise ImportError_(f"the warehouse at {path} has ratings but this revbench cannot read their layout")
+    raise InputError(f"the warehouse at {path} has ratings but this revbench cannot read their layout")
 
 
-def load_benchmark(kind: str, path: Path, warehouse: Warehouse | None = None) -> Benchmark:
+def load_benchmark(kind: str, path: Path) -> Benchmark:
     """A benchmark by kind: ``goldstandard``, ``lrbench``, ``openreview`` or ``warehouse``."""
     if not path.exists():
-        raise ImportError_(f"{path} does not exist")
-    if kind == "warehouse":
-        return load_warehouse(path, warehouse)
-    loaders = {"goldstandard": load_goldstandard, "lrbench": load_lrbench, "openreview": load_openreview}
+        raise InputError(f"{path} does not exist")
+    loaders = {"goldstandard": load_goldstandard, "lrbench": load_lrbench, "openreview": load_openreview,
+               "warehouse": load_warehouse}
     if kind not in loaders:
-        raise ImportError_(f"unknown benchmark kind {kind!r}; expected one of {sorted(loaders)} or warehouse")
+        raise InputError(f"unknown benchmark kind {kind!r}; expected one of {sorted(loaders)}")
     return loaders[kind](path)

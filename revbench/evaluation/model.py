@@ -60,6 +60,8 @@ class Benchmark:
     splits: list[Split]
     keywords: dict[str, str] = field(default_factory=dict)
     """Optional keywords per paper title (LR-bench ``keywords.json``)."""
+    scale: tuple[float, float] = (1.0, 5.0)
+    """The rating scale every rating lies in."""
 
     def pairs_needed(self) -> pl.DataFrame:
         """Every (reviewer, paper) whose score some split needs."""
@@ -83,6 +85,8 @@ class Scores:
     draws: list[pl.DataFrame]
     spec: str = ""
     """What produced the scores: the scorer with all its parameters, or the predictions file."""
+    source_sha256: str | None = None
+    """sha256 of the predictions file(s) the scores were read from."""
 
     def to_openreview(self, draw: int = 0) -> dict[str, dict[str, float]]:
         """``{reviewer: {paper: score}}``, the format the gold standard and OpenReview read."""
@@ -105,3 +109,6 @@ class MetricValue:
     ci_high: float | None
     n: int
     spec: str = ""
+    coverage: float | None = None
+    """Share of the split's ordered pairs the scores covered (mean over draws)."""
+    predictions_sha256: str | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from revbench.errors import UsageError
 from revbench.evaluation.scorers.base import Context, make_scorer
 from revbench.settings import Settings
 
@@ -17,7 +18,7 @@ BENCHMARK_KINDS = ("goldstandard", "lrbench", "openreview", "warehouse")
 DEFAULT_SCORERS = ("trivial", "tpms")
 
 
-class PlanError(ValueError):
+class PlanError(UsageError):
     """An evaluation request that cannot run as given; the message names the flag and value."""
 
 

@@ -12,6 +12,7 @@ from revbench.evaluation.model import MetricValue
 RESULT_SCHEMA = {
     "benchmark": pl.Utf8, "split": pl.Utf8, "scorer": pl.Utf8, "metric": pl.Utf8,
     "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64, "spec": pl.Utf8,
+    "coverage": pl.Float64, "predictions_sha256": pl.Utf8,
 }
 RANKING_SHOWN = ("P_hard@5", "P_soft@5", "P_hard@10", "NDCG@10", "MRR_hard@10", "Recall_hard@10", "WKTD@10")
 LOWER_IS_BETTER = {"loss"} | {f"WKTD@{k}" for k in (5, 10)}
@@ -46,7 +47,8 @@ def _cell(value: float | None, lo: float | None, hi: float | None, best: bool) -
 
 def report_tables(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accuracy", "easy_accuracy", "hard_accuracy")) -> list[ReportTable]:
     """One table per benchmark and split: scorers as rows, metrics as columns, the best of each
-    column in bold (lowest loss, highest accuracy); then paired differences, then ranking metrics."""
+    column in bold (lowest loss, highest accuracy) among scorers that covered every pair, with a
+    coverage column when one did not; then paired differences, then ranking metrics."""
     out = []
     main = df.filter(~pl.col("scorer").str.contains(" - "))
     for bench in main["benchmark"].unique(maintain_order=True).to_list():
@@ -54,14 +56,19 @@ def report_tables(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accurac
         for split in b["split"].unique(maintain_order=True).to_list():
             s = b.filter(pl.col("split") == split)
             cols = [m for m in metrics if s.filter(pl.col("metric") == m).height]
+            full = pl.col("coverage").is_null() | (pl.col("coverage") >= 1.0)
+            partial = s.filter(~full).height > 0
             best = {}
             for m in cols:
-                v = s.filter((pl.col("metric") == m) & pl.col("value").is_not_null())["value"]
+                # Scorers evaluated on part of the pairs are not comparable: never "best".
+                v = s.filter((pl.col("metric") == m) & pl.col("value").is_not_null() & full)["value"]
                 if v.len():
                     best[m] = v.min() if m in LOWER_IS_BETTER else v.max()
             rows = []
             for scorer in s["scorer"].unique(maintain_order=True).to_list():
-                cells = [scorer]
+                cov = s.filter(pl.col("scorer") == scorer)["coverage"].drop_nulls()
+                covered = float(cov.min()) if cov.len() else 1.0
+                cells = [scorer] + ([f"{covered:.0%}"] if partial else [])
                 for m in cols:
                     r = s.filter((pl.col("scorer") == scorer) & (pl.col("metric") == m))
                     if r.height == 0:
@@ -69,9 +76,10 @@ def report_tables(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accurac
                         continue
                     row = r.row(0, named=True)
                     cells.append(_cell(row["value"], row["ci_low"], row["ci_high"],
-                                       row["value"] is not None and row["value"] == best.get(m)))
+                                       covered >= 1.0 and row["value"] is not None and row["value"] == best.get(m)))
                 rows.append(cells)
-            out.append(ReportTable(f"### {bench} · {split}", ["scorer", *cols], rows))
+            header = ["scorer", *(["coverage"] if partial else []), *cols]
+            out.append(ReportTable(f"### {bench} · {split}", header, rows))
     diffs = df.filter(pl.col("scorer").str.contains(" - ") & (pl.col("metric") == "loss"))
     if diffs.height:
         out.append(ReportTable("Paired differences in loss (negative: better than the baseline)",

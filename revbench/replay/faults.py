@@ -47,7 +47,7 @@ class FaultInjector:
             self.served[service] += 1
             n = self._attempts[full]
             self._attempts[full] += 1
-            if self.rate <= 0 or self._streak[full] >= self.max_consecutive:
+            if self.rate <= 0 or not self.kinds.get(service) or self._streak[full] >= self.max_consecutive:
                 self._streak[full] = 0
                 return None
             if _unit(self.seed, full, n, "hit") >= self.rate:

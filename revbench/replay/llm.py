@@ -48,28 +48,78 @@ def _section(prompt: str, head: str) -> str:
     return rest if end < 0 else rest[:end]
 
 
+def _fields(line: str) -> tuple[int, dict[str, list[str]]] | None:
+    """``3. names: A; B | affiliations: X | emails: ...`` -> (3, {"names": ["A", "B"], ...})."""
+    m = re.match(r"^(\d+)\. (.*)$", line)
+    if not m or "names:" not in m.group(2):
+        return None
+    out: dict[str, list[str]] = {}
+    for part in m.group(2).split(" | "):
+        key, _, value = part.partition(": ")
+        sep = " / " if key.strip() == "papers" else ";"
+        out[key.strip()] = [v.strip() for v in value.split(sep) if v.strip()]
+    return int(m.group(1)), out
+
+
+def _given(name: str) -> str:
+    first = name.replace(",", " ").split()[0] if name.split() else ""
+    return "" if len(first.rstrip(".")) <= 1 else first.lower()
+
+
+def _apart(a: dict[str, list[str]], b: dict[str, list[str]]) -> bool:
+    """What separates two instances for a careful reader of the prompt."""
+    ga = {_given(n) for n in a.get("names", [])} - {""}
+    gb = {_given(n) for n in b.get("names", [])} - {""}
+    if ga and gb and not ga & gb:
+        return True  # two different given names
+    by_domain: dict[str, set[str]] = {}
+    for e in a.get("emails", []):
+        by_domain.setdefault(e.rpartition("@")[2], set()).add(e)
+    for e in b.get("emails", []):
+        mine = by_domain.get(e.rpartition("@")[2])
+        if mine and e not in mine:
+            return True  # two addresses at one institution's domain
+    shared = set(a.get("co-authors", [])) & set(b.get("co-authors", []))
+    words_a = {w.lower() for t in a.get("papers", []) for w in _WORD.findall(t)}
+    words_b = {w.lower() for t in b.get("papers", []) for w in _WORD.findall(t)}
+    emailed = bool(a.get("emails")) and bool(b.get("emails"))
+    # Without addresses on both sides, same institution alone is thin: a homonym there would
+    # look the same. Ask for a shared co-author or a shared topic.
+    return not emailed and not shared and not (words_a & words_b)
+
+
 def _stub_clusters(prompt: str) -> str:
-    """Group numbered instances whose affiliations are one institution, the way a model that
-    knows institution names would (it knows the synthetic world's aliases, nothing else)."""
+    """Answer the clustering prompt as a careful verifier: the same institution (it knows the
+    SYNTHETIC world's aliases, nothing else) and nothing that separates them (different given
+    names, two addresses at one domain, no shared co-author or topic when emails are missing)."""
     from revbench.synth.vocab import INSTITUTIONS
 
     canon = {}
     for name, aliases, _dept, _dom in INSTITUTIONS:
         for variant in [name, *aliases]:
             canon[variant.lower()] = name
-    groups: dict[str, list[int]] = {}
-    singles: list[list[int]] = []
+    by_institution: dict[str, list[tuple[int, dict[str, list[str]]]]] = {}
+    clusters: list[list[int]] = []
     for line in prompt.splitlines():
-        m = re.match(r"^(\d+)\. names: .*?\| affiliations: ([^|]*)", line)
-        if not m:
+        parsed = _fields(line)
+        if parsed is None:
             continue
-        idx = int(m.group(1))
-        known = {canon.get(a.strip().lower()) for a in m.group(2).split(";")} - {None}
+        idx, f = parsed
+        known = {canon.get(a.lower()) for a in f.get("affiliations", [])} - {None}
         if len(known) == 1:
-            groups.setdefault(known.pop(), []).append(idx)
+            by_institution.setdefault(known.pop(), []).append((idx, f))
         else:
-            singles.append([idx])
-    return json.dumps({"clusters": sorted(list(groups.values()) + singles)})
+            clusters.append([idx])
+    for members in by_institution.values():
+        groups: list[list[tuple[int, dict[str, list[str]]]]] = []
+        for idx, f in members:
+            home = next((g for g in groups if not any(_apart(f, other) for _, other in g)), None)
+            if home is None:
+                groups.append([(idx, f)])
+            else:
+                home.append((idx, f))
+        clusters += [[i for i, _ in g] for g in groups]
+    return json.dumps({"clusters": sorted(sorted(c) for c in clusters)})
 
 
 def stub_llm_answer(prompt: str) -> str:

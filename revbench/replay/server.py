@@ -87,6 +87,8 @@ class ReplayApp:
         )
         # Recorded fixtures take precedence over the world and may answer any path.
         self.app.add_middleware(_FixtureMiddleware, replay=self)
+        self.app.add_middleware(_MarkReplay, replay=self)
+        self.credentials_seen: list[str] = []
 
     async def respond(self, service: str, key: str, status: int, body: bytes, content_type: str,
                       headers: dict[str, str] | None = None) -> Response:
@@ -113,7 +115,7 @@ class ReplayApp:
         return self.world
 
     async def stats(self, request: Request) -> Response:
-        return JSONResponse(self.faults.stats())
+        return JSONResponse({**self.faults.stats(), "credentials_seen": len(self.credentials_seen)})
 
 
 class _CutOffResponse(Response):
@@ -132,6 +134,30 @@ class _QuietCutOffs(logging.Filter):
 
 
 logging.getLogger("uvicorn.error").addFilter(_QuietCutOffs())
+
+
+class _MarkReplay:
+    """Marks every answer as the replay server's (so runs pointed here drop real API keys), and
+    remembers any credential a client sent, so tests can show none arrives."""
+
+    def __init__(self, app: Any, replay: ReplayApp):
+        self.app = app
+        self.replay = replay
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name.lower() in (b"authorization", b"x-api-key"):
+                self.replay.credentials_seen.append(value.decode("latin-1"))
+
+        async def marked(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), (b"x-revbench-replay", b"synthetic")]}
+            await send(message)
+
+        await self.app(scope, receive, marked)
 
 
 class _FixtureMiddleware:

@@ -5,17 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
-from typer.testing import CliRunner
 
-from revbench.app.cli import app as cli_app
 from revbench.flows.evaluate import evaluate_flow
 from revbench.schemas.tables import EVAL_RESULTS
 from revbench.warehouse import Warehouse
+from tests.conftest import run_cli
 from tests.evaluation.test_scorers import bench
 
 pytestmark = pytest.mark.slow
-KEYS = {"benchmark", "split", "scorer", "metric", "value", "ci_low", "ci_high", "n", "spec"}
+KEYS = {"benchmark", "benchmark_version", "split", "scorer", "metric", "value", "ci_low", "ci_high", "n", "run_id",
+        "evaluated_at", "spec", "predictions_sha256", "coverage"}
 
 
 def write_openreview(d: Path) -> Path:
@@ -63,13 +64,14 @@ def test_evaluate_flow_end_to_end(prefect_server, settings, tmp_path: Path) -> N
                   report_dir=str(tmp_path / "r2"))
     with Warehouse.open(settings.warehouse_path) as wh:
         second = wh.read(EVAL_RESULTS)
-    assert second.height == first.height  # a rerun replaces its rows, keyed by version, split, scorer, metric
+    # Append-only: the second run adds its own rows; the first run's stay as they were.
+    assert second["run_id"].n_unique() == 2 and second.filter(pl.col("run_id") == result["run_id"]).equals(first)
     assert first.filter((first["scorer"] == "tpms") & (first["metric"] == "loss"))["benchmark_version"].len() == 1
 
 
 def _said(args: list[str]) -> tuple[int, str]:
-    r = CliRunner().invoke(cli_app, args)
-    return r.exit_code, " ".join(r.output.split())
+    code, out, err = run_cli(*args)
+    return code, " ".join((out + err).split())
 
 
 def test_cli_errors_are_clear(prefect_server, tmp_path: Path) -> None:

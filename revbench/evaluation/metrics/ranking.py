@@ -28,7 +28,9 @@ CUTOFFS = (5, 10)
 def _ranx_means(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], metrics: list[str]) -> dict[str, float]:
     from ranx import Qrels, Run, evaluate
 
-    if not qrels:
+    if not qrels or not run:
+        # No relevant candidate anywhere, or no score at all: the metric is undefined (never 0,
+        # which would rank a scorer that said nothing).
         return {m: float("nan") for m in metrics}
     out = evaluate(Qrels(qrels), Run(run), metrics, make_comparable=True)
     return {metrics[0]: float(out)} if isinstance(out, float) else {k: float(v) for k, v in out.items()}

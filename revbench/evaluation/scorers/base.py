@@ -5,11 +5,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import numpy as np
 import polars as pl
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark, Scores
 
@@ -33,7 +33,25 @@ SCORER_MODULES: dict[str, str] = {
 class Params(BaseModel):
     """Parameters of a scorer; unknown names are an error, not a silent default."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def check_pooling(how: str) -> str:
+    """A pooling spec ``pool`` accepts, checked when the scorer is built (not after embedding)."""
+    kind, _, arg = how.partition(":")
+    try:
+        if kind in ("max", "mean", "acl_top3") and not arg:
+            return how
+        if kind == "percentile" and 0 <= float(arg or 75) <= 100:
+            return how
+        if kind == "topk_mean" and int(arg or 3) >= 1:
+            return how
+    except ValueError:
+        pass
+    raise ValueError(f"unknown pooling {how!r}; expected max, mean, percentile:Q (0-100), topk_mean:K (K >= 1) or acl_top3")
+
+
+Pooling = Annotated[str, AfterValidator(check_pooling)]
 
 
 @dataclass
@@ -82,6 +100,10 @@ class Scorer(ABC):
         needed = benchmark.pairs_needed()
         return Scores(self.label, [self.score_draw(benchmark, d, needed) for d in range(len(benchmark.draws))], self.spec)
 
+    def services(self) -> tuple[str, ...]:
+        """External services this scorer calls (probed before it runs)."""
+        return ()
+
     @abstractmethod
     def score_draw(self, benchmark: Benchmark, draw: int, needed: pl.DataFrame) -> pl.DataFrame:
         """``reviewer_id, paper_id, score`` for the ``needed`` pairs under profile draw ``draw``."""
@@ -111,7 +133,9 @@ def make_scorer(spec: str, context: Context) -> Scorer:
     try:
         params = cls.params_model(**raw)
     except ValidationError as exc:
-        raise ValueError(f"bad parameters for {name}: {exc.errors()[0]['msg']} ({exc.errors()[0]['loc']})") from exc
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise ValueError(f"bad parameters for {name}: {where}={err.get('input')!r}: {err['msg'].removeprefix('Value error, ')}") from None
     return cls(params, context)
 
 

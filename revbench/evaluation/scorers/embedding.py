@@ -6,12 +6,12 @@ import polars as pl
 
 from revbench.embeddings import DEFAULT_MODEL, EmbeddingCache
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
-from revbench.evaluation.scorers.base import Params, Scorer, paper_text, pooled_scores, submissions_of
+from revbench.evaluation.scorers.base import Params, Pooling, Scorer, paper_text, pooled_scores, submissions_of
 
 
 class EmbeddingParams(Params):
     model: str = DEFAULT_MODEL
-    pooling: str = "max"
+    pooling: Pooling = "max"
 
 
 class Embedding(Scorer):

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+from pydantic import Field
 
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
-from revbench.evaluation.scorers.base import Params, Scorer, paper_text, pooled_scores, submissions_of
+from revbench.evaluation.scorers.base import Params, Pooling, Scorer, paper_text, pooled_scores, submissions_of
 
 
 class Bm25Params(Params):
-    pooling: str = "max"
-    k1: float = 1.5
-    b: float = 0.75
+    pooling: Pooling = "max"
+    k1: float = Field(1.5, ge=0)
+    b: float = Field(0.75, ge=0, le=1)
 
 
 class Bm25(Scorer):

@@ -6,6 +6,7 @@ import re
 from typing import Literal
 
 import polars as pl
+from pydantic import Field
 
 from revbench.clients.llm import LlmClient
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
@@ -30,12 +31,15 @@ def parse_score(answer: str, low: float, high: float) -> float | None:
 
 class LlmParams(Params):
     prompt: Literal["goldstandard", "bars"] = "bars"
-    max_profile_papers: int = 10
+    max_profile_papers: int = Field(10, ge=1)
 
 
 class Llm(Scorer):
     name = "llm"
     params_model = LlmParams
+
+    def services(self) -> tuple[str, ...]:
+        return ("llm",)
 
     def client(self) -> LlmClient:
         settings = self.context.settings

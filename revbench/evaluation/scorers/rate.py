@@ -49,6 +49,10 @@ class Rate(Scorer):
     name = "rate"
     params_model = RateParams
 
+    def services(self) -> tuple[str, ...]:
+        mode = self.params.keywords  # type: ignore[attr-defined]
+        return ("llm",) if mode == "llm" or (mode == "auto" and self.context.settings.llm.base_url) else ()
+
     def _keywords(self, benchmark: Benchmark, profile: pl.DataFrame) -> list[list[str]]:
         mode = self.params.keywords  # type: ignore[attr-defined]
         titles = profile["title"].fill_null("").to_list()

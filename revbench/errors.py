@@ -1,0 +1,45 @@
+"""Errors revbench raises on purpose. Each message is the whole story in one line: it names the
+file and row, the flag or setting, or the service and its URL, and says what was expected. The
+command line prints it as it is (no traceback) and exits with the error's code."""
+
+from __future__ import annotations
+
+
+class RevbenchError(Exception):
+    """An expected failure with a message a user can act on."""
+
+    exit_code = 1
+
+
+class UsageError(RevbenchError):
+    """A flag, setting or request that cannot run as given; nothing was done."""
+
+    exit_code = 2
+
+
+class InputError(UsageError):
+    """An input file that is not in its declared format; nothing was written."""
+
+
+class ServiceUnavailable(RevbenchError):
+    """A service a stage needs did not answer; the run stops as failed and rejects nothing."""
+
+    exit_code = 3
+
+    def __init__(self, service: str, url: str, detail: str):
+        super().__init__(f"{service} at {url} is unreachable ({detail}); nothing was rejected, "
+                         "re-run once it answers")
+        self.service = service
+        self.url = url
+
+
+class WarehouseBusy(RevbenchError):
+    """Another process holds the warehouse."""
+
+    exit_code = 4
+
+
+class WarehouseDamaged(RevbenchError):
+    """The warehouse file is not a readable revbench warehouse."""
+
+    exit_code = 5

@@ -1,0 +1,52 @@
+"""Bounded concurrency for I/O-bound calls that a user can interrupt at once.
+
+``concurrent.futures.ThreadPoolExecutor`` joins its worker threads when the interpreter exits,
+so after Ctrl-C a command would wait for every in-flight request to finish or time out (up to
+the GROBID timeout of minutes). Here the workers are daemon threads that stop taking new items
+as soon as the consumer stops (an exception, an interrupt, or simply not reading further);
+a call already in flight finishes in the background and its result is dropped.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def map_unordered(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
+    """``fn`` over ``items`` on ``workers`` threads, yielding results as they complete; an
+    exception raised by ``fn`` is raised here, in the consumer."""
+    todo: queue.Queue[T] = queue.Queue()
+    n = 0
+    for item in items:
+        todo.put(item)
+        n += 1
+    done: queue.Queue[tuple[bool, object]] = queue.Queue()
+    stop = threading.Event()
+
+    def work() -> None:
+        while not stop.is_set():
+            try:
+                item = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.put((True, fn(item)))
+            except BaseException as exc:  # handed to the consumer, which decides
+                done.put((False, exc))
+
+    for i in range(max(1, min(workers, n))):
+        threading.Thread(target=work, name=f"revbench-worker-{i}", daemon=True).start()
+    try:
+        for _ in range(n):
+            ok, value = done.get()
+            if not ok:
+                raise value  # type: ignore[misc]
+            yield value  # type: ignore[misc]
+    finally:
+        stop.set()
