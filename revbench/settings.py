@@ -155,6 +155,47 @@ class PoolsSettings(Section):
     candidates_per_query: int = Field(10, ge=1, description="Target invitations per query.")
 
 
+class SurveySettings(Section):
+    """Invitation emails, signed rating links and the survey server."""
+
+    signing_key: SecretStr | None = Field(
+        None, description="Key that signs survey links (HMAC-SHA256); nothing is sent without one. Long and random."
+    )
+    old_signing_keys: list[SecretStr] = Field(
+        default_factory=list, description="Earlier keys, still accepted to verify links while a new key signs (JSON list)."
+    )
+    link_max_age_days: int = Field(30, ge=1, le=365, description="Days a survey link stays valid.")
+    base_url: str = Field("http://127.0.0.1:8765", description="Public address of the survey server, used in every link.")
+    team: str = Field("the revbench team", description="Research team named in the email.")
+    lab: str = Field("", description="Lab named in the email (optional).")
+    institution: str = Field("", description="Institution named in the email (optional).")
+    sender_name: str = Field("revbench survey", description="Display name of the sender.")
+    sender_email: str = Field("survey@revbench.example", description="From address.")
+    reply_to: str = Field("", description="Reply-To address (default: the From address).")
+    subject: str = Field("How familiar are you with these papers? (under a minute, not a review request)",
+                         description="Subject of the invitation email.")
+    abstract_preview_chars: int = Field(320, ge=80, description="Abstract length shown in the email (the page shows it all).")
+    auto_approve: bool = Field(False, description="Send without waiting for a curator's approval (unattended runs).")
+    approval_timeout_seconds: int = Field(86400, ge=60, description="How long a tracked run waits for the curator's go.")
+    messages_per_minute: float = Field(30.0, gt=0, description="Sending pace.")
+    smtp_attempts: int = Field(4, ge=1, description="Tries per message for temporary (4xx) SMTP replies.")
+    reminder_count: int = Field(1, ge=0, le=5, description="Reminders to invitees with unrated papers (0: none).")
+    reminder_delay_days: float = Field(7.0, ge=0, description="Days after the last email before a reminder goes out.")
+    recontact_across_rounds: bool = Field(False, description="Invite people already emailed in an earlier round.")
+    rate_limit_per_minute: int = Field(60, ge=1, description="Requests per link and minute the survey server accepts.")
+
+
+class SmtpSettings(Section):
+    """The outgoing mail server."""
+
+    host: str = Field("", description="SMTP host; unset = nothing can be sent (use --dry-run).")
+    port: int = Field(587, ge=1, le=65535, description="SMTP port (587 STARTTLS, 465 SSL, 25 plain).")
+    security: Literal["starttls", "ssl", "none"] = Field("starttls", description="starttls, ssl or none (none only for a local server).")
+    username: str = Field("", description="Login name (empty: no login).")
+    password: SecretStr | None = Field(None, description="Login password.")
+    timeout_seconds: float = Field(30.0, gt=0, description="Per-command timeout.")
+
+
 class WarehouseSettings(Section):
     """The DuckDB warehouse file."""
 
@@ -201,6 +242,8 @@ class Settings(BaseSettings):
     disambiguate: DisambiguateSettings = Field(default_factory=DisambiguateSettings)
     pools: PoolsSettings = Field(default_factory=PoolsSettings)
     warehouse: WarehouseSettings = Field(default_factory=WarehouseSettings)
+    survey: SurveySettings = Field(default_factory=SurveySettings)
+    smtp: SmtpSettings = Field(default_factory=SmtpSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
 
     def with_overrides(self, **changes: Any) -> Settings:
@@ -228,6 +271,10 @@ class Settings(BaseSettings):
     @cached_property
     def worlds_dir(self) -> Path:
         return self.data_dir / "worlds"
+
+    @cached_property
+    def survey_store_path(self) -> Path:
+        return self.data_dir / "survey.sqlite"
 
     @cached_property
     def releases_dir(self) -> Path:

@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 
+from revbench.errors import RevbenchError
 from revbench.schemas.model import Column, Table
 
 
@@ -58,7 +59,7 @@ class ValidationReport:
         return "\n".join(lines)
 
 
-class DataQualityError(RuntimeError):
+class DataQualityError(RevbenchError):
     """A suite failed; the load it guarded wrote nothing."""
 
     def __init__(self, report: ValidationReport):
