@@ -9,7 +9,7 @@ export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 export GX_ANALYTICS_ENABLED ?= false
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: demo test bench venv clean-data
+.PHONY: demo test bench venv clean-data browser screenshots
 
 venv: $(STAMP)
 
@@ -24,8 +24,21 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/revbench demo
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q
+
+# The browser test drives Debian's chromium (Playwright cannot download browsers here); install it
+# when it is missing and this user can (root with apt-get). Otherwise the test skips, except
+# under CI=true, where a skipped browser test fails the run.
+browser:
+	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing chromium for the browser test"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+# The README's pictures of the survey email, page and phone view, taken by the browser test.
+screenshots: $(STAMP) browser
+	$(BIN)/python -m pytest -q tests/survey/test_browser.py --screenshots docs
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.cli_bench
@@ -33,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.eval_bench
 	$(BIN)/python -m benchmarks.disambiguate_bench
 	$(BIN)/python -m benchmarks.pools_bench
+	$(BIN)/python -m benchmarks.survey_bench
 
 clean-data:
 	rm -rf data

@@ -40,6 +40,6 @@ class WarehouseBusy(RevbenchError):
 
 
 class WarehouseDamaged(RevbenchError):
-    """The warehouse file is not a readable revbench warehouse."""
+    """The warehouse (or the survey store beside it) is not a readable file of ours."""
 
     exit_code = 5

@@ -449,6 +449,82 @@ POOL_ROUNDS = Table(
     since=6,
 )
 
+MESSAGE_STATES: tuple[str, ...] = ("rendered", "sending", "sent", "failed", "unconfirmed")
+"""A message's life: rendered -> sending -> sent, or failed (a permanent SMTP reply); a message
+found 'sending' after a crash may or may not have left, so it is 'unconfirmed' and only resent on request."""
+
+SURVEY_INVITATIONS = Table(
+    name="survey_invitations",
+    columns=(
+        Column("invitation_id", pl.Utf8, nullable=False, pattern=r"^inv_[0-9a-f]{20}$", doc="opaque id carried by the links"),
+        Column("round", pl.Int64, nullable=False, min_value=1),
+        Column("revision", pl.Int64, nullable=False, min_value=1),
+        Column("author_id", pl.Utf8, nullable=False),
+        Column("email", pl.Utf8, nullable=False),
+        Column("name", pl.Utf8, nullable=False),
+        Column("paper_ids", pl.List(pl.Utf8), nullable=False),
+        Column("example_paper", pl.Utf8, doc="the candidate's own paper cited as why they were chosen"),
+        Column("created_at", _TS, nullable=False),
+    ),
+    primary_key=("invitation_id",),
+    doc="One survey invitation per candidate and round version; its id is what the signed links name.",
+    since=7,
+)
+
+SURVEY_MESSAGES = Table(
+    name="survey_messages",
+    columns=(
+        Column("message_id", pl.Utf8, nullable=False, doc="the stable Message-ID header"),
+        Column("invitation_id", pl.Utf8, nullable=False),
+        Column("kind", pl.Utf8, nullable=False, doc="invitation, or reminder-<n>"),
+        Column("round", pl.Int64, nullable=False),
+        Column("to_email", pl.Utf8, nullable=False),
+        Column("subject", pl.Utf8, nullable=False),
+        Column("text", pl.Utf8, nullable=False),
+        Column("html", pl.Utf8, nullable=False),
+        Column("headers", pl.Utf8, nullable=False, doc="JSON of the extra headers (Reply-To, List-Unsubscribe...)"),
+        Column("template_version", pl.Utf8, nullable=False),
+        Column("state", pl.Utf8, nullable=False, allowed=MESSAGE_STATES),
+        Column("attempts", pl.Int64, nullable=False, min_value=0),
+        Column("smtp_reply", pl.Utf8),
+        Column("rendered_at", _TS, nullable=False),
+        Column("sent_at", _TS),
+        Column("run_id", pl.Utf8),
+    ),
+    primary_key=("message_id",),
+    doc="Every rendered email and its sending state; a message that was sent is never sent again.",
+    since=7,
+)
+
+SURVEY_APPROVALS = Table(
+    name="survey_approvals",
+    columns=(
+        Column("run_id", pl.Utf8, nullable=False),
+        Column("round", pl.Int64, nullable=False),
+        Column("kind", pl.Utf8, nullable=False),
+        Column("decision", pl.Utf8, nullable=False, allowed=("approve_all", "approve_first_n", "cancel", "auto")),
+        Column("approved", pl.Int64, nullable=False, min_value=0, doc="messages approved for sending"),
+        Column("approver", pl.Utf8, nullable=False),
+        Column("decided_at", _TS, nullable=False),
+    ),
+    primary_key=("run_id", "kind"),
+    doc="Each curator decision to send (or not) a wave of survey emails, and who made it.",
+    since=7,
+)
+
+SURVEY_OPT_OUTS = Table(
+    name="survey_opt_outs",
+    columns=(
+        Column("email", pl.Utf8, nullable=False, doc="normalised address; never emailed again"),
+        Column("invitation_id", pl.Utf8),
+        Column("source", pl.Utf8, nullable=False),
+        Column("opted_out_at", _TS, nullable=False),
+    ),
+    primary_key=("email",),
+    doc="People who asked not to be contacted; honoured in every later round and reminder.",
+    since=7,
+)
+
 ALL_TABLES: tuple[Table, ...] = (
     SCHEMA_VERSION_TABLE,
     RUNS,
@@ -473,6 +549,10 @@ ALL_TABLES: tuple[Table, ...] = (
     INVITATIONS,
     S2_AUTHOR_PAPERS,
     POOL_ROUNDS,
+    SURVEY_INVITATIONS,
+    SURVEY_MESSAGES,
+    SURVEY_APPROVALS,
+    SURVEY_OPT_OUTS,
 )
 
 TABLES: dict[str, Table] = {t.name: t for t in ALL_TABLES}

@@ -28,6 +28,11 @@ from revbench.settings import ReplaySettings, Settings  # noqa: E402
 from revbench.synth.world import WorldSpec, generate_world  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "clients" / "fixtures"
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--screenshots", default=None, metavar="DIR",
+                     help="where the browser test saves its screenshots (the README's come from `make screenshots`)")
+
+
 WORLD_SINCE = date(2026, 9, 1)
 WORLD_UNTIL = date(2026, 9, 20)
 

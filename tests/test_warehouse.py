@@ -86,3 +86,36 @@ def test_quality_suite_reports_each_broken_rule() -> None:
 
 def test_quality_suite_passes_good_frames() -> None:
     assert validate_frames({PAPERS: pl.DataFrame([_paper()]), MENTIONS: MENTIONS.empty()}).success
+
+
+def test_an_interrupt_anywhere_in_a_transaction_leaves_none_open(tmp_path: Path) -> None:
+    """Interrupts land at every point of many transactions (BEGIN, the block, COMMIT, the
+    rollback); after each, the warehouse takes a new transaction and holds only whole ones."""
+    import signal
+
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    interrupted = 0
+    try:
+        with Warehouse.open(tmp_path / "w.duckdb") as wh:
+            wh._exec("CREATE TABLE a (i INTEGER)")
+            wh._exec("CREATE TABLE b (i INTEGER)")
+            for i in range(300):
+                signal.setitimer(signal.ITIMER_REAL, 0.00005 + (i % 50) * 0.0001)
+                try:
+                    with wh.transaction():
+                        wh._exec("INSERT INTO a VALUES (?)", [i])
+                        wh._exec("INSERT INTO b SELECT i FROM a WHERE i = ?", [i])
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                except KeyboardInterrupt:
+                    interrupted += 1
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                with wh.transaction():  # a transaction left open would refuse this one
+                    a, b = wh._exec("SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM b)")[0]
+                assert a == b  # whole transactions only
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert 0 < interrupted < 300

@@ -168,17 +168,31 @@ class Warehouse:
         if self._in_tx:
             yield
             return
-        self._exec("BEGIN TRANSACTION")
         self._in_tx = True
         try:
+            self._exec("BEGIN TRANSACTION")
             yield
-        except BaseException:
-            self._exec("ROLLBACK")
-            raise
-        else:
             self._exec("COMMIT")
+        except BaseException:
+            self._abandon()
+            raise
         finally:
             self._in_tx = False
+
+    def _abandon(self) -> None:
+        """Roll back whatever is open. An interrupt can land between BEGIN and the block, after
+        COMMIT, or cancel the ROLLBACK itself; a transaction left open would make the run's
+        'cancelled' record fail, so try again until DuckDB says none is open."""
+        for _ in range(5):
+            try:
+                self.con.execute("ROLLBACK")
+                return
+            except duckdb.TransactionException:
+                return  # none was open (never begun, committed, or already rolled back)
+            except (KeyboardInterrupt, duckdb.InterruptException):
+                continue
+            except duckdb.Error:
+                return
 
     def _exec(self, query: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
         # DuckDB 2 refuses new work while a result is unfetched, so every statement is drained.
@@ -502,6 +516,71 @@ class Warehouse:
                 parameters=json.dumps(parameters, sort_keys=True, default=str), invitations=frames["invitations"].height,
                 run_id=run_id, created_at=utcnow(), superseded_at=None)]))
         return revision
+
+    # survey
+
+    def survey_candidates(self, round_: int) -> pl.DataFrame:
+        """The current version of a round's invitations with what the email needs: ``author_id,
+        email, name, query_ids, example_paper`` (the candidate's own paper behind their strongest
+        evidence), ``round, revision``."""
+        state = self.round_state(round_)
+        if state is None:
+            return pl.DataFrame()
+        return self._frame(
+            """WITH ex AS (
+                   SELECT e.author_id, arg_max(p.title, e.similarity) AS example_paper
+                   FROM pool_evidence e JOIN papers p ON p.arxiv_id = e.neighbor_id
+                   WHERE e.round = ? AND e.revision = ? GROUP BY e.author_id)
+               SELECT i.author_id, i.email, i.name, i.query_ids, ex.example_paper, i.round, i.revision
+               FROM invitations i LEFT JOIN ex USING (author_id)
+               WHERE i.round = ? AND i.revision = ? ORDER BY i.author_id""",
+            [round_, state["revision"], round_, state["revision"]])
+
+    def paper_texts(self, ids: list[str]) -> dict[str, dict[str, str]]:
+        """``arxiv_id -> {title, abstract}``."""
+        if not ids:
+            return {}
+        self.con.register("_ids", pl.DataFrame({"arxiv_id": ids}).to_arrow())
+        rows = self._exec("SELECT arxiv_id, title, abstract FROM papers JOIN _ids USING (arxiv_id)")
+        self.con.unregister("_ids")
+        return {a: {"title": t, "abstract": ab} for a, t, ab in rows}
+
+    def survey_invitations(self, round_: int | None = None) -> pl.DataFrame:
+        from revbench.schemas.tables import SURVEY_INVITATIONS
+
+        df = self.read(SURVEY_INVITATIONS)
+        return df if round_ is None else df.filter(pl.col("round") == round_)
+
+    def survey_messages(self, round_: int | None = None) -> pl.DataFrame:
+        from revbench.schemas.tables import SURVEY_MESSAGES
+
+        df = self.read(SURVEY_MESSAGES)
+        return df if round_ is None else df.filter(pl.col("round") == round_)
+
+    def contacted_emails(self, before_round: int) -> set[str]:
+        """Addresses a message was sent to in an earlier round."""
+        return {r[0] for r in self._exec(
+            """SELECT DISTINCT i.email FROM survey_invitations i JOIN survey_messages m USING (invitation_id)
+               WHERE m.state IN ('sent', 'unconfirmed') AND i.round < ?""", [before_round])}
+
+    def opted_out_emails(self) -> set[str]:
+        return {r[0] for r in self._exec("SELECT email FROM survey_opt_outs")}
+
+    def set_message_state(self, message_id: str, state: str, reply: str | None = None, attempts: int | None = None,
+                          sent_at: datetime | None = None) -> None:
+        """Move one message on (committed at once: a crash never forgets a sent message)."""
+        with self.transaction():
+            self._exec(
+                """UPDATE survey_messages SET state = ?, smtp_reply = coalesce(?, smtp_reply),
+                          attempts = coalesce(?, attempts), sent_at = coalesce(?, sent_at) WHERE message_id = ?""",
+                [state, reply, attempts, sent_at, message_id])
+
+    def mark_unconfirmed(self) -> int:
+        """Messages left 'sending' by a process that died mid-send: they may or may not have left."""
+        with self.transaction():
+            n = self._exec("SELECT count(*) FROM survey_messages WHERE state = 'sending'")[0][0]
+            self._exec("UPDATE survey_messages SET state = 'unconfirmed' WHERE state = 'sending'")
+        return int(n)
 
     def has_table(self, name: str) -> bool:
         return bool(self._exec("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])[0][0])

@@ -20,6 +20,7 @@ DESCRIPTIONS: dict[int, str] = {
     5: "eval_results.spec: the full scorer spec (or predictions file) behind each row",
     6: "append-only eval_results keyed by run (predictions hash, coverage); pool round revisions; "
        "papers whose service was unreachable are pending, not rejected",
+    7: "survey: invitations, messages with their sending state, approvals, opt-outs",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {

@@ -40,3 +40,28 @@ def read_status(path: Path) -> WarehouseStatus:
                                    holder=read_holder(path))
     except WarehouseBusy:
         return WarehouseStatus(path, busy=True, holder=read_holder(path))
+
+
+def survey_counts(warehouse: Path, store_path: Path) -> dict[str, Any]:
+    """Invited, sent, answered, skipped and opted-out counts; message states need the
+    warehouse and are left out while a flow holds it."""
+    from revbench.warehouse.survey_store import SurveyStore
+
+    out: dict[str, Any] = {}
+    if warehouse.exists():
+        try:
+            with Warehouse.open(warehouse, read_only=True) as wh:
+                msgs = wh.survey_messages() if wh.has_table("survey_messages") else None
+            if msgs is not None:
+                for kind, state, n in msgs.group_by("kind", "state").len().sort("kind", "state").iter_rows():
+                    out[f"{kind} {state}"] = n
+        except WarehouseBusy:
+            out["messages"] = "a run holds the warehouse"
+    if store_path.exists():
+        store = SurveyStore(store_path)
+        answered = store.answered()
+        out["invitations with answers"] = sum(1 for a in answered.values() if any(v is not None for v in a.values()))
+        out["ratings"] = sum(1 for a in answered.values() for v in a.values() if v is not None)
+        out["skipped papers"] = sum(1 for a in answered.values() for v in a.values() if v is None)
+        out["opted out"] = len(store.opted_out())
+    return out

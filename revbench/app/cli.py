@@ -174,6 +174,79 @@ def disambiguate(
     print_disambiguation(disambiguate_flow.run(settings, track=resolve_track(track, long_flow=True)))
 
 
+survey_app = typer.Typer(help="Invitation emails, the survey server and its answers.", no_args_is_help=True)
+app.add_typer(survey_app, name="survey")
+
+
+def _survey_wave(kind: str, round: int, dry_run: bool, approve: str | None, approver: str, resend_unconfirmed: bool,
+                 track: bool | None) -> None:
+    settings = _setup()
+    from revbench.app.console import print_survey_wave
+    from revbench.flows.survey import parse_approval, survey_flow
+
+    parse_approval(approve)
+    stats = survey_flow.run(settings, round=round, kind=kind, dry_run=dry_run, approve=approve,
+                            approver=approver or os.environ.get("USER", ""), resend_unconfirmed=resend_unconfirmed,
+                            track=resolve_track(track, long_flow=True))
+    print_survey_wave(stats)
+
+
+Approve = Annotated[str | None, typer.Option(help="The curator's go: all, N (the first N) or cancel; without it a tracked run waits for the answer in the Prefect UI")]
+
+
+@survey_app.command("send")
+def survey_send(
+    round: Annotated[int, typer.Option("--round", min=1, help="The pools round whose invitations are sent")] = 1,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Write .eml files to data/survey/round-N/outbox and send nothing")] = False,
+    approve: Approve = None,
+    approver: Annotated[str, typer.Option(help="Who approves (recorded with the decision)")] = "",
+    resend_unconfirmed: Annotated[bool, typer.Option("--resend-unconfirmed", help="Send again messages an interrupted run may or may not have sent")] = False,
+    track: Track = None,
+) -> None:
+    """Render a round's invitation emails and send them after a curator's go (each exactly once)."""
+    _survey_wave("invitation", round, dry_run, approve, approver, resend_unconfirmed, track)
+
+
+@survey_app.command("remind")
+def survey_remind(
+    round: Annotated[int, typer.Option("--round", min=1, help="The round whose invitees are reminded")] = 1,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Write .eml files and send nothing")] = False,
+    approve: Approve = None,
+    approver: Annotated[str, typer.Option(help="Who approves (recorded with the decision)")] = "",
+    track: Track = None,
+) -> None:
+    """Remind invitees with unanswered papers (not those who finished or opted out)."""
+    _survey_wave("reminder", round, dry_run, approve, approver, False, track)
+
+
+@survey_app.command("serve")
+def survey_serve(
+    host: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port")] = 8765,
+) -> None:
+    """Run the survey server (its own store; runs beside every flow)."""
+    settings = _setup()
+    from revbench.survey.server import serve
+
+    try:
+        serve(settings, host, port, announce=console.print)
+    except KeyboardInterrupt:
+        # Stopping the server is its normal end: uvicorn has finished the requests in flight, and
+        # every acknowledged answer was committed before it was acknowledged.
+        pass
+    console.print(f"survey server stopped; answers are in {settings.survey_store_path}")
+
+
+@survey_app.command("status")
+def survey_status() -> None:
+    """Sent, answered, skipped and opted-out counts (from the survey store; the warehouse when free)."""
+    settings = build_settings()
+    from revbench.app.console import print_survey_status
+    from revbench.warehouse.status import survey_counts
+
+    print_survey_status(survey_counts(settings.warehouse_path, settings.survey_store_path))
+
+
 @app.command()
 def status() -> None:
     """Warehouse counts by table, rejects by reason and the latest runs (never disturbs a running flow)."""

@@ -147,3 +147,28 @@ def print_status(st: Any) -> None:
     console.print(u)
     if h and not h.get("alive"):
         console.print(f"run {h.get('run_id')} ({h.get('flow')}) stopped without finishing; the next run marks it crashed.")
+
+
+def print_survey_wave(stats: dict[str, Any]) -> None:
+    """What one survey wave did."""
+    kind = stats["kind"]
+    line = (f"round {stats['round']} {kind}s: {stats['rendered']} rendered now, {stats['pending']} waiting to be sent, "
+            f"{len(stats.get('left_out') or [])} people left out, {stats['opted_out']} opted out in all")
+    if stats.get("outbox"):
+        line += f"; dry run: .eml files in {stats['outbox']}, nothing sent"
+    elif "decision" in stats:
+        line += (f"; {stats['decision']} by {stats['approver']}: {stats['sent']} sent, {stats['failed']} failed, "
+                 f"{stats['deferred']} deferred to the next run")
+    if stats.get("unconfirmed"):
+        line += f"; {stats['unconfirmed']} unconfirmed from an interrupted run (--resend-unconfirmed sends them)"
+    console.print(line)
+
+
+def print_survey_status(counts: dict[str, Any]) -> None:
+    """Survey counts as a table."""
+    t = RichTable(title="Survey")
+    t.add_column("what")
+    t.add_column("count", justify="right")
+    for k, v in counts.items():
+        t.add_row(k.replace("_", " "), str(v))
+    console.print(t)

@@ -38,6 +38,48 @@ def demo_warehouse_for(settings: Settings, manifest: dict[str, Any]) -> None:
     marker.write_text(key)
 
 
+def demo_signing_key(settings: Settings) -> str:
+    """The demo's own link-signing key, made once and kept in the data folder (links stay valid
+    across demo runs; a real survey sets REVBENCH_SURVEY__SIGNING_KEY)."""
+    import secrets
+
+    path = settings.data_dir / ".survey-demo-key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(32))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, track: bool) -> None:
+    """Round 1's invitations through a local SMTP server, the survey server, and a SYNTHETIC
+    panel that reads the emails and follows their links."""
+    from revbench.flows.survey import survey_flow
+    from revbench.replay.mailsink import MailSink
+    from revbench.replay.server import AppServer, free_port
+    from revbench.survey.server import create_app
+    from revbench.synth.respondents import answer
+    from revbench.warehouse.status import survey_counts
+
+    port = free_port()
+    with MailSink() as sink:
+        s = settings.with_overrides(smtp=sink.smtp_overrides(), survey={
+            "signing_key": demo_signing_key(settings), "base_url": f"http://127.0.0.1:{port}", "auto_approve": True,
+            "messages_per_minute": 60000, "team": "the revbench demo team", "lab": "SYNTHETIC demo lab",
+            "institution": "revbench", "sender_email": "survey@revbench.example"})
+        with AppServer(create_app(s), port=port):
+            wave = survey_flow.run(s, round=1, track=track)
+            panel = answer(truth, list(sink.messages), corpus, seed, settings.data_dir / "survey" / "demo-panel",
+                           pace_seconds=0.05)
+    counts = survey_counts(s.warehouse_path, s.survey_store_path)
+    console.print(
+        f"Survey round 1: {wave['sent']} invitations sent now ({wave['rendered']} rendered, {len(wave['left_out'])} left out); "
+        f"the [yellow]SYNTHETIC[/] panel read {panel['emails']} emails: {panel['answered']} answered "
+        f"({panel['ratings']} ratings, {panel['skips']} skipped papers, {panel['changes']} changed ratings), "
+        f"{panel['silent']} silent, {panel['opt_outs']} opted out. In the survey store: "
+        f"{counts.get('ratings', 0)} ratings from {counts.get('invitations with answers', 0)} invitations, "
+        f"{counts.get('skipped papers', 0)} skips, {counts.get('opted out', 0)} opt-outs.")
+
+
 def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings, track: bool) -> None:
     """Generate (or reuse) the world, serve it, and run ingest, disambiguation (the offline
     fallback, then the LLM), pools and an evaluation on a simulated panel, printing each stage's
@@ -77,6 +119,7 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
         assignments = wh.read_round(ASSIGNMENTS, stats["round"])
         corpus = wh.corpus_papers()
     print_pools(stats, coi_violations(truth, assignments, links))
+    run_survey_round(s, truth, corpus, seed, track)
     panel_dir = world_dir / "panel"
     panel = simulate_panel(truth, corpus, panel_dir, seed=seed)
     console.print(

@@ -198,16 +198,15 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-class ReplayServer:
-    """Runs a ``ReplayApp`` under uvicorn in a background thread of this process."""
+class AppServer:
+    """Runs an ASGI app under uvicorn in a background thread of this process, on loopback."""
 
-    def __init__(self, replay: ReplayApp, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0):
         if host not in ("127.0.0.1", "localhost", "::1"):
-            raise ValueError("the replay server binds to loopback only")
-        self.replay = replay
+            raise ValueError("local servers bind to loopback only")
         self.host = host
         self.port = port or free_port(host)
-        config = uvicorn.Config(replay.app, host=host, port=self.port, log_level="warning", access_log=False,
+        config = uvicorn.Config(app, host=host, port=self.port, log_level="warning", access_log=False,
                                 timeout_keep_alive=30)
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
@@ -216,13 +215,13 @@ class ReplayServer:
     def base(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def start(self) -> ReplayServer:
-        self._thread = threading.Thread(target=self.server.run, name="replay-server", daemon=True)
+    def start(self) -> AppServer:
+        self._thread = threading.Thread(target=self.server.run, name="local-server", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + 20
         while not self.server.started:
             if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("replay server did not start")
+                raise RuntimeError("local server did not start")
             time.sleep(0.02)
         return self
 
@@ -231,11 +230,19 @@ class ReplayServer:
         if self._thread:
             self._thread.join(timeout=10)
 
-    def __enter__(self) -> ReplayServer:
+    def __enter__(self) -> AppServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class ReplayServer(AppServer):
+    """The replay app in a background thread."""
+
+    def __init__(self, replay: ReplayApp, host: str = "127.0.0.1", port: int = 0):
+        super().__init__(replay.app, host, port)
+        self.replay = replay
 
 
 def replay_overrides(base: str) -> dict[str, dict[str, Any]]:

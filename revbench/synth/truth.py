@@ -100,7 +100,7 @@ def simulate_panel(truth: WorldTruth, papers: pl.DataFrame, out_dir: Path, n_que
         rest = [m for m in eligible if m not in picks]
         picks += list(rng.permutation(rest)[: per_query - len(picks)])
         for m in picks:
-            ratings.append({"reviewer": str(m), "paper": q, "rating": float(_rating(rng, topic, expertise[m]))})
+            ratings.append({"reviewer": str(m), "paper": q, "rating": float(true_rating(rng, topic, expertise[m]))})
 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "archives").mkdir(exist_ok=True)
@@ -122,7 +122,9 @@ def simulate_panel(truth: WorldTruth, papers: pl.DataFrame, out_dir: Path, n_que
     return {"queries": len(queries), "panelists": len(raters), "ratings": len(ratings)}
 
 
-def _rating(rng: np.random.Generator, topic: str, expertise: list[str]) -> int:
+def true_rating(rng: np.random.Generator, topic: str, expertise: list[str]) -> int:
+    """A rating by true topical expertise, with seeded noise: 5 or 4 for the paper's own topic,
+    3 for its category, 1 or 2 otherwise, one level off a fifth of the time."""
     category = topic.split("/")[0]
     if topic in expertise:
         base = 5 if rng.random() < 0.6 else 4

@@ -1,0 +1,1 @@
+"""The survey: signed rating links, the survey web server, and the simulated panel's counterpart."""
