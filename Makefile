@@ -33,7 +33,8 @@ test: $(STAMP) browser
 browser:
 	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "installing chromium for the browser test"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+			|| echo "could not install chromium: the browser test will skip (and fail under CI=true)"; \
 	fi
 
 # The README's pictures of the survey email, page and phone view, taken by the browser test.

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Generic, ParamSpec, TypeVar
 
 import revbench
-from revbench.errors import RevbenchError
+from revbench.errors import RevbenchError, clear_interrupt, interrupt_noted
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
 from revbench.warehouse.holder import clear_holder, write_holder
@@ -199,6 +199,7 @@ def flow_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Itera
     go of it) and record the run in ``runs``: leftovers of crashed runs are marked, the outcome
     (completed, failed, or cancelled on Ctrl-C or SIGTERM) is written at exit."""
     run_id = current_run_id()
+    clear_interrupt()
     with Warehouse.open(settings.warehouse_path, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
         crashed = wh.mark_crashed_runs()
         if crashed:
@@ -213,6 +214,9 @@ def flow_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Itera
             wh.finish_run(run_id, "cancelled", "interrupted (Ctrl-C or SIGTERM); committed work is kept")
             raise
         except BaseException as exc:
+            if interrupt_noted():  # the interrupt, wrapped by a library on its way out
+                wh.finish_run(run_id, "cancelled", "interrupted (Ctrl-C or SIGTERM); committed work is kept")
+                raise KeyboardInterrupt(f"interrupted ({type(exc).__name__})") from exc
             wh.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}"[:2000])
             raise
         else:

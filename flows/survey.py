@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from revbench.errors import ServiceUnavailable, UsageError
+from revbench.errors import ServiceUnavailable, UsageError, note_interrupt
 from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import SURVEY_APPROVALS, SURVEY_INVITATIONS, SURVEY_MESSAGES, SURVEY_OPT_OUTS
@@ -58,7 +58,11 @@ def deferred_interrupts() -> Iterator[None]:
         yield
         return
     held: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _frame: held.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    def hold(signum: int, _frame: object) -> None:
+        note_interrupt()
+        held.append(signum)
+
+    previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:

@@ -4,6 +4,27 @@ command line prints it as it is (no traceback) and exits with the error's code."
 
 from __future__ import annotations
 
+import threading
+
+_INTERRUPTED = threading.Event()
+
+
+def note_interrupt() -> None:
+    """Record that Ctrl-C or SIGTERM arrived. The KeyboardInterrupt raised for it can surface
+    wrapped in a library's own error (DuckDB reports one raised while it scanned a registered
+    frame as an invalid-input error), and the run must still end as interrupted."""
+    _INTERRUPTED.set()
+
+
+def interrupt_noted() -> bool:
+    """Whether an interrupt arrived since the last ``clear_interrupt``."""
+    return _INTERRUPTED.is_set()
+
+
+def clear_interrupt() -> None:
+    """Forget an earlier interrupt (each command and each run starts clean)."""
+    _INTERRUPTED.clear()
+
 
 class RevbenchError(Exception):
     """An expected failure with a message a user can act on."""

@@ -119,3 +119,41 @@ def test_an_interrupt_anywhere_in_a_transaction_leaves_none_open(tmp_path: Path)
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
     assert 0 < interrupted < 300
+
+
+def test_an_interrupt_wrapped_by_duckdb_is_still_an_interrupt(tmp_path: Path) -> None:
+    """DuckDB reports a KeyboardInterrupt raised while it reads a registered Python source as
+    its own error; the warehouse hands it on as the interrupt it was."""
+    import pyarrow as pa
+
+    schema = pa.schema([("i", pa.int64())])
+
+    def batches():
+        yield pa.record_batch([pa.array([1, 2])], schema=schema)
+        raise KeyboardInterrupt("signal 15")
+
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.con.register("source", pa.RecordBatchReader.from_batches(schema, batches()))
+        with pytest.raises(KeyboardInterrupt):
+            wh._exec("SELECT count(*) FROM source")
+        assert wh._exec("SELECT 1") == [(1,)]
+
+
+def test_a_run_interrupted_inside_a_library_ends_cancelled(tmp_path: Path) -> None:
+    """After Ctrl-C or SIGTERM, whatever error the interrupt surfaces as ends the run as
+    cancelled (the next run resumes), never as failed."""
+    from revbench.errors import note_interrupt
+    from revbench.flows.common import flow_run
+    from revbench.settings import Settings
+
+    s = Settings(data_dir=tmp_path / "data")
+    with pytest.raises(KeyboardInterrupt):
+        with flow_run(s, "ingest", {}):
+            note_interrupt()
+            raise TypeError("'<unprintable str object>' is not a Polars data type")  # what polars made of one
+    with pytest.raises(ValueError):
+        with flow_run(s, "ingest", {}):
+            raise ValueError("a real failure")
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        statuses = [r[0] for r in wh._exec("SELECT status FROM runs ORDER BY started_at")]
+    assert statuses == ["cancelled", "failed"]

@@ -49,8 +49,11 @@ def _interruptible() -> Iterator[None]:
     an interrupt, and the run must end as cancelled, not failed."""
     try:
         yield
-    except (RuntimeError, duckdb.InterruptException) as exc:
-        if isinstance(exc, duckdb.InterruptException) or "interrupted" in str(exc).lower():
+    except (RuntimeError, duckdb.Error) as exc:
+        # A KeyboardInterrupt raised while DuckDB scanned a registered frame comes back wrapped
+        # ("... failed: KeyboardInterrupt: signal 15").
+        if (isinstance(exc, duckdb.InterruptException) or "interrupted" in str(exc).lower()
+                or "KeyboardInterrupt" in str(exc)):
             raise KeyboardInterrupt("interrupted during a warehouse query") from exc
         raise
 
@@ -206,7 +209,8 @@ class Warehouse:
 
     def _register(self, table: Table, df: pl.DataFrame) -> str:
         name = f"_incoming_{table.name}"
-        self.con.register(name, table.conform(df).to_arrow())
+        with _interruptible():
+            self.con.register(name, table.conform(df).to_arrow())
         return name
 
     def upsert(self, table: Table, df: pl.DataFrame, only_if: str | None = None) -> int:

@@ -38,7 +38,7 @@ from revbench.app.entry import (
     prepare_process,
     resolve_track,
 )
-from revbench.errors import RevbenchError, UsageError
+from revbench.errors import RevbenchError, UsageError, clear_interrupt, interrupt_noted
 from revbench.settings import ReplaySettings, Settings, render_env_example
 
 app = typer.Typer(help="Build, refresh and evaluate benchmarks of reviewer expertise. Add --debug anywhere "
@@ -301,6 +301,7 @@ def _say(message: str) -> None:
 
 def run(args: list[str], debug: bool = False) -> int:
     """Run the command line on ``args``; errors become one line and an exit code."""
+    clear_interrupt()
     try:
         rv = app(args, standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
@@ -318,15 +319,22 @@ def run(args: list[str], debug: bool = False) -> int:
         _say(str(exc).replace("[", "\\["))
         return exc.exit_code
     except Exception as exc:  # an error we did not expect: one line, the traceback on request
+        if interrupt_noted():  # our interrupt, wrapped in a library's error on its way out
+            return _interrupted()
         if debug:
             traceback.print_exc()
         hint = "" if debug else " (add --debug for the traceback)"
         _say(f"{type(exc).__name__}: {exc}".replace("[", "\\[") + hint)
         return 1
     if code == 130:  # typer turns Ctrl-C (and our SIGTERM) into exit code 130
-        _say("interrupted; a run in progress was marked cancelled and keeps what it committed: "
-             "run the same command again to resume")
+        return _interrupted()
     return code
+
+
+def _interrupted() -> int:
+    _say("interrupted; a run in progress was marked cancelled and keeps what it committed: "
+         "run the same command again to resume")
+    return 130
 
 
 def _exit(code: int) -> None:

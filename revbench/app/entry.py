@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from revbench.errors import UsageError
+from revbench.errors import UsageError, note_interrupt
 from revbench.settings import Settings, check_environment, settings_error
 
 DEMO_SINCE = date(2026, 9, 1)
@@ -99,6 +99,7 @@ def prepare_process(settings: Settings) -> None:
         # SIGTERM stops a command the way Ctrl-C does: the run is marked cancelled, committed
         # work is kept, and the next run resumes.
         signal.signal(signal.SIGTERM, _terminate)
+        signal.signal(signal.SIGINT, _terminate)
     log = logging.getLogger("revbench")
     log.setLevel(settings.log_level.upper())
     if not log.handlers:
@@ -113,6 +114,7 @@ def prepare_process(settings: Settings) -> None:
 
 
 def _terminate(signum: int, frame: Any) -> None:
+    note_interrupt()
     raise KeyboardInterrupt(f"signal {signum}")
 
 
