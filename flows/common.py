@@ -179,6 +179,19 @@ class Run:
             "stages": [{k: v for k, v in asdict(s).items() if k != "notes"} for s in self.stages],
         })
 
+    @contextmanager
+    def released(self, wait_seconds: float) -> Iterator[None]:
+        """Let go of the warehouse while the run waits for a person (other flows may write
+        meanwhile), then take it back, waiting up to ``wait_seconds`` for whoever holds it."""
+        path = self.wh.path
+        clear_holder(path, self.run_id)
+        self.wh.close()
+        try:
+            yield
+        finally:
+            self.wh = Warehouse(path, lock_wait=max(wait_seconds, self.settings.warehouse.lock_wait_seconds))
+            self.announce(self.current)
+
     def require(self, *services: str) -> None:
         """Probe each service before work that needs it; stop the run, as failed, on the first
         that does not answer (see ``revbench.clients.probe``). A service that turns out to be the
@@ -211,18 +224,20 @@ def flow_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Itera
         try:
             yield run
         except KeyboardInterrupt:
-            wh.finish_run(run_id, "cancelled", "interrupted (Ctrl-C or SIGTERM); committed work is kept")
+            run.wh.finish_run(run_id, "cancelled", "interrupted (Ctrl-C or SIGTERM); committed work is kept")
             raise
         except BaseException as exc:
             if interrupt_noted():  # the interrupt, wrapped by a library on its way out
-                wh.finish_run(run_id, "cancelled", "interrupted (Ctrl-C or SIGTERM); committed work is kept")
+                run.wh.finish_run(run_id, "cancelled", "interrupted (Ctrl-C or SIGTERM); committed work is kept")
                 raise KeyboardInterrupt(f"interrupted ({type(exc).__name__})") from exc
-            wh.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}"[:2000])
+            run.wh.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}"[:2000])
             raise
         else:
-            wh.finish_run(run_id, "completed")
+            run.wh.finish_run(run_id, "completed")
         finally:
             clear_holder(wh.path, run_id)
+            if run.wh is not wh:
+                run.wh.close()
 
 
 class Stage:

@@ -11,7 +11,15 @@ import polars as pl
 
 from revbench.errors import InputError, UsageError
 from revbench.evaluation.evaluate import Evaluator, cross_benchmark_average
-from revbench.evaluation.importers import coverage, file_sha256, is_lr_flat, load_benchmark, load_lr_flat, load_predictions
+from revbench.evaluation.importers import (
+    coverage,
+    file_sha256,
+    is_lr_flat,
+    load_benchmark,
+    load_lr_flat,
+    load_predictions,
+    load_warehouse,
+)
 from revbench.evaluation.model import Benchmark, MetricValue, Scores
 from revbench.evaluation.plan import EvaluationPlan, plan_evaluation
 from revbench.evaluation.report import plot_loss, report_tables, results_frame
@@ -24,11 +32,13 @@ from revbench.warehouse import utcnow
 log = logging.getLogger("revbench.evaluate")
 
 
-def load_inputs(plan: EvaluationPlan, allow_partial: bool) -> tuple[list[Benchmark], list[tuple[int, Scores]]]:
+def load_inputs(plan: EvaluationPlan, allow_partial: bool,
+                profile_max_papers: int = 20) -> tuple[list[Benchmark], list[tuple[int, Scores]]]:
     """Load and check every benchmark and prediction file before any work, so bad input writes
     nothing. A file that leaves pairs of its benchmark unscored is an error unless
     ``allow_partial`` (then every row reports its coverage)."""
-    loaded = [load_benchmark(kind, path) for kind, path in plan.benchmarks]
+    loaded = [load_warehouse(path, profile_max_papers) if kind == "warehouse" else load_benchmark(kind, path)
+              for kind, path in plan.benchmarks]
     preds: list[tuple[int, Scores]] = []
     for p in plan.predictions:
         if is_lr_flat(p.path):
@@ -98,7 +108,7 @@ def evaluate_flow(
     plan = plan_evaluation(settings, benchmarks, scorers, predictions or [])
     if bootstrap < 0:
         raise UsageError(f"--bootstrap {bootstrap}: expected 0 or more resamples")
-    loaded, preds = load_inputs(plan, allow_partial)
+    loaded, preds = load_inputs(plan, allow_partial, settings.ratings.profile_max_papers)
     params = dict(benchmarks=benchmarks, scorers=plan.scorers, predictions=predictions or [], baseline=baseline,
                   bootstrap=bootstrap, seed=seed, allow_partial=allow_partial)
     report = Path(report_dir) if report_dir else settings.data_dir / "reports" / "evaluate"

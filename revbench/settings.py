@@ -185,6 +185,29 @@ class SurveySettings(Section):
     rate_limit_per_minute: int = Field(60, ge=1, description="Requests per link and minute the survey server accepts.")
 
 
+class RatingsSettings(Section):
+    """Survey answers into ratings: quality flags, curator decisions, tuples, evaluation."""
+
+    variance_min_ratings: int = Field(4, ge=2, description="Near-zero variance: ratings an annotator needs before the rule applies.")
+    variance_max: float = Field(0.1, ge=0, description="Near-zero variance: flag an annotator whose rating variance is at most this.")
+    straight_line_min_papers: int = Field(4, ge=2, description="Straight-lining: rated papers of one invitation before one value for all is flagged.")
+    content_min_items: int = Field(6, ge=3, description="Content insensitivity: ratings with pool evidence an annotator needs.")
+    content_max_rho: float = Field(-0.5, ge=-1, le=1, description="Content insensitivity: flag when the rank correlation of ratings with pool similarity is at most this.")
+    content_min_spread: float = Field(0.15, ge=0, le=2, description="Content insensitivity: flag all-1 or all-5 ratings when pool similarity spans at least this.")
+    burst_window_seconds: float = Field(10.0, gt=0, description="Bursts: flag several papers first rated within this many seconds.")
+    burst_min_papers: int = Field(3, ge=2, description="Bursts: papers in the window (or rated in all) before the rule applies.")
+    min_seconds_per_paper: float = Field(2.0, ge=0, description="Bursts: flag an invitation rated faster than this per paper on average.")
+    unattended_decision: Literal["keep", "drop", "wait"] = Field(
+        "wait", description="Undecided flags: keep or drop their ratings, or wait for a curator (keep, drop, wait).")
+    decision_timeout_seconds: int = Field(86400, ge=60, description="How long a tracked run waits for the curator's decisions.")
+    profile_max_papers: int = Field(20, ge=1, description="Most recent corpus papers of a reviewer that form their profile.")
+    evaluate_after: bool = Field(True, description="End the ratings flow with an evaluation on the warehouse benchmark.")
+    evaluate_scorers: list[str] = Field(
+        default_factory=lambda: ["trivial", "tpms", "bm25", "embedding"],
+        description="Scorers that evaluation runs (JSON list of scorer specs).")
+    bootstrap: int = Field(1000, ge=0, description="Bootstrap resamples of that evaluation.")
+
+
 class SmtpSettings(Section):
     """The outgoing mail server."""
 
@@ -243,6 +266,7 @@ class Settings(BaseSettings):
     pools: PoolsSettings = Field(default_factory=PoolsSettings)
     warehouse: WarehouseSettings = Field(default_factory=WarehouseSettings)
     survey: SurveySettings = Field(default_factory=SurveySettings)
+    ratings: RatingsSettings = Field(default_factory=RatingsSettings)
     smtp: SmtpSettings = Field(default_factory=SmtpSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
 

@@ -525,6 +525,111 @@ SURVEY_OPT_OUTS = Table(
     since=7,
 )
 
+EVENT_DISPOSITIONS: tuple[str, ...] = ("latest", "superseded", "skip", "unknown_invitation", "unknown_paper", "invalid_rating")
+"""What became of a survey event: the rating that counts (latest per reviewer-paper), an earlier
+answer a later one replaced (a duplicate, kept as history), a skip (not a rating), or an event
+the warehouse cannot place or read (rejected with that reason)."""
+EVENT_REJECTS: tuple[str, ...] = ("unknown_invitation", "unknown_paper", "invalid_rating")
+
+FLAG_RULES: tuple[str, ...] = ("near_zero_variance", "straight_lining", "content_insensitive", "burst")
+RATING_STATUSES: tuple[str, ...] = ("kept", "dropped", "pending")
+"""A rating is kept, dropped by a curator's decision on a flag, or pending while a flag on it waits."""
+
+SURVEY_EVENTS = Table(
+    name="survey_events",
+    columns=(
+        Column("event_id", pl.Int64, nullable=False, min_value=1, doc="the survey store's event id"),
+        Column("invitation_id", pl.Utf8, nullable=False),
+        Column("paper_id", pl.Utf8, nullable=False),
+        Column("rating", pl.Int64, doc="1-5, null for a skip (anything else is rejected as invalid_rating)"),
+        Column("skipped", pl.Boolean, nullable=False),
+        Column("source", pl.Utf8, nullable=False, allowed=("click", "form")),
+        Column("created_at", _TS, nullable=False),
+        Column("reviewer_id", pl.Utf8, doc="the invitation's author id"),
+        Column("disposition", pl.Utf8, nullable=False, allowed=EVENT_DISPOSITIONS),
+        Column("run_id", pl.Utf8),
+        Column("pulled_at", _TS, nullable=False),
+    ),
+    primary_key=("event_id",),
+    doc="Every survey answer pulled from the survey store, with what became of it (the full history).",
+    since=8,
+)
+
+RATINGS = Table(
+    name="ratings",
+    columns=(
+        Column("reviewer_id", pl.Utf8, nullable=False),
+        Column("paper_id", pl.Utf8, nullable=False),
+        Column("rating", pl.Int64, nullable=False, min_value=1, max_value=5),
+        Column("invitation_id", pl.Utf8, nullable=False),
+        Column("round", pl.Int64, nullable=False, min_value=1),
+        Column("category", pl.Utf8, doc="the paper's primary arXiv category"),
+        Column("event_id", pl.Int64, nullable=False, doc="the event whose answer counts (the latest)"),
+        Column("rated_at", _TS, nullable=False),
+        Column("n_events", pl.Int64, nullable=False, min_value=1, doc="answers given for this pair (duplicates = n - 1)"),
+        Column("status", pl.Utf8, nullable=False, allowed=RATING_STATUSES),
+        Column("flags", pl.List(pl.Utf8), doc="ids of the flags that apply to this rating"),
+    ),
+    primary_key=("reviewer_id", "paper_id"),
+    doc="One rating per reviewer and paper (the latest answer wins); dropped ratings stay, marked.",
+    since=8,
+    validate=True,
+)
+
+RATING_FLAGS = Table(
+    name="rating_flags",
+    columns=(
+        Column("flag_id", pl.Utf8, nullable=False, doc="<rule>:<subject id>"),
+        Column("rule", pl.Utf8, nullable=False, allowed=FLAG_RULES),
+        Column("subject", pl.Utf8, nullable=False, allowed=("annotator", "invitation")),
+        Column("reviewer_id", pl.Utf8, nullable=False),
+        Column("invitation_id", pl.Utf8),
+        Column("paper_ids", pl.List(pl.Utf8), nullable=False, doc="the ratings the flag puts in doubt"),
+        Column("evidence", pl.Utf8, nullable=False, doc="JSON of what the rule measured"),
+        Column("evidence_hash", pl.Utf8, nullable=False),
+        Column("active", pl.Boolean, nullable=False, doc="false once the rule no longer fires on the current ratings"),
+        Column("run_id", pl.Utf8),
+        Column("flagged_at", _TS, nullable=False),
+    ),
+    primary_key=("flag_id",),
+    doc="Suspicious-pattern flags on ratings, each from a named rule with its evidence.",
+    since=8,
+)
+
+FLAG_DECISIONS = Table(
+    name="flag_decisions",
+    columns=(
+        Column("flag_id", pl.Utf8, nullable=False),
+        Column("evidence_hash", pl.Utf8, nullable=False, doc="the evidence the decision was made on"),
+        Column("decision", pl.Utf8, nullable=False, allowed=("keep", "drop")),
+        Column("reason", pl.Utf8),
+        Column("decided_by", pl.Utf8, nullable=False),
+        Column("decided_at", _TS, nullable=False),
+        Column("run_id", pl.Utf8),
+    ),
+    primary_key=("flag_id", "evidence_hash"),
+    doc="Every curator decision on a flag; it applies while the flag's evidence is unchanged.",
+    since=8,
+)
+
+TUPLE_KINDS: tuple[str, ...] = ("paper_centric", "reviewer_centric")
+
+RATING_TUPLES = Table(
+    name="rating_tuples",
+    columns=(
+        Column("kind", pl.Utf8, nullable=False, allowed=TUPLE_KINDS),
+        Column("anchor_id", pl.Utf8, nullable=False, doc="the paper (paper-centric) or the reviewer (reviewer-centric)"),
+        Column("positive_id", pl.Utf8, nullable=False, doc="the higher-rated reviewer (or paper)"),
+        Column("negative_id", pl.Utf8, nullable=False),
+        Column("rating_pos", pl.Int64, nullable=False, min_value=1, max_value=5),
+        Column("rating_neg", pl.Int64, nullable=False, min_value=1, max_value=5),
+        Column("gap", pl.Int64, nullable=False, min_value=1, max_value=4),
+    ),
+    primary_key=("kind", "anchor_id", "positive_id", "negative_id"),
+    doc="Pairwise benchmark tuples from the kept ratings: (p, r+, r-) and (r, p+, p-), ties dropped.",
+    since=8,
+)
+
 ALL_TABLES: tuple[Table, ...] = (
     SCHEMA_VERSION_TABLE,
     RUNS,
@@ -553,6 +658,11 @@ ALL_TABLES: tuple[Table, ...] = (
     SURVEY_MESSAGES,
     SURVEY_APPROVALS,
     SURVEY_OPT_OUTS,
+    SURVEY_EVENTS,
+    RATINGS,
+    RATING_FLAGS,
+    FLAG_DECISIONS,
+    RATING_TUPLES,
 )
 
 TABLES: dict[str, Table] = {t.name: t for t in ALL_TABLES}

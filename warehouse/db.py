@@ -586,6 +586,67 @@ class Warehouse:
             self._exec("UPDATE survey_messages SET state = 'unconfirmed' WHERE state = 'sending'")
         return int(n)
 
+    # ratings
+
+    def last_pulled_event(self) -> int:
+        """The highest survey-store event id already in ``survey_events`` (0 when none)."""
+        return int(self._exec("SELECT coalesce(max(event_id), 0) FROM survey_events")[0][0])
+
+    def ratings_context(self) -> dict[str, pl.DataFrame]:
+        """What turning survey events into ratings needs: ``invitations`` (``invitation_id,
+        reviewer_id, round, paper_ids``), ``categories`` (``paper_id, category``) and
+        ``similarity`` (``reviewer_id, paper_id, similarity``: the candidate's strongest pool
+        evidence for the paper, over every revision of its round)."""
+        return {
+            "invitations": self._frame(
+                """SELECT invitation_id, author_id AS reviewer_id, round, paper_ids FROM survey_invitations
+                   ORDER BY invitation_id"""),
+            "categories": self._frame("SELECT arxiv_id AS paper_id, primary_category AS category FROM papers"),
+            "similarity": self._frame(
+                """SELECT author_id AS reviewer_id, query_id AS paper_id, max(similarity) AS similarity
+                   FROM pool_evidence GROUP BY ALL ORDER BY ALL"""),
+        }
+
+    def ratings_invitations(self) -> list[tuple[str, str]]:
+        """``(invitation_id, reviewer_id)`` of every invitation with a rating."""
+        return [(i, r) for i, r in self._exec("SELECT DISTINCT invitation_id, reviewer_id FROM ratings ORDER BY ALL")]
+
+    def replace_all(self, table: Table, df: pl.DataFrame) -> int:
+        """Replace every row of a derived table with ``df`` in one transaction (a crash keeps the old rows)."""
+        with self.transaction():
+            self._exec(f"DELETE FROM {_q(table.name)}")
+            if df.height:
+                src = self._register(table, df)
+                cols = ", ".join(_q(c) for c in table.names)
+                self._exec(f"INSERT INTO {_q(table.name)} ({cols}) SELECT {cols} FROM {src}")
+                self.con.unregister(src)
+        return df.height
+
+    def benchmark_frames(self, profile_max_papers: int) -> dict[str, pl.DataFrame]:
+        """The warehouse benchmark: kept ``ratings`` (``reviewer_id, paper_id, rating``), their
+        ``papers`` (``paper_id, title, abstract, year``), each rater's ``profiles`` (their most
+        recent corpus papers, rated papers left out) and the ``tuples``."""
+        ratings = self._frame(
+            """SELECT reviewer_id, paper_id, rating::DOUBLE AS rating FROM ratings WHERE status = 'kept'
+               ORDER BY reviewer_id, paper_id""")
+        papers = self._frame(
+            """SELECT arxiv_id AS paper_id, title, abstract, year FROM papers
+               WHERE arxiv_id IN (SELECT paper_id FROM ratings WHERE status = 'kept') ORDER BY arxiv_id""")
+        profiles = self._frame(
+            """WITH raters AS (SELECT DISTINCT reviewer_id FROM ratings WHERE status = 'kept'),
+                    authored AS (
+                        SELECT DISTINCT l.author_id AS reviewer_id, p.arxiv_id AS paper_id, p.title, p.abstract, p.year,
+                               p.updated
+                        FROM author_links l JOIN raters r ON r.reviewer_id = l.author_id
+                        JOIN papers p ON p.arxiv_id = l.arxiv_id
+                        WHERE p.arxiv_id NOT IN (SELECT paper_id FROM ratings)),
+                    ranked AS (SELECT *, row_number() OVER (PARTITION BY reviewer_id ORDER BY updated DESC, paper_id) AS k
+                               FROM authored)
+               SELECT reviewer_id, paper_id, title, abstract, year FROM ranked WHERE k <= ?
+               ORDER BY reviewer_id, paper_id""", [profile_max_papers])
+        tuples = self.read(TABLES["rating_tuples"])
+        return {"ratings": ratings, "papers": papers, "profiles": profiles, "tuples": tuples}
+
     def has_table(self, name: str) -> bool:
         return bool(self._exec("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])[0][0])
 

@@ -21,6 +21,7 @@ DESCRIPTIONS: dict[int, str] = {
     6: "append-only eval_results keyed by run (predictions hash, coverage); pool round revisions; "
        "papers whose service was unreachable are pending, not rejected",
     7: "survey: invitations, messages with their sending state, approvals, opt-outs",
+    8: "ratings: survey events with their disposition, ratings, quality flags, curator decisions, tuples",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {

@@ -174,6 +174,25 @@ def disambiguate(
     print_disambiguation(disambiguate_flow.run(settings, track=resolve_track(track, long_flow=True)))
 
 
+@app.command()
+def ratings(
+    decide: Annotated[str | None, typer.Option(help="Decide every undecided flag: keep or drop (recorded with --curator); without it the unattended policy applies, or a tracked run waits for the curator in the Prefect UI")] = None,
+    curator: Annotated[str, typer.Option(help="Who decides (recorded with each decision)")] = "",
+    evaluate: Annotated[bool | None, typer.Option("--evaluate/--no-evaluate", help="End with the evaluation on the warehouse benchmark (default: REVBENCH_RATINGS__EVALUATE_AFTER)")] = None,
+    track: Track = None,
+) -> None:
+    """Pull survey answers into ratings: de-duplicate, flag, apply curator decisions, build tuples and statistics."""
+    if decide is not None and decide not in ("keep", "drop"):
+        raise UsageError(f"--decide {decide!r}: expected keep or drop")
+    settings = _setup()
+    from revbench.app.console import print_ratings
+    from revbench.flows.ratings import ratings_flow
+
+    out = ratings_flow.run(settings, decide=decide, curator=curator or (os.environ.get("USER", "") if decide else ""),
+                           evaluate=evaluate, track=resolve_track(track, long_flow=True))
+    print_ratings(out)
+
+
 survey_app = typer.Typer(help="Invitation emails, the survey server and its answers.", no_args_is_help=True)
 app.add_typer(survey_app, name="survey")
 

@@ -172,3 +172,34 @@ def print_survey_status(counts: dict[str, Any]) -> None:
     for k, v in counts.items():
         t.add_row(k.replace("_", " "), str(v))
     console.print(t)
+
+
+def print_ratings(out: dict[str, Any], quality: dict[str, Any] | None = None) -> None:
+    """What one ratings run did: events in, ratings out by status, flags and their decisions,
+    tuples, statistics, and the evaluation when it ran; with ``quality``, the flags judged
+    against a SYNTHETIC truth."""
+    console.print(
+        f"Ratings: {out['events pulled']} new survey events ({out['events']} in all: {out['duplicates']} duplicates "
+        f"superseded, {out['skips']} skips, {out['unknown invitation'] + out['unknown paper'] + out['invalid rating']} rejected) -> "
+        f"[bold]{out['ratings']}[/] ratings: {out['kept']} kept, {out['dropped']} dropped, {out['pending']} pending; "
+        f"{out['paper-centric tuples']} paper-centric and {out['reviewer-centric tuples']} reviewer-centric tuples.")
+    if out["flag_list"]:
+        t = RichTable(title=f"Quality flags ({out['flags asked']} asked this run)", title_justify="left")
+        for col in ("flag", "ratings", "evidence", "decision"):
+            t.add_column(col)
+        for f in out["flag_list"]:
+            ev = ", ".join(f"{k}={v}" for k, v in f["evidence"].items() if k != "ratings")
+            t.add_row(f["flag_id"], str(len(f["paper_ids"])), ev, f"{f['decision'] or 'undecided'} ({f['decided_by'] or '-'})")
+        console.print(t)
+    if quality:
+        console.print(
+            f"Flags against the [yellow]SYNTHETIC[/] truth: {quality['flagged']} respondents flagged, "
+            f"{quality['planted']} planted low-effort respondents answered; precision {quality['precision']:.2f}, "
+            f"recall {quality['recall']:.2f}")
+    print_markdown(out["statistics"])
+    if out.get("figure"):
+        console.print(f"Figure: [cyan]{out['figure']}[/]")
+    if out.get("evaluation"):
+        console.print("Evaluation on the warehouse benchmark:")
+        print_report(out["evaluation"]["tables"])
+        console.print(f"Evaluation report: [cyan]{out['evaluation']['report_dir']}[/]")

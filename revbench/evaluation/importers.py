@@ -26,7 +26,9 @@ from revbench.evaluation.model import (
     SPLIT_GOLD,
     SPLIT_LR_PC,
     SPLIT_LR_RC,
+    SPLIT_PAPER_CENTRIC,
     SPLIT_POINTWISE,
+    SPLIT_REVIEWER_CENTRIC,
     TUPLES_SCHEMA,
     Benchmark,
     Scores,
@@ -422,19 +424,39 @@ def coverage(benchmark: Benchmark, scores: Scores) -> tuple[int, int, tuple[str,
     return worst
 
 
-def load_warehouse(path: Path) -> Benchmark:
-    """The warehouse's own benchmark: its corpus as submissions and profiles, its cleaned
-    ratings as the pointwise split (with candidate lists) once the ratings stage has filled them."""
+def load_warehouse(path: Path, profile_max_papers: int = 20) -> Benchmark:
+    """The warehouse's own benchmark, built by the ratings flow: the kept ratings as the
+    pointwise split (each rated paper with its list of rated candidates), the paper-centric and
+    reviewer-centric tuples as two more splits, the rated papers as submissions, and each rater's
+    most recent corpus papers (at most ``profile_max_papers``; rated papers left out) as profile."""
     from revbench.warehouse import Warehouse
 
     with Warehouse.open(path, read_only=True) as wh:
-        has_ratings = wh.has_table("ratings")
-    if not has_ratings:
-        raise InputError(
-            f"the warehouse at {path} holds no ratings yet; they arrive with the survey and ratings stages "
-            "(until then, evaluate on goldstandard, lrbench or openreview data)"
-        )
-    raise InputError(f"the warehouse at {path} has ratings but this revbench cannot read their layout")
+        if not wh.has_table("rating_tuples"):
+            raise InputError(f"the warehouse at {path} predates the ratings stage: run `revbench ratings` first")
+        f = wh.benchmark_frames(profile_max_papers)
+    if f["ratings"].height == 0:
+        raise InputError(f"the warehouse at {path} holds no kept ratings yet: send a survey round (`revbench survey send`) "
+                         "and pull its answers (`revbench ratings`) first")
+    t = f["tuples"]
+    pc = t.filter(pl.col("kind") == "paper_centric").select(
+        pl.col("positive_id").alias("reviewer_pos"), pl.col("anchor_id").alias("paper_pos"),
+        pl.col("negative_id").alias("reviewer_neg"), pl.col("anchor_id").alias("paper_neg"),
+        pl.col("rating_pos").cast(pl.Float64), pl.col("rating_neg").cast(pl.Float64), pl.col("anchor_id").alias("cluster"))
+    rc = t.filter(pl.col("kind") == "reviewer_centric").select(
+        pl.col("anchor_id").alias("reviewer_pos"), pl.col("positive_id").alias("paper_pos"),
+        pl.col("anchor_id").alias("reviewer_neg"), pl.col("negative_id").alias("paper_neg"),
+        pl.col("rating_pos").cast(pl.Float64), pl.col("rating_neg").cast(pl.Float64), pl.col("anchor_id").alias("cluster"))
+    digest = hashlib.sha256()
+    for name in ("ratings", "tuples"):
+        digest.update(f[name].write_csv().encode())
+    return Benchmark(
+        name="warehouse", version=digest.hexdigest()[:12], submissions=f["papers"].cast(PAPERS_SCHEMA),
+        draws=[f["profiles"].cast(PROFILE_SCHEMA)],
+        splits=[Split(SPLIT_POINTWISE, ratings=f["ratings"].cast(RATINGS_SCHEMA), candidate_lists=True),
+                Split(SPLIT_PAPER_CENTRIC, tuples=pc.cast(TUPLES_SCHEMA)),
+                Split(SPLIT_REVIEWER_CENTRIC, tuples=rc.cast(TUPLES_SCHEMA))],
+    )
 
 
 def load_benchmark(kind: str, path: Path) -> Benchmark:

@@ -24,6 +24,8 @@ SPLIT_LR_PC = "lr_paper_centric"
 SPLIT_LR_RC = "lr_reviewer_centric"
 SPLIT_GOLD = "goldstandard"
 SPLIT_POINTWISE = "pointwise"
+SPLIT_PAPER_CENTRIC = "paper_centric"
+SPLIT_REVIEWER_CENTRIC = "reviewer_centric"
 SPLIT_AVERAGE = "average"
 
 

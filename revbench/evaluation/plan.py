@@ -54,7 +54,8 @@ def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str
     run only when no predictions file was given either: with only ``-p``, nothing else runs."""
     benches = []
     for item in benchmarks:
-        kind, path = parse_named(item, "--benchmark")
+        # The warehouse benchmark defaults to this installation's own warehouse.
+        kind, path = ("warehouse", settings.warehouse_path) if item.strip() == "warehouse" else parse_named(item, "--benchmark")
         if kind not in BENCHMARK_KINDS:
             raise PlanError(f"--benchmark {item!r}: unknown kind {kind!r}; expected one of {', '.join(BENCHMARK_KINDS)}")
         if not path.exists():

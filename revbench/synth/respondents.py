@@ -2,7 +2,7 @@
 following the real links over HTTP, as a person's mail client and browser would.
 
 Each recipient behaves in one seeded way: never answers; answers every paper by true expertise
-(with noise); skips a paper on the page; changes a rating; opts out; or answers with low effort
+(graded by how much of their work is on the paper's topic, with noise); skips a paper on the page; changes a rating; opts out; or answers with low effort
 (the same level everywhere, or every paper within seconds). Who did what is written beside the
 answers (``respondents.parquet``), so the ratings stage can measure its quality flags.
 """
@@ -21,7 +21,7 @@ import httpx
 import numpy as np
 import polars as pl
 
-from revbench.synth.truth import WorldTruth, true_rating
+from revbench.synth.truth import WorldTruth, topic_shares, true_rating
 
 BEHAVIOURS: dict[str, float] = {
     "silent": 0.22, "diligent": 0.42, "skipper": 0.10, "changer": 0.10, "opt_out": 0.03,
@@ -29,6 +29,8 @@ BEHAVIOURS: dict[str, float] = {
 }
 """Share of recipients behaving each way."""
 LOW_EFFORT = ("straight_liner", "rusher")
+MIN_PATTERN_PAPERS = 4
+"""Papers an email must list before its recipient may be a low-effort respondent."""
 
 _PAPER = re.compile(r"^(\d+)\. (.+)$")
 _LINK = re.compile(r"^\s+([1-5]) \([^)]*\): (\S+)$")
@@ -83,14 +85,17 @@ def answer(truth: WorldTruth, messages: list[EmailMessage], corpus: pl.DataFrame
     taking ``pace_seconds`` per paper unless they rush); returns counts by what happened."""
     from revbench.workers import map_unordered
 
-    person_of = {e.lower(): (p, exp) for p, emails, exp in truth.persons.select("person_id", "emails", "expertise").iter_rows()
+    shares = topic_shares(truth)
+    person_of = {e.lower(): (p, shares.get(p, {})) for p, emails in truth.persons.select("person_id", "emails").iter_rows()
                  for e in emails}
     topic_of_title = {" ".join(t.split()): truth.paper_topics.get(a) for a, t in corpus.select("arxiv_id", "title").iter_rows()}
 
     def act(msg: EmailMessage) -> tuple[dict[str, Any], dict[str, int]]:
         e = parse_email(msg)
-        person, expertise = person_of.get(e.to.lower(), (None, []))
+        person, expertise = person_of.get(e.to.lower(), (None, {}))
         how = behaviour(seed, e.to)
+        if how in LOW_EFFORT and len(e.papers) < MIN_PATTERN_PAPERS:
+            how = "diligent"  # a few answers make no pattern: low effort shows over several papers
         row = {"email": e.to, "person_id": person, "behaviour": how, "low_effort": how in LOW_EFFORT}
         c = {"emails": 1, "answered": 0, "ratings": 0, "skips": 0, "changes": 0, "opt_outs": 0, "silent": 0}
         rng = np.random.default_rng(int(_unit(seed, "rng", e.to) * 2**32))
@@ -134,5 +139,9 @@ def answer(truth: WorldTruth, messages: list[EmailMessage], corpus: pl.DataFrame
             counts[k] += v
     out_dir.mkdir(parents=True, exist_ok=True)
     schema = {"email": pl.Utf8, "person_id": pl.Utf8, "behaviour": pl.Utf8, "low_effort": pl.Boolean}
-    pl.DataFrame(rows, schema=schema).sort("email").write_parquet(out_dir / "respondents.parquet")
+    out = pl.DataFrame(rows, schema=schema)
+    path = out_dir / "respondents.parquet"
+    if path.exists():  # a later wave adds people; those who acted before keep their row
+        out = pl.concat([pl.read_parquet(path), out]).unique("email", keep="last")
+    out.sort("email").write_parquet(path)
     return counts

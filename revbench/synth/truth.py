@@ -3,12 +3,11 @@
 ``load_truth`` is the one reader of ``<world>/truth/``. The checks take what the pipeline
 produced as frames (the caller reads them from the warehouse) and judge it by the truth, never
 by the pipeline's own view: disambiguation quality, the conflict-of-interest audit of
-invitations, and a simulated rating panel that stands in for the survey in the demo.
+invitations, and the ratings flags against the simulated survey panel.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,69 +68,50 @@ def coi_violations(truth: WorldTruth, assignments: pl.DataFrame, links: pl.DataF
     return bad.select("query_id", "person_id").unique().height
 
 
-def simulate_panel(truth: WorldTruth, papers: pl.DataFrame, out_dir: Path, n_queries: int = 60, per_query: int = 8,
-                   seed: int = 7) -> dict[str, int]:
-    """Write a SYNTHETIC rating panel over loaded ``papers`` (``arxiv_id, title, abstract, year``)
-    in the OpenReview layout (``submissions.json``, ``archives/~<id>.jsonl``, ``ratings.csv``).
-
-    Panelists are the world's people with at least two loaded papers; each query paper is rated
-    by ``per_query`` of them, half chosen among people whose expertise touches its category. A
-    rating follows the truth (5 or 4 for the paper's own topic, 3 for its category, 1 or 2
-    otherwise) with seeded noise."""
-    rng = np.random.default_rng(seed)
-    loaded = set(papers["arxiv_id"].to_list())
-    authored = truth.mentions.filter(pl.col("arxiv_id").is_in(list(loaded))).unique(["arxiv_id", "person_id"])
-    by_person = authored.group_by("person_id").agg(pl.col("arxiv_id")).filter(pl.col("arxiv_id").list.len() >= 2)
-    panel = dict(by_person.iter_rows())
-    expertise = {p: e for p, e in truth.persons.select("person_id", "expertise").iter_rows() if p in panel}
-    authors_of = {a: set(g) for a, g in authored.group_by("arxiv_id").agg(pl.col("person_id")).iter_rows()}
-    text = {r["arxiv_id"]: r for r in papers.iter_rows(named=True)}
-
-    queries = sorted(loaded)
-    queries = [queries[i] for i in rng.permutation(len(queries))[:n_queries]]
-    ratings = []
-    members = sorted(panel)
-    for q in queries:
-        topic = truth.paper_topics[q]
-        category = topic.split("/")[0]
-        eligible = [m for m in members if m not in authors_of.get(q, set())]
-        near = [m for m in eligible if any(t.split("/")[0] == category for t in expertise[m])]
-        picks = list(rng.permutation(near)[: per_query // 2]) if near else []
-        rest = [m for m in eligible if m not in picks]
-        picks += list(rng.permutation(rest)[: per_query - len(picks)])
-        for m in picks:
-            ratings.append({"reviewer": str(m), "paper": q, "rating": float(true_rating(rng, topic, expertise[m]))})
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "archives").mkdir(exist_ok=True)
-
-    def note(aid: str) -> dict[str, Any]:
-        r = text[aid]
-        return {"id": aid, "content": {"title": r["title"], "abstract": r["abstract"], "year": r["year"]}}
-
-    (out_dir / "submissions.json").write_text(json.dumps({q: note(q) for q in queries}))
-    raters = sorted({r["reviewer"] for r in ratings})
-    query_set = set(queries)
-    for m in raters:
-        lines = [json.dumps(note(a)) for a in sorted(panel[m]) if a not in query_set]
-        (out_dir / "archives" / f"~{m}.jsonl").write_text("\n".join(lines) + "\n")
-    pl.DataFrame(ratings).write_csv(out_dir / "ratings.csv")
-    (out_dir / "README.md").write_text(
-        "SYNTHETIC rating panel simulated by revbench from a synthetic world's hidden truth; not real ratings.\n"
-    )
-    return {"queries": len(queries), "panelists": len(raters), "ratings": len(ratings)}
+def topic_shares(truth: WorldTruth) -> dict[str, dict[str, float]]:
+    """person id -> share of their work on each topic: every paper they wrote (led or not), and
+    each topic they were given counted as one paper more (so people with few papers still have one)."""
+    authored = truth.mentions.select("arxiv_id", "person_id").with_columns(
+        pl.col("arxiv_id").replace_strict(truth.paper_topics, default=None).alias("topic")).drop_nulls("topic")
+    counts: dict[str, dict[str, int]] = {}
+    for person, topic in authored.select("person_id", "topic").iter_rows():
+        counts.setdefault(person, {}).setdefault(topic, 0)
+        counts[person][topic] += 1
+    for person, given in truth.persons.select("person_id", "expertise").iter_rows():
+        for topic in given:
+            counts.setdefault(person, {}).setdefault(topic, 0)
+            counts[person][topic] += 1
+    return {p: {t: n / sum(c.values()) for t, n in c.items()} for p, c in counts.items()}
 
 
-def true_rating(rng: np.random.Generator, topic: str, expertise: list[str]) -> int:
-    """A rating by true topical expertise, with seeded noise: 5 or 4 for the paper's own topic,
-    3 for its category, 1 or 2 otherwise, one level off a fifth of the time."""
+def true_rating(rng: np.random.Generator, topic: str, shares: dict[str, float]) -> int:
+    """A rating by true topical expertise, graded by how much of the person's work is on the
+    paper's topic (``shares``, from ``topic_shares``): 5 for half of it or more, 4 for a quarter,
+    3 for some of it or mostly the same category, 2 for some of the category, else 1; one level
+    off a fifth of the time."""
+    on_topic = shares.get(topic, 0.0)
     category = topic.split("/")[0]
-    if topic in expertise:
-        base = 5 if rng.random() < 0.6 else 4
-    elif any(t.split("/")[0] == category for t in expertise):
+    in_category = sum(v for t, v in shares.items() if t.split("/")[0] == category)
+    if on_topic >= 0.5:
+        base = 5
+    elif on_topic >= 0.25:
+        base = 4
+    elif on_topic > 0 or in_category >= 0.5:
         base = 3
     else:
-        base = 2 if rng.random() < 0.5 else 1
+        base = 2 if in_category > 0 else 1
     if rng.random() < 0.2:
         base += int(rng.choice([-1, 1]))
     return min(5, max(1, base))
+
+
+def flag_quality(respondents: pl.DataFrame, flagged_emails: set[str], rated_emails: set[str]) -> dict[str, Any]:
+    """Precision and recall of the ratings flags against the SYNTHETIC panel's planted low-effort
+    respondents (``respondents.parquet``: ``email, low_effort``): a respondent counts as flagged
+    when any flag names one of their ratings; the planted ones are those who left ratings."""
+    planted = {e.lower() for e, low in respondents.select("email", "low_effort").iter_rows() if low} & rated_emails
+    flagged = {e.lower() for e in flagged_emails}
+    hit = len(planted & flagged)
+    return {"flagged": len(flagged), "planted": len(planted), "caught": hit,
+            "precision": hit / len(flagged) if flagged else 1.0, "recall": hit / len(planted) if planted else 1.0,
+            "false_alarms": sorted(flagged - planted), "missed": sorted(planted - flagged)}

@@ -1,0 +1,208 @@
+"""The ratings flow: survey answers -> de-duplicated ratings -> quality flags -> curator decisions
+-> pointwise and pairwise tuples -> statistics and figures -> (optionally) the evaluation of every
+configured scorer on the warehouse benchmark.
+
+Everything derived (ratings, flags, tuples) is recomputed from the full event history on every
+run, so a re-run after a crash or with nothing new gives the same tables; the events themselves
+are pulled from the survey store by id, once. Decisions are kept by (flag, evidence): a flag
+whose evidence is unchanged is never asked again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import polars as pl
+
+from revbench.errors import UsageError
+from revbench.flows.common import Run, flow_run, prefect_active, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.schemas.quality import DataQualityError, validate_frames
+from revbench.schemas.tables import EVENT_REJECTS, FLAG_DECISIONS, RATING_FLAGS, RATING_TUPLES, RATINGS, SURVEY_EVENTS
+from revbench.settings import Settings
+from revbench.tasks import ratings as tasks
+from revbench.warehouse import utcnow
+from revbench.warehouse.survey_store import SurveyStore
+
+log = logging.getLogger("revbench.ratings")
+DECISIONS = ("keep", "drop")
+
+
+@stage_task("pull-events")
+def pull_stage(run: Run, store: SurveyStore) -> dict[str, Any]:
+    """New events from the survey store, every event resolved again (a new answer supersedes an
+    older one), and the ratings they give."""
+    with stage(run, "pull") as st:
+        new = store.events_since(st.wh.last_pulled_event())
+        ctx = st.wh.ratings_context()
+        old = st.wh.read(SURVEY_EVENTS).select(*tasks.EVENT_COLUMNS)
+        incoming = pl.DataFrame(new, schema={"event_id": pl.Int64, "invitation_id": pl.Utf8, "paper_id": pl.Utf8,
+                                             "rating": pl.Int64, "skipped": pl.Int64, "source": pl.Utf8,
+                                             "created_at": pl.Utf8})
+        incoming = incoming.with_columns(pl.col("skipped").cast(pl.Boolean),
+                                         pl.col("created_at").str.to_datetime(time_zone="UTC", time_unit="us"))
+        events = pl.concat([old, incoming.select(*tasks.EVENT_COLUMNS)], how="vertical_relaxed")
+        resolved = tasks.resolve_events(events, ctx["invitations"])
+        st.wh.upsert(SURVEY_EVENTS, resolved.with_columns(
+            pl.when(pl.col("event_id").is_in(incoming["event_id"].implode())).then(pl.lit(run.run_id))
+            .otherwise(pl.lit(None, dtype=pl.Utf8)).alias("run_id"), pl.lit(utcnow()).alias("pulled_at")),
+            only_if="survey_events.disposition IS DISTINCT FROM excluded.disposition OR survey_events.run_id IS NULL")
+        ratings = tasks.latest_ratings(resolved, ctx["invitations"], ctx["categories"])
+        by = dict(resolved.group_by("disposition").len().iter_rows())
+        st.result.rows_in, st.result.rows_out = len(new), ratings.height
+        st.result.rejected = sum(by.get(k, 0) for k in EVENT_REJECTS)
+    return {"resolved": resolved, "ratings": ratings, "similarity": ctx["similarity"], "pulled": len(new),
+            "events": resolved.height, "dispositions": by}
+
+
+@stage_task("flag")
+def flag_stage(run: Run, pulled: dict[str, Any]) -> pl.DataFrame:
+    """Every rule over the current ratings; flags that no longer fire stay, marked inactive."""
+    with stage(run, "flag") as st:
+        flags = tasks.find_flags(pulled["ratings"], pulled["resolved"], pulled["similarity"], st.settings.ratings)
+        known = st.wh.read(RATING_FLAGS)
+        gone = known.filter(~pl.col("flag_id").is_in(flags["flag_id"].implode()) & pl.col("active"))
+        rows = flags.join(known.select("flag_id", "evidence_hash", "flagged_at"), on=["flag_id", "evidence_hash"], how="left")
+        rows = rows.with_columns(pl.lit(True).alias("active"), pl.lit(run.run_id).alias("run_id"),
+                                 pl.col("flagged_at").fill_null(utcnow()))
+        st.wh.upsert(RATING_FLAGS, pl.concat([RATING_FLAGS.conform(rows), gone.with_columns(pl.lit(False).alias("active"))]))
+        st.result.rows_in, st.result.rows_out = pulled["ratings"].height, flags.height
+    return flags
+
+
+def flags_markdown(flags: pl.DataFrame, ratings: pl.DataFrame) -> str:
+    """The flagged annotators and ratings with their evidence, for the curator."""
+    if flags.height == 0:
+        return "No flags."
+    lines = ["| flag | rule | annotator | ratings in doubt | evidence |", "|---|---|---|---|---|"]
+    values = {(r, p): v for r, p, v in ratings.select("reviewer_id", "paper_id", "rating").iter_rows()}
+    for f in flags.iter_rows(named=True):
+        shown = ", ".join(f"{p}={values.get((f['reviewer_id'], p), '?')}" for p in f["paper_ids"])
+        lines.append(f"| `{f['flag_id']}` | {f['rule']} | {f['reviewer_id']} | {shown} | `{f['evidence']}` |")
+    return "\n".join(lines)
+
+
+def _decide(run: Run, open_flags: pl.DataFrame, decide: str | None, curator: str) -> pl.DataFrame:
+    """Decisions for the undecided flags: given on the command line, by the unattended policy,
+    or asked of the curator in the Prefect UI (the run pauses, letting go of the warehouse)."""
+    now = utcnow()
+
+    def rows(decision: str, by: str, reasons: dict[str, str] | None = None) -> pl.DataFrame:
+        return pl.DataFrame([{"flag_id": f, "evidence_hash": h, "decision": decision, "reason": (reasons or {}).get(f, ""),
+                              "decided_by": by, "decided_at": now, "run_id": run.run_id}
+                             for f, h in open_flags.select("flag_id", "evidence_hash").iter_rows()])
+
+    if decide is not None:
+        return rows(decide, curator or f"command line (--decide {decide})")
+    policy = run.settings.ratings.unattended_decision
+    if policy != "wait":
+        return rows(policy, f"policy (REVBENCH_RATINGS__UNATTENDED_DECISION={policy})")
+    if not prefect_active():
+        raise UsageError(f"{open_flags.height} flags wait for a curator's decision (their ratings are pending): pass "
+                         "--decide keep or --decide drop, set REVBENCH_RATINGS__UNATTENDED_DECISION, or run tracked "
+                         "and answer in the Prefect UI")
+    from prefect.flow_runs import pause_flow_run
+
+    from revbench.flows.ratings_input import FlagDecisions
+
+    form = FlagDecisions.with_initial_data(
+        description=f"{open_flags.height} flags wait for a decision. Review the 'ratings-flags' artifact, then keep or drop "
+                    "each flag's ratings.",
+        decisions=[{"flag_id": f, "decision": "keep", "reason": ""} for f in open_flags["flag_id"].to_list()])
+    with run.released(run.settings.ratings.decision_timeout_seconds):
+        answer = pause_flow_run(wait_for_input=form, timeout=run.settings.ratings.decision_timeout_seconds, poll_interval=2)
+    by_flag = {d.flag_id: d for d in answer.decisions if d.flag_id in set(open_flags["flag_id"].to_list())}
+    unknown = [d.flag_id for d in answer.decisions if d.flag_id not in by_flag]
+    if unknown:
+        log.warning("decisions on unknown flags ignored: %s", ", ".join(unknown))
+    who = answer.curator or "Prefect UI"
+    return pl.DataFrame([{"flag_id": d.flag_id, "evidence_hash": h, "decision": d.decision, "reason": d.reason,
+                          "decided_by": who, "decided_at": now, "run_id": run.run_id}
+                         for f, h in open_flags.select("flag_id", "evidence_hash").iter_rows()
+                         if (d := by_flag.get(f)) is not None], schema=FLAG_DECISIONS.polars_schema)
+
+
+@stage_task("record-decisions")
+def record_decisions_stage(run: Run, new: pl.DataFrame, asked: int) -> pl.DataFrame:
+    """Store the new decisions; returns every decision on record."""
+    with stage(run, "decide") as st:
+        if new.height:
+            st.wh.upsert(FLAG_DECISIONS, new)
+        st.result.rows_in, st.result.rows_out = asked, new.height
+        return st.wh.read(FLAG_DECISIONS)
+
+
+@stage_task("tuples")
+def tuples_stage(run: Run, ratings: pl.DataFrame, flags: pl.DataFrame, decisions: pl.DataFrame) -> dict[str, Any]:
+    """Apply the decisions, store the ratings (dropped ones marked) and the tuples of the kept ones."""
+    with stage(run, "tuples") as st:
+        final = tasks.apply_decisions(ratings, flags, decisions)
+        report = validate_frames({RATINGS: final})
+        if not report.success:
+            publish_markdown("ratings-data-quality", report.to_markdown(), "Checks that stopped the load")
+            raise DataQualityError(report)
+        pairs = tasks.tuples(final)
+        st.wh.replace_all(RATINGS, final)
+        st.wh.replace_all(RATING_TUPLES, pairs)
+        st.result.rows_in, st.result.rows_out = final.height, pairs.height
+        st.result.rejected = final.filter(pl.col("status") == "dropped").height
+    return {"ratings": final, "tuples": pairs}
+
+
+@revbench_flow("ratings")
+def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "", evaluate: bool | None = None) -> dict[str, Any]:
+    """Pull survey answers into ratings, flag suspicious patterns, apply curator decisions, build
+    the tuples and statistics, then (``evaluate``, default from settings) evaluate the
+    configured scorers on the warehouse benchmark."""
+    if decide is not None and decide not in DECISIONS:
+        raise UsageError(f"--decide {decide!r}: expected keep or drop")
+    cfg = settings.ratings
+    store = SurveyStore(settings.survey_store_path)
+    report_dir = settings.data_dir / "reports" / "ratings"
+    with flow_run(settings, "ratings", {"decide": decide, "curator": curator, "evaluate": evaluate}) as run:
+        pulled = pull_stage(run, store)
+        flags = flag_stage(run, pulled)
+        # Asked from the flow itself: Prefect pauses flow runs, not task runs.
+        open_flags = tasks.undecided(flags, run.wh.read(FLAG_DECISIONS))
+        publish_markdown("ratings-flags", flags_markdown(flags, pulled["ratings"]),
+                         "Flagged annotators and ratings, with the evidence")
+        if open_flags.height:
+            # Stored before asking: while flags wait, their ratings are kept as rows, pending.
+            tuples_stage(run, pulled["ratings"], flags, run.wh.read(FLAG_DECISIONS))
+        new = _decide(run, open_flags, decide, curator) if open_flags.height else FLAG_DECISIONS.empty()
+        decisions = record_decisions_stage(run, new, open_flags.height)
+        built = tuples_stage(run, pulled["ratings"], flags, decisions)
+        final, pairs = built["ratings"], built["tuples"]
+        stats = tasks.statistics(final)
+        figure = tasks.plot_distributions(stats, report_dir / "distributions.png") if stats.ratings else None
+        md = stats.markdown()
+        report_dir.mkdir(parents=True, exist_ok=True)
+        (report_dir / "statistics.md").write_text(md)
+        status = dict(final.group_by("status").len().iter_rows())
+        kinds = dict(pairs.group_by("kind").len().iter_rows())
+        disp = pulled["dispositions"]
+        counts = {"events pulled": pulled["pulled"], "events": pulled["events"], "duplicates": disp.get("superseded", 0),
+                  "skips": disp.get("skip", 0), "unknown invitation": disp.get("unknown_invitation", 0),
+                  "unknown paper": disp.get("unknown_paper", 0), "invalid rating": disp.get("invalid_rating", 0),
+                  "ratings": final.height, "kept": status.get("kept", 0),
+                  "dropped": status.get("dropped", 0), "pending": status.get("pending", 0), "flags": flags.height,
+                  "flags asked": open_flags.height, "paper-centric tuples": kinds.get("paper_centric", 0),
+                  "reviewer-centric tuples": kinds.get("reviewer_centric", 0)}
+        publish_table("ratings-counts", [{"what": k, "n": v} for k, v in counts.items()], "Events in, ratings out, by outcome")
+        publish_markdown("ratings-statistics", md + (f"\n\nFigure: `{figure}`" if figure else ""),
+                         "Counts by category and round, agreement")
+        flag_rows = flags.join(decisions.select("flag_id", "evidence_hash", "decision", "decided_by"),
+                               on=["flag_id", "evidence_hash"], how="left")
+        out = {"run_id": run.run_id, **counts, "alpha": stats.alpha, "alpha_papers": stats.alpha_papers,
+               "statistics": md, "figure": str(figure) if figure else None,
+               "flag_list": [{k: (json.loads(v) if k == "evidence" else v) for k, v in r.items()} for r in flag_rows.to_dicts()]}
+    if (cfg.evaluate_after if evaluate is None else evaluate) and final.filter(pl.col("status") == "kept").height:
+        from revbench.flows.evaluate import evaluate_flow
+
+        ev = evaluate_flow.run(settings, benchmarks=[f"warehouse={settings.warehouse_path}"], scorers=list(cfg.evaluate_scorers),
+                               bootstrap=cfg.bootstrap, report_dir=str(settings.data_dir / "reports" / "warehouse"),
+                               track=prefect_active())
+        out["evaluation"] = {"run_id": ev["run_id"], "markdown": ev["markdown"], "tables": ev["tables"],
+                             "report_dir": ev["report_dir"]}
+    return out

@@ -1,0 +1,297 @@
+"""Survey answers into a benchmark: de-duplication, quality flags, curator decisions, tuples and
+statistics. Pure over frames: the ratings flow reads events, invitations and pool evidence from
+the warehouse and writes what these functions return.
+
+LR-bench's recipe (1,069 ratings -> 1,055): the latest answer of a reviewer for a paper wins and
+earlier ones are kept as history; suspicious patterns are flagged for a person to keep or drop;
+paper-centric tuples (p, r+, r-) pair two reviewers of one paper and reviewer-centric tuples
+(r, p+, p-) two papers of one reviewer whenever their ratings differ (the higher preferred, ties
+dropped).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from revbench.schemas.tables import EVENT_REJECTS, RATING_TUPLES, RATINGS
+from revbench.settings import RatingsSettings
+
+EVENT_COLUMNS = ("event_id", "invitation_id", "paper_id", "rating", "skipped", "source", "created_at")
+
+
+def resolve_events(events: pl.DataFrame, invitations: pl.DataFrame) -> pl.DataFrame:
+    """Give every event its reviewer and disposition.
+
+    ``events``: ``event_id, invitation_id, paper_id, rating, skipped, source, created_at``;
+    ``invitations``: ``invitation_id, reviewer_id, round, paper_ids``. Per reviewer and paper the
+    event with the highest id is the answer that counts (``latest``, or ``skip`` when it was a
+    skip); earlier ones are ``superseded``. Events of an invitation the warehouse does not know,
+    about a paper their invitation did not ask about, or with a rating outside 1-5, get that
+    reason and count for nothing."""
+    inv = invitations.select("invitation_id", "reviewer_id", "paper_ids")
+    ev = events.join(inv, on="invitation_id", how="left")
+    ev = ev.with_columns(
+        pl.when(pl.col("reviewer_id").is_null()).then(pl.lit("unknown_invitation"))
+        .when(~pl.col("paper_ids").list.contains(pl.col("paper_id"))).then(pl.lit("unknown_paper"))
+        .when(pl.col("skipped").is_null() | (~pl.col("skipped") & ~pl.col("rating").is_between(1, 5).fill_null(False)))
+        .then(pl.lit("invalid_rating"))
+        .otherwise(pl.lit(None, dtype=pl.Utf8)).alias("reject"))
+    valid = pl.col("reject").is_null()
+    last = pl.col("event_id").max().over("reviewer_id", "paper_id")
+    ev = ev.with_columns(
+        pl.when(~valid).then(pl.col("reject"))
+        .when(pl.col("event_id") != last).then(pl.lit("superseded"))
+        .when(pl.col("skipped")).then(pl.lit("skip"))
+        .otherwise(pl.lit("latest")).alias("disposition"))
+    return ev.drop("paper_ids", "reject").sort("event_id")
+
+
+def latest_ratings(resolved: pl.DataFrame, invitations: pl.DataFrame, categories: pl.DataFrame) -> pl.DataFrame:
+    """One row per reviewer and paper whose latest answer is a rating (a skip is not a rating),
+    with how many answers the pair had; status ``kept`` until flags say otherwise."""
+    valid = resolved.filter(~pl.col("disposition").is_in(list(EVENT_REJECTS)))
+    n = valid.group_by("reviewer_id", "paper_id").agg(pl.len().alias("n_events"))
+    latest = valid.filter(pl.col("disposition") == "latest")
+    out = (latest.join(n, on=["reviewer_id", "paper_id"])
+           .join(invitations.select("invitation_id", "round"), on="invitation_id")
+           .join(categories, on="paper_id", how="left")
+           .select("reviewer_id", "paper_id", "rating", "invitation_id", "round", "category", "event_id",
+                   pl.col("created_at").alias("rated_at"), "n_events",
+                   pl.lit("kept").alias("status"), pl.lit([], dtype=pl.List(pl.Utf8)).alias("flags")))
+    return RATINGS.conform(out).sort("reviewer_id", "paper_id")
+
+
+def _hash(evidence: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(evidence, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _flag(rule: str, subject: str, reviewer: str, invitation: str | None, papers: list[str],
+          evidence: dict[str, Any]) -> dict[str, Any]:
+    key = reviewer if subject == "annotator" else invitation
+    return {"flag_id": f"{rule}:{key}", "rule": rule, "subject": subject, "reviewer_id": reviewer,
+            "invitation_id": invitation, "paper_ids": sorted(papers), "evidence": json.dumps(evidence, sort_keys=True),
+            "evidence_hash": _hash(evidence)}
+
+
+FLAG_SCHEMA = {"flag_id": pl.Utf8, "rule": pl.Utf8, "subject": pl.Utf8, "reviewer_id": pl.Utf8, "invitation_id": pl.Utf8,
+               "paper_ids": pl.List(pl.Utf8), "evidence": pl.Utf8, "evidence_hash": pl.Utf8}
+
+
+def near_zero_variance(ratings: pl.DataFrame, cfg: RatingsSettings) -> list[dict[str, Any]]:
+    """Annotators with at least ``variance_min_ratings`` ratings whose population variance
+    ``sum((x - mean)^2) / n`` is at most ``variance_max``."""
+    out = []
+    for (reviewer,), g in ratings.sort("paper_id").group_by(["reviewer_id"], maintain_order=True):
+        if g.height < cfg.variance_min_ratings:
+            continue
+        x = g["rating"].to_numpy().astype(float)
+        var = float(np.var(x))
+        if var <= cfg.variance_max:
+            out.append(_flag("near_zero_variance", "annotator", reviewer, None, g["paper_id"].to_list(),
+                             {"n": g.height, "variance": round(var, 6), "ratings": dict(g.select("paper_id", "rating").iter_rows())}))
+    return out
+
+
+def straight_lining(ratings: pl.DataFrame, cfg: RatingsSettings) -> list[dict[str, Any]]:
+    """Invitations with at least ``straight_line_min_papers`` rated papers, all with one value."""
+    out = []
+    for (inv,), g in ratings.sort("paper_id").group_by(["invitation_id"], maintain_order=True):
+        if g.height >= cfg.straight_line_min_papers and g["rating"].n_unique() == 1:
+            out.append(_flag("straight_lining", "invitation", g["reviewer_id"][0], inv, g["paper_id"].to_list(),
+                             {"n": g.height, "value": int(g["rating"][0])}))
+    return out
+
+
+def content_insensitive(ratings: pl.DataFrame, similarity: pl.DataFrame, cfg: RatingsSettings) -> list[dict[str, Any]]:
+    """Annotators whose ratings do not follow the pool evidence: over at least
+    ``content_min_items`` ratings with a similarity, Spearman's rho of rating vs similarity is at
+    most ``content_max_rho``, or every rating sits at one extreme (all 1 or all 5) while the
+    similarities span at least ``content_min_spread``."""
+    from scipy.stats import spearmanr
+
+    joined = ratings.join(similarity, on=["reviewer_id", "paper_id"], how="inner").sort("paper_id")
+    out = []
+    for (reviewer,), g in joined.group_by(["reviewer_id"], maintain_order=True):
+        if g.height < cfg.content_min_items:
+            continue
+        r = g["rating"].to_numpy().astype(float)
+        s = g["similarity"].to_numpy().astype(float)
+        spread = float(s.max() - s.min())
+        rho = float(spearmanr(r, s).statistic) if np.unique(r).size > 1 and np.unique(s).size > 1 else math.nan
+        extreme = bool(np.all(r == 1) or np.all(r == 5)) and spread >= cfg.content_min_spread
+        if extreme or (not math.isnan(rho) and rho <= cfg.content_max_rho):
+            out.append(_flag("content_insensitive", "annotator", reviewer, None, g["paper_id"].to_list(), {
+                "n": g.height, "rho": None if math.isnan(rho) else round(rho, 4), "similarity_spread": round(spread, 4),
+                "all_extreme": extreme}))
+    return out
+
+
+def bursts(ratings: pl.DataFrame, resolved: pl.DataFrame, cfg: RatingsSettings) -> list[dict[str, Any]]:
+    """Invitations whose papers were rated too fast: the first one-click rating of each paper
+    (a form submit carries one time for all its answers, so it says nothing of pace); flagged
+    when ``burst_min_papers`` of them fall within ``burst_window_seconds``, or when, over at least
+    that many papers, the mean time per paper ``(last - first) / (n - 1)`` is under
+    ``min_seconds_per_paper``."""
+    clicks = (resolved.filter((pl.col("source") == "click") & pl.col("rating").is_not_null()
+                              & pl.col("disposition").is_in(["latest", "superseded", "skip"]))
+              .group_by("invitation_id", "paper_id").agg(pl.col("created_at").min().alias("t"))
+              .join(ratings.select("invitation_id", "paper_id", "reviewer_id"), on=["invitation_id", "paper_id"])
+              .sort("invitation_id", "t", "paper_id"))
+    out = []
+    k = cfg.burst_min_papers
+    for (inv,), g in clicks.group_by(["invitation_id"], maintain_order=True):
+        if g.height < k:
+            continue
+        t = np.array([x.timestamp() for x in g["t"].to_list()])
+        in_window = int(max(np.searchsorted(t, t[i] + cfg.burst_window_seconds, side="right") - i for i in range(t.size)))
+        per_paper = float((t[-1] - t[0]) / (t.size - 1))
+        if in_window >= k or per_paper < cfg.min_seconds_per_paper:
+            out.append(_flag("burst", "invitation", g["reviewer_id"][0], inv, g["paper_id"].to_list(), {
+                "papers": g.height, "span_seconds": round(float(t[-1] - t[0]), 3),
+                "seconds_per_paper": round(per_paper, 3), "max_in_window": in_window}))
+    return out
+
+
+def find_flags(ratings: pl.DataFrame, resolved: pl.DataFrame, similarity: pl.DataFrame, cfg: RatingsSettings) -> pl.DataFrame:
+    """Every rule over the current ratings; one row per flag with its evidence and its hash."""
+    rows = (near_zero_variance(ratings, cfg) + straight_lining(ratings, cfg)
+            + content_insensitive(ratings, similarity, cfg) + bursts(ratings, resolved, cfg))
+    return pl.DataFrame(rows, schema=FLAG_SCHEMA).sort("flag_id") if rows else pl.DataFrame(schema=FLAG_SCHEMA)
+
+
+def undecided(flags: pl.DataFrame, decisions: pl.DataFrame) -> pl.DataFrame:
+    """Flags with no decision on their current evidence (a decision on older evidence does not count)."""
+    return flags.join(decisions.select("flag_id", "evidence_hash"), on=["flag_id", "evidence_hash"], how="anti")
+
+
+def apply_decisions(ratings: pl.DataFrame, flags: pl.DataFrame, decisions: pl.DataFrame) -> pl.DataFrame:
+    """Each rating's status from the flags on it: ``dropped`` when a decision on any of them
+    says drop, ``pending`` while any is undecided, else ``kept``; ``flags`` lists them."""
+    decided = flags.join(decisions.select("flag_id", "evidence_hash", "decision"), on=["flag_id", "evidence_hash"], how="left")
+    per_rating = (decided.explode("paper_ids").rename({"paper_ids": "paper_id"})
+                  .group_by("reviewer_id", "paper_id")
+                  .agg(pl.col("flag_id").sort().alias("on"),
+                       (pl.col("decision") == "drop").any().alias("drop"),
+                       pl.col("decision").is_null().any().alias("open")))
+    out = ratings.drop("flags", "status").join(per_rating, on=["reviewer_id", "paper_id"], how="left")
+    out = out.with_columns(
+        pl.when(pl.col("drop").fill_null(False)).then(pl.lit("dropped"))
+        .when(pl.col("open").fill_null(False)).then(pl.lit("pending"))
+        .otherwise(pl.lit("kept")).alias("status"),
+        pl.col("on").fill_null(pl.lit([], dtype=pl.List(pl.Utf8))).alias("flags"))
+    return RATINGS.conform(out).sort("reviewer_id", "paper_id")
+
+
+def tuples(ratings: pl.DataFrame) -> pl.DataFrame:
+    """Paper-centric (p, r+, r-) and reviewer-centric (r, p+, p-) tuples of the kept ratings:
+    every two ratings of one paper (or by one reviewer) that differ, the higher one positive,
+    ties dropped; ``gap = rating_pos - rating_neg``; sorted by kind, anchor, positive, negative."""
+    kept = ratings.filter(pl.col("status") == "kept").select("reviewer_id", "paper_id", "rating")
+
+    def pairs(anchor: str, item: str, kind: str) -> pl.DataFrame:
+        j = kept.join(kept, on=anchor, suffix="_b").filter(pl.col("rating") > pl.col("rating_b"))
+        return j.select(pl.lit(kind).alias("kind"), pl.col(anchor).alias("anchor_id"), pl.col(item).alias("positive_id"),
+                        pl.col(f"{item}_b").alias("negative_id"), pl.col("rating").alias("rating_pos"),
+                        pl.col("rating_b").alias("rating_neg"), (pl.col("rating") - pl.col("rating_b")).alias("gap"))
+
+    out = pl.concat([pairs("paper_id", "reviewer_id", "paper_centric"), pairs("reviewer_id", "paper_id", "reviewer_centric")])
+    return RATING_TUPLES.conform(out).sort("kind", "anchor_id", "positive_id", "negative_id")
+
+
+@dataclass
+class RatingStats:
+    """What the statistics stage reports about the kept ratings."""
+
+    ratings: int
+    annotators: int
+    papers: int
+    by_category: pl.DataFrame
+    by_round: pl.DataFrame
+    papers_per_annotator: pl.DataFrame
+    annotators_per_paper: pl.DataFrame
+    rating_counts: pl.DataFrame
+    alpha: float | None
+    """Krippendorff's alpha (ordinal) over papers rated by two or more annotators; None below two such papers."""
+    alpha_papers: int
+
+    def markdown(self) -> str:
+        """Counts by category and by round, and the agreement, as markdown tables."""
+        def table(df: pl.DataFrame) -> str:
+            head = "| " + " | ".join(df.columns) + " |\n|" + "---|" * df.width + "\n"
+            return head + "".join("| " + " | ".join(str(v) for v in row) + " |\n" for row in df.iter_rows())
+
+        alpha = "n/a (fewer than two papers with two or more annotators)" if self.alpha is None else f"{self.alpha:.3f}"
+        return (f"**{self.ratings} ratings** by {self.annotators} annotators on {self.papers} papers\n\n"
+                f"### By category\n\n{table(self.by_category)}\n### By round\n\n{table(self.by_round)}\n"
+                f"Agreement (Krippendorff's alpha, ordinal, {self.alpha_papers} papers with two or more annotators): "
+                f"**{alpha}**\n")
+
+
+def agreement(ratings: pl.DataFrame) -> tuple[float | None, int]:
+    """Krippendorff's alpha at the ordinal level over papers with two or more kept ratings
+    (reviewers x papers, missing where a reviewer did not rate a paper)."""
+    import krippendorff
+
+    multi = ratings.filter(pl.len().over("paper_id") >= 2)
+    papers = sorted(set(multi["paper_id"].to_list()))
+    if len(papers) < 2 or multi["rating"].n_unique() < 2:
+        return None, len(papers)
+    wide = multi.pivot(on="paper_id", index="reviewer_id", values="rating").select(papers)
+    data = wide.to_numpy().astype(float)
+    return float(krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal")), len(papers)
+
+
+def statistics(ratings: pl.DataFrame) -> RatingStats:
+    """Counts of the kept ratings by category and round, the three distributions of LR-bench's
+    Figure 2 (papers per annotator, annotators per paper, ratings) and the agreement."""
+    kept = ratings.filter(pl.col("status") == "kept")
+
+    def by(col: str) -> pl.DataFrame:
+        return (kept.group_by(col).agg(pl.len().alias("ratings"), pl.col("paper_id").n_unique().alias("papers"),
+                                       pl.col("reviewer_id").n_unique().alias("annotators"),
+                                       pl.col("rating").mean().round(2).alias("mean_rating"))
+                .sort(col))
+
+    def counts(col: str, name: str) -> pl.DataFrame:
+        per = kept.group_by(col).agg(pl.len().alias(name))
+        return per.group_by(name).agg(pl.len().alias("count")).sort(name)
+
+    alpha, n_alpha = agreement(kept)
+    return RatingStats(
+        ratings=kept.height, annotators=kept["reviewer_id"].n_unique(), papers=kept["paper_id"].n_unique(),
+        by_category=by("category").with_columns(pl.col("category").fill_null("unknown")), by_round=by("round"),
+        papers_per_annotator=counts("reviewer_id", "papers"), annotators_per_paper=counts("paper_id", "annotators"),
+        rating_counts=kept.group_by("rating").agg(pl.len().alias("count")).sort("rating"),
+        alpha=alpha, alpha_papers=n_alpha)
+
+
+def plot_distributions(stats: RatingStats, path: Path) -> Path:
+    """LR-bench's Figure 2 for these ratings: papers per annotator, annotators per paper, ratings."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    panels = [(stats.papers_per_annotator, "papers", "query papers per annotator"),
+              (stats.annotators_per_paper, "annotators", "annotators per query paper"),
+              (stats.rating_counts, "rating", "ratings (1 No Expertise ... 5 Top Expert)")]
+    for ax, (df, col, title) in zip(axes, panels, strict=True):
+        ax.bar(df[col].to_list(), df["count"].to_list(), color="#4c72b0")
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel("count")
+        ax.set_xticks(df[col].to_list())
+    fig.suptitle(f"{stats.ratings} kept ratings, {stats.annotators} annotators, {stats.papers} papers", fontsize=11)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
