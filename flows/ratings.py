@@ -158,6 +158,15 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
     if decide is not None and decide not in DECISIONS:
         raise UsageError(f"--decide {decide!r}: expected keep or drop")
     cfg = settings.ratings
+    run_evaluation = cfg.evaluate_after if evaluate is None else evaluate
+    if run_evaluation:
+        from revbench.evaluation.scorers import Context, make_scorer
+
+        for spec in cfg.evaluate_scorers:  # checked before any work, not after the ratings are built
+            try:
+                make_scorer(spec, Context(settings))
+            except ValueError as exc:
+                raise UsageError(f"REVBENCH_RATINGS__EVALUATE_SCORERS: {spec!r}: {exc}") from None
     store = SurveyStore(settings.survey_store_path)
     report_dir = settings.data_dir / "reports" / "ratings"
     with flow_run(settings, "ratings", {"decide": decide, "curator": curator, "evaluate": evaluate}) as run:
@@ -197,7 +206,7 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
         out = {"run_id": run.run_id, **counts, "alpha": stats.alpha, "alpha_papers": stats.alpha_papers,
                "statistics": md, "figure": str(figure) if figure else None,
                "flag_list": [{k: (json.loads(v) if k == "evidence" else v) for k, v in r.items()} for r in flag_rows.to_dicts()]}
-    if (cfg.evaluate_after if evaluate is None else evaluate) and final.filter(pl.col("status") == "kept").height:
+    if run_evaluation and final.filter(pl.col("status") == "kept").height:
         from revbench.flows.evaluate import evaluate_flow
 
         ev = evaluate_flow.run(settings, benchmarks=[f"warehouse={settings.warehouse_path}"], scorers=list(cfg.evaluate_scorers),

@@ -182,9 +182,11 @@ def _ask_curator(run: Run, round: int, kind: str, pending: pl.DataFrame, approve
 
     from revbench.flows.survey_input import SendApproval
 
-    answer = pause_flow_run(wait_for_input=SendApproval.with_initial_data(description=(
+    form = SendApproval.with_initial_data(description=(
         f"Send {pending.height} {kind} emails of round {round}? Review the 'survey-recipients' and "
-        "'survey-sample' artifacts first.")), timeout=run.settings.survey.approval_timeout_seconds, poll_interval=2)
+        "'survey-sample' artifacts first."))
+    with run.released(run.settings.survey.approval_timeout_seconds):  # refreshes may write meanwhile
+        answer = pause_flow_run(wait_for_input=form, timeout=run.settings.survey.approval_timeout_seconds, poll_interval=2)
     n = pending.height if answer.decision == "approve_all" else min(answer.first_n, pending.height)
     return answer.decision, 0 if answer.decision == "cancel" else n, answer.approver or "Prefect UI"
 

@@ -203,8 +203,8 @@ class RatingsSettings(Section):
     profile_max_papers: int = Field(20, ge=1, description="Most recent corpus papers of a reviewer that form their profile.")
     evaluate_after: bool = Field(True, description="End the ratings flow with an evaluation on the warehouse benchmark.")
     evaluate_scorers: list[str] = Field(
-        default_factory=lambda: ["trivial", "tpms", "bm25", "embedding"],
-        description="Scorers that evaluation runs (JSON list of scorer specs).")
+        default_factory=lambda: ["trivial", "tpms", "bm25:pooling=mean", "embedding:pooling=mean"],
+        description="Scorers that evaluation runs (JSON list of scorer specs; mean pooling, as pools make max pooling blind).")
     bootstrap: int = Field(1000, ge=0, description="Bootstrap resamples of that evaluation.")
 
 

@@ -234,3 +234,26 @@ def test_api_keys_never_reach_the_replay_server_logs_or_the_warehouse(prefect_se
     outputs.append(db.read_bytes())
     for key in planted.values():
         assert not any(key.encode() in blob for blob in outputs), key
+
+
+def test_an_interrupt_a_library_swallowed_is_delivered_again(capsys) -> None:
+    """A signal handler's KeyboardInterrupt raised inside a C library's callback cannot propagate;
+    Python would print 'Exception ignored' and go on. The hook delivers it again instead."""
+    import signal
+    import types
+
+    from revbench.app import entry
+    from revbench.errors import clear_interrupt, note_interrupt
+
+    previous = signal.signal(signal.SIGINT, entry._terminate)
+    try:
+        note_interrupt()
+        with pytest.raises(KeyboardInterrupt):
+            entry._unraisable(types.SimpleNamespace(exc_type=KeyboardInterrupt, exc_value=KeyboardInterrupt("signal 15"),
+                                                    exc_traceback=None, err_msg=None, object=None))
+            for _ in range(200):
+                time.sleep(0.01)
+        assert "Traceback" not in capsys.readouterr().err
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        clear_interrupt()

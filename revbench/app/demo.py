@@ -15,12 +15,9 @@ from revbench.settings import ReplaySettings, Settings
 DEMO_HTTP = {"timeout_seconds": 2, "backoff_initial_seconds": 0.05, "backoff_max_seconds": 1}
 DEMO_PACE_SECONDS = 0.25
 """The SYNTHETIC panel reads an abstract in 0.25 s: the demo's clock runs about 20 times fast."""
-DEMO_RATINGS = {"burst_window_seconds": 0.3, "min_seconds_per_paper": 0.12, "unattended_decision": "drop",
-                "evaluate_scorers": ["trivial", "tpms", "bm25:pooling=mean", "embedding:pooling=mean"]}
-"""The ratings rules on the demo's fast clock (0.3 s stands for about 6 s), its curator's policy
-(drop what the rules flag), and its scorers. Every candidate wrote a close neighbour of each of
-their papers (that is how pools find them), so bm25's and the embedding's default max pooling sees
-about the same best match for all of them; the mean over the profile tells them apart."""
+DEMO_RATINGS = {"burst_window_seconds": 0.3, "min_seconds_per_paper": 0.12, "unattended_decision": "drop"}
+"""The ratings rules on the demo's fast clock (0.3 s stands for about 6 s) and its curator's
+policy: drop what the rules flag."""
 
 
 def demo_settings(settings: Settings, replay_base: str) -> Settings:

@@ -3,9 +3,11 @@ a flow runs tracked by Prefect or in this process."""
 
 from __future__ import annotations
 
+import _thread
 import logging
 import os
 import signal
+import sys
 import threading
 import tomllib
 from datetime import date
@@ -14,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from revbench.errors import UsageError, note_interrupt
+from revbench.errors import UsageError, interrupt_noted, note_interrupt
 from revbench.settings import Settings, check_environment, settings_error
 
 DEMO_SINCE = date(2026, 9, 1)
@@ -100,6 +102,9 @@ def prepare_process(settings: Settings) -> None:
         # work is kept, and the next run resumes.
         signal.signal(signal.SIGTERM, _terminate)
         signal.signal(signal.SIGINT, _terminate)
+        if sys.unraisablehook is not _unraisable:
+            _previous_unraisable[0] = sys.unraisablehook
+            sys.unraisablehook = _unraisable
     log = logging.getLogger("revbench")
     log.setLevel(settings.log_level.upper())
     if not log.handlers:
@@ -116,6 +121,19 @@ def prepare_process(settings: Settings) -> None:
 def _terminate(signum: int, frame: Any) -> None:
     note_interrupt()
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+_previous_unraisable: list[Any] = [sys.unraisablehook]
+
+
+def _unraisable(args: Any) -> None:
+    """An interrupt raised while a C library was calling back into Python cannot propagate:
+    Python would print 'Exception ignored' with a traceback and carry on. Deliver it again
+    instead, so the command still stops with its one line."""
+    if isinstance(args.exc_value, KeyboardInterrupt) and interrupt_noted():
+        _thread.interrupt_main()
+        return
+    _previous_unraisable[0](args)
 
 
 def prefect_api_configured() -> bool:
