@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.disambiguate_bench
 	$(BIN)/python -m benchmarks.pools_bench
 	$(BIN)/python -m benchmarks.survey_bench
+	$(BIN)/python -m benchmarks.ratings_bench
 
 clean-data:
 	rm -rf data

@@ -169,3 +169,18 @@ def test_statistics_counts_and_agreement() -> None:
     assert disagree.alpha is not None and disagree.alpha < 0
     assert r.statistics(ratings_of([("r1", "p1", 5)])).alpha is None
     assert "By category" in st.markdown()
+
+
+def test_agreement_from_counts_equals_the_dense_reliability_matrix() -> None:
+    import krippendorff
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    rows = [(f"r{i}", f"p{j}", int(rng.integers(1, 6))) for i in range(30) for j in range(12) if rng.random() < 0.3]
+    rt = ratings_of(rows)
+    alpha, n = r.agreement(rt)
+    multi = rt.filter(pl.len().over("paper_id") >= 2)
+    dense = multi.pivot(on="paper_id", index="reviewer_id", values="rating").drop("reviewer_id").to_numpy().astype(float)
+    assert n == dense.shape[1]
+    assert alpha == pytest.approx(krippendorff.alpha(reliability_data=dense, value_domain=[1, 2, 3, 4, 5],
+                                                     level_of_measurement="ordinal"), abs=1e-12)
