@@ -208,6 +208,17 @@ class RatingsSettings(Section):
     bootstrap: int = Field(1000, ge=0, description="Bootstrap resamples of that evaluation.")
 
 
+class ReleaseSettings(Section):
+    """Versioned releases of the benchmark: anonymous ids, licence, what profiles hold."""
+
+    id_key: SecretStr | None = Field(
+        None, description="Key of the keyed hash behind release ids (stable across releases, unlinkable without it); "
+                          "nothing is released without one. Long, random, never shared.")
+    name: str = Field("revbench-lr", pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Dataset name in the card and Croissant.")
+    license: str = Field("cc-by-4.0", description="Licence id written into the dataset card.")
+    profile_years: int = Field(2, ge=1, le=20, description="Reviewers' publications released: those of the last N years.")
+
+
 class SmtpSettings(Section):
     """The outgoing mail server."""
 
@@ -267,6 +278,7 @@ class Settings(BaseSettings):
     warehouse: WarehouseSettings = Field(default_factory=WarehouseSettings)
     survey: SurveySettings = Field(default_factory=SurveySettings)
     ratings: RatingsSettings = Field(default_factory=RatingsSettings)
+    release: ReleaseSettings = Field(default_factory=ReleaseSettings)
     smtp: SmtpSettings = Field(default_factory=SmtpSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
 

@@ -647,6 +647,23 @@ class Warehouse:
         tuples = self.read(TABLES["rating_tuples"])
         return {"ratings": ratings, "papers": papers, "profiles": profiles, "tuples": tuples}
 
+    def release_inputs(self) -> dict[str, Any]:
+        """What a release is built from: the benchmark frames (papers with their category, every
+        rater's corpus papers as profile), the names and affiliations the privacy audit looks for,
+        and the latest completed run of each flow (the runs the release came from)."""
+        f = self.benchmark_frames(profile_max_papers=1_000_000)
+        f["papers"] = f["papers"].join(self._frame("SELECT arxiv_id AS paper_id, primary_category AS category FROM papers"),
+                                       on="paper_id", how="left")
+        names = {r[0] for r in self._exec(
+            """SELECT name FROM authors UNION SELECT name FROM mentions UNION SELECT pdf_name FROM mentions
+               UNION SELECT name FROM survey_invitations UNION SELECT name FROM invitations""") if r[0]}
+        affiliations = {r[0] for r in self._exec(
+            """SELECT institution FROM mentions UNION SELECT department FROM mentions UNION SELECT affiliation FROM mentions
+               UNION SELECT unnest(affiliations) FROM authors""") if r[0]}
+        runs = dict(self._exec(
+            "SELECT flow, arg_max(run_id, started_at) FROM runs WHERE status = 'completed' GROUP BY flow ORDER BY flow"))
+        return {**f, "names": names, "affiliations": affiliations, "runs": runs}
+
     def has_table(self, name: str) -> bool:
         return bool(self._exec("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])[0][0])
 

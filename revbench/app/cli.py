@@ -193,6 +193,23 @@ def ratings(
     print_ratings(out)
 
 
+@app.command()
+def release(
+    version: Annotated[str | None, typer.Option("--version", help="Release name (default: the next vN)")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Build an existing release again (the old one is kept under releases/.replaced/)")] = False,
+    only_if_changed: Annotated[bool, typer.Option("--only-if-changed", help="Make no release when nothing changed since the latest")] = False,
+    track: Track = None,
+) -> None:
+    """Export the cleaned benchmark as a versioned, audited, checksummed release folder."""
+    settings = _setup()
+    from revbench.app.console import print_release
+    from revbench.flows.release import release_flow
+
+    out = release_flow.run(settings, version=version, replace=replace, only_if_changed=only_if_changed,
+                           track=resolve_track(track, long_flow=True))
+    print_release(out)
+
+
 survey_app = typer.Typer(help="Invitation emails, the survey server and its answers.", no_args_is_help=True)
 app.add_typer(survey_app, name="survey")
 

@@ -203,3 +203,14 @@ def print_ratings(out: dict[str, Any], quality: dict[str, Any] | None = None) ->
         console.print("Evaluation on the warehouse benchmark:")
         print_report(out["evaluation"]["tables"])
         console.print(f"Evaluation report: [cyan]{out['evaluation']['report_dir']}[/]")
+
+
+def print_release(out: dict[str, Any]) -> None:
+    """One line on what a release run made."""
+    c = out["counts"]
+    if out.get("unchanged"):
+        console.print(f"Nothing changed since release [bold]{out['version']}[/]: no new release ({out['dir']})")
+        return
+    console.print(f"Release [bold]{out['version']}[/] (parent {out['parent'] or 'none'}): {c['pointwise']} ratings, "
+                  f"{c['paper_centric']} paper-centric and {c['reviewer_centric']} reviewer-centric tuples, {c['papers']} papers, "
+                  f"{c['reviewers']} reviewers; privacy audit passed ({out['audit_strings']} strings) -> [cyan]{out['dir']}[/]")

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from revbench.app.console import console, print_disambiguation, print_ingest_summary, print_pools, print_ratings
+from revbench.app.console import console, print_disambiguation, print_ingest_summary, print_pools, print_ratings, print_release
 from revbench.app.entry import DEMO_SINCE, DEMO_UNTIL
 from revbench.settings import ReplaySettings, Settings
 
@@ -44,12 +44,13 @@ def demo_warehouse_for(settings: Settings, manifest: dict[str, Any]) -> None:
     marker.write_text(key)
 
 
-def demo_signing_key(settings: Settings) -> str:
-    """The demo's own link-signing key, made once and kept in the data folder (links stay valid
-    across demo runs; a real survey sets REVBENCH_SURVEY__SIGNING_KEY)."""
+def demo_key(settings: Settings, name: str) -> str:
+    """One of the demo's own keys (link signing, release ids), made once and kept in the data
+    folder so links and release ids stay the same across demo runs; a real survey and release set
+    REVBENCH_SURVEY__SIGNING_KEY and REVBENCH_RELEASE__ID_KEY."""
     import secrets
 
-    path = settings.data_dir / ".survey-demo-key"
+    path = settings.data_dir / f".{name}-demo-key"
     if not path.exists():
         path.write_text(secrets.token_urlsafe(32))
         path.chmod(0o600)
@@ -69,7 +70,7 @@ def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, tra
     port = free_port()
     with MailSink() as sink:
         s = settings.with_overrides(smtp=sink.smtp_overrides(), survey={
-            "signing_key": demo_signing_key(settings), "base_url": f"http://127.0.0.1:{port}", "auto_approve": True,
+            "signing_key": demo_key(settings, "survey"), "base_url": f"http://127.0.0.1:{port}", "auto_approve": True,
             "messages_per_minute": 60000, "team": "the revbench demo team", "lab": "SYNTHETIC demo lab",
             "institution": "revbench", "sender_email": "survey@revbench.example"})
         with AppServer(create_app(s), port=port):
@@ -152,6 +153,10 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
     print_pools(stats, coi_violations(truth, assignments, links))
     run_survey_round(s, truth, corpus, seed, track)
     run_ratings(s, track)
+    from revbench.flows.release import release_flow
+
+    print_release(release_flow.run(s.with_overrides(release={"id_key": demo_key(settings, "release")}), only_if_changed=True,
+                                   track=track))
     console.print(f"demo finished in {time.monotonic() - t0:.0f} s; run it again for a cheap refresh.")
     if track:
         home = os.environ.get("PREFECT_HOME", str(Path(settings.data_dir, "prefect")))

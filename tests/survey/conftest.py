@@ -20,9 +20,12 @@ import pytest
 from revbench.flows.disambiguate import disambiguate_flow
 from revbench.flows.ingest import ingest_flow
 from revbench.flows.pools import pools_flow
+from revbench.flows.survey import survey_flow
 from revbench.replay.mailsink import MailSink
-from revbench.replay.server import ReplayApp, ReplayServer, free_port
+from revbench.replay.server import AppServer, ReplayApp, ReplayServer, free_port
 from revbench.settings import ReplaySettings, Settings
+from revbench.survey.server import create_app
+from revbench.synth.respondents import parse_email
 from tests.conftest import FAST, on_replay, settings_env
 
 KEY = "test-signing-key-" + "k" * 24
@@ -85,3 +88,33 @@ def survey_server_process(s: Settings) -> Iterator[tuple[str, subprocess.Popen[s
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
+
+
+RULES = {"straight_line_min_papers": 2, "variance_min_ratings": 99, "content_min_items": 99, "burst_min_papers": 99,
+         "evaluate_after": False, "evaluate_scorers": ["trivial", "tpms"], "bootstrap": 50}
+
+
+@pytest.fixture
+def answered(survey_settings: Settings, sink: MailSink) -> Iterator[tuple[Settings, dict[str, list[str]]]]:
+    """Round 1 sent and answered over HTTP: the first person with two or more papers gives 3 to
+    each (straight-lining), everyone else rates by position (5, 4, 3...) and changes their first
+    answer once (a duplicate); returns the settings and each straight-liner's invitation papers."""
+    port = free_port()
+    s = survey_settings.with_overrides(survey={"base_url": f"http://127.0.0.1:{port}"}, ratings=RULES)
+    survey_flow.fn(s, round=1, approve="all", approver="tester")
+    emails = [parse_email(m) for m in sink.messages]
+    liner = next(i for i, e in enumerate(emails) if len(e.papers) >= 2)
+    server = AppServer(create_app(s), port=port).start()
+    try:
+        with httpx.Client(follow_redirects=True, timeout=30) as http:
+            for i, e in enumerate(emails):
+                for j, (_title, links) in enumerate(e.papers):
+                    if i == liner:
+                        http.get(links[3]).raise_for_status()
+                        continue
+                    if j == 0:
+                        http.get(links[1]).raise_for_status()  # answered, then changed just below
+                    http.get(links[max(1, 5 - j)]).raise_for_status()
+        yield s, {"liner": emails[liner].to, "emails": emails}
+    finally:
+        server.stop()

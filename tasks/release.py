@@ -1,0 +1,202 @@
+"""A release of the benchmark: anonymous stable ids, the release tables, RATE's JSON layout, the
+privacy audit, and what changed since the parent release. Pure over frames, except the writers
+at the end, which put bytes on disk deterministically (sorted rows, fixed writer settings, no
+wall-clock time inside any data file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from revbench.schemas.release import PAPER_CENTRIC, PAPERS, POINTWISE, RELEASE_TABLES, REVIEWER_CENTRIC, REVIEWERS
+
+
+def release_id(key: bytes, kind: str, natural: str) -> str:
+    """``r_``/``p_`` + 16 hex of HMAC-SHA256(key, kind:natural): the same person or paper keeps
+    its id in every release made with the key, and nobody without it can link an id back."""
+    prefix = {"reviewer": "r_", "paper": "p_"}[kind]
+    return prefix + hmac.new(key, f"{kind}:{natural}".encode(), hashlib.sha256).hexdigest()[:16]
+
+
+def build_tables(frames: dict[str, pl.DataFrame], key: bytes, profile_years: int) -> dict[str, pl.DataFrame]:
+    """The release tables from the warehouse's kept ``ratings`` (``reviewer_id, paper_id, rating``),
+    ``tuples`` (``rating_tuples``), ``papers`` (``paper_id, title, abstract, year, category``) and
+    ``profiles`` (``reviewer_id, paper_id, title, abstract, year``); reviewers' publications are
+    those of the last ``profile_years`` years up to the newest rated paper."""
+    rid = {r: release_id(key, "reviewer", r) for r in frames["ratings"]["reviewer_id"].unique().to_list()}
+    pid = {p: release_id(key, "paper", p) for p in frames["ratings"]["paper_id"].unique().to_list()}
+    r_, p_ = (lambda c: pl.col(c).replace_strict(rid)), (lambda c: pl.col(c).replace_strict(pid))
+    ratings, t = frames["ratings"], frames["tuples"]
+    pointwise = ratings.select(r_("reviewer_id").alias("reviewer_id"), p_("paper_id").alias("paper_id"),
+                               pl.col("rating").cast(pl.Int64))
+    pc = t.filter(pl.col("kind") == "paper_centric").select(
+        p_("anchor_id").alias("paper_id"), r_("positive_id").alias("reviewer_pos"), r_("negative_id").alias("reviewer_neg"),
+        "rating_pos", "rating_neg", "gap")
+    rc = t.filter(pl.col("kind") == "reviewer_centric").select(
+        r_("anchor_id").alias("reviewer_id"), p_("positive_id").alias("paper_pos"), p_("negative_id").alias("paper_neg"),
+        "rating_pos", "rating_neg", "gap")
+    papers = frames["papers"].filter(pl.col("paper_id").is_in(list(pid))).select(
+        p_("paper_id").alias("paper_id"), pl.col("paper_id").alias("arxiv_id"), "title", "abstract", "category", "year")
+    newest = int(frames["papers"]["year"].max() or 0)
+    prof = frames["profiles"].filter(pl.col("reviewer_id").is_in(list(rid)) & (pl.col("year") > newest - profile_years))
+    pubs = (prof.sort("reviewer_id", "year", "title", descending=[False, True, False])
+            .group_by("reviewer_id", maintain_order=True)
+            .agg(pl.struct("title", "abstract", "year").alias("publications")))
+    reviewers = (pl.DataFrame({"reviewer_id": sorted(rid)}).join(pubs, on="reviewer_id", how="left")
+                 .with_columns(pl.col("publications").fill_null(pl.lit([], dtype=pl.List(pl.Struct(
+                     {"title": pl.Utf8, "abstract": pl.Utf8, "year": pl.Int64})))))
+                 .select(r_("reviewer_id").alias("reviewer_id"), "publications"))
+    out = {POINTWISE.name: pointwise, PAPER_CENTRIC.name: pc, REVIEWER_CENTRIC.name: rc, PAPERS.name: papers,
+           REVIEWERS.name: reviewers}
+    return {t.name: t.conform(out[t.name]).sort(list(t.primary_key)) for t in RELEASE_TABLES}
+
+
+def rate_json(tables: dict[str, pl.DataFrame]) -> dict[str, list[dict[str, Any]]]:
+    """The tuples in the layout of LR-bench's evaluation files (read by RATE's evaluation code and
+    revbench's ``lrbench`` importer): ``evaluations_pc`` and ``evaluations_rc``."""
+    paper = {r["paper_id"]: r for r in tables["papers"].iter_rows(named=True)}
+    pubs = {r: [{"title": p["title"], "abstract": p["abstract"]} for p in ps]
+            for r, ps in tables["reviewers"].select("reviewer_id", "publications").iter_rows()}
+
+    def p_side(p: str) -> dict[str, Any]:
+        return {"paper_id": p, "paper_title": paper[p]["title"], "abstract": paper[p]["abstract"]}
+
+    pc = [{"anchor": p_side(p), "positive": {"author_id": a, "score": sa, "papers": pubs[a]},
+           "negative": {"author_id": b, "score": sb, "papers": pubs[b]}, "type": "paper_centric"}
+          for p, a, b, sa, sb, _g in tables["paper_centric"].iter_rows()]
+    rc = [{"anchor": {"author_id": r, "papers": pubs[r]}, "positive": {**p_side(a), "score": sa},
+           "negative": {**p_side(b), "score": sb}, "type": "reviewer_centric"}
+          for r, a, b, sa, sb, _g in tables["reviewer_centric"].iter_rows()]
+    return {"evaluations_pc": pc, "evaluations_rc": rc}
+
+
+@dataclass(frozen=True)
+class AuditHit:
+    """One string in a release that must not be there."""
+
+    table: str
+    row: int
+    field: str
+    kind: str
+    found: str
+
+
+PATTERNS: dict[str, re.Pattern[str]] = {
+    "email": re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"),
+    "survey_token": re.compile(r"\binv_[0-9a-f]{20}\b|\b[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{16,}\b"),
+    "url_with_query": re.compile(r"https?://[^\s?#]+\?[^\s#]+"),
+    "ip_address": re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b"),
+}
+_WORD = re.compile(r"\w+")
+
+
+class PhraseSet:
+    """Multi-word phrases (names, affiliations) found by word n-grams: exact on word boundaries,
+    case-insensitive, one set lookup per window (no regex of thousands of alternatives)."""
+
+    def __init__(self, phrases: set[str]):
+        words = {tuple(_WORD.findall(p.lower())) for p in phrases if p}
+        # One word alone ("Li", "Google") is a common word as often as an identifier.
+        self.phrases = {w: " ".join(w) for w in words if len(w) >= 2}
+        self.lengths = sorted({len(w) for w in self.phrases})
+
+    def find(self, text: str) -> str | None:
+        tokens = tuple(_WORD.findall(text.lower()))
+        for n in self.lengths:
+            for i in range(len(tokens) - n + 1):
+                if tokens[i:i + n] in self.phrases:
+                    return self.phrases[tokens[i:i + n]]
+        return None
+
+
+def _strings(table: str, df: pl.DataFrame) -> list[tuple[int, str, str]]:
+    """(row, field, text) of every string in a release table, nested publications included."""
+    out = []
+    for i, row in enumerate(df.iter_rows(named=True)):
+        for col, v in row.items():
+            if isinstance(v, str):
+                out.append((i, col, v))
+            elif isinstance(v, list):
+                for j, pub in enumerate(v):
+                    for k, x in (pub or {}).items():
+                        if isinstance(x, str):
+                            out.append((i, f"{col}[{j}].{k}", x))
+    return out
+
+
+def privacy_audit(tables: dict[str, pl.DataFrame], names: set[str], affiliations: set[str]) -> list[AuditHit]:
+    """Every string of every table scanned for email addresses, survey tokens, URLs with query
+    strings, IP addresses, and the (two-word or longer) names of authors and annotators and their
+    affiliations; each hit names table, row and field."""
+    name_set, aff_set = PhraseSet(names), PhraseSet(affiliations)
+    hits = []
+    for table, df in tables.items():
+        for row, field, text in _strings(table, df):
+            for kind, pattern in PATTERNS.items():
+                if m := pattern.search(text):
+                    hits.append(AuditHit(table, row, field, kind, m.group(0)))
+            if found := name_set.find(text):
+                hits.append(AuditHit(table, row, field, "person_name", found))
+            if found := aff_set.find(text):
+                hits.append(AuditHit(table, row, field, "affiliation", found))
+    return hits
+
+
+def changes(current: dict[str, pl.DataFrame], parent: dict[str, pl.DataFrame] | None) -> dict[str, dict[str, list[Any]]]:
+    """Rows added and removed per table since the parent release (by primary key; a rating whose
+    value changed shows as removed and added)."""
+    out: dict[str, dict[str, list[Any]]] = {}
+    for t in RELEASE_TABLES:
+        cols = [c for c in t.names if c != "publications"]
+        now = {tuple(r) for r in current[t.name].select(cols).iter_rows()}
+        before = {tuple(r) for r in parent[t.name].select(cols).iter_rows()} if parent else set()
+        out[t.name] = {"added": sorted(now - before), "removed": sorted(before - now)}
+    return out
+
+
+def changes_markdown(version: str, parent: str | None, diff: dict[str, dict[str, list[Any]]]) -> str:
+    """``CHANGES.md``: counts per table, then every row added and removed."""
+    lines = [f"# Changes in {version}", "", f"Against {parent}." if parent else "First release: everything is new.", "",
+             "| table | added | removed |", "|---|---|---|"]
+    lines += [f"| {t} | {len(d['added'])} | {len(d['removed'])} |" for t, d in diff.items()]
+    for t, d in diff.items() if parent else ():  # a first release lists counts only: every row is new
+        for what in ("added", "removed"):
+            if d[what]:
+                lines += ["", f"## {t}: {what}", ""]
+                lines += [f"- {' '.join(str(x) for x in row[:6])}" for row in d[what]]
+    return "\n".join(lines) + "\n"
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_files(out: Path, tables: dict[str, pl.DataFrame], rate: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
+    """The data files of a release (parquet per table, RATE's JSON); returns rows per file."""
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    rows = {}
+    for name, df in tables.items():
+        df.write_parquet(out / "data" / f"{name}.parquet", compression="zstd", compression_level=9, statistics=False,
+                         row_group_size=1 << 20)
+        rows[f"data/{name}.parquet"] = df.height
+    for name, items in rate.items():
+        (out / f"{name}.json").write_text(json.dumps(items, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        rows[f"{name}.json"] = len(items)
+    return rows
+
+
+def read_tables(release_dir: Path) -> dict[str, pl.DataFrame]:
+    """A release's tables from its parquet files."""
+    return {t.name: pl.read_parquet(release_dir / "data" / f"{t.name}.parquet") for t in RELEASE_TABLES}

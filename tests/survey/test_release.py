@@ -1,0 +1,135 @@
+"""Releases from a real survey round: byte-identical rebuilds, checksums, the privacy audit
+refusing planted identifiers with nothing written, stable ids and exact CHANGES across releases,
+and the RATE-format JSON read back by the lrbench importer."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import polars as pl
+import pytest
+
+from revbench.evaluation.importers import load_lrbench
+from revbench.flows.ratings import ratings_flow
+from revbench.flows.release import PrivacyAuditFailed, release_flow
+from revbench.schemas.release import FREE_TEXT, RELEASE_TABLES
+from revbench.settings import Settings
+from revbench.tasks.release import read_tables, sha256_file
+from revbench.warehouse import Warehouse
+from tests.conftest import run_cli, settings_env
+
+KEY = "release-test-key-" + "k" * 20
+
+
+@pytest.fixture
+def rated(answered) -> tuple[Settings, dict]:
+    s, info = answered
+    s = s.with_overrides(release={"id_key": KEY})
+    ratings_flow.fn(s, decide="drop", curator="ada")
+    return s, info
+
+
+def test_the_release_schema_has_no_free_text_but_titles_and_abstracts() -> None:
+    for t in RELEASE_TABLES:
+        for c in t.columns:
+            if c.dtype == pl.Utf8:
+                assert c.name in FREE_TEXT or c.pattern, f"{t.name}.{c.name} is free text"
+
+
+def test_a_rebuild_is_byte_identical_checksummed_and_readable_as_lrbench(rated) -> None:
+    s, _ = rated
+    first = release_flow.fn(s)
+    assert first["version"] == "v1" and first["parent"] is None
+    code, _out, err = run_cli_env(s, "release", "--version", "v1")
+    assert code == 2 and "--replace" in err
+    again = release_flow.fn(s, version="v1", replace=True)
+    old, new = s.releases_dir / ".replaced" / "v1-1", s.releases_dir / "v1"
+    files = sorted(p.relative_to(new) for p in new.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(old) for p in old.rglob("*") if p.is_file())
+    assert all((new / f).read_bytes() == (old / f).read_bytes() for f in files)
+    manifest = json.loads((new / "manifest.json").read_text())
+    listed = {f["path"]: f for f in manifest["files"]}
+    assert set(listed) == {str(f) for f in files} - {"manifest.json"}
+    for path, f in listed.items():
+        assert sha256_file(new / path) == f["sha256"] and (new / path).stat().st_size == f["bytes"]
+    tables = read_tables(new)
+    for t in RELEASE_TABLES:
+        assert listed[f"data/{t.name}.parquet"]["rows"] == tables[t.name].height == again["counts"][t.name]
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        kept = wh.benchmark_frames(10)["ratings"]
+    assert tables["pointwise"].height == kept.height
+    assert tables["pointwise"]["reviewer_id"].str.contains(r"^r_[0-9a-f]{16}$").all()
+    bench = load_lrbench(new)
+    by = {sp.name: sp.tuples for sp in bench.splits}
+    assert by["lr_paper_centric"].height == tables["paper_centric"].height
+    assert by["lr_reviewer_centric"].height == tables["reviewer_centric"].height
+    in_tuples = set(tables["paper_centric"]["paper_id"]) | set(tables["reviewer_centric"]["paper_pos"]) | set(
+        tables["reviewer_centric"]["paper_neg"])  # a paper rated once, or only with ties, is in no tuple
+    assert set(bench.submissions["paper_id"]) == in_tuples and in_tuples <= set(tables["papers"]["paper_id"])
+    card = (new / "README.md").read_text()
+    assert card.startswith("---\nlicense: cc-by-4.0") and "config_name: paper_centric" in card and "{{" not in card
+
+
+def run_cli_env(s: Settings, *args: str) -> tuple[int, str, str]:
+    import os
+
+    saved = dict(os.environ)
+    os.environ.update(settings_env(s))
+    try:
+        return run_cli(*args)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def test_planted_identifiers_stop_the_release_each_named_and_nothing_written(rated) -> None:
+    s, _ = rated
+    with Warehouse.open(s.warehouse_path) as wh:
+        rated_papers = wh.benchmark_frames(10)["papers"]["paper_id"].to_list()
+        author = wh._exec("SELECT name FROM authors WHERE name LIKE '% %' ORDER BY name LIMIT 1")[0][0]
+        place = wh._exec("SELECT institution FROM mentions WHERE institution LIKE '% %' ORDER BY 1 LIMIT 1")[0][0]
+        invitation = wh._exec("SELECT invitation_id FROM survey_invitations ORDER BY 1 LIMIT 1")[0][0]
+        plants = ["write to jane.doe@uni.example for data", f"joint work with {author}", f"done at {place}",
+                  f"see {invitation}", "http://survey.example/r?token=abc", "host 10.1.2.3 logs"]
+        for paper, text in zip(rated_papers, plants, strict=False):
+            wh._exec("UPDATE papers SET abstract = abstract || ' ' || ? WHERE arxiv_id = ?", [text, paper])
+    with pytest.raises(PrivacyAuditFailed) as err:
+        release_flow.fn(s)
+    kinds = {h.kind for h in err.value.hits}
+    assert kinds == {"email", "person_name", "affiliation", "survey_token", "url_with_query", "ip_address"}
+    assert all(h.table == "papers" and h.field == "abstract" for h in err.value.hits)
+    assert not (s.releases_dir / "v1").exists() and not list(s.releases_dir.glob(".building-*"))
+    code, _out, msg = run_cli_env(s, "release")
+    assert code == 6 and "privacy audit" in msg and "papers row" in msg and "field abstract" in msg
+
+
+def test_two_releases_keep_ids_and_changes_list_exactly_the_difference(rated) -> None:
+    s, info = rated
+    release_flow.fn(s)
+    # A respondent changes one answer; the ratings flow picks it up; a second release follows.
+    email = next(e for e in info["emails"] if e.to != info["liner"] and e.papers)
+    with httpx.Client(follow_redirects=True, timeout=30) as http:
+        http.get(email.papers[0][1][2]).raise_for_status()
+    ratings_flow.fn(s, decide="drop")
+    second = release_flow.fn(s)
+    assert second["version"] == "v2" and second["parent"] == "v1"
+    a, b = read_tables(s.releases_dir / "v1"), read_tables(s.releases_dir / "v2")
+    assert a["papers"].equals(b["papers"]) and set(a["reviewers"]["reviewer_id"]) == set(b["reviewers"]["reviewer_id"])
+    pa = {tuple(r) for r in a["pointwise"].iter_rows()}
+    pb = {tuple(r) for r in b["pointwise"].iter_rows()}
+    assert len(pa - pb) == len(pb - pa) == 1 and {r[:2] for r in pa - pb} == {r[:2] for r in pb - pa}
+    changes = (s.releases_dir / "v2" / "CHANGES.md").read_text()
+    assert "| pointwise | 1 | 1 |" in changes and "| papers | 0 | 0 |" in changes and "| reviewers | 0 | 0 |" in changes
+    (added,), (removed,) = pb - pa, pa - pb
+    assert f"- {' '.join(map(str, added))}" in changes and f"- {' '.join(map(str, removed))}" in changes
+    for kind in ("paper_centric", "reviewer_centric"):
+        ta = {tuple(r) for r in a[kind].iter_rows()}
+        tb = {tuple(r) for r in b[kind].iter_rows()}
+        assert f"| {kind} | {len(tb - ta)} | {len(ta - tb)} |" in changes
+
+
+def test_no_key_no_release(answered) -> None:
+    s, _ = answered
+    code, _out, err = run_cli_env(s, "release")
+    assert code == 2 and "REVBENCH_RELEASE__ID_KEY" in err
