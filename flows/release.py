@@ -144,6 +144,12 @@ def _write(run: Run, settings: Settings, version: str, parent: str | None, table
                                 profile_years=settings.release.profile_years, audit_strings=strings,
                                 levels=bars_scale()["levels"], counts=counts, statistics=stats.markdown())
     (building / "README.md").write_text(card)
+    published = ratings["rated_at"].max() if ratings.height else None  # from the data: the same state, the same date
+    meta = tasks.croissant(building, settings.release.name, version, settings.release.license,
+                           f"Reviewer-expertise benchmark {version}: {counts['pointwise']} self-assessed ratings (1-5 BARS) "
+                           "of recent arXiv papers by candidate reviewers, with paper-centric and reviewer-centric tuples.",
+                           published.date().isoformat() if published else None)
+    (building / "croissant.json").write_text(json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     files = []
     for path in sorted(p for p in building.rglob("*") if p.is_file()):
         rel = path.relative_to(building).as_posix()

@@ -63,7 +63,7 @@ def rate_json(tables: dict[str, pl.DataFrame]) -> dict[str, list[dict[str, Any]]
     """The tuples in the layout of LR-bench's evaluation files (read by RATE's evaluation code and
     revbench's ``lrbench`` importer): ``evaluations_pc`` and ``evaluations_rc``."""
     paper = {r["paper_id"]: r for r in tables["papers"].iter_rows(named=True)}
-    pubs = {r: [{"title": p["title"], "abstract": p["abstract"]} for p in ps]
+    pubs = {r: [{"title": p["title"], "abstract": p["abstract"], "year": p["year"]} for p in ps]
             for r, ps in tables["reviewers"].select("reviewer_id", "publications").iter_rows()}
 
     def p_side(p: str) -> dict[str, Any]:
@@ -195,6 +195,73 @@ def write_files(out: Path, tables: dict[str, pl.DataFrame], rate: dict[str, list
         (out / f"{name}.json").write_text(json.dumps(items, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         rows[f"{name}.json"] = len(items)
     return rows
+
+
+LICENSE_URLS = {"cc-by-4.0": "https://creativecommons.org/licenses/by/4.0/",
+                "cc-by-sa-4.0": "https://creativecommons.org/licenses/by-sa/4.0/",
+                "cc-by-nc-4.0": "https://creativecommons.org/licenses/by-nc/4.0/", "cc0-1.0": "https://creativecommons.org/publicdomain/zero/1.0/"}
+
+
+def semver(version: str) -> str:
+    """Croissant wants MAJOR.MINOR.PATCH: ``v3`` is 3.0.0, a semver stays, anything else 0.0.0."""
+    if m := re.fullmatch(r"v(\d+)", version):
+        return f"{int(m.group(1))}.0.0"
+    return version if re.fullmatch(r"\d+\.\d+\.\d+", version) else "0.0.0"
+
+
+def croissant(out: Path, name: str, version: str, license: str, description: str, published: str | None) -> dict[str, Any]:
+    """Croissant (ML Commons) JSON-LD for the parquet files of a release in ``out``: one
+    FileObject per file with its sha256, one RecordSet per table with a typed field per column
+    (the reviewers' publications as a repeated field of title, abstract and year), built and
+    checked with ``mlcroissant``. ``published`` is a date taken from the data, not the clock."""
+    import datetime as dt
+    import logging
+
+    # mlcroissant reports through the root logger, whose first use would bind a handler to
+    # whatever stderr is at that moment; its findings are checked below, not printed.
+    quiet = logging.NullHandler()
+    logging.getLogger().addHandler(quiet)
+    logging.getLogger("absl").setLevel(logging.ERROR)
+    try:
+        return _croissant(out, name, version, license, description, published, dt)
+    finally:
+        logging.getLogger().removeHandler(quiet)
+
+
+def _croissant(out: Path, name: str, version: str, license: str, description: str, published: str | None,
+               dt: Any) -> dict[str, Any]:
+    import mlcroissant as mlc
+
+    def kind(dtype: pl.DataType) -> Any:
+        return mlc.DataType.INTEGER if dtype == pl.Int64 else mlc.DataType.TEXT
+
+    files, record_sets = [], []
+    for t in RELEASE_TABLES:
+        path = out / "data" / f"{t.name}.parquet"
+        fid = f"{t.name}-parquet"
+        files.append(mlc.FileObject(id=fid, name=fid, content_url=f"data/{t.name}.parquet",
+                                    encoding_formats=["application/x-parquet"], sha256=sha256_file(path)))
+        fields = []
+        for c in t.columns:
+            src = mlc.Source(file_object=fid, extract=mlc.Extract(column=c.name))
+            if isinstance(c.dtype, pl.List):
+                subs = [mlc.Field(id=f"{t.name}/{c.name}/{k}", name=k, data_types=[kind(v)],
+                                  source=mlc.Source(file_object=fid, extract=mlc.Extract(column=c.name),
+                                                    transforms=[mlc.Transform(json_path=k)]))
+                        for k, v in c.dtype.inner.to_schema().items()]  # type: ignore[attr-defined]
+                fields.append(mlc.Field(id=f"{t.name}/{c.name}", name=c.name, description=c.doc, repeated=True,
+                                        sub_fields=subs, data_types=[]))
+            else:
+                fields.append(mlc.Field(id=f"{t.name}/{c.name}", name=c.name, description=c.doc or None,
+                                        data_types=[kind(c.dtype)], source=src))
+        record_sets.append(mlc.RecordSet(id=t.name, name=t.name, description=t.doc, fields=fields, key=list(t.primary_key)))
+    meta = mlc.Metadata(name=name, description=description, license=LICENSE_URLS.get(license, license),
+                        url=f"https://huggingface.co/datasets/{name}", version=semver(version),
+                        date_published=dt.datetime.fromisoformat(published) if published else None,
+                        cite_as=f"{name} {version}", distribution=files, record_sets=record_sets)
+    if meta.ctx.issues.errors:
+        raise ValueError(f"the Croissant metadata does not validate: {meta.ctx.issues.report()}")
+    return meta.to_json()
 
 
 def read_tables(release_dir: Path) -> dict[str, pl.DataFrame]:

@@ -21,7 +21,13 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 for _k in [k for k in os.environ if k.startswith("REVBENCH_")]:
     del os.environ[_k]
 
+import logging  # noqa: E402
+
 import pytest  # noqa: E402
+
+# A library that logs through the root logger before anything configured it (mlcroissant, absl)
+# would bind a handler to the stderr of that moment, which pytest closes after the test.
+logging.getLogger().addHandler(logging.NullHandler())
 
 from revbench.replay.server import ReplayApp, ReplayServer, replay_overrides  # noqa: E402
 from revbench.settings import ReplaySettings, Settings  # noqa: E402

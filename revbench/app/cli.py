@@ -109,7 +109,7 @@ def demo(
 
 @app.command()
 def evaluate(
-    benchmark: Annotated[list[str], typer.Option("--benchmark", "-b", help="NAME=PATH; NAME is goldstandard, lrbench, openreview or warehouse")] = [],  # noqa: B006
+    benchmark: Annotated[list[str], typer.Option("--benchmark", "-b", help="NAME=PATH; NAME is goldstandard, lrbench, openreview, warehouse (alone: this warehouse) or release")] = [],  # noqa: B006
     scorer: Annotated[list[str], typer.Option("--scorer", "-s", help="Scorer spec, e.g. tpms, tpms:compat=reference or embedding:pooling=max")] = [],  # noqa: B006
     predictions: Annotated[list[str], typer.Option("--predictions", "-p", help="NAME[@BENCHMARK]=PATH of scores computed elsewhere")] = [],  # noqa: B006
     baseline: Annotated[str | None, typer.Option(help="Scorer the others are compared with (paired intervals)")] = None,
@@ -326,6 +326,9 @@ def env_example() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """The ``revbench`` console script."""
+    from revbench.app.entry import install_unraisable_hook
+
+    install_unraisable_hook()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     _exit(run([a for a in args if a != "--debug"], debug))

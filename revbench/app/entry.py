@@ -102,9 +102,6 @@ def prepare_process(settings: Settings) -> None:
         # work is kept, and the next run resumes.
         signal.signal(signal.SIGTERM, _terminate)
         signal.signal(signal.SIGINT, _terminate)
-        if sys.unraisablehook is not _unraisable:
-            _previous_unraisable[0] = sys.unraisablehook
-            sys.unraisablehook = _unraisable
     log = logging.getLogger("revbench")
     log.setLevel(settings.log_level.upper())
     if not log.handlers:
@@ -124,6 +121,13 @@ def _terminate(signum: int, frame: Any) -> None:
 
 
 _previous_unraisable: list[Any] = [sys.unraisablehook]
+
+
+def install_unraisable_hook() -> None:
+    """For the console script's process only (a host such as pytest keeps its own hook)."""
+    if sys.unraisablehook is not _unraisable:
+        _previous_unraisable[0] = sys.unraisablehook
+        sys.unraisablehook = _unraisable
 
 
 def _unraisable(args: Any) -> None:

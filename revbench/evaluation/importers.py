@@ -459,12 +459,50 @@ def load_warehouse(path: Path, profile_max_papers: int = 20) -> Benchmark:
     )
 
 
+def load_release(path: Path) -> Benchmark:
+    """A revbench release folder (``data/*.parquet``): the pointwise ratings with candidate lists,
+    the paper-centric and reviewer-centric tuples, the papers as submissions and the reviewers'
+    publications as profiles (a publication's id is the sha1 of its title, as the ``lrbench``
+    importer gives the same publication from the JSON files, so both read the same benchmark)."""
+    from revbench.schemas.release import RELEASE_TABLES
+
+    data = path / "data"
+    missing = [t.name for t in RELEASE_TABLES if not (data / f"{t.name}.parquet").is_file()]
+    if missing:
+        raise InputError(f"{path}: not a revbench release (no data/{missing[0]}.parquet)")
+    try:
+        t = {tab.name: tab.conform(pl.read_parquet(data / f"{tab.name}.parquet")) for tab in RELEASE_TABLES}
+    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
+        raise InputError(f"{path}: a release file cannot be read ({str(exc).splitlines()[0]})") from None
+    pubs = t["reviewers"].explode("publications").drop_nulls("publications").unnest("publications")
+    profiles = pubs.select(pl.col("reviewer_id"),
+                           pl.col("title").map_elements(lambda x: hashlib.sha1(str(x).encode()).hexdigest(),
+                                                        return_dtype=pl.Utf8).alias("paper_id"),
+                           "title", "abstract", "year").unique(["reviewer_id", "paper_id"], keep="first", maintain_order=True)
+    pc = t["paper_centric"].select(
+        pl.col("reviewer_pos"), pl.col("paper_id").alias("paper_pos"), pl.col("reviewer_neg"), pl.col("paper_id").alias("paper_neg"),
+        pl.col("rating_pos").cast(pl.Float64), pl.col("rating_neg").cast(pl.Float64), pl.col("paper_id").alias("cluster"))
+    rc = t["reviewer_centric"].select(
+        pl.col("reviewer_id").alias("reviewer_pos"), "paper_pos", pl.col("reviewer_id").alias("reviewer_neg"), "paper_neg",
+        pl.col("rating_pos").cast(pl.Float64), pl.col("rating_neg").cast(pl.Float64), pl.col("reviewer_id").alias("cluster"))
+    manifest = path / "manifest.json"
+    version = read_json(manifest).get("version", path.name) if manifest.is_file() else path.name
+    return Benchmark(
+        name="release", version=str(version),
+        submissions=t["papers"].select("paper_id", "title", "abstract", "year").cast(PAPERS_SCHEMA),
+        draws=[profiles.cast(PROFILE_SCHEMA)],
+        splits=[Split(SPLIT_POINTWISE, ratings=t["pointwise"].cast({"rating": pl.Float64}), candidate_lists=True),
+                Split(SPLIT_PAPER_CENTRIC, tuples=pc.cast(TUPLES_SCHEMA)),
+                Split(SPLIT_REVIEWER_CENTRIC, tuples=rc.cast(TUPLES_SCHEMA))],
+    )
+
+
 def load_benchmark(kind: str, path: Path) -> Benchmark:
-    """A benchmark by kind: ``goldstandard``, ``lrbench``, ``openreview`` or ``warehouse``."""
+    """A benchmark by kind: ``goldstandard``, ``lrbench``, ``openreview``, ``warehouse`` or ``release``."""
     if not path.exists():
         raise InputError(f"{path} does not exist")
     loaders = {"goldstandard": load_goldstandard, "lrbench": load_lrbench, "openreview": load_openreview,
-               "warehouse": load_warehouse}
+               "warehouse": load_warehouse, "release": load_release}
     if kind not in loaders:
         raise InputError(f"unknown benchmark kind {kind!r}; expected one of {sorted(loaders)}")
     return loaders[kind](path)

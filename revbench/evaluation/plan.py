@@ -14,7 +14,7 @@ from revbench.errors import UsageError
 from revbench.evaluation.scorers.base import Context, make_scorer
 from revbench.settings import Settings
 
-BENCHMARK_KINDS = ("goldstandard", "lrbench", "openreview", "warehouse")
+BENCHMARK_KINDS = ("goldstandard", "lrbench", "openreview", "warehouse", "release")
 DEFAULT_SCORERS = ("trivial", "tpms")
 
 

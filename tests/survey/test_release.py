@@ -10,6 +10,7 @@ import httpx
 import polars as pl
 import pytest
 
+from revbench.errors import UsageError
 from revbench.evaluation.importers import load_lrbench
 from revbench.flows.ratings import ratings_flow
 from revbench.flows.release import PrivacyAuditFailed, release_flow
@@ -41,8 +42,8 @@ def test_a_rebuild_is_byte_identical_checksummed_and_readable_as_lrbench(rated) 
     s, _ = rated
     first = release_flow.fn(s)
     assert first["version"] == "v1" and first["parent"] is None
-    code, _out, err = run_cli_env(s, "release", "--version", "v1")
-    assert code == 2 and "--replace" in err
+    with pytest.raises(UsageError, match="--replace"):
+        release_flow.fn(s, version="v1")
     again = release_flow.fn(s, version="v1", replace=True)
     old, new = s.releases_dir / ".replaced" / "v1-1", s.releases_dir / "v1"
     files = sorted(p.relative_to(new) for p in new.rglob("*") if p.is_file())
@@ -133,3 +134,52 @@ def test_no_key_no_release(answered) -> None:
     s, _ = answered
     code, _out, err = run_cli_env(s, "release")
     assert code == 2 and "REVBENCH_RELEASE__ID_KEY" in err
+
+
+def test_the_parquet_and_the_json_of_a_release_evaluate_to_identical_numbers(rated) -> None:
+    from revbench.flows.evaluate import evaluate_flow
+
+    s, _ = rated
+    out = release_flow.fn(s)
+    # Scorers that judge each pair on its own texts. bm25's and tpms's IDF is over the benchmark's
+    # whole profile corpus, and the JSON holds only reviewers who are in some tuple, so those two
+    # may differ by design.
+    rows = evaluate_flow.fn(s, benchmarks=[f"release={out['dir']}", f"lrbench={out['dir']}"],
+                            scorers=["embedding", "embedding:pooling=mean"], bootstrap=0)["rows"]
+    got = {(r["benchmark"], r["split"], r["scorer"], r["metric"]): r["value"] for r in rows}
+    pairs = [("paper_centric", "lr_paper_centric"), ("reviewer_centric", "lr_reviewer_centric")]
+    compared = 0
+    for (b, split, scorer, metric), value in got.items():
+        for ours, theirs in pairs:
+            if b == "release" and split == ours and metric in ("loss", "accuracy", "easy_accuracy", "hard_accuracy"):
+                assert value == pytest.approx(got[("lrbench", theirs, scorer, metric)], abs=1e-12), (split, scorer, metric)
+                compared += 1
+    assert compared == 2 * 2 * 4
+    assert ("release", "pointwise", "embedding", "loss") in got
+
+
+def test_others_can_load_the_release_with_datasets_duckdb_polars_and_croissant(rated, tmp_path, monkeypatch) -> None:
+    import datasets
+    import duckdb
+    import mlcroissant as mlc
+
+    s, _ = rated
+    out = release_flow.fn(s)
+    d = s.releases_dir / out["version"]
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    tables = read_tables(d)
+    for t in RELEASE_TABLES:
+        loaded = datasets.load_dataset(str(d), name=t.name, split="train")
+        assert loaded.num_rows == tables[t.name].height and loaded.column_names == t.names
+        assert duckdb.sql(f"SELECT count(*) FROM '{d / 'data' / (t.name + '.parquet')}'").fetchall()[0][0] == tables[t.name].height
+    ds = mlc.Dataset(jsonld=str(d / "croissant.json"))
+    assert not ds.metadata.ctx.issues.errors and not ds.metadata.ctx.issues.warnings
+    first = next(iter(ds.records("pointwise")))
+    assert first["pointwise/rating"] in range(1, 6) and first["pointwise/reviewer_id"].decode().startswith("r_")
+    pubs = next(iter(ds.records("reviewers")))["reviewers/publications"]
+    assert isinstance(pubs, list)
+    sha = {f["path"]: f["sha256"] for f in json.loads((d / "manifest.json").read_text())["files"]}
+    assert "croissant.json" in sha
+    declared = {o["contentUrl"]: o["sha256"] for o in json.loads((d / "croissant.json").read_text())["distribution"]}
+    assert declared == {p: h for p, h in sha.items() if p.endswith(".parquet")}
