@@ -18,13 +18,23 @@ from typing import Any
 import polars as pl
 
 from revbench.errors import RevbenchError, UsageError
-from revbench.flows.common import Run, code_version, flow_run, publish_markdown, publish_table, revbench_flow, stage
+from revbench.flows.common import (
+    Run,
+    code_version,
+    flow_run,
+    prefect_active,
+    publish_markdown,
+    publish_table,
+    revbench_flow,
+    stage,
+)
 from revbench.schemas.release import RELEASE_TABLES
-from revbench.schemas.tables import RATING_FLAGS, RATINGS, SURVEY_EVENTS
+from revbench.schemas.tables import RATING_FLAGS, RATINGS, RELEASES, SURVEY_EVENTS
 from revbench.settings import Settings
 from revbench.tasks import ratings as rating_tasks
 from revbench.tasks import release as tasks
 from revbench.templates import bars_scale, render
+from revbench.warehouse import utcnow
 from revbench.warehouse.migrations import LATEST_VERSION
 
 log = logging.getLogger("revbench.release")
@@ -58,10 +68,14 @@ def _size_category(n: int) -> str:
 
 @revbench_flow("release")
 def release_flow(settings: Settings, version: str | None = None, replace: bool = False,
-                 only_if_changed: bool = False) -> dict[str, Any]:
-    """Build release ``version`` (default: the next ``vN``) from the warehouse's kept ratings;
-    with ``only_if_changed``, nothing is written when every table equals the latest release's
-    (a scheduled refresh that brought no new ratings makes no new release)."""
+                 only_if_changed: bool = False, approve: str | None = None, approver: str = "") -> dict[str, Any]:
+    """Build release ``version`` (default: the next ``vN``) from the warehouse's kept ratings,
+    then publish it on a curator's go (``approve`` yes or no, the auto-approve setting, or the
+    Prefect UI form); with ``only_if_changed``, nothing is written when every table equals the
+    latest release's. A release that is built but not yet decided takes ``approve`` alone
+    (same ``version``, no rebuild). Once published, the configured scorers are evaluated on it."""
+    if approve is not None and approve not in ("yes", "no"):
+        raise UsageError(f"--approve {approve!r}: expected yes or no")
     key = settings.release.id_key
     if key is None or len(key.get_secret_value()) < 16:
         raise UsageError("REVBENCH_RELEASE__ID_KEY is not set (or shorter than 16 characters): release ids are derived "
@@ -74,11 +88,15 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
     if not VERSION.match(version):
         raise UsageError(f"--version {version!r}: letters, digits, '.', '_' and '-' only (at most 64)")
     final = root / version
-    if final.exists() and not replace:
+    decide_only = final.exists() and not replace and approve is not None
+    if final.exists() and not replace and not decide_only:
         raise UsageError(f"release {version} exists at {final}: pass --replace to build it again (the old one is kept "
-                         f"under {root / '.replaced'}), or choose another --version")
+                         f"under {root / '.replaced'}), --approve yes|no to decide on it, or choose another --version")
+    if decide_only:
+        return _decide_only(settings, version, approve, approver)
     parent = latest if latest != version else json.loads((final / "manifest.json").read_text()).get("parent")
-    with flow_run(settings, "release", {"version": version, "replace": replace, "only_if_changed": only_if_changed}) as run:
+    params = {"version": version, "replace": replace, "only_if_changed": only_if_changed, "approve": approve}
+    with flow_run(settings, "release", params) as run:
         with stage(run, "build") as st:
             inputs = run.wh.release_inputs()
             if inputs["ratings"].height == 0:
@@ -110,10 +128,76 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
             log.warning("release %s was rebuilt; the previous one is kept at %s", version, aside)
         out["dir"].rename(final)
         (root / "LATEST").write_text(version + "\n")
+        run.wh.upsert(RELEASES, pl.DataFrame([{
+            "version": version, "parent": parent, "status": "built", "counts": json.dumps(out["manifest"]["counts"], sort_keys=True),
+            "manifest_sha256": tasks.sha256_file(final / "manifest.json"), "run_id": run.run_id, "built_at": utcnow()}]))
         publish_table("release-files", out["manifest"]["files"], f"Release {version}: files with rows, bytes and sha256")
-        return {"version": version, "parent": parent, "dir": str(final), "run_id": run.run_id,
-                "counts": out["manifest"]["counts"], "files": out["manifest"]["files"], "audit_strings": strings,
-                "unchanged": False}
+        publish_markdown("release-statistics", out["statistics"], f"Release {version}: counts and agreement")
+        status, who = _ask(run, version, approve, approver)
+        result = {"version": version, "parent": parent, "dir": str(final), "run_id": run.run_id, "status": status,
+                  "decided_by": who, "counts": out["manifest"]["counts"], "files": out["manifest"]["files"],
+                  "audit_strings": strings, "unchanged": False}
+    return _evaluate_if_published(settings, result)
+
+
+def _ask(run: Run, version: str, approve: str | None, approver: str) -> tuple[str, str | None]:
+    """The curator's go on a built release: given, automatic by setting, or asked in the Prefect
+    UI (the run lets go of the warehouse while it waits); in-process with none, it stays built."""
+    reason = ""
+    if approve is not None:
+        status, who = ("published" if approve == "yes" else "rejected"), approver or "command line"
+    elif run.settings.release.auto_approve:
+        status, who = "published", "REVBENCH_RELEASE__AUTO_APPROVE"
+    elif prefect_active():
+        from prefect.flow_runs import pause_flow_run
+
+        from revbench.flows.release_input import ReleaseApproval
+
+        form = ReleaseApproval.with_initial_data(description=(
+            f"Publish release {version}? Review the 'release-files', 'release-audit' and 'release-statistics' artifacts."))
+        timeout = run.settings.release.approval_timeout_seconds
+        with run.released(timeout):
+            answer = pause_flow_run(wait_for_input=form, timeout=timeout, poll_interval=2)
+        status, who, reason = ("published" if answer.publish else "rejected"), answer.approver or "Prefect UI", answer.reason
+    else:
+        log.warning("release %s is built and waits for a curator's go: `revbench release --version %s --approve yes` "
+                    "(or no), or run tracked and answer in the Prefect UI", version, version)
+        return "built", None
+    with run.wh.transaction():
+        run.wh.set_release_status(version, status, who, reason, run.run_id)
+    return status, who
+
+
+def _decide_only(settings: Settings, version: str, approve: str | None, approver: str) -> dict[str, Any]:
+    """Record the decision on a release built earlier (no rebuild)."""
+    root = settings.releases_dir
+    with flow_run(settings, "release", {"version": version, "approve": approve}) as run:
+        state = run.wh.release_state(version)
+        if state is None:
+            raise UsageError(f"release {version} at {root / version} is not recorded in this warehouse")
+        if state["status"] != "built":
+            raise UsageError(f"release {version} is already {state['status']} (by {state['decided_by']}); "
+                             "build a new version to change what is published")
+        if state["manifest_sha256"] != tasks.sha256_file(root / version / "manifest.json"):
+            raise UsageError(f"release {version}: its manifest.json changed since it was built; rebuild it with --replace")
+        status, who = _ask(run, version, approve, approver)
+        manifest = json.loads((root / version / "manifest.json").read_text())
+        result = {"version": version, "parent": manifest.get("parent"), "dir": str(root / version), "run_id": run.run_id,
+                  "status": status, "decided_by": who, "counts": manifest["counts"], "files": manifest["files"],
+                  "audit_strings": None, "unchanged": False}
+    return _evaluate_if_published(settings, result)
+
+
+def _evaluate_if_published(settings: Settings, result: dict[str, Any]) -> dict[str, Any]:
+    """Every configured scorer on a newly published release; results kept per release version."""
+    if result["status"] != "published" or not settings.release.evaluate_after:
+        return result
+    from revbench.flows.evaluate import evaluate_flow
+
+    ev = evaluate_flow.run(settings, benchmarks=[f"release={result['dir']}"], scorers=list(settings.ratings.evaluate_scorers),
+                           bootstrap=settings.ratings.bootstrap,
+                           report_dir=str(settings.data_dir / "reports" / "releases" / result["version"]), track=prefect_active())
+    return {**result, "evaluation": {"run_id": ev["run_id"], "tables": ev["tables"], "report_dir": ev["report_dir"]}}
 
 
 def _write(run: Run, settings: Settings, version: str, parent: str | None, tables: dict[str, pl.DataFrame],
@@ -158,4 +242,4 @@ def _write(run: Run, settings: Settings, version: str, parent: str | None, table
                 "code_version": code_version(), "card_template": card_version,
                 "runs": {f: r for f, r in inputs["runs"].items() if f in SOURCE_FLOWS}, "counts": counts, "files": files}
     (building / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    return {"dir": building, "manifest": manifest}
+    return {"dir": building, "manifest": manifest, "statistics": stats.markdown()}

@@ -217,6 +217,9 @@ class ReleaseSettings(Section):
     name: str = Field("revbench-lr", pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Dataset name in the card and Croissant.")
     license: str = Field("cc-by-4.0", description="Licence id written into the dataset card.")
     profile_years: int = Field(2, ge=1, le=20, description="Reviewers' publications released: those of the last N years.")
+    auto_approve: bool = Field(False, description="Publish a release without waiting for a curator's go (unattended runs).")
+    approval_timeout_seconds: int = Field(86400, ge=60, description="How long a tracked run waits for the curator's go.")
+    evaluate_after: bool = Field(True, description="Evaluate REVBENCH_RATINGS__EVALUATE_SCORERS on each release once it is published.")
 
 
 class SmtpSettings(Section):

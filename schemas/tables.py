@@ -630,6 +630,25 @@ RATING_TUPLES = Table(
     since=8,
 )
 
+RELEASES = Table(
+    name="releases",
+    columns=(
+        Column("version", pl.Utf8, nullable=False),
+        Column("parent", pl.Utf8),
+        Column("status", pl.Utf8, nullable=False, allowed=("built", "published", "rejected")),
+        Column("manifest_sha256", pl.Utf8, nullable=False),
+        Column("counts", pl.Utf8, nullable=False, doc="JSON of the release's counts"),
+        Column("decided_by", pl.Utf8),
+        Column("reason", pl.Utf8),
+        Column("decided_at", _TS),
+        Column("run_id", pl.Utf8),
+        Column("built_at", _TS, nullable=False),
+    ),
+    primary_key=("version",),
+    doc="Every release built, and the curator's decision to publish it (or not).",
+    since=9,
+)
+
 ALL_TABLES: tuple[Table, ...] = (
     SCHEMA_VERSION_TABLE,
     RUNS,
@@ -663,6 +682,7 @@ ALL_TABLES: tuple[Table, ...] = (
     RATING_FLAGS,
     FLAG_DECISIONS,
     RATING_TUPLES,
+    RELEASES,
 )
 
 TABLES: dict[str, Table] = {t.name: t for t in ALL_TABLES}

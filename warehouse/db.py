@@ -664,6 +664,27 @@ class Warehouse:
             "SELECT flow, arg_max(run_id, started_at) FROM runs WHERE status = 'completed' GROUP BY flow ORDER BY flow"))
         return {**f, "names": names, "affiliations": affiliations, "runs": runs}
 
+    def release_state(self, version: str) -> dict[str, Any] | None:
+        """A release's row in ``releases`` (status, who decided, manifest hash), or None."""
+        df = self._frame("SELECT * FROM releases WHERE version = ?", [version])
+        return df.row(0, named=True) if df.height else None
+
+    def set_release_status(self, version: str, status: str, decided_by: str, reason: str, run_id: str) -> None:
+        """Record the curator's decision on a release."""
+        self._exec("UPDATE releases SET status = ?, decided_by = ?, reason = ?, decided_at = ?, run_id = ? WHERE version = ?",
+                   [status, decided_by, reason, utcnow(), run_id, version])
+
+    def release_results(self, metric: str, split: str) -> pl.DataFrame:
+        """``scorer, version, value, ci_low, ci_high`` of ``metric`` on ``split`` for every
+        release evaluated (the latest evaluation of each), releases in the order they were built."""
+        return self._frame(
+            """WITH latest AS (
+                   SELECT e.*, row_number() OVER (PARTITION BY benchmark_version, scorer ORDER BY evaluated_at DESC) AS k
+                   FROM eval_results e WHERE benchmark = 'release' AND metric = ? AND split = ?)
+               SELECT l.scorer, l.benchmark_version AS version, l.value, l.ci_low, l.ci_high
+               FROM latest l LEFT JOIN releases r ON r.version = l.benchmark_version
+               WHERE l.k = 1 ORDER BY r.built_at NULLS LAST, l.benchmark_version, l.scorer""", [metric, split])
+
     def has_table(self, name: str) -> bool:
         return bool(self._exec("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])[0][0])
 

@@ -22,6 +22,7 @@ DESCRIPTIONS: dict[int, str] = {
        "papers whose service was unreachable are pending, not rejected",
     7: "survey: invitations, messages with their sending state, approvals, opt-outs",
     8: "ratings: survey events with their disposition, ratings, quality flags, curator decisions, tuples",
+    9: "releases: each release built and the curator's decision to publish it",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {

@@ -198,16 +198,44 @@ def release(
     version: Annotated[str | None, typer.Option("--version", help="Release name (default: the next vN)")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Build an existing release again (the old one is kept under releases/.replaced/)")] = False,
     only_if_changed: Annotated[bool, typer.Option("--only-if-changed", help="Make no release when nothing changed since the latest")] = False,
+    approve: Annotated[str | None, typer.Option(help="The curator's go: yes publishes, no rejects; with an existing --version, decides on it without a rebuild")] = None,
+    approver: Annotated[str, typer.Option(help="Who decides (recorded with the decision)")] = "",
     track: Track = None,
 ) -> None:
-    """Export the cleaned benchmark as a versioned, audited, checksummed release folder."""
+    """Export the cleaned benchmark as a versioned, audited, checksummed release folder, published on a curator's go."""
+    if approve is not None and approve not in ("yes", "no"):
+        raise UsageError(f"--approve {approve!r}: expected yes or no")
     settings = _setup()
     from revbench.app.console import print_release
     from revbench.flows.release import release_flow
 
-    out = release_flow.run(settings, version=version, replace=replace, only_if_changed=only_if_changed,
+    out = release_flow.run(settings, version=version, replace=replace, only_if_changed=only_if_changed, approve=approve,
+                           approver=approver or (os.environ.get("USER", "") if approve else ""),
                            track=resolve_track(track, long_flow=True))
     print_release(out)
+
+
+@app.command()
+def report(
+    releases: Annotated[bool, typer.Option("--releases", help="Each metric of each scorer across the published releases")] = False,
+    metric: Annotated[str, typer.Option(help="The metric to follow (loss, accuracy, easy_accuracy, hard_accuracy, ...)")] = "loss",
+    split: Annotated[str, typer.Option(help="The split (average, pointwise, paper_centric, reviewer_centric)")] = "average",
+) -> None:
+    """Results across releases: a table, and a plot in data/reports/releases/."""
+    if not releases:
+        raise UsageError("say what to report: --releases")
+    settings = _setup()
+    from revbench.app.console import print_release_report
+    from revbench.evaluation.report import plot_across_releases
+    from revbench.warehouse import Warehouse
+
+    with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
+        rows = wh.release_results(metric, split)
+    if rows.height == 0:
+        raise UsageError(f"no release has results for metric {metric!r} on split {split!r}: publish a release "
+                         "(`revbench release --approve yes`), or check --metric and --split")
+    png = plot_across_releases(rows, metric, split, settings.data_dir / "reports" / "releases" / f"{metric}-{split}.png")
+    print_release_report(rows, metric, split, png)
 
 
 survey_app = typer.Typer(help="Invitation emails, the survey server and its answers.", no_args_is_help=True)

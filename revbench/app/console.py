@@ -211,6 +211,27 @@ def print_release(out: dict[str, Any]) -> None:
     if out.get("unchanged"):
         console.print(f"Nothing changed since release [bold]{out['version']}[/]: no new release ({out['dir']})")
         return
+    status = {"published": f"published by {out.get('decided_by')}", "rejected": f"rejected by {out.get('decided_by')}",
+              "built": "built; it waits for a curator's go (--approve yes|no)"}[out.get("status", "built")]
+    audited = f" ({out['audit_strings']} strings)" if out.get("audit_strings") is not None else " (when it was built)"
     console.print(f"Release [bold]{out['version']}[/] (parent {out['parent'] or 'none'}): {c['pointwise']} ratings, "
                   f"{c['paper_centric']} paper-centric and {c['reviewer_centric']} reviewer-centric tuples, {c['papers']} papers, "
-                  f"{c['reviewers']} reviewers; privacy audit passed ({out['audit_strings']} strings) -> [cyan]{out['dir']}[/]")
+                  f"{c['reviewers']} reviewers; privacy audit passed{audited} -> [cyan]{out['dir']}[/]; {status}")
+    if out.get("evaluation"):
+        console.print(f"Evaluation of release {out['version']}:")
+        print_report(out["evaluation"]["tables"])
+
+
+def print_release_report(rows: Any, metric: str, split: str, png: Any) -> None:
+    """``metric`` per scorer (rows) and release (columns)."""
+    versions = list(dict.fromkeys(rows["version"].to_list()))
+    t = RichTable(title=f"{metric} on {split}, across releases", title_justify="left")
+    t.add_column("scorer")
+    for v in versions:
+        t.add_column(v, justify="right")
+    for scorer in sorted(set(rows["scorer"].to_list())):
+        got = {v: x for s, v, x in rows.select("scorer", "version", "value").iter_rows() if s == scorer}
+        t.add_row(scorer, *[("-" if got.get(v) is None else f"{got[v]:.3f}") for v in versions])
+    console.print(t)
+    console.print(f"Plot: [cyan]{png}[/]")
+

@@ -155,8 +155,9 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
     run_ratings(s, track)
     from revbench.flows.release import release_flow
 
-    print_release(release_flow.run(s.with_overrides(release={"id_key": demo_key(settings, "release")}), only_if_changed=True,
-                                   track=track))
+    # The demo's curator publishes what the audit passed.
+    print_release(release_flow.run(s.with_overrides(release={"id_key": demo_key(settings, "release"), "auto_approve": True}),
+                                   only_if_changed=True, track=track))
     console.print(f"demo finished in {time.monotonic() - t0:.0f} s; run it again for a cheap refresh.")
     if track:
         home = os.environ.get("PREFECT_HOME", str(Path(settings.data_dir, "prefect")))

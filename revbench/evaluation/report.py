@@ -138,3 +138,32 @@ def plot_loss(df: pl.DataFrame, path: Path) -> Path | None:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def plot_across_releases(rows: pl.DataFrame, metric: str, split: str, path: Path) -> Path:
+    """One line per scorer across releases (``scorer, version, value, ci_low, ci_high``, releases
+    in build order), with its intervals: drift after each refresh at a glance."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    versions = list(dict.fromkeys(rows["version"].to_list()))
+    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(versions) + 3), 4))
+    for scorer in sorted(set(rows["scorer"].to_list())):
+        s = rows.filter(pl.col("scorer") == scorer).drop_nulls("value")
+        xs = [versions.index(v) for v in s["version"].to_list()]
+        ys = s["value"].to_list()
+        lo = [y - (lo if lo is not None else y) for y, lo in zip(ys, s["ci_low"].to_list(), strict=True)]
+        hi = [(h if h is not None else y) - y for y, h in zip(ys, s["ci_high"].to_list(), strict=True)]
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=scorer)
+    ax.set_xticks(range(len(versions)), versions)
+    ax.set_xlabel("release")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric} on {split}, across releases")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -183,3 +183,62 @@ def test_others_can_load_the_release_with_datasets_duckdb_polars_and_croissant(r
     assert "croissant.json" in sha
     declared = {o["contentUrl"]: o["sha256"] for o in json.loads((d / "croissant.json").read_text())["distribution"]}
     assert declared == {p: h for p, h in sha.items() if p.endswith(".parquet")}
+
+
+def test_a_release_is_published_on_the_curators_go_evaluated_and_followed_across_releases(rated) -> None:
+    s, info = rated
+    built = release_flow.fn(s)  # in-process, no go given, no auto-approval: built, not published
+    assert built["status"] == "built" and "evaluation" not in built
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        assert wh.release_state("v1")["status"] == "built"
+    code, _out, err = run_cli_env(s, "release", "--approve", "perhaps")
+    assert code == 2 and "--approve 'perhaps'" in err
+    published = release_flow.fn(s, version="v1", approve="yes", approver="ada")
+    assert published["status"] == "published" and published["decided_by"] == "ada" and "evaluation" in published
+    with pytest.raises(UsageError, match="already published"):
+        release_flow.fn(s, version="v1", approve="no")
+    # A second release after one answer changed, published by the unattended setting.
+    email = next(e for e in info["emails"] if e.to != info["liner"] and e.papers)
+    with httpx.Client(follow_redirects=True, timeout=30) as http:
+        http.get(email.papers[0][1][2]).raise_for_status()
+    ratings_flow.fn(s, decide="drop")
+    second = release_flow.fn(s.with_overrides(release={"auto_approve": True}))
+    assert second["status"] == "published" and second["decided_by"] == "REVBENCH_RELEASE__AUTO_APPROVE"
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        rows = wh.release_results("loss", "average")
+    assert rows["version"].unique(maintain_order=True).to_list() == ["v1", "v2"]
+    assert set(rows["scorer"]) == set(s.ratings.evaluate_scorers)
+    code, out, err = run_cli_env(s, "report", "--releases", "--metric", "accuracy", "--split", "pointwise")
+    assert code == 0, err
+    assert "v1" in out and "v2" in out and (s.data_dir / "reports" / "releases" / "accuracy-pointwise.png").stat().st_size > 0
+
+
+def test_a_tracked_release_waits_for_the_curator_and_lets_go_of_the_warehouse(prefect_server, rated) -> None:
+    import threading
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.flow_runs import resume_flow_run
+
+    s, _ = rated
+    s = s.with_overrides(release={"evaluate_after": False})
+    result: dict[str, object] = {}
+    runner = threading.Thread(target=lambda: result.update(out=release_flow(s)))
+    runner.start()
+    deadline = time.monotonic() + 120
+    run_id = None
+    while run_id is None:
+        assert time.monotonic() < deadline and runner.is_alive(), result
+        with get_client(sync_client=True) as client:
+            paused = [r for r in client.read_flow_runs() if r.state and r.state.is_paused()]
+        run_id = paused[0].id if paused else None
+        time.sleep(0.5)
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:  # released while it waits
+        assert wh.release_state("v1")["status"] == "built"
+    resume_flow_run(run_id, run_input={"publish": False, "approver": "curator bo", "reason": "numbers look off"})
+    runner.join(timeout=120)
+    out = result["out"]
+    assert out["status"] == "rejected" and out["decided_by"] == "curator bo"  # type: ignore[index]
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        state = wh.release_state("v1")
+    assert state["status"] == "rejected" and state["reason"] == "numbers look off"
