@@ -132,6 +132,8 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
             "version": version, "parent": parent, "status": "built", "counts": json.dumps(out["manifest"]["counts"], sort_keys=True),
             "manifest_sha256": tasks.sha256_file(final / "manifest.json"), "run_id": run.run_id, "built_at": utcnow()}]))
         publish_table("release-files", out["manifest"]["files"], f"Release {version}: files with rows, bytes and sha256")
+        publish_markdown("release-manifest", "```json\n" + (final / "manifest.json").read_text() + "```",
+                         f"Release {version}: manifest.json")
         publish_markdown("release-statistics", out["statistics"], f"Release {version}: counts and agreement")
         status, who = _ask(run, version, approve, approver)
         result = {"version": version, "parent": parent, "dir": str(final), "run_id": run.run_id, "status": status,
@@ -214,6 +216,7 @@ def _write(run: Run, settings: Settings, version: str, parent: str | None, table
     events = run.wh.read(SURVEY_EVENTS)
     disp = dict(events.group_by("disposition").len().iter_rows()) if events.height else {}
     stats = rating_tasks.statistics(ratings)
+    figure = rating_tasks.plot_distributions(stats, building / "figures" / "distributions.png") if stats.ratings else None
     counts = {"events": events.height, "ratings": ratings.height, "duplicates": disp.get("superseded", 0),
               "skips": disp.get("skip", 0), "flags": run.wh.count(RATING_FLAGS),
               "kept": ratings.filter(pl.col("status") == "kept").height,
@@ -226,7 +229,8 @@ def _write(run: Run, settings: Settings, version: str, parent: str | None, table
                                 license=settings.release.license, tables=[t.name for t in RELEASE_TABLES],
                                 size_category=_size_category(counts["pointwise"]), files=files_doc,
                                 profile_years=settings.release.profile_years, audit_strings=strings,
-                                levels=bars_scale()["levels"], counts=counts, statistics=stats.markdown())
+                                levels=bars_scale()["levels"], counts=counts, statistics=stats.markdown(),
+                                figure="figures/distributions.png" if figure else None)
     (building / "README.md").write_text(card)
     published = ratings["rated_at"].max() if ratings.height else None  # from the data: the same state, the same date
     meta = tasks.croissant(building, settings.release.name, version, settings.release.license,
