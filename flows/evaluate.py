@@ -151,3 +151,14 @@ def evaluate_flow(
                       "Loss and accuracy with 95% intervals")
         return {"run_id": run.run_id, "rows": rows_out, "markdown": md, "tables": tables, "report_dir": str(report),
                 "plot": str(png) if png else None}
+
+
+def evaluate_configured(settings: Settings, benchmark: str, report_dir: Path) -> dict[str, Any]:
+    """``REVBENCH_RATINGS__EVALUATE_SCORERS`` on one benchmark (``KIND=PATH``), as the ratings and
+    release flows end: a subflow when tracked, in-process otherwise."""
+    from revbench.flows.common import prefect_active
+
+    ev = evaluate_flow.run(settings, benchmarks=[benchmark], scorers=list(settings.ratings.evaluate_scorers),
+                           bootstrap=settings.ratings.bootstrap, report_dir=str(report_dir), track=prefect_active())
+    return {"run_id": ev["run_id"], "markdown": ev["markdown"], "tables": ev["tables"], "report_dir": ev["report_dir"]}
+

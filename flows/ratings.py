@@ -88,16 +88,19 @@ def _decide(run: Run, open_flags: pl.DataFrame, decide: str | None, curator: str
     or asked of the curator in the Prefect UI (the run pauses, letting go of the warehouse)."""
     now = utcnow()
 
-    def rows(decision: str, by: str, reasons: dict[str, str] | None = None) -> pl.DataFrame:
-        return pl.DataFrame([{"flag_id": f, "evidence_hash": h, "decision": decision, "reason": (reasons or {}).get(f, ""),
+    def rows(decided: dict[str, tuple[str, str]], by: str) -> pl.DataFrame:
+        """``decided``: flag id -> (decision, reason); flags left out stay undecided."""
+        return pl.DataFrame([{"flag_id": f, "evidence_hash": h, "decision": decided[f][0], "reason": decided[f][1],
                               "decided_by": by, "decided_at": now, "run_id": run.run_id}
-                             for f, h in open_flags.select("flag_id", "evidence_hash").iter_rows()])
+                             for f, h in open_flags.select("flag_id", "evidence_hash").iter_rows() if f in decided],
+                            schema=FLAG_DECISIONS.polars_schema)
 
+    every = open_flags["flag_id"].to_list()
     if decide is not None:
-        return rows(decide, curator or f"command line (--decide {decide})")
+        return rows(dict.fromkeys(every, (decide, "")), curator or f"command line (--decide {decide})")
     policy = run.settings.ratings.unattended_decision
     if policy != "wait":
-        return rows(policy, f"policy (REVBENCH_RATINGS__UNATTENDED_DECISION={policy})")
+        return rows(dict.fromkeys(every, (policy, "")), f"policy (REVBENCH_RATINGS__UNATTENDED_DECISION={policy})")
     if not prefect_active():
         raise UsageError(f"{open_flags.height} flags wait for a curator's decision (their ratings are pending): pass "
                          "--decide keep or --decide drop, set REVBENCH_RATINGS__UNATTENDED_DECISION, or run tracked "
@@ -112,15 +115,11 @@ def _decide(run: Run, open_flags: pl.DataFrame, decide: str | None, curator: str
         decisions=[{"flag_id": f, "decision": "keep", "reason": ""} for f in open_flags["flag_id"].to_list()])
     with run.released(run.settings.ratings.decision_timeout_seconds):
         answer = pause_flow_run(wait_for_input=form, timeout=run.settings.ratings.decision_timeout_seconds, poll_interval=2)
-    by_flag = {d.flag_id: d for d in answer.decisions if d.flag_id in set(open_flags["flag_id"].to_list())}
-    unknown = [d.flag_id for d in answer.decisions if d.flag_id not in by_flag]
+    decided = {d.flag_id: (d.decision, d.reason) for d in answer.decisions if d.flag_id in set(every)}
+    unknown = [d.flag_id for d in answer.decisions if d.flag_id not in decided]
     if unknown:
         log.warning("decisions on unknown flags ignored: %s", ", ".join(unknown))
-    who = answer.curator or "Prefect UI"
-    return pl.DataFrame([{"flag_id": d.flag_id, "evidence_hash": h, "decision": d.decision, "reason": d.reason,
-                          "decided_by": who, "decided_at": now, "run_id": run.run_id}
-                         for f, h in open_flags.select("flag_id", "evidence_hash").iter_rows()
-                         if (d := by_flag.get(f)) is not None], schema=FLAG_DECISIONS.polars_schema)
+    return rows(decided, answer.curator or "Prefect UI")
 
 
 @stage_task("record-decisions")
@@ -159,26 +158,23 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
         raise UsageError(f"--decide {decide!r}: expected keep or drop")
     cfg = settings.ratings
     run_evaluation = cfg.evaluate_after if evaluate is None else evaluate
-    if run_evaluation:
-        from revbench.evaluation.scorers import Context, make_scorer
+    if run_evaluation:  # checked before any work, not after the ratings are built
+        from revbench.evaluation.plan import check_scorers
 
-        for spec in cfg.evaluate_scorers:  # checked before any work, not after the ratings are built
-            try:
-                make_scorer(spec, Context(settings))
-            except ValueError as exc:
-                raise UsageError(f"REVBENCH_RATINGS__EVALUATE_SCORERS: {spec!r}: {exc}") from None
+        check_scorers(settings, list(cfg.evaluate_scorers), "REVBENCH_RATINGS__EVALUATE_SCORERS")
     store = SurveyStore(settings.survey_store_path)
     report_dir = settings.data_dir / "reports" / "ratings"
     with flow_run(settings, "ratings", {"decide": decide, "curator": curator, "evaluate": evaluate}) as run:
         pulled = pull_stage(run, store)
         flags = flag_stage(run, pulled)
         # Asked from the flow itself: Prefect pauses flow runs, not task runs.
-        open_flags = tasks.undecided(flags, run.wh.read(FLAG_DECISIONS))
+        earlier = run.wh.read(FLAG_DECISIONS)
+        open_flags = tasks.undecided(flags, earlier)
         publish_markdown("ratings-flags", flags_markdown(flags, pulled["ratings"]),
                          "Flagged annotators and ratings, with the evidence")
         if open_flags.height:
             # Stored before asking: while flags wait, their ratings are kept as rows, pending.
-            tuples_stage(run, pulled["ratings"], flags, run.wh.read(FLAG_DECISIONS))
+            tuples_stage(run, pulled["ratings"], flags, earlier)
         new = _decide(run, open_flags, decide, curator) if open_flags.height else FLAG_DECISIONS.empty()
         decisions = record_decisions_stage(run, new, open_flags.height)
         built = tuples_stage(run, pulled["ratings"], flags, decisions)
@@ -207,11 +203,8 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
                "statistics": md, "figure": str(figure) if figure else None,
                "flag_list": [{k: (json.loads(v) if k == "evidence" else v) for k, v in r.items()} for r in flag_rows.to_dicts()]}
     if run_evaluation and final.filter(pl.col("status") == "kept").height:
-        from revbench.flows.evaluate import evaluate_flow
+        from revbench.flows.evaluate import evaluate_configured
 
-        ev = evaluate_flow.run(settings, benchmarks=[f"warehouse={settings.warehouse_path}"], scorers=list(cfg.evaluate_scorers),
-                               bootstrap=cfg.bootstrap, report_dir=str(settings.data_dir / "reports" / "warehouse"),
-                               track=prefect_active())
-        out["evaluation"] = {"run_id": ev["run_id"], "markdown": ev["markdown"], "tables": ev["tables"],
-                             "report_dir": ev["report_dir"]}
+        out["evaluation"] = evaluate_configured(settings, f"warehouse={settings.warehouse_path}",
+                                                settings.data_dir / "reports" / "warehouse")
     return out

@@ -13,6 +13,7 @@ import json
 import logging
 import re
 import shutil
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -108,12 +109,9 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
             diff = tasks.changes(tables, tasks.read_tables(root / latest))
             if not any(d["added"] or d["removed"] for d in diff.values()):
                 log.info("nothing changed since release %s: no new release", latest)
-                manifest = json.loads((root / latest / "manifest.json").read_text())
-                return {"version": latest, "parent": manifest.get("parent"), "dir": str(root / latest), "run_id": run.run_id,
-                        "counts": manifest["counts"], "files": manifest["files"], "audit_strings": None, "unchanged": True}
+                return _result(root / latest, run.run_id, status=None, decided_by=None, unchanged=True)
         with stage(run, "audit") as st:
-            hits = tasks.privacy_audit(tables, inputs["names"], inputs["affiliations"])
-            strings = sum(len(tasks._strings(n, t)) for n, t in tables.items())
+            hits, strings = tasks.privacy_audit(tables, inputs["names"], inputs["affiliations"])
             publish_markdown("release-audit", audit_markdown(hits, strings), "Privacy audit of the release")
             st.result.rows_in, st.result.rejected = strings, len(hits)
             if hits:
@@ -136,9 +134,7 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
                          f"Release {version}: manifest.json")
         publish_markdown("release-statistics", out["statistics"], f"Release {version}: counts and agreement")
         status, who = _ask(run, version, approve, approver)
-        result = {"version": version, "parent": parent, "dir": str(final), "run_id": run.run_id, "status": status,
-                  "decided_by": who, "counts": out["manifest"]["counts"], "files": out["manifest"]["files"],
-                  "audit_strings": strings, "unchanged": False}
+        result = _result(final, run.run_id, status=status, decided_by=who, audit_strings=strings)
     return _evaluate_if_published(settings, result)
 
 
@@ -165,8 +161,7 @@ def _ask(run: Run, version: str, approve: str | None, approver: str) -> tuple[st
         log.warning("release %s is built and waits for a curator's go: `revbench release --version %s --approve yes` "
                     "(or no), or run tracked and answer in the Prefect UI", version, version)
         return "built", None
-    with run.wh.transaction():
-        run.wh.set_release_status(version, status, who, reason, run.run_id)
+    run.wh.set_release_status(version, status, who, reason, run.run_id)
     return status, who
 
 
@@ -183,23 +178,27 @@ def _decide_only(settings: Settings, version: str, approve: str | None, approver
         if state["manifest_sha256"] != tasks.sha256_file(root / version / "manifest.json"):
             raise UsageError(f"release {version}: its manifest.json changed since it was built; rebuild it with --replace")
         status, who = _ask(run, version, approve, approver)
-        manifest = json.loads((root / version / "manifest.json").read_text())
-        result = {"version": version, "parent": manifest.get("parent"), "dir": str(root / version), "run_id": run.run_id,
-                  "status": status, "decided_by": who, "counts": manifest["counts"], "files": manifest["files"],
-                  "audit_strings": None, "unchanged": False}
+        result = _result(root / version, run.run_id, status=status, decided_by=who)
     return _evaluate_if_published(settings, result)
+
+
+def _result(release_dir: Path, run_id: str, status: str | None, decided_by: str | None, audit_strings: int | None = None,
+            unchanged: bool = False) -> dict[str, Any]:
+    """What a release run reports, read from the release's manifest."""
+    manifest = json.loads((release_dir / "manifest.json").read_text())
+    return {"version": manifest["version"], "parent": manifest.get("parent"), "dir": str(release_dir), "run_id": run_id,
+            "status": status, "decided_by": decided_by, "counts": manifest["counts"], "files": manifest["files"],
+            "audit_strings": audit_strings, "unchanged": unchanged}
 
 
 def _evaluate_if_published(settings: Settings, result: dict[str, Any]) -> dict[str, Any]:
     """Every configured scorer on a newly published release; results kept per release version."""
     if result["status"] != "published" or not settings.release.evaluate_after:
         return result
-    from revbench.flows.evaluate import evaluate_flow
+    from revbench.flows.evaluate import evaluate_configured
 
-    ev = evaluate_flow.run(settings, benchmarks=[f"release={result['dir']}"], scorers=list(settings.ratings.evaluate_scorers),
-                           bootstrap=settings.ratings.bootstrap,
-                           report_dir=str(settings.data_dir / "reports" / "releases" / result["version"]), track=prefect_active())
-    return {**result, "evaluation": {"run_id": ev["run_id"], "tables": ev["tables"], "report_dir": ev["report_dir"]}}
+    return {**result, "evaluation": evaluate_configured(settings, f"release={result['dir']}",
+                                                        settings.data_dir / "reports" / "releases" / result["version"])}
 
 
 def _write(run: Run, settings: Settings, version: str, parent: str | None, tables: dict[str, pl.DataFrame],

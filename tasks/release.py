@@ -117,7 +117,7 @@ class PhraseSet:
         return None
 
 
-def _strings(table: str, df: pl.DataFrame) -> list[tuple[int, str, str]]:
+def _strings(df: pl.DataFrame) -> list[tuple[int, str, str]]:
     """(row, field, text) of every string in a release table, nested publications included."""
     out = []
     for i, row in enumerate(df.iter_rows(named=True)):
@@ -132,14 +132,16 @@ def _strings(table: str, df: pl.DataFrame) -> list[tuple[int, str, str]]:
     return out
 
 
-def privacy_audit(tables: dict[str, pl.DataFrame], names: set[str], affiliations: set[str]) -> list[AuditHit]:
+def privacy_audit(tables: dict[str, pl.DataFrame], names: set[str], affiliations: set[str]) -> tuple[list[AuditHit], int]:
     """Every string of every table scanned for email addresses, survey tokens, URLs with query
     strings, IP addresses, and the (two-word or longer) names of authors and annotators and their
-    affiliations; each hit names table, row and field."""
+    affiliations; returns the hits (each naming table, row and field) and how many strings were read."""
     name_set, aff_set = PhraseSet(names), PhraseSet(affiliations)
     hits = []
+    scanned = 0
     for table, df in tables.items():
-        for row, field, text in _strings(table, df):
+        for row, field, text in _strings(df):
+            scanned += 1
             for kind, pattern in PATTERNS.items():
                 if m := pattern.search(text):
                     hits.append(AuditHit(table, row, field, kind, m.group(0)))
@@ -147,7 +149,7 @@ def privacy_audit(tables: dict[str, pl.DataFrame], names: set[str], affiliations
                 hits.append(AuditHit(table, row, field, "person_name", found))
             if found := aff_set.find(text):
                 hits.append(AuditHit(table, row, field, "affiliation", found))
-    return hits
+    return hits, scanned
 
 
 def changes(current: dict[str, pl.DataFrame], parent: dict[str, pl.DataFrame] | None) -> dict[str, dict[str, list[Any]]]:
@@ -214,7 +216,6 @@ def croissant(out: Path, name: str, version: str, license: str, description: str
     FileObject per file with its sha256, one RecordSet per table with a typed field per column
     (the reviewers' publications as a repeated field of title, abstract and year), built and
     checked with ``mlcroissant``. ``published`` is a date taken from the data, not the clock."""
-    import datetime as dt
     import logging
 
     # mlcroissant reports through the root logger, whose first use would bind a handler to
@@ -223,13 +224,14 @@ def croissant(out: Path, name: str, version: str, license: str, description: str
     logging.getLogger().addHandler(quiet)
     logging.getLogger("absl").setLevel(logging.ERROR)
     try:
-        return _croissant(out, name, version, license, description, published, dt)
+        return _croissant(out, name, version, license, description, published)
     finally:
         logging.getLogger().removeHandler(quiet)
 
 
-def _croissant(out: Path, name: str, version: str, license: str, description: str, published: str | None,
-               dt: Any) -> dict[str, Any]:
+def _croissant(out: Path, name: str, version: str, license: str, description: str, published: str | None) -> dict[str, Any]:
+    import datetime as dt
+
     import mlcroissant as mlc
 
     def kind(dtype: pl.DataType) -> Any:

@@ -607,10 +607,6 @@ class Warehouse:
                    FROM pool_evidence GROUP BY ALL ORDER BY ALL"""),
         }
 
-    def ratings_invitations(self) -> list[tuple[str, str]]:
-        """``(invitation_id, reviewer_id)`` of every invitation with a rating."""
-        return [(i, r) for i, r in self._exec("SELECT DISTINCT invitation_id, reviewer_id FROM ratings ORDER BY ALL")]
-
     def replace_all(self, table: Table, df: pl.DataFrame) -> int:
         """Replace every row of a derived table with ``df`` in one transaction (a crash keeps the old rows)."""
         with self.transaction():
@@ -622,10 +618,11 @@ class Warehouse:
                 self.con.unregister(src)
         return df.height
 
-    def benchmark_frames(self, profile_max_papers: int) -> dict[str, pl.DataFrame]:
+    def benchmark_frames(self, profile_max_papers: int | None) -> dict[str, pl.DataFrame]:
         """The warehouse benchmark: kept ``ratings`` (``reviewer_id, paper_id, rating``), their
         ``papers`` (``paper_id, title, abstract, year``), each rater's ``profiles`` (their most
-        recent corpus papers, rated papers left out) and the ``tuples``."""
+        recent corpus papers, at most ``profile_max_papers`` or all with None, rated papers left
+        out) and the ``tuples``."""
         ratings = self._frame(
             """SELECT reviewer_id, paper_id, rating::DOUBLE AS rating FROM ratings WHERE status = 'kept'
                ORDER BY reviewer_id, paper_id""")
@@ -642,7 +639,7 @@ class Warehouse:
                         WHERE p.arxiv_id NOT IN (SELECT paper_id FROM ratings)),
                     ranked AS (SELECT *, row_number() OVER (PARTITION BY reviewer_id ORDER BY updated DESC, paper_id) AS k
                                FROM authored)
-               SELECT reviewer_id, paper_id, title, abstract, year FROM ranked WHERE k <= ?
+               SELECT reviewer_id, paper_id, title, abstract, year FROM ranked WHERE k <= coalesce(?, k)
                ORDER BY reviewer_id, paper_id""", [profile_max_papers])
         tuples = self.read(TABLES["rating_tuples"])
         return {"ratings": ratings, "papers": papers, "profiles": profiles, "tuples": tuples}
@@ -651,7 +648,7 @@ class Warehouse:
         """What a release is built from: the benchmark frames (papers with their category, every
         rater's corpus papers as profile), the names and affiliations the privacy audit looks for,
         and the latest completed run of each flow (the runs the release came from)."""
-        f = self.benchmark_frames(profile_max_papers=1_000_000)
+        f = self.benchmark_frames(profile_max_papers=None)
         f["papers"] = f["papers"].join(self._frame("SELECT arxiv_id AS paper_id, primary_category AS category FROM papers"),
                                        on="paper_id", how="left")
         names = {r[0] for r in self._exec(

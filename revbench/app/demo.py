@@ -94,14 +94,14 @@ def run_ratings(settings: Settings, track: bool) -> None:
     import polars as pl
 
     from revbench.flows.ratings import ratings_flow
-    from revbench.schemas.tables import SURVEY_INVITATIONS
+    from revbench.schemas.tables import RATINGS, SURVEY_INVITATIONS
     from revbench.synth.truth import flag_quality
     from revbench.warehouse import Warehouse
 
     out = ratings_flow.run(settings.with_overrides(ratings=DEMO_RATINGS), track=track)
     with Warehouse.open(settings.warehouse_path, read_only=True) as wh:
         email_of = dict(wh.read(SURVEY_INVITATIONS).select("invitation_id", "email").iter_rows())
-        rated = wh.ratings_invitations()
+        rated = wh.read(RATINGS).select("invitation_id", "reviewer_id").unique().rows()
     respondents = pl.read_parquet(settings.data_dir / "survey" / "demo-panel" / "respondents.parquet")
     by_reviewer: dict[str, set[str]] = {}
     for inv, reviewer in rated:
@@ -115,8 +115,8 @@ def run_ratings(settings: Settings, track: bool) -> None:
 
 def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings, track: bool) -> None:
     """Generate (or reuse) the world, serve it, and run ingest, disambiguation (the offline
-    fallback, then the LLM), pools and an evaluation on a simulated panel, printing each stage's
-    outcome and its audit against the truth."""
+    fallback, then the LLM), pools, a survey round answered by a SYNTHETIC panel, the ratings with
+    their evaluation, and a release, printing each stage's outcome and its audit against the truth."""
     from revbench.flows.disambiguate import disambiguate_flow
     from revbench.flows.ingest import ingest_flow
     from revbench.flows.pools import pools_flow

@@ -438,15 +438,6 @@ def load_warehouse(path: Path, profile_max_papers: int = 20) -> Benchmark:
     if f["ratings"].height == 0:
         raise InputError(f"the warehouse at {path} holds no kept ratings yet: send a survey round (`revbench survey send`) "
                          "and pull its answers (`revbench ratings`) first")
-    t = f["tuples"]
-    pc = t.filter(pl.col("kind") == "paper_centric").select(
-        pl.col("positive_id").alias("reviewer_pos"), pl.col("anchor_id").alias("paper_pos"),
-        pl.col("negative_id").alias("reviewer_neg"), pl.col("anchor_id").alias("paper_neg"),
-        pl.col("rating_pos").cast(pl.Float64), pl.col("rating_neg").cast(pl.Float64), pl.col("anchor_id").alias("cluster"))
-    rc = t.filter(pl.col("kind") == "reviewer_centric").select(
-        pl.col("anchor_id").alias("reviewer_pos"), pl.col("positive_id").alias("paper_pos"),
-        pl.col("anchor_id").alias("reviewer_neg"), pl.col("negative_id").alias("paper_neg"),
-        pl.col("rating_pos").cast(pl.Float64), pl.col("rating_neg").cast(pl.Float64), pl.col("anchor_id").alias("cluster"))
     digest = hashlib.sha256()
     for name in ("ratings", "tuples"):
         digest.update(f[name].write_csv().encode())
@@ -454,9 +445,21 @@ def load_warehouse(path: Path, profile_max_papers: int = 20) -> Benchmark:
         name="warehouse", version=digest.hexdigest()[:12], submissions=f["papers"].cast(PAPERS_SCHEMA),
         draws=[f["profiles"].cast(PROFILE_SCHEMA)],
         splits=[Split(SPLIT_POINTWISE, ratings=f["ratings"].cast(RATINGS_SCHEMA), candidate_lists=True),
-                Split(SPLIT_PAPER_CENTRIC, tuples=pc.cast(TUPLES_SCHEMA)),
-                Split(SPLIT_REVIEWER_CENTRIC, tuples=rc.cast(TUPLES_SCHEMA))],
+                *pairwise_splits(f["tuples"])],
     )
+
+
+def pairwise_splits(t: pl.DataFrame) -> list[Split]:
+    """The paper-centric and reviewer-centric splits of revbench's tuples (``kind, anchor_id,
+    positive_id, negative_id, rating_pos, rating_neg``); the anchor is the resampled cluster."""
+    anchor, pos, neg = pl.col("anchor_id"), pl.col("positive_id"), pl.col("negative_id")
+    ratings = (pl.col("rating_pos").cast(pl.Float64), pl.col("rating_neg").cast(pl.Float64), anchor.alias("cluster"))
+    pc = t.filter(pl.col("kind") == "paper_centric").select(
+        pos.alias("reviewer_pos"), anchor.alias("paper_pos"), neg.alias("reviewer_neg"), anchor.alias("paper_neg"), *ratings)
+    rc = t.filter(pl.col("kind") == "reviewer_centric").select(
+        anchor.alias("reviewer_pos"), pos.alias("paper_pos"), anchor.alias("reviewer_neg"), neg.alias("paper_neg"), *ratings)
+    return [Split(SPLIT_PAPER_CENTRIC, tuples=pc.cast(TUPLES_SCHEMA)),
+            Split(SPLIT_REVIEWER_CENTRIC, tuples=rc.cast(TUPLES_SCHEMA))]
 
 
 def load_release(path: Path) -> Benchmark:
@@ -479,12 +482,13 @@ def load_release(path: Path) -> Benchmark:
                            pl.col("title").map_elements(lambda x: hashlib.sha1(str(x).encode()).hexdigest(),
                                                         return_dtype=pl.Utf8).alias("paper_id"),
                            "title", "abstract", "year").unique(["reviewer_id", "paper_id"], keep="first", maintain_order=True)
-    pc = t["paper_centric"].select(
-        pl.col("reviewer_pos"), pl.col("paper_id").alias("paper_pos"), pl.col("reviewer_neg"), pl.col("paper_id").alias("paper_neg"),
-        pl.col("rating_pos").cast(pl.Float64), pl.col("rating_neg").cast(pl.Float64), pl.col("paper_id").alias("cluster"))
-    rc = t["reviewer_centric"].select(
-        pl.col("reviewer_id").alias("reviewer_pos"), "paper_pos", pl.col("reviewer_id").alias("reviewer_neg"), "paper_neg",
-        pl.col("rating_pos").cast(pl.Float64), pl.col("rating_neg").cast(pl.Float64), pl.col("reviewer_id").alias("cluster"))
+    tuples = pl.concat([  # the release's two tuple tables in the warehouse's one shape
+        t["paper_centric"].select(pl.lit("paper_centric").alias("kind"), pl.col("paper_id").alias("anchor_id"),
+                                  pl.col("reviewer_pos").alias("positive_id"), pl.col("reviewer_neg").alias("negative_id"),
+                                  "rating_pos", "rating_neg"),
+        t["reviewer_centric"].select(pl.lit("reviewer_centric").alias("kind"), pl.col("reviewer_id").alias("anchor_id"),
+                                     pl.col("paper_pos").alias("positive_id"), pl.col("paper_neg").alias("negative_id"),
+                                     "rating_pos", "rating_neg")])
     manifest = path / "manifest.json"
     version = read_json(manifest).get("version", path.name) if manifest.is_file() else path.name
     return Benchmark(
@@ -492,8 +496,7 @@ def load_release(path: Path) -> Benchmark:
         submissions=t["papers"].select("paper_id", "title", "abstract", "year").cast(PAPERS_SCHEMA),
         draws=[profiles.cast(PROFILE_SCHEMA)],
         splits=[Split(SPLIT_POINTWISE, ratings=t["pointwise"].cast({"rating": pl.Float64}), candidate_lists=True),
-                Split(SPLIT_PAPER_CENTRIC, tuples=pc.cast(TUPLES_SCHEMA)),
-                Split(SPLIT_REVIEWER_CENTRIC, tuples=rc.cast(TUPLES_SCHEMA))],
+                *pairwise_splits(tuples)],
     )
 
 

@@ -48,6 +48,22 @@ def parse_named(item: str, flag: str) -> tuple[str, Path]:
     return name.strip(), Path(path.strip()).expanduser()
 
 
+def check_scorers(settings: Settings, specs: list[str], flag: str = "--scorer") -> dict[str, str]:
+    """Each scorer spec built once (unknown names and bad parameters are errors naming ``flag``),
+    no two of them the same scorer; returns label -> spec."""
+    context = Context(settings)
+    labels: dict[str, str] = {}
+    for spec in specs:
+        try:
+            label = make_scorer(spec, context).label
+        except ValueError as exc:
+            raise PlanError(f"{flag} {spec!r}: {exc}") from exc
+        if label in labels:
+            raise PlanError(f"{flag} {spec!r} and {flag} {labels[label]!r} are the same scorer ({label})")
+        labels[label] = spec
+    return labels
+
+
 def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str] | None,
                     predictions: list[str]) -> EvaluationPlan:
     """Parse and check an evaluation request. Without ``scorers`` (None), the default scorers
@@ -75,16 +91,7 @@ def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str
     if not benches and not preds:
         raise PlanError("give at least one --benchmark or --predictions")
     specs = list(scorers) if scorers is not None else ([] if preds else list(DEFAULT_SCORERS))
-    context = Context(settings)
-    labels: dict[str, str] = {}
-    for spec in specs:
-        try:
-            label = make_scorer(spec, context).label
-        except ValueError as exc:
-            raise PlanError(f"--scorer {spec!r}: {exc}") from exc
-        if label in labels:
-            raise PlanError(f"--scorer {spec!r} and --scorer {labels[label]!r} are the same scorer ({label})")
-        labels[label] = spec
+    labels = check_scorers(settings, specs)
     seen: dict[tuple[str, str | None], Path] = {}
     for p in preds:
         if p.name in labels:

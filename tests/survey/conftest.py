@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -118,3 +119,18 @@ def answered(survey_settings: Settings, sink: MailSink) -> Iterator[tuple[Settin
         yield s, {"liner": emails[liner].to, "emails": emails}
     finally:
         server.stop()
+
+
+def paused_run_id(runner: threading.Thread, result: dict[str, object], timeout: float = 120) -> object:
+    """The id of the flow run paused for a person's input, once it is paused (``runner`` runs the
+    flow in a thread and stores its outcome in ``result``)."""
+    from prefect.client.orchestration import get_client
+
+    deadline = time.monotonic() + timeout
+    while True:
+        assert time.monotonic() < deadline and runner.is_alive(), result
+        with get_client(sync_client=True) as client:
+            paused = [r for r in client.read_flow_runs() if r.state and r.state.is_paused()]
+        if paused:
+            return paused[0].id
+        time.sleep(0.5)

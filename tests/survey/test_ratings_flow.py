@@ -5,7 +5,6 @@ on the command line and by a curator through the Prefect API, tuples built and e
 from __future__ import annotations
 
 import threading
-import time
 
 import polars as pl
 
@@ -15,6 +14,7 @@ from revbench.settings import Settings
 from revbench.warehouse import Warehouse
 from revbench.warehouse.survey_store import SurveyStore
 from tests.conftest import run_cli, settings_env
+from tests.survey.conftest import paused_run_id
 
 
 def test_events_become_ratings_tuples_and_a_rerun_changes_nothing(answered) -> None:
@@ -83,21 +83,13 @@ def test_the_warehouse_benchmark_before_any_ratings_says_what_to_run(survey_sett
 
 
 def test_a_curator_decides_in_the_prefect_ui_and_a_rerun_asks_nothing(prefect_server, answered) -> None:
-    from prefect.client.orchestration import get_client
     from prefect.flow_runs import resume_flow_run
 
     s, who = answered
     result: dict[str, object] = {}
     runner = threading.Thread(target=lambda: result.update(out=ratings_flow(s)))
     runner.start()
-    deadline = time.monotonic() + 120
-    run_id = None
-    while run_id is None:
-        assert time.monotonic() < deadline and runner.is_alive(), result
-        with get_client(sync_client=True) as client:
-            paused = [r for r in client.read_flow_runs() if r.state and r.state.is_paused() and r.flow_id]
-        run_id = paused[0].id if paused else None
-        time.sleep(0.5)
+    run_id = paused_run_id(runner, result)
     # The paused run has let go of the warehouse: another process could read it meanwhile.
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         flags = wh.read(RATINGS).explode("flags")["flags"].drop_nulls().unique().to_list()

@@ -19,6 +19,7 @@ from revbench.settings import Settings
 from revbench.tasks.release import read_tables, sha256_file
 from revbench.warehouse import Warehouse
 from tests.conftest import run_cli, settings_env
+from tests.survey.conftest import paused_run_id
 
 KEY = "release-test-key-" + "k" * 20
 
@@ -228,9 +229,7 @@ def test_a_release_is_published_on_the_curators_go_evaluated_and_followed_across
 
 def test_a_tracked_release_waits_for_the_curator_and_lets_go_of_the_warehouse(prefect_server, rated) -> None:
     import threading
-    import time
 
-    from prefect.client.orchestration import get_client
     from prefect.flow_runs import resume_flow_run
 
     s, _ = rated
@@ -238,14 +237,7 @@ def test_a_tracked_release_waits_for_the_curator_and_lets_go_of_the_warehouse(pr
     result: dict[str, object] = {}
     runner = threading.Thread(target=lambda: result.update(out=release_flow(s)))
     runner.start()
-    deadline = time.monotonic() + 120
-    run_id = None
-    while run_id is None:
-        assert time.monotonic() < deadline and runner.is_alive(), result
-        with get_client(sync_client=True) as client:
-            paused = [r for r in client.read_flow_runs() if r.state and r.state.is_paused()]
-        run_id = paused[0].id if paused else None
-        time.sleep(0.5)
+    run_id = paused_run_id(runner, result)
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:  # released while it waits
         assert wh.release_state("v1")["status"] == "built"
     resume_flow_run(run_id, run_input={"publish": False, "approver": "curator bo", "reason": "numbers look off"})

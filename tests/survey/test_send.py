@@ -26,6 +26,7 @@ from revbench.templates import bars_scale, version
 from revbench.warehouse import Warehouse
 from revbench.warehouse.survey_store import SurveyStore
 from tests.conftest import settings_env
+from tests.survey.conftest import paused_run_id
 
 pytestmark = pytest.mark.slow
 LINK = re.compile(r"http://127\.0\.0\.1:9(/[riu]/[A-Za-z0-9_.\-]+)")
@@ -207,20 +208,12 @@ def test_opted_out_people_get_nothing_later(survey_settings: Settings, sink: Mai
 def test_a_tracked_wave_waits_for_the_curator_in_the_ui(prefect_server, survey_settings: Settings, sink: MailSink) -> None:
     import threading
 
-    from prefect.client.orchestration import get_client
     from prefect.flow_runs import resume_flow_run
 
     result: dict[str, object] = {}
     runner = threading.Thread(target=lambda: result.update(out=survey_flow(survey_settings, round=1)))
     runner.start()
-    deadline = time.monotonic() + 120
-    run_id = None
-    while run_id is None:
-        assert time.monotonic() < deadline and runner.is_alive()
-        with get_client(sync_client=True) as client:
-            paused = [r for r in client.read_flow_runs() if r.state and r.state.is_paused()]
-        run_id = paused[0].id if paused else None
-        time.sleep(0.5)
+    run_id = paused_run_id(runner, result)
     assert sink.messages == []
     resume_flow_run(run_id, run_input={"decision": "approve_first_n", "first_n": 1, "approver": "curator ada"})
     runner.join(timeout=120)
