@@ -90,11 +90,17 @@ class RevbenchFlow(Generic[P, R]):
         return flow(self.fn, name=self.name, log_prints=True)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        settings = kwargs.get("settings", args[0] if args else None)
+        if isinstance(settings, Settings):
+            from revbench.flows.pieces import task_runner
+
+            return self.flow.with_options(task_runner=task_runner(settings.runner))(*args, **kwargs)
         return self.flow(*args, **kwargs)
 
     def run(self, *args: P.args, track: bool = True, **kwargs: P.kwargs) -> R:
-        """Tracked through Prefect, or in this process without the engine."""
-        return self.flow(*args, **kwargs) if track else self.fn(*args, **kwargs)
+        """Tracked through Prefect (on the task runner the settings name), or in this process
+        without the engine."""
+        return self(*args, **kwargs) if track else self.fn(*args, **kwargs)
 
 
 class _ExpectedErrors(logging.Filter):
@@ -189,7 +195,9 @@ class Run:
         try:
             yield
         finally:
-            self.wh = Warehouse(path, lock_wait=max(wait_seconds, self.settings.warehouse.lock_wait_seconds))
+            w = self.settings.warehouse
+            self.wh = Warehouse(path, lock_wait=max(wait_seconds, w.lock_wait_seconds), memory_limit=w.memory_limit,
+                                threads=w.threads)
             self.announce(self.current)
 
     def require(self, *services: str) -> None:
@@ -213,11 +221,17 @@ def flow_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Itera
     (completed, failed, or cancelled on Ctrl-C or SIGTERM) is written at exit."""
     run_id = current_run_id()
     clear_interrupt()
-    with Warehouse.open(settings.warehouse_path, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
+    w = settings.warehouse
+    with Warehouse.open(settings.warehouse_path, lock_wait=w.lock_wait_seconds, memory_limit=w.memory_limit,
+                        threads=w.threads) as wh:
         crashed = wh.mark_crashed_runs()
         if crashed:
             log.warning("%d earlier run(s) never finished; marked crashed", crashed)
         wh.start_run(run_id, flow, parameters, code_version())
+        if prefect_active():
+            from revbench.flows.pieces import ensure_limits
+
+            ensure_limits(settings.limits)
         run = Run(settings, flow, run_id, wh, started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         run.announce()
         log.debug("%s run %s started (warehouse %s)", flow, run_id, wh.path)

@@ -13,9 +13,8 @@ from datetime import date
 from typing import Any
 
 from revbench.clients.arxiv_api import ArxivClient
-from revbench.clients.grobid import GrobidHeaderClient
-from revbench.clients.pdf import PdfClient
 from revbench.clients.semantic_scholar import SemanticScholarClient
+from revbench.errors import ServiceUnavailable
 from revbench.flows.common import (
     Run,
     StageResult,
@@ -27,6 +26,7 @@ from revbench.flows.common import (
     stage_rows,
     stage_task,
 )
+from revbench.flows.pieces import map_pieces
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.quality import DataQualityError, validate_frames
 from revbench.schemas.tables import MENTIONS, PAPERS, REJECTS, S2_PAPERS
@@ -113,32 +113,36 @@ def enrich_stage(run: Run) -> StageResult:
     return st.result
 
 
-@stage_task("extract")
 def extract_stage(run: Run) -> StageResult:
-    """Download and extract every pending paper version, committing every ``commit_every``."""
+    """Download and extract every pending paper version in pieces of ``commit_every`` (Prefect
+    tasks on the run's task runner, threads or Dask, when tracked), saving each piece as it
+    completes; a service that stops answering stops the stage after the finished pieces are saved."""
     with stage(run, "extract") as st:
         settings = st.settings
         pending = st.wh.pending_documents()
         attempts = st.wh.previous_attempts(pending)
         if pending.height:
             run.require("pdf", "grobid")
-        pdfs = PdfClient(settings.pdf, settings.http)
-        grobid = GrobidHeaderClient(settings.grobid, settings.http)
+        size = settings.ingest.commit_every
+        pieces = [(settings, pending.slice(i, size), attempts) for i in range(0, pending.height, size)]
         statuses: Counter[str] = Counter()
-        try:
-            with st.progress(pending.height, f"PDF + GROBID for {pending.height} papers") as progress:
-                for batch in documents.extract_all(
-                    pdfs, grobid, pending, settings.grobid.concurrency, settings.ingest.commit_every, utcnow, attempts
-                ):
-                    st.wh.save_documents(batch)
-                    statuses.update(batch["status"].to_list())
-                    progress.advance(batch.height)
-        finally:
-            pdfs.close()
+        errors: list[str] = []
+        requests: Counter[str] = Counter({"pdf_requests": 0, "grobid_requests": 0})
+        with st.progress(pending.height, f"PDF + GROBID for {pending.height} papers") as progress:
+            for frame, error, made in map_pieces(documents.extract_piece, pieces, "extract-documents", "grobid"):
+                requests.update(made)
+                if frame.height:
+                    st.wh.save_documents(frame)
+                    statuses.update(frame["status"].to_list())
+                    progress.advance(frame.height)
+                if error:
+                    errors.append(error)
+                    break  # the service is down: further pieces would only wait for it
         ok = statuses.get("ok", 0)
         st.result.rows_in, st.result.rows_out, st.result.rejected = pending.height, ok, pending.height - ok
-        st.result.notes = {"statuses": dict(statuses), "pdf_requests": pdfs.requests_made,
-                           "grobid_requests": grobid.requests_made}
+        st.result.notes = {"statuses": dict(statuses), "pieces": len(pieces), **requests}
+    if errors:
+        raise ServiceUnavailable(errors[0])
     return st.result
 
 

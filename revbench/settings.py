@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping
+from datetime import date
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -239,6 +240,108 @@ class WarehouseSettings(Section):
     lock_wait_seconds: float = Field(
         30.0, ge=0, description="How long a command waits for another revbench process to release the warehouse."
     )
+    memory_limit: str = Field(
+        "", pattern=r"^$|^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$",
+        description="DuckDB memory limit, e.g. 4GB (empty: DuckDB's default, 80% of RAM); larger work spills to disk.")
+    threads: int = Field(0, ge=0, description="DuckDB threads (0: one per core).")
+
+
+class RunnerSettings(Section):
+    """Where the independent pieces of a tracked run execute: threads here, or a Dask cluster."""
+
+    kind: Literal["threads", "dask"] = Field("threads", description="threads (this process) or dask (prefect-dask).")
+    max_workers: int = Field(4, ge=1, description="Threads of the threads runner.")
+    dask_address: str = Field(
+        "", pattern=r"^$|^(tcp|tls|inproc|ucx)://\S+$",
+        description="Address of an existing Dask scheduler (tcp://host:8786); empty starts a local cluster.")
+    dask_workers: int = Field(2, ge=1, description="Workers of the local Dask cluster.")
+    dask_threads_per_worker: int = Field(1, ge=1, description="Threads per worker of the local Dask cluster.")
+    embed_batch: int = Field(1024, ge=1, description="Texts per embedding piece.")
+    llm_blocks_per_piece: int = Field(64, ge=1, description="Name blocks per disambiguation piece.")
+
+
+class LimitsSettings(Section):
+    """Pieces that may call each external service at once across every worker (Prefect tag
+    concurrency limits, created on the server when a tracked run starts; 0: no limit)."""
+
+    arxiv: int = Field(1, ge=0, description="Pieces calling arXiv at once (arXiv asks for one request per 3 s).")
+    s2: int = Field(1, ge=0, description="Pieces calling Semantic Scholar at once.")
+    grobid: int = Field(2, ge=0, description="Pieces calling GROBID at once (each keeps GROBID__CONCURRENCY requests in flight).")
+    llm: int = Field(2, ge=0, description="Pieces calling the LLM at once (each keeps DISAMBIGUATE__LLM_CONCURRENCY calls in flight).")
+    smtp: int = Field(1, ge=0, description="Pieces sending mail at once.")
+    embed: int = Field(0, ge=0, description="Embedding pieces at once (0: one per worker).")
+
+
+def check_cron(expr: str) -> str:
+    """A five-field cron expression cronsim (and so Prefect's scheduler) accepts."""
+    from datetime import datetime
+
+    from cronsim import CronSim, CronSimError
+
+    if len(expr.split()) != 5:
+        raise ValueError(f"{expr!r} is not a five-field cron expression (minute hour day month weekday)")
+    try:
+        CronSim(expr, datetime(2026, 1, 1))
+    except CronSimError as exc:
+        raise ValueError(f"{expr!r} is not a valid cron expression: {exc}") from None
+    return expr
+
+
+class ScheduleSettings(Section):
+    """Cron schedules of the served deployments (``revbench serve``)."""
+
+    refresh_cron: str = Field("0 3 * * *", description="When the refresh runs (cron, five fields).")
+    ratings_cron: str = Field("0 * * * *", description="When the ratings pull with reminders runs (cron; empty: not served).")
+    timezone: str = Field("UTC", description="Time zone of the cron schedules (IANA name).")
+
+    @field_validator("refresh_cron")
+    @classmethod
+    def _cron(cls, v: str) -> str:
+        return check_cron(v)
+
+    @field_validator("ratings_cron")
+    @classmethod
+    def _cron_or_empty(cls, v: str) -> str:
+        return check_cron(v) if v else v
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, v: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {v!r} (an IANA name such as UTC or Europe/Berlin)") from None
+        return v
+
+
+REFRESH_STAGES = ("ingest", "disambiguate", "pools", "survey", "ratings", "release", "evaluate")
+
+
+class RefreshSettings(Section):
+    """The refresh: which stages run, over which window, and when a new round or release is due."""
+
+    stages: list[str] = Field(default_factory=lambda: list(REFRESH_STAGES),
+                              description="Stages the refresh runs, in this order (JSON list; " + ", ".join(REFRESH_STAGES) + ").")
+    window_days: int = Field(61, ge=1, le=3660, description="Days of last-revision dates ingested, ending at UNTIL.")
+    until: date | None = Field(None, description="Last day of the window (YYYY-MM-DD; empty: yesterday, UTC).")
+    new_round_min_papers: int = Field(
+        1000, ge=1, description="A new pools round once the corpus has gained this many papers since the last round.")
+    release_min_new_ratings: int = Field(
+        1, ge=1, description="A new release once this many ratings changed since the last one.")
+
+    @field_validator("stages")
+    @classmethod
+    def _stages(cls, v: list[str]) -> list[str]:
+        for s in v:
+            if s not in REFRESH_STAGES:
+                close = difflib.get_close_matches(s, REFRESH_STAGES, n=1)
+                raise ValueError(f"unknown refresh stage {s!r}" + (f" (did you mean {close[0]}?)" if close else "")
+                                 + f"; stages: {', '.join(REFRESH_STAGES)}")
+        if len(set(v)) != len(v):
+            raise ValueError("a refresh stage is listed twice")
+        return sorted(v, key=REFRESH_STAGES.index)
 
 
 class ReplaySettings(Section):
@@ -283,6 +386,10 @@ class Settings(BaseSettings):
     ratings: RatingsSettings = Field(default_factory=RatingsSettings)
     release: ReleaseSettings = Field(default_factory=ReleaseSettings)
     smtp: SmtpSettings = Field(default_factory=SmtpSettings)
+    runner: RunnerSettings = Field(default_factory=RunnerSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+    refresh: RefreshSettings = Field(default_factory=RefreshSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
 
     def with_overrides(self, **changes: Any) -> Settings:

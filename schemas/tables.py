@@ -649,6 +649,26 @@ RELEASES = Table(
     since=9,
 )
 
+REFRESH_STAGES = Table(
+    name="refresh_stages",
+    columns=(
+        Column("refresh_id", pl.Utf8, nullable=False, doc="the refresh run (runs.run_id)"),
+        Column("position", pl.Int64, nullable=False, min_value=0),
+        Column("stage", pl.Utf8, nullable=False,
+               allowed=("ingest", "disambiguate", "pools", "survey", "ratings", "release", "evaluate")),
+        Column("status", pl.Utf8, nullable=False, allowed=("ran", "skipped", "failed")),
+        Column("reason", pl.Utf8, nullable=False, doc="why the stage ran or was skipped, in words"),
+        Column("fingerprint", pl.Utf8, nullable=False, doc="digest of the stage's inputs when it was planned"),
+        Column("child_run_id", pl.Utf8, doc="the stage's own flow run, when it ran"),
+        Column("seconds", pl.Float64, nullable=False, min_value=0),
+        Column("summary", pl.Utf8, doc="JSON of the counts the stage reported"),
+        Column("finished_at", _TS, nullable=False),
+    ),
+    primary_key=("refresh_id", "stage"),
+    doc="What each refresh did with each stage: ran it (and why), or skipped it (and why).",
+    since=10,
+)
+
 ALL_TABLES: tuple[Table, ...] = (
     SCHEMA_VERSION_TABLE,
     RUNS,
@@ -683,6 +703,7 @@ ALL_TABLES: tuple[Table, ...] = (
     FLAG_DECISIONS,
     RATING_TUPLES,
     RELEASES,
+    REFRESH_STAGES,
 )
 
 TABLES: dict[str, Table] = {t.name: t for t in ALL_TABLES}

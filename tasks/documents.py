@@ -14,6 +14,7 @@ from revbench.clients.pdf import PdfClient
 from revbench.errors import ServiceUnavailable
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import DOCUMENTS
+from revbench.settings import Settings
 from revbench.workers import map_unordered
 
 _PDF_FINAL = {"pdf_unavailable", "pdf_not_pdf", "pdf_too_large", "pdf_truncated"}
@@ -95,3 +96,27 @@ def extract_all(
 def documents_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     schema = DOCUMENTS.polars_schema
     return DOCUMENTS.conform(pl.DataFrame(rows, schema_overrides={"pdf_authors": schema["pdf_authors"]}, infer_schema_length=None))
+
+
+def extract_piece(settings: Settings, keys: pl.DataFrame,
+                  attempts_before: dict[tuple[str, int], int]) -> tuple[pl.DataFrame, str | None, dict[str, int]]:
+    """One piece of the extract stage, runnable in another process: its own clients, every
+    document of ``keys`` extracted, and the error that stopped it when a service stopped
+    answering (the rows finished before it are returned all the same, to be saved), and the
+    requests it made of each service."""
+    from revbench.warehouse import utcnow
+
+    pdfs = PdfClient(settings.pdf, settings.http)
+    grobid = GrobidHeaderClient(settings.grobid, settings.http)
+    frames: list[pl.DataFrame] = []
+    error: str | None = None
+    try:
+        for batch in extract_all(pdfs, grobid, keys, settings.grobid.concurrency, max(keys.height, 1), utcnow,
+                                 attempts_before):
+            frames.append(batch)
+    except ServiceUnavailable as exc:
+        error = str(exc)
+    finally:
+        pdfs.close()
+    requests = {"pdf_requests": pdfs.requests_made, "grobid_requests": grobid.requests_made}
+    return (pl.concat(frames) if frames else DOCUMENTS.empty()), error, requests

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+from datetime import date, timedelta
 from pathlib import Path
 
 import polars as pl
+import pytest
 
-from revbench.synth.world import BAD_KINDS, WorldSpec, ensure_world, generate_world
+from revbench.synth.world import BAD_KINDS, WorldSpec, ensure_world, generate_world, grow_world
 
 
 def _digest(d: Path) -> str:
@@ -51,3 +54,95 @@ def test_ensure_world_reuses(tmp_path: Path) -> None:
     stamp = (tmp_path / "arxiv.parquet").stat().st_mtime_ns
     assert ensure_world(tmp_path, spec) == m1
     assert (tmp_path / "arxiv.parquet").stat().st_mtime_ns == stamp
+
+
+GROW_SPEC = WorldSpec(n_papers=72, seed=9, start=date(2026, 9, 1), end=date(2026, 9, 30))
+"""A small world whose window ends on a month's last day, so growth opens a new id month."""
+
+ID_FILES = ["arxiv.parquet", "s2_papers.parquet", "documents.parquet", "mentions.parquet",
+            "truth/mentions.parquet", "truth/paper_topics.parquet"]
+
+
+@pytest.fixture(scope="module")
+def grown(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+    """The same world with 0, 1 and 2 growth days."""
+    root = tmp_path_factory.mktemp("grown")
+    for n in (0, 1, 2):
+        generate_world(root / str(n), dataclasses.replace(GROW_SPEC, extra_days=n))
+    return {n: root / str(n) for n in (0, 1, 2)}
+
+
+def _ids(world: Path) -> list[str]:
+    return pl.read_parquet(world / "arxiv.parquet")["arxiv_id"].to_list()
+
+
+def _histories(world: Path) -> dict[str, list[dict[str, object]]]:
+    df = pl.read_parquet(world / "s2_authors.parquet")
+    return {a: json.loads(j) for a, j in df.iter_rows()}
+
+
+def test_growth_keeps_the_base_world(grown: dict[int, Path]) -> None:
+    base, one = grown[0], grown[1]
+    base_ids = _ids(base)
+    for name in ID_FILES:
+        old = pl.read_parquet(base / name)
+        kept = pl.read_parquet(one / name).filter(pl.col("arxiv_id").is_in(base_ids))
+        assert kept.equals(old), name
+    for name in ["truth/persons.parquet", "truth/bad_records.parquet"]:
+        assert pl.read_parquet(one / name).equals(pl.read_parquet(base / name)), name
+    k = GROW_SPEC.papers_per_day()
+    assert k == round(72 / 30)
+    new = pl.read_parquet(one / "arxiv.parquet").filter(~pl.col("arxiv_id").is_in(base_ids))
+    ids = new["arxiv_id"].to_list()
+    assert len(ids) == k and len(set(_ids(one))) == len(base_ids) + k
+    day = GROW_SPEC.end + timedelta(days=1)
+    for row in new.iter_rows(named=True):
+        assert [v["version"] for v in row["versions"]] == [1]
+        assert row["versions"][0]["date"].date() == day
+        assert row["arxiv_id"].startswith(day.strftime("%y%m") + ".")
+    assert set(pl.read_parquet(one / "mentions.parquet")["arxiv_id"]) >= set(ids)
+    assert set(pl.read_parquet(one / "documents.parquet")["arxiv_id"]) >= set(ids)
+    assert set(pl.read_parquet(one / "truth/mentions.parquet")["arxiv_id"]) >= set(ids)
+    # New papers land at the end of existing authors' histories, base entries unchanged.
+    before, after = _histories(base), _histories(one)
+    grew = 0
+    for author, hist in before.items():
+        assert after[author][: len(hist)] == hist
+        extra = after[author][len(hist):]
+        assert all(e["externalIds"].get("ArXiv") in ids for e in extra)
+        grew += bool(extra)
+    assert grew > 0
+    manifest = json.loads((one / "world.json").read_text())
+    assert manifest["counts"]["papers"] == len(base_ids) + k
+    assert manifest["days"] == {"base_end": "2026-09-30", "extra_days": 1, "last_day": "2026-10-01",
+                                "papers_per_day": k}
+
+
+def test_growth_is_the_same_day_by_day(grown: dict[int, Path]) -> None:
+    one, two = grown[1], grown[2]
+    ids_one, ids_two = _ids(one), _ids(two)
+    assert ids_two[: len(ids_one)] == ids_one and len(set(ids_two)) == len(ids_two)
+    assert len(ids_two) == len(ids_one) + GROW_SPEC.papers_per_day()
+    for name in ID_FILES:
+        kept = pl.read_parquet(two / name).filter(pl.col("arxiv_id").is_in(ids_one))
+        assert kept.equals(pl.read_parquet(one / name)), name
+    day2 = pl.read_parquet(two / "arxiv.parquet").filter(~pl.col("arxiv_id").is_in(ids_one))
+    assert {r["versions"][0]["date"].date() for r in day2.iter_rows(named=True)} == {date(2026, 10, 2)}
+
+
+def test_grow_world_equals_generating_grown(grown: dict[int, Path], tmp_path: Path) -> None:
+    world = tmp_path / "world"
+    generate_world(world, GROW_SPEC)
+    manifest = grow_world(world, 1)
+    assert manifest == json.loads((grown[1] / "world.json").read_text())
+    assert _digest(world) == _digest(grown[1])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["world"], "no temporary folders left behind"
+
+
+def test_keys_of_grown_worlds() -> None:
+    d = dict(GROW_SPEC.__dict__)
+    del d["extra_days"]
+    legacy = hashlib.sha256(json.dumps(d, default=str, sort_keys=True).encode()).hexdigest()[:16]
+    one = dataclasses.replace(GROW_SPEC, extra_days=1)
+    assert GROW_SPEC.key() == legacy == GROW_SPEC.base_key() == one.base_key()
+    assert one.key() != legacy

@@ -72,7 +72,8 @@ def utcnow() -> datetime:
 class Warehouse:
     """A DuckDB file with the revbench schema, migrated on open."""
 
-    def __init__(self, path: Path | str, read_only: bool = False, lock_wait: float = 0.0):
+    def __init__(self, path: Path | str, read_only: bool = False, lock_wait: float = 0.0, memory_limit: str = "",
+                 threads: int = 0):
         self.path = Path(path)
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,6 +84,12 @@ class Warehouse:
         self._in_tx = False
         try:
             self._exec("SET TimeZone = 'UTC'")
+            # Beyond the limit DuckDB spills joins and sorts to <file>.tmp instead of failing or
+            # growing without bound (the authors rebuild at full size wants ~5 GB otherwise).
+            if memory_limit:
+                self._exec(f"SET memory_limit = '{memory_limit}'")
+            if threads:
+                self._exec(f"SET threads = {int(threads)}")
             self._check_identity()
             if not read_only:
                 self.migrate()
@@ -132,9 +139,10 @@ class Warehouse:
 
     @classmethod
     @contextmanager
-    def open(cls, path: Path | str, read_only: bool = False, lock_wait: float = 0.0) -> Iterator[Warehouse]:
+    def open(cls, path: Path | str, read_only: bool = False, lock_wait: float = 0.0, memory_limit: str = "",
+             threads: int = 0) -> Iterator[Warehouse]:
         """Open, yield, and always close (DuckDB holds a file lock while open)."""
-        wh = cls(path, read_only=read_only, lock_wait=lock_wait)
+        wh = cls(path, read_only=read_only, lock_wait=lock_wait, memory_limit=memory_limit, threads=threads)
         try:
             yield wh
         finally:
@@ -280,6 +288,14 @@ class Warehouse:
             "code_version": code_version,
         }
         self.upsert(RUNS, pl.DataFrame([row]))
+
+    def record_run(self, run_id: str, flow: str, parameters: dict[str, Any], code_version: str, started_at: datetime,
+                   status: str, error: str | None = None) -> None:
+        """A finished run in one write (a run that holds no warehouse session while it works)."""
+        row = {"run_id": run_id, "flow": flow, "status": status, "started_at": started_at, "finished_at": utcnow(),
+               "parameters": json.dumps(parameters, default=str, sort_keys=True), "code_version": code_version,
+               "error": error}
+        self.upsert(RUNS, pl.DataFrame([row], schema=RUNS.polars_schema))
 
     def finish_run(self, run_id: str, status: str, error: str | None = None) -> None:
         with self.transaction():
@@ -585,6 +601,49 @@ class Warehouse:
             n = self._exec("SELECT count(*) FROM survey_messages WHERE state = 'sending'")[0][0]
             self._exec("UPDATE survey_messages SET state = 'unconfirmed' WHERE state = 'sending'")
         return int(n)
+
+    # refresh
+
+    def digest(self, table: Table, columns: Sequence[str]) -> str:
+        """Row count and an order-free hash of ``columns`` over ``table``: equal digests mean
+        (with overwhelming probability) equal contents, at the cost of one scan."""
+        cols = ", ".join(_q(c) for c in columns)
+        n, h = self._exec(f"SELECT count(*), coalesce(bit_xor(hash({cols})), 0) FROM {_q(table.name)}")[0]
+        return f"{n}:{int(h):016x}"
+
+    def last_refresh_fingerprint(self, stage: str) -> tuple[str, str, datetime] | None:
+        """``(fingerprint, refresh_id, finished_at)`` of the last refresh that ran ``stage``."""
+        rows = self._exec(
+            "SELECT fingerprint, refresh_id, finished_at FROM refresh_stages WHERE stage = ? AND status = 'ran' "
+            "ORDER BY finished_at DESC LIMIT 1", [stage])
+        return tuple(rows[0]) if rows else None  # type: ignore[return-value]
+
+    def latest_round(self) -> dict[str, Any] | None:
+        """The newest round's current version: ``round, revision, invitations, created_at``."""
+        rows = self._exec("SELECT round, revision, invitations, created_at FROM pool_rounds WHERE status = 'current' "
+                          "ORDER BY round DESC LIMIT 1")
+        return dict(zip(("round", "revision", "invitations", "created_at"), rows[0], strict=True)) if rows else None
+
+    def papers_loaded_since(self, when: datetime) -> int:
+        """Corpus papers (new, or a new version) loaded by runs that started after ``when``."""
+        return int(self._exec("SELECT count(*) FROM papers p JOIN runs r USING (run_id) WHERE r.started_at > ?",
+                              [when])[0][0])
+
+    def invitations_sent(self, round_: int) -> int:
+        """Invitation emails of a round that left (sent or unconfirmed)."""
+        return int(self._exec("SELECT count(*) FROM survey_messages WHERE round = ? AND kind = 'invitation' "
+                              "AND state IN ('sent', 'unconfirmed')", [round_])[0][0])
+
+    def latest_release(self) -> dict[str, Any] | None:
+        """The newest release built: ``version, status, built_at``."""
+        rows = self._exec("SELECT version, status, built_at FROM releases ORDER BY built_at DESC LIMIT 1")
+        return dict(zip(("version", "status", "built_at"), rows[0], strict=True)) if rows else None
+
+    def ratings_since(self, when: datetime | None) -> int:
+        """Ratings answered after ``when`` (all of them when ``None``)."""
+        if when is None:
+            return int(self._exec("SELECT count(*) FROM ratings")[0][0])
+        return int(self._exec("SELECT count(*) FROM ratings WHERE rated_at > ?", [when])[0][0])
 
     # ratings
 

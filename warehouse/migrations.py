@@ -23,6 +23,7 @@ DESCRIPTIONS: dict[int, str] = {
     7: "survey: invitations, messages with their sending state, approvals, opt-outs",
     8: "ratings: survey events with their disposition, ratings, quality flags, curator decisions, tuples",
     9: "releases: each release built and the curator's decision to publish it",
+    10: "refresh_stages: what each refresh did with each stage, and why",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {

@@ -175,6 +175,11 @@ class SurveyStore:
             cols = [c[0] for c in cur.description]
             return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
+    def max_event_id(self) -> int:
+        """The newest event's id (0 when none): the refresh compares it with what was pulled."""
+        with self._connect() as con:
+            return int(con.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchone()[0])
+
     def answered(self) -> dict[str, dict[str, int | None]]:
         """Every invitation's latest answers (for reminders and counts)."""
         with self._connect() as con:

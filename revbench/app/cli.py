@@ -163,6 +163,28 @@ def pools(
 
 
 @app.command()
+def refresh(
+    stages: Annotated[str | None, typer.Option(help="Comma-separated stages to run (default: REVBENCH_REFRESH__STAGES)")] = None,
+    until: Annotated[str | None, typer.Option(help="Last day of the ingest window, YYYY-MM-DD (default: yesterday, UTC)")] = None,
+    runner: Annotated[str | None, typer.Option(help="Task runner of tracked runs: threads or dask")] = None,
+    track: Track = None,
+) -> None:
+    """Every configured stage in order, each skipped (with its reason) when its inputs did not change."""
+    changes: dict[str, Any] = {}
+    if stages is not None:
+        changes["refresh.stages"] = [x.strip() for x in stages.split(",") if x.strip()]
+    if until is not None:
+        changes["refresh.until"] = _date(until, "--until")
+    if runner is not None:
+        changes["runner.kind"] = runner
+    settings = _setup(**changes)
+    from revbench.app.console import print_refresh
+    from revbench.flows.refresh import refresh_flow
+
+    print_refresh(refresh_flow.run(settings, track=resolve_track(track, long_flow=True)))
+
+
+@app.command()
 def disambiguate(
     fallback: Annotated[bool, typer.Option("--fallback", help="Use the offline fallback even when an LLM is configured")] = False,
     track: Track = None,
@@ -236,6 +258,44 @@ def report(
                          "(`revbench release --approve yes`), or check --metric and --split")
     png = plot_across_releases(rows, metric, split, settings.data_dir / "reports" / "releases" / f"{metric}-{split}.png")
     print_release_report(rows, metric, split, png)
+
+
+@app.command()
+def serve() -> None:
+    """Serve the scheduled refresh and ratings pull (REVBENCH_SCHEDULE__*) on a Prefect server until Ctrl-C."""
+    settings = _setup()
+    from revbench.app.entry import prefect_api_configured
+
+    if not prefect_api_configured():
+        raise UsageError("serving needs a Prefect server: start one with `prefect server start` and set "
+                         "PREFECT_API_URL=http://127.0.0.1:4200/api")
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL
+    from rich.markup import escape
+
+    from revbench.app.deployments import deployments, next_run, schedule_of
+    from revbench.app.deployments import serve as serve_deployments
+    from revbench.errors import ServiceUnavailable
+
+    url = str(PREFECT_API_URL.value())
+    with get_client(sync_client=True) as client:
+        failure = client.api_healthcheck()
+    if failure is not None:
+        raise ServiceUnavailable("the Prefect API", url, f"{type(failure).__name__}: {failure}")
+    served = deployments(settings)
+    console.print(f"Serving on the Prefect API at {url}:")
+    for d in served:
+        cron, tz = schedule_of(d)
+        console.print(f"  [cyan]{d.flow_name}/{d.name}[/]  cron '{cron}' ({tz}), next run "
+                      f"{next_run(cron, tz):%Y-%m-%d %H:%M %Z}")
+    if not settings.schedule.ratings_cron:
+        console.print("  (no ratings pull: REVBENCH_SCHEDULE__RATINGS_CRON is empty)")
+    names = " or ".join(f"prefect deployment run '{d.flow_name}/{d.name}'" for d in served)
+    console.print(escape(f"Run one now: {names} (the refresh takes -p 'stages=[\"ratings\"]' for some stages)")
+                  + (f", or from {PREFECT_UI_URL.value()}/deployments" if PREFECT_UI_URL.value() else "")
+                  + ". Ctrl-C stops serving.", highlight=False, soft_wrap=True)
+    serve_deployments(settings)
+    console.print("Stopped serving; the schedules stay paused until `revbench serve` runs again.")
 
 
 survey_app = typer.Typer(help="Invitation emails, the survey server and its answers.", no_args_is_help=True)
@@ -332,6 +392,7 @@ def world(
     since: Annotated[str, typer.Option(help="Window start YYYY-MM-DD")] = DEMO_SINCE.isoformat(),
     until: Annotated[str, typer.Option(help="Window end YYYY-MM-DD")] = DEMO_UNTIL.isoformat(),
     documents: Annotated[bool, typer.Option(help="Also write PDFs and TEI")] = True,
+    extra_days: Annotated[int, typer.Option(min=0, help="Growth days after --until, each adding new papers")] = 0,
 ) -> None:
     """Generate a SYNTHETIC world (services' answers plus hidden truth)."""
     from revbench.synth.world import WorldSpec, generate_world
@@ -340,7 +401,7 @@ def world(
     if u < s:
         raise UsageError(f"--until {until} is before --since {since}")
     check_output_dir(out, "--out")
-    spec = WorldSpec(n_papers=papers, seed=seed, start=s, end=u, documents=documents)
+    spec = WorldSpec(n_papers=papers, seed=seed, start=s, end=u, documents=documents, extra_days=extra_days)
     with console.status(f"generating {papers} SYNTHETIC papers"):
         manifest = generate_world(out, spec)
     console.print_json(json.dumps(manifest["counts"]))

@@ -235,3 +235,14 @@ def print_release_report(rows: Any, metric: str, split: str, png: Any) -> None:
     console.print(t)
     console.print(f"Plot: [cyan]{png}[/]")
 
+
+
+def print_refresh(out: dict[str, Any]) -> None:
+    """Each stage of a refresh: ran or skipped, why, and how long it took."""
+    t = RichTable(title=f"Refresh {out['run_id'][:8]} over {out['since']}..{out['until']} ({out['status']})")
+    for col in ("stage", "status", "why", "seconds"):
+        t.add_column(col, justify="right" if col == "seconds" else "left")
+    for r in out["stages"]:
+        colour = {"ran": "green", "skipped": "dim", "failed": "red"}.get(r["status"], "")
+        t.add_row(r["stage"], f"[{colour}]{r['status']}[/]", r["reason"], f"{r['seconds']:.1f}")
+    console.print(t)

@@ -31,9 +31,10 @@ def demo_settings(settings: Settings, replay_base: str) -> Settings:
 
 def demo_warehouse_for(settings: Settings, manifest: dict[str, Any]) -> None:
     """The demo's warehouse belongs to one demo world: when the world changed (another seed,
-    size or generator version), the old demo warehouse is set aside, not mixed in."""
+    size or generator version), the old demo warehouse is set aside, not mixed in. A world grown
+    by days past its window is the same world, so it keeps its warehouse."""
     marker = settings.data_dir / ".demo-world"
-    key = f"{manifest['spec_key']}-format{manifest['format']}"
+    key = f"{manifest.get('base_key', manifest['spec_key'])}-format{manifest['format']}"
     if settings.warehouse_path.exists() and (not marker.exists() or marker.read_text() != key):
         aside = settings.data_dir / f"previous-demo-{time.strftime('%Y%m%d-%H%M%S')}"
         aside.mkdir(parents=True)

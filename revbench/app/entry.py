@@ -28,7 +28,8 @@ QUIET_LIBRARIES = ("httpx", "httpx2", "httpcore", "urllib3", "arxiv", "grobid_cl
 
 FLAGS = {
     "pools.tau": "--tau", "pools.queries_per_category": "--per-category", "arxiv.categories": "--categories",
-    "disambiguate.use_llm": "--fallback",
+    "disambiguate.use_llm": "--fallback", "refresh.stages": "--stages", "refresh.until": "--until",
+    "runner.kind": "--runner",
 }
 """Command-line flags that set a setting: their values pass the setting's own validation."""
 

@@ -8,8 +8,10 @@ beside it so later stages can measure themselves. Every artefact says it is synt
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import shutil
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,7 +47,10 @@ BAD_KINDS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class WorldSpec:
-    """What to generate."""
+    """What to generate.
+
+    ``extra_days`` grows the world past ``end``: the base world stays exactly as it is, and each
+    day ``end + d`` (d = 1..extra_days) adds :meth:`papers_per_day` new single-version papers."""
 
     n_papers: int = 300
     seed: int = 7
@@ -54,9 +59,23 @@ class WorldSpec:
     documents: bool = True
     bad_share: float = 0.01
     homonym_share: float = 0.06
+    extra_days: int = 0
 
     def key(self) -> str:
-        return hashlib.sha256(json.dumps(self.__dict__, default=str, sort_keys=True).encode()).hexdigest()[:16]
+        """A short hash of the spec; the spec of an ungrown world hashes as it did before
+        ``extra_days`` existed, so existing world folders keep their key."""
+        d = dict(self.__dict__)
+        if not d["extra_days"]:
+            del d["extra_days"]
+        return hashlib.sha256(json.dumps(d, default=str, sort_keys=True).encode()).hexdigest()[:16]
+
+    def base_key(self) -> str:
+        """The key of the base world this spec grows from (``key()`` with ``extra_days=0``)."""
+        return dataclasses.replace(self, extra_days=0).key()
+
+    def papers_per_day(self) -> int:
+        """How many papers each growth day adds: the base world's daily average, at least one."""
+        return max(1, round(self.n_papers / ((self.end - self.start).days + 1)))
 
 
 def ascii_fold(text: str) -> str:
@@ -81,9 +100,9 @@ class _Person:
 class Generator:
     """Seeded draws of people, groups and topic-coherent titles and abstracts."""
 
-    def __init__(self, spec: WorldSpec):
+    def __init__(self, spec: WorldSpec, rng: np.random.Generator | None = None):
         self.spec = spec
-        self.rng = np.random.default_rng(spec.seed)
+        self.rng = np.random.default_rng(spec.seed) if rng is None else rng
         self.topic_ids = [f"{cat}/{sub}" for cat, subs in TOPICS.items() for sub in subs]
 
     def choice(self, seq: list[Any]) -> Any:
@@ -229,15 +248,20 @@ def generate_world(
     """Write the world to ``out_dir`` and return its manifest; same spec, same bytes.
 
     The steps draw from one seeded generator in a fixed order: people and their groups, papers,
-    the planted bad records, what the services show of each paper, then publication histories."""
+    the planted bad records, what the services show of each paper, then publication histories.
+    Growth days (``spec.extra_days``) come after, each from its own generator, so the base world
+    is the same whatever the number of growth days and day d is the same in every longer run."""
     g = Generator(spec)
     people = g.people(max(20, int(spec.n_papers * 1.2)))
-    papers = draw_papers(g, people, g.groups(people), progress)
+    groups = g.groups(people)
+    papers = draw_papers(g, people, groups, progress)
     bad = plant_bad_records(g, spec, len(papers))
     shown = _Rendered()
     for i, paper in enumerate(papers):
         render_paper(g, spec, paper, people, papers[(i + 1) % len(papers)].title, bad.get(i), shown)
     histories = s2_histories(g, spec, people, shown.histories)
+    if spec.extra_days:
+        papers, histories = grow_papers(spec, people, groups, papers, shown, histories, progress)
     return write_world(out_dir, spec, people, papers, shown, histories)
 
 
@@ -253,16 +277,7 @@ def draw_papers(g: Generator, people: list[_Person], groups: list[list[int]],
     month_seq: dict[str, int] = {}
     papers: list[_Paper] = []
     for i in range(spec.n_papers):
-        grp = groups[int(g.rng.choice(len(groups), p=group_p))]
-        lead = grp[int(g.rng.integers(len(grp)))]
-        topic = g.choice(people[lead].topics)
-        n_auth = int(min(len(grp), max(1, g.rng.poisson(2.3) + 1)))
-        team = [lead] + [m for m in g.rng.permutation(grp).tolist() if m != lead][: n_auth - 1]
-        if g.rng.random() < 0.25:
-            outsider = int(g.rng.integers(len(people)))
-            if outsider not in team:
-                team.append(outsider)
-        g.rng.shuffle(team)
+        topic, team = _draw_team(g, people, groups, group_p)
         updated = start_dt + timedelta(seconds=int(g.rng.random() * span))
         n_versions = 1 + int(g.rng.random() < 0.22) + int(g.rng.random() < 0.08)
         published = updated - timedelta(days=int(g.rng.integers(0, 90)) if n_versions > 1 else 0, hours=0)
@@ -270,16 +285,87 @@ def draw_papers(g: Generator, people: list[_Person], groups: list[list[int]],
                     for v in range(1, n_versions + 1)]
         yymm = published.strftime("%y%m")
         month_seq[yymm] = month_seq.get(yymm, 0) + 1
-        cat = topic.split("/")[0]
-        cats = [cat]
-        if g.rng.random() < 0.3:
-            cats.append(g.choice([c for c in TOPICS if c != cat]))
-        title = g.title(topic)
-        papers.append(_Paper(f"{yymm}.{month_seq[yymm]:05d}", topic, title, g.abstract(topic, title), team, versions,
-                             published, cat, cats))
+        papers.append(_draw_text(g, f"{yymm}.{month_seq[yymm]:05d}", topic, team, versions, published))
         if progress and i % 1000 == 0:
             progress("papers", i, spec.n_papers)
     return papers
+
+
+def _draw_team(g: Generator, people: list[_Person], groups: list[list[int]],
+               group_p: np.ndarray) -> tuple[str, list[int]]:
+    """A paper's topic and author list: a group, a lead, some of the lead's group, maybe an outsider."""
+    grp = groups[int(g.rng.choice(len(groups), p=group_p))]
+    lead = grp[int(g.rng.integers(len(grp)))]
+    topic = g.choice(people[lead].topics)
+    n_auth = int(min(len(grp), max(1, g.rng.poisson(2.3) + 1)))
+    team = [lead] + [m for m in g.rng.permutation(grp).tolist() if m != lead][: n_auth - 1]
+    if g.rng.random() < 0.25:
+        outsider = int(g.rng.integers(len(people)))
+        if outsider not in team:
+            team.append(outsider)
+    g.rng.shuffle(team)
+    return topic, team
+
+
+def _draw_text(g: Generator, arxiv_id: str, topic: str, team: list[int], versions: list[tuple[int, datetime]],
+               published: datetime) -> _Paper:
+    """The rest of a paper: its categories, title and abstract."""
+    cat = topic.split("/")[0]
+    cats = [cat]
+    if g.rng.random() < 0.3:
+        cats.append(g.choice([c for c in TOPICS if c != cat]))
+    title = g.title(topic)
+    return _Paper(arxiv_id, topic, title, g.abstract(topic, title), team, versions, published, cat, cats)
+
+
+def grow_papers(spec: WorldSpec, people: list[_Person], groups: list[list[int]], papers: list[_Paper],
+                shown: _Rendered, histories: list[dict[str, str]],
+                progress: Callable[[str, int, int], None] | None = None) -> tuple[list[_Paper], list[dict[str, str]]]:
+    """The base papers plus the growth days' papers (rendered into ``shown``), and the S2
+    histories with the new papers appended to their authors' lists.
+
+    Each day draws from a generator seeded by (seed, day) alone, so the base world and earlier
+    days never shift; new ids continue each month's sequence past the base world's."""
+    group_sizes = np.array([len(gr) for gr in groups], dtype=float)
+    group_p = group_sizes / group_sizes.sum()
+    month_seq: dict[str, int] = {}
+    for p in papers:
+        yymm, seq = p.arxiv_id.split(".")
+        month_seq[yymm] = max(month_seq.get(yymm, 0), int(seq))
+    k = spec.papers_per_day()
+    grown = list(papers)
+    added: dict[str, list[dict[str, Any]]] = {}
+    for d in range(1, spec.extra_days + 1):
+        g = Generator(spec, np.random.default_rng([spec.seed, d]))
+        day = spec.end + timedelta(days=d)
+        day_dt = datetime(day.year, day.month, day.day, tzinfo=UTC)
+        new: list[_Paper] = []
+        for _ in range(k):
+            topic, team = _draw_team(g, people, groups, group_p)
+            published = day_dt + timedelta(seconds=int(g.rng.integers(0, 86_400)))
+            yymm = published.strftime("%y%m")
+            month_seq[yymm] = month_seq.get(yymm, 0) + 1
+            new.append(_draw_text(g, f"{yymm}.{month_seq[yymm]:05d}", topic, team, [(1, published)], published))
+        # Rendered apart so that the base authors' history lists (already drawn) stay untouched.
+        day_shown = _Rendered()
+        for i, paper in enumerate(new):
+            render_paper(g, spec, paper, people, new[(i + 1) % len(new)].title, None, day_shown)
+        for m, hist in day_shown.histories.items():
+            added.setdefault(people[m].s2_ids[0], []).extend(hist)
+        shown.arxiv.extend(day_shown.arxiv)
+        shown.s2_papers.extend(day_shown.s2_papers)
+        shown.documents.extend(day_shown.documents)
+        shown.mentions.extend(day_shown.mentions)
+        grown.extend(new)
+        if progress:
+            progress("growth days", d, spec.extra_days)
+    merged = []
+    for row in histories:
+        extra = added.pop(row["author_id"], None)
+        merged.append(row if extra is None else
+                      dict(author_id=row["author_id"], json=json.dumps(json.loads(row["json"]) + extra, ensure_ascii=False)))
+    merged.extend(dict(author_id=a, json=json.dumps(h, ensure_ascii=False)) for a, h in added.items())
+    return grown, merged
 
 
 def plant_bad_records(g: Generator, spec: WorldSpec, n_papers: int) -> dict[int, str]:
@@ -396,9 +482,14 @@ def write_world(out_dir: Path, spec: WorldSpec, people: list[_Person], papers: l
         "format": WORLD_FORMAT,
         "spec": {k: (v.isoformat() if isinstance(v, date) else v) for k, v in spec.__dict__.items()},
         "spec_key": spec.key(),
+        "base_key": spec.base_key(),
         "counts": {
             "papers": len(papers), "mentions": len(truth_mentions), "persons": len(people),
             "documents": len(shown.documents), "s2_papers": len(shown.s2_papers), "bad_records": len(shown.bad),
+        },
+        "days": {
+            "base_end": spec.end.isoformat(), "extra_days": spec.extra_days,
+            "last_day": (spec.end + timedelta(days=spec.extra_days)).isoformat(), "papers_per_day": spec.papers_per_day(),
         },
     }
     (out_dir / "world.json").write_text(json.dumps(manifest, indent=2))
@@ -413,3 +504,37 @@ def ensure_world(out_dir: Path, spec: WorldSpec) -> dict[str, Any]:
         if manifest.get("spec_key") == spec.key() and manifest.get("format") == WORLD_FORMAT:
             return manifest
     return generate_world(out_dir, spec)
+
+
+def spec_of(manifest: dict[str, Any]) -> WorldSpec:
+    """The spec a world's manifest was generated from (worlds older than growth have no ``extra_days``)."""
+    names = {f.name for f in dataclasses.fields(WorldSpec)}
+    kw = {k: v for k, v in manifest["spec"].items() if k in names}
+    for k in ("start", "end"):
+        if k in kw:
+            kw[k] = date.fromisoformat(kw[k])
+    return WorldSpec(**kw)
+
+
+def grow_world(out_dir: Path, days: int) -> dict[str, Any]:
+    """Regenerate the world in ``out_dir`` with ``days`` more growth days and return its manifest.
+
+    The new world is written beside the old one and swapped in, so a reader never sees a
+    half-written world (only, for an instant, none at all)."""
+    if days < 0:
+        raise ValueError(f"days must be >= 0, not {days}")
+    manifest = json.loads((out_dir / "world.json").read_text())
+    spec = spec_of(manifest)
+    if days == 0 and manifest.get("format") == WORLD_FORMAT:
+        return manifest
+    spec = dataclasses.replace(spec, extra_days=spec.extra_days + days)
+    tmp = out_dir.with_name(f".{out_dir.name}.growing")
+    old = out_dir.with_name(f".{out_dir.name}.old")
+    for leftover in (tmp, old):
+        if leftover.exists():
+            shutil.rmtree(leftover)
+    manifest = generate_world(tmp, spec)
+    out_dir.rename(old)
+    tmp.rename(out_dir)
+    shutil.rmtree(old)
+    return manifest

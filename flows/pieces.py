@@ -1,0 +1,101 @@
+"""Independent pieces of a stage (document extraction chunks, embedding batches, LLM block
+decisions, scorers): the same flow code runs them on Prefect's thread runner, on a Dask cluster,
+or, in-process, on a few threads.
+
+A piece is a module-level function over picklable arguments (settings, frames, lists), so Dask
+can ship it to another process; it builds its own clients from the settings it is given and
+touches no warehouse: the flow saves what each piece returns, as it completes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from functools import cache
+from typing import Any, TypeVar
+
+from revbench.flows.common import prefect_active
+from revbench.settings import LimitsSettings, RunnerSettings
+from revbench.workers import map_unordered
+
+log = logging.getLogger("revbench.flows")
+R = TypeVar("R")
+
+SERVICE_TAGS = {name: f"revbench:{name}" for name in LimitsSettings.model_fields}
+"""The tag each service's pieces carry; a Prefect concurrency limit on the tag bounds them
+across every worker."""
+
+
+def task_runner(runner: RunnerSettings) -> Any:
+    """The Prefect task runner the settings ask for."""
+    if runner.kind == "dask":
+        from prefect_dask import DaskTaskRunner
+
+        if runner.dask_address:
+            return DaskTaskRunner(address=runner.dask_address)
+        return DaskTaskRunner(cluster_kwargs={
+            "n_workers": runner.dask_workers, "threads_per_worker": runner.dask_threads_per_worker,
+            "processes": True, "dashboard_address": None})
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    return ThreadPoolTaskRunner(max_workers=runner.max_workers)
+
+
+def ensure_limits(limits: LimitsSettings) -> dict[str, int]:
+    """Create (or update) the tag concurrency limits on the Prefect server; a limit of 0 removes
+    ours. Returns the limits in force."""
+    from prefect.client.orchestration import get_client
+
+    wanted = {SERVICE_TAGS[name]: int(getattr(limits, name)) for name in LimitsSettings.model_fields}
+    with get_client(sync_client=True) as client:
+        for tag, limit in wanted.items():
+            if limit:
+                client.create_concurrency_limit(tag=tag, concurrency_limit=limit)
+            else:
+                try:
+                    client.delete_concurrency_limit_by_tag(tag)
+                except Exception:  # absent already: nothing to remove
+                    pass
+    return {t: n for t, n in wanted.items() if n}
+
+
+@cache
+def _piece_task(fn: Callable[..., Any], name: str, service: str | None) -> Any:
+    from prefect import task
+    from prefect.cache_policies import NO_CACHE
+
+    tags = [SERVICE_TAGS[service]] if service else []
+    # Pieces are never cached by Prefect: the warehouse records what is done.
+    return task(fn, name=name, tags=tags, cache_policy=NO_CACHE, persist_result=False)
+
+
+def map_pieces(fn: Callable[..., R], pieces: Sequence[tuple[Any, ...]], name: str, service: str | None = None,
+               local_workers: int = 1) -> Iterator[R]:
+    """``fn(*piece)`` for every piece, yielded as each completes. In a tracked run each piece is
+    a Prefect task on the flow's task runner (threads or Dask) tagged with its service; in-process
+    they run on ``local_workers`` threads. In a tracked run a piece that raises is raised again
+    after every other piece has finished and been yielded, so their work can be saved."""
+    if not pieces:
+        return
+    if not prefect_active():
+        yield from map_unordered(lambda p: fn(*p), list(pieces), local_workers)
+        return
+    from prefect.futures import as_completed
+
+    t = _piece_task(fn, name, service)
+    futures = [t.submit(*p) for p in pieces]
+    failure: BaseException | None = None
+    for fut in as_completed(futures):
+        try:
+            result = fut.result()
+        except BaseException as exc:  # noqa: BLE001 - raised below, after the finished pieces
+            failure = failure or exc
+            continue
+        yield result
+    if failure is not None:
+        raise failure
+
+
+def chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    """``items`` in consecutive chunks of at most ``size``."""
+    return [items[i:i + size] for i in range(0, len(items), max(size, 1))]

@@ -1,0 +1,309 @@
+"""The refresh flow: every configured stage in order, each as its own (sub)flow run, each skipped
+when its inputs did not change since the refresh that last ran it.
+
+A stage is planned before it runs: the plan reads a few counts and digests from the warehouse
+(cheap next to the stage) and says in words why the stage runs or why it does not. The refresh
+holds the warehouse only while planning and recording, so the stage flows (and other commands)
+can open it in between; what each refresh did is kept in ``refresh_stages``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from revbench.flows.common import code_version, current_run_id, prefect_active, publish_markdown, publish_table, revbench_flow
+from revbench.schemas.model import Table
+from revbench.schemas.tables import AUTHORS, MENTIONS, PAPERS, RATING_TUPLES, RATINGS, REFRESH_STAGES
+from revbench.settings import REFRESH_STAGES as STAGE_NAMES
+from revbench.settings import Settings
+from revbench.tasks.crawl import plan_slices
+from revbench.warehouse import Warehouse, utcnow
+
+log = logging.getLogger("revbench.refresh")
+
+
+@dataclass
+class Plan:
+    """What the refresh will do with one stage, and why."""
+
+    run: bool
+    reason: str
+    fingerprint: str
+    args: dict[str, Any]
+
+
+def window(settings: Settings, today: date | None = None) -> tuple[date, date]:
+    """The ingest window: ``window_days`` ending at REFRESH__UNTIL, or yesterday (UTC): a day
+    is crawled once it is over, so an unchanged day is never crawled twice."""
+    until = settings.refresh.until or ((today or datetime.now(UTC).date()) - timedelta(days=1))
+    return until - timedelta(days=settings.refresh.window_days - 1), until
+
+
+def content_columns(table: Table) -> list[str]:
+    """The columns that hold content, not bookkeeping (run ids, timestamps)."""
+    return [c.name for c in table.columns if c.name != "run_id" and not c.name.endswith("_at")]
+
+
+def _fp(*parts: Any) -> str:
+    return json.dumps(parts, default=str, sort_keys=True)
+
+
+def _unchanged(wh: Warehouse, stage: str, fingerprint: str, what: str) -> Plan | None:
+    """A skip when the last refresh that ran ``stage`` saw the same inputs."""
+    last = wh.last_refresh_fingerprint(stage)
+    if last and last[0] == fingerprint:
+        return Plan(False, f"{what} unchanged since refresh {last[1][:8]} at {last[2]:%Y-%m-%d %H:%M} UTC", fingerprint, {})
+    return None
+
+
+def plan_ingest(settings: Settings, wh: Warehouse, since: date, until: date) -> Plan:
+    cats = settings.arxiv.categories
+    done = wh.completed_slices()
+    slices = [(c, s, e) for c in cats for s, e in plan_slices(since, until, settings.arxiv.slice_days)]
+    todo = [x for x in slices if x not in done]
+    pending, missing = wh.pending_documents().height, len(wh.ids_missing_s2())
+    fp = _fp(since, until, cats, len(slices) - len(todo), pending, missing)
+    args = {"since": since, "until": until}
+    if todo or pending or missing:
+        return Plan(True, f"{len(todo)} of {len(slices)} day slices of {since}..{until} to crawl, {pending} documents "
+                          f"to extract, {missing} papers to look up in Semantic Scholar", fp, args)
+    return Plan(False, f"all {len(slices)} day slices of {since}..{until} crawled; no document or lookup pending", fp, args)
+
+
+def plan_disambiguate(settings: Settings, wh: Warehouse) -> Plan:
+    d = settings.disambiguate
+    n = wh.count(MENTIONS)
+    fp = _fp(wh.digest(MENTIONS, content_columns(MENTIONS)), d.model_dump(), settings.llm.model, bool(settings.llm.base_url))
+    if n == 0:
+        return Plan(False, "no author mentions yet", fp, {})
+    return _unchanged(wh, "disambiguate", fp, f"the {n} mentions and the decider") or Plan(
+        True, f"{n} mentions changed since the last disambiguation (or none ran yet)", fp, {})
+
+
+def plan_pools(settings: Settings, wh: Warehouse) -> Plan:
+    latest = wh.latest_round()
+    papers = wh.count(PAPERS)
+    if papers == 0 or wh.count(AUTHORS) == 0:
+        return Plan(False, "no corpus with authors yet", _fp(papers), {})
+    if latest is None:
+        return Plan(True, f"no round yet: round 1 over {papers} papers", _fp(papers, 0), {"round": 1})
+    new = wh.papers_loaded_since(latest["created_at"])
+    need = settings.refresh.new_round_min_papers
+    fp = _fp(latest["round"], latest["revision"], new)
+    if new >= need:
+        return Plan(True, f"{new} papers new since round {latest['round']} (a round needs {need}): round "
+                          f"{latest['round'] + 1}", fp, {"round": latest["round"] + 1})
+    return Plan(False, f"{new} papers new since round {latest['round']}; a new round needs {need} "
+                       "(REVBENCH_REFRESH__NEW_ROUND_MIN_PAPERS)", fp, {})
+
+
+def plan_survey(settings: Settings, wh: Warehouse) -> Plan:
+    latest = wh.latest_round()
+    if latest is None:
+        return Plan(False, "no pools round to invite yet", _fp(None), {})
+    r = latest["round"]
+    sent = wh.invitations_sent(r)
+    fp = _fp(r, latest["revision"], sent)
+    if sent:
+        return Plan(False, f"round {r}'s invitations already sent ({sent} emails)", fp, {})
+    if not settings.smtp.host:
+        return Plan(False, f"round {r}'s {latest['invitations']} invitations wait: REVBENCH_SMTP__HOST is not set", fp, {})
+    if settings.survey.signing_key is None:
+        return Plan(False, f"round {r}'s invitations wait: REVBENCH_SURVEY__SIGNING_KEY is not set", fp, {})
+    return Plan(True, f"round {r}: {latest['invitations']} invitations not sent yet", fp, {"round": r})
+
+
+def plan_ratings(settings: Settings, wh: Warehouse) -> Plan:
+    from revbench.warehouse.survey_store import SurveyStore
+
+    if not settings.survey_store_path.exists():
+        return Plan(False, "no survey store yet (no wave sent)", _fp(0), {})
+    newest, pulled = SurveyStore(settings.survey_store_path).max_event_id(), wh.last_pulled_event()
+    fp = _fp(newest)
+    if newest <= pulled:
+        return Plan(False, f"no new survey answers since event {pulled}", fp, {})
+    return Plan(True, f"{newest - pulled} new survey events (after event {pulled})", fp, {})
+
+
+def plan_release(settings: Settings, wh: Warehouse) -> Plan:
+    n = wh.count(RATINGS)
+    fp = _fp(wh.digest(RATINGS, content_columns(RATINGS)))
+    if settings.release.id_key is None:
+        return Plan(False, "REVBENCH_RELEASE__ID_KEY is not set: no release can be built", fp, {})
+    if n == 0:
+        return Plan(False, "no ratings yet", fp, {})
+    last = wh.latest_release()
+    if last is None:
+        return Plan(True, f"{n} ratings and no release yet", fp, {})
+    same = _unchanged(wh, "release", fp, f"the {n} ratings")
+    if same:
+        return same
+    new, need = wh.ratings_since(last["built_at"]), settings.refresh.release_min_new_ratings
+    if new < need:
+        return Plan(False, f"{new} ratings answered since release {last['version']}; a release needs {need} "
+                           "(REVBENCH_REFRESH__RELEASE_MIN_NEW_RATINGS)", fp, {})
+    return Plan(True, f"ratings changed since release {last['version']} ({new} answered since)", fp, {})
+
+
+def plan_evaluate(settings: Settings, wh: Warehouse) -> Plan:
+    n = wh.count(RATING_TUPLES)
+    last = wh.latest_release()
+    fp = _fp(wh.digest(RATING_TUPLES, content_columns(RATING_TUPLES)), settings.ratings.evaluate_scorers,
+             settings.ratings.bootstrap, last)
+    if n == 0:
+        return Plan(False, "no benchmark tuples yet", fp, {})
+    return _unchanged(wh, "evaluate", fp, f"the {n} tuples and the scorers") or Plan(
+        True, f"{n} tuples or the scorers changed since the last evaluation (or none ran yet)", fp, {})
+
+
+def run_stage(settings: Settings, stage: str, args: dict[str, Any], synthetic: bool, track: bool) -> dict[str, Any]:
+    """Run one stage's flow (a subflow when the refresh is tracked)."""
+    if stage == "ingest":
+        from revbench.flows.ingest import ingest_flow
+
+        return ingest_flow.run(settings, args["since"], args["until"], synthetic=synthetic, track=track)
+    if stage == "disambiguate":
+        from revbench.flows.disambiguate import disambiguate_flow
+
+        return disambiguate_flow.run(settings, track=track)
+    if stage == "pools":
+        from revbench.flows.pools import pools_flow
+
+        return pools_flow.run(settings, round=args["round"], track=track)
+    if stage == "survey":
+        from revbench.flows.survey import survey_flow
+
+        return survey_flow.run(settings, round=args["round"], track=track)
+    if stage == "ratings":
+        from revbench.flows.ratings import ratings_flow
+
+        # The refresh evaluates once, in its own stage.
+        return ratings_flow.run(settings, evaluate=False, track=track)
+    if stage == "release":
+        from revbench.flows.release import release_flow
+
+        return release_flow.run(settings, only_if_changed=True, track=track)
+    from revbench.flows.evaluate import evaluate_configured
+
+    return evaluate_configured(settings, f"warehouse={settings.warehouse_path}", settings.data_dir / "reports" / "warehouse")
+
+
+PLANNERS: dict[str, Callable[..., Plan]] = {
+    "disambiguate": plan_disambiguate, "pools": plan_pools, "survey": plan_survey, "ratings": plan_ratings,
+    "release": plan_release, "evaluate": plan_evaluate,
+}
+
+
+def summarize(out: Any) -> dict[str, Any]:
+    """The scalar counts a stage reported (nested tables and texts left out)."""
+    if not isinstance(out, dict):
+        return {}
+    return {k: v for k, v in out.items() if isinstance(v, (int, float, bool)) or (isinstance(v, str) and len(v) < 80)}
+
+
+@contextmanager
+def _session(settings: Settings) -> Iterator[Warehouse]:
+    w = settings.warehouse
+    with Warehouse.open(settings.warehouse_path, lock_wait=w.lock_wait_seconds, memory_limit=w.memory_limit,
+                        threads=w.threads) as wh:
+        yield wh
+
+
+@contextmanager
+def shared_cluster(settings: Settings, track: bool) -> Iterator[Settings]:
+    """One local Dask cluster for every stage of a tracked refresh (instead of one per stage)."""
+    r = settings.runner
+    if not track or r.kind != "dask" or r.dask_address:
+        yield settings
+        return
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=r.dask_workers, threads_per_worker=r.dask_threads_per_worker, processes=True,
+                      dashboard_address=None) as cluster:
+        yield settings.with_overrides(runner={"dask_address": cluster.scheduler_address})
+
+
+@revbench_flow("refresh")
+def refresh_flow(settings: Settings, stages: list[str] | None = None, synthetic: bool = False,
+                 today: date | None = None) -> dict[str, Any]:
+    """Run ``stages`` (default REVBENCH_REFRESH__STAGES) in order, each skipped when its inputs
+    did not change; a stage that fails stops the refresh (later stages need its output)."""
+    chosen = [s for s in STAGE_NAMES if s in (stages if stages is not None else settings.refresh.stages)]
+    unknown = sorted(set(stages or []) - set(STAGE_NAMES))
+    if unknown:
+        from revbench.errors import UsageError
+
+        raise UsageError(f"unknown refresh stage(s) {', '.join(unknown)}; stages: {', '.join(STAGE_NAMES)}")
+    track = prefect_active()
+    refresh_id = current_run_id()
+    since, until = window(settings, today)
+    # The refresh's own row is written when it ends: a stage flow marks rows still 'running'
+    # as crashed, and the refresh is still running while its stages do.
+    started = utcnow()
+    rows: list[dict[str, Any]] = []
+    status, error = "completed", None
+    try:
+        with shared_cluster(settings, track) as s:
+            for position, stage in enumerate(chosen):
+                with _session(s) as wh:
+                    plan = plan_ingest(s, wh, since, until) if stage == "ingest" else PLANNERS[stage](s, wh)
+                log.debug("%s: %s (%s)", stage, "runs" if plan.run else "skipped", plan.reason)
+                row = {"refresh_id": refresh_id, "position": position, "stage": stage, "reason": plan.reason,
+                       "fingerprint": plan.fingerprint, "child_run_id": None, "seconds": 0.0, "summary": None}
+                if plan.run:
+                    t0 = time.monotonic()
+                    try:
+                        out = run_stage(s, stage, plan.args, synthetic, track)
+                    except BaseException as exc:
+                        row.update(status="failed", seconds=time.monotonic() - t0,
+                                   reason=f"{plan.reason}; failed: {type(exc).__name__}: {exc}"[:2000])
+                        _record(s, row)
+                        rows.append(row)
+                        raise
+                    summary = summarize(out)
+                    row.update(status="ran", seconds=time.monotonic() - t0, child_run_id=summary.get("run_id"),
+                               summary=json.dumps(summary, default=str))
+                    # Planned before the stage ran: the next refresh compares against what it saw
+                    # then, except where the stage itself changed its inputs (none does).
+                else:
+                    row["status"] = "skipped"
+                _record(s, row)
+                rows.append(row)
+    except KeyboardInterrupt:
+        status, error = "cancelled", "interrupted (Ctrl-C or SIGTERM); finished stages are kept"
+        raise
+    except BaseException as exc:
+        status, error = "failed", f"{type(exc).__name__}: {exc}"[:2000]
+        raise
+    finally:
+        with _session(settings) as wh:
+            wh.record_run(refresh_id, "refresh", {"stages": chosen, "since": since, "until": until}, code_version(),
+                          started, status, error)
+        _publish(refresh_id, rows, since, until, status)
+    return {"run_id": refresh_id, "since": since.isoformat(), "until": until.isoformat(), "status": status,
+            "stages": [{k: v for k, v in r.items() if k not in ("refresh_id", "fingerprint")} for r in rows]}
+
+
+def _record(settings: Settings, row: dict[str, Any]) -> None:
+    import polars as pl
+
+    with _session(settings) as wh:
+        wh.upsert(REFRESH_STAGES, pl.DataFrame([{**row, "finished_at": utcnow()}], schema=REFRESH_STAGES.polars_schema))
+
+
+def _publish(refresh_id: str, rows: list[dict[str, Any]], since: date, until: date, status: str) -> None:
+    """One summary for the curator: each stage, whether it ran, why, how long."""
+    table = [{"stage": r["stage"], "status": r["status"], "why": r["reason"], "seconds": round(r["seconds"], 1)}
+             for r in rows]
+    publish_table("refresh-stages", table, "What this refresh did with each stage, and why")
+    md = [f"## Refresh {refresh_id[:8]} ({status})", "", f"Window {since}..{until}.", "",
+          "| stage | status | why | seconds |", "|---|---|---|---:|"]
+    md += [f"| {r['stage']} | {r['status']} | {r['why'].replace('|', '/')} | {r['seconds']} |" for r in table]
+    publish_markdown("refresh-summary", "\n".join(md), "Refresh summary")
