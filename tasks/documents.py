@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import polars as pl
@@ -98,20 +98,22 @@ def documents_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     return DOCUMENTS.conform(pl.DataFrame(rows, schema_overrides={"pdf_authors": schema["pdf_authors"]}, infer_schema_length=None))
 
 
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
 def extract_piece(settings: Settings, keys: pl.DataFrame,
                   attempts_before: dict[tuple[str, int], int]) -> tuple[pl.DataFrame, str | None, dict[str, int]]:
     """One piece of the extract stage, runnable in another process: its own clients, every
     document of ``keys`` extracted, and the error that stopped it when a service stopped
     answering (the rows finished before it are returned all the same, to be saved), and the
     requests it made of each service."""
-    from revbench.warehouse import utcnow
-
     pdfs = PdfClient(settings.pdf, settings.http)
     grobid = GrobidHeaderClient(settings.grobid, settings.http)
     frames: list[pl.DataFrame] = []
     error: str | None = None
     try:
-        for batch in extract_all(pdfs, grobid, keys, settings.grobid.concurrency, max(keys.height, 1), utcnow,
+        for batch in extract_all(pdfs, grobid, keys, settings.grobid.concurrency, max(keys.height, 1), _utcnow,
                                  attempts_before):
             frames.append(batch)
     except ServiceUnavailable as exc:
