@@ -126,7 +126,7 @@ def extract_stage(run: Run) -> StageResult:
         size = settings.ingest.commit_every
         pieces = [(settings, pending.slice(i, size), attempts) for i in range(0, pending.height, size)]
         statuses: Counter[str] = Counter()
-        errors: list[str] = []
+        errors: list[ServiceUnavailable] = []
         requests: Counter[str] = Counter({"pdf_requests": 0, "grobid_requests": 0})
         with st.progress(pending.height, f"PDF + GROBID for {pending.height} papers") as progress:
             for frame, error, made in map_pieces(documents.extract_piece, pieces, "extract-documents", "grobid"):
@@ -142,7 +142,7 @@ def extract_stage(run: Run) -> StageResult:
         st.result.rows_in, st.result.rows_out, st.result.rejected = pending.height, ok, pending.height - ok
         st.result.notes = {"statuses": dict(statuses), "pieces": len(pieces), **requests}
     if errors:
-        raise ServiceUnavailable(errors[0])
+        raise errors[0]
     return st.result
 
 

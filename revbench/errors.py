@@ -52,6 +52,11 @@ class ServiceUnavailable(RevbenchError):
                          "re-run once it answers")
         self.service = service
         self.url = url
+        self.detail = detail
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
+        # Raised in a Dask worker, it travels back to the flow by pickle.
+        return (type(self), (self.service, self.url, self.detail))
 
 
 class WarehouseBusy(RevbenchError):

@@ -103,7 +103,7 @@ def _utcnow() -> datetime:
 
 
 def extract_piece(settings: Settings, keys: pl.DataFrame,
-                  attempts_before: dict[tuple[str, int], int]) -> tuple[pl.DataFrame, str | None, dict[str, int]]:
+                  attempts_before: dict[tuple[str, int], int]) -> tuple[pl.DataFrame, ServiceUnavailable | None, dict[str, int]]:
     """One piece of the extract stage, runnable in another process: its own clients, every
     document of ``keys`` extracted, and the error that stopped it when a service stopped
     answering (the rows finished before it are returned all the same, to be saved), and the
@@ -111,13 +111,13 @@ def extract_piece(settings: Settings, keys: pl.DataFrame,
     pdfs = PdfClient(settings.pdf, settings.http)
     grobid = GrobidHeaderClient(settings.grobid, settings.http)
     frames: list[pl.DataFrame] = []
-    error: str | None = None
+    error: ServiceUnavailable | None = None
     try:
         for batch in extract_all(pdfs, grobid, keys, settings.grobid.concurrency, max(keys.height, 1), _utcnow,
                                  attempts_before):
             frames.append(batch)
     except ServiceUnavailable as exc:
-        error = str(exc)
+        error = exc
     finally:
         pdfs.close()
     requests = {"pdf_requests": pdfs.requests_made, "grobid_requests": grobid.requests_made}

@@ -1,7 +1,8 @@
 """`revbench serve` and prefect.yaml against a real Prefect server with its scheduler: the cron
 deployments get scheduled runs, a triggered run completes in a subprocess of the serving process,
 Ctrl-C and SIGTERM stop it cleanly (schedules paused, resumed on the next serve), and the worker
-route declared in prefect.yaml deploys and runs the same flows."""
+route declared in prefect.yaml deploys and runs the same flows. The ratings pull sends reminders
+only when unattended sending is configured, and a failed wave never keeps answers from being pulled."""
 
 from __future__ import annotations
 
@@ -24,8 +25,6 @@ from revbench.app.deployments import DEPLOYMENT, RATINGS_FLOW, REFRESH_FLOW, dep
 from revbench.replay.server import free_port
 from revbench.settings import ScheduleSettings, Settings
 from revbench.warehouse import Warehouse
-
-pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 REFRESH = f"{REFRESH_FLOW}/{DEPLOYMENT}"
@@ -161,6 +160,7 @@ def served(client: Any, since: datetime) -> tuple[Any, Any] | None:
     return found if ok else None
 
 
+@pytest.mark.slow
 def test_serve_schedules_runs_and_stops_cleanly(scheduler_api: str, tmp_path: Path) -> None:
     from prefect.deployments import run_deployment
 
@@ -228,24 +228,28 @@ def test_prefect_yaml_declares_the_served_deployments() -> None:
 
     spec = yaml.safe_load((ROOT / "prefect.yaml").read_text())
     defaults = ScheduleSettings()
-    served = {f"{d.flow_name}/{d.name}": d for d in deployments(Settings())}
+    built = {f"{d.flow_name}/{d.name}": d for d in deployments(Settings())}
     declared = {}
     for d in spec["deployments"]:
         path, _, func = d["entrypoint"].partition(":")
         assert (ROOT / path).is_file()
         flow = load_flow_from_entrypoint(f"{ROOT / path}:{func}")
         declared[f"{flow.name}/{d['name']}"] = d
-    assert declared.keys() == served.keys() == {REFRESH, RATINGS}
-    assert schedule_of(served[REFRESH]) == (defaults.refresh_cron, defaults.timezone)
+    assert declared.keys() == built.keys() == {REFRESH, RATINGS}
+    assert schedule_of(built[REFRESH]) == (defaults.refresh_cron, defaults.timezone)
     for name, d in declared.items():
-        assert [(s["cron"], s["timezone"]) for s in d["schedules"]] == [schedule_of(served[name])]
-        assert served[name].entrypoint.rsplit(".", 1)[1] == d["entrypoint"].rsplit(":", 1)[1]
-        assert d["tags"] == served[name].tags and d["concurrency_limit"] == served[name].concurrency_limit
+        assert [(s["cron"], s["timezone"]) for s in d["schedules"]] == [schedule_of(built[name])]
+        assert built[name].entrypoint.rsplit(".", 1)[1] == d["entrypoint"].rsplit(":", 1)[1]
+        assert d["tags"] == built[name].tags and d["concurrency_limit"] == built[name].concurrency_limit
         assert d["work_pool"]["name"] == "revbench"
     assert spec["pull"] == [{"prefect.deployments.steps.set_working_directory": {"directory": "{{ project.stdout }}"}}]
 
 
+@pytest.mark.slow
 def test_prefect_yaml_deploys_and_a_worker_runs_it(scheduler_api: str, tmp_path: Path) -> None:
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.workers.process import ProcessWorker
+
     env = clean_env(tmp_path / "prefect-home", PREFECT_API_URL=scheduler_api, REVBENCH_DATA_DIR=str(tmp_path / "data"),
                     REVBENCH_REFRESH__STAGES='["ratings"]')
     prefect = [sys.executable, "-m", "prefect"]
@@ -255,9 +259,11 @@ def test_prefect_yaml_deploys_and_a_worker_runs_it(scheduler_api: str, tmp_path:
         assert out.returncode == 0, out.stdout + out.stderr
         return out
 
-    pools = httpx.post(f"{scheduler_api}/work_pools/filter", json={}, timeout=10).json()
-    if "revbench" not in {p["name"] for p in pools}:
-        run("work-pool", "create", "revbench", "--type", "process")
+    # What `prefect work-pool create revbench --type process` does, without starting a CLI.
+    with client_of(scheduler_api) as client:
+        client.create_work_pool(WorkPoolCreate(name="revbench", type="process",
+                                               base_job_template=ProcessWorker.get_default_base_job_template()),
+                                overwrite=True)
     run("--no-prompt", "deploy", "--all")
     with client_of(scheduler_api) as client:
         for name, func in ((REFRESH, "scheduled_refresh"), (RATINGS, "ratings_pull")):
@@ -265,6 +271,8 @@ def test_prefect_yaml_deploys_and_a_worker_runs_it(scheduler_api: str, tmp_path:
             assert d.entrypoint == f"revbench/app/deployments.py:{func}" and d.work_pool_name == "revbench"
             assert d.pull_steps == [{"prefect.deployments.steps.set_working_directory": {"directory": str(ROOT)}}]
             assert d.schedules and all(s.active for s in d.schedules) and not d.paused
+            # The worker below takes every run due within its prefetch window: none but ours.
+            client.pause_deployment(d.id)
         triggered = client.create_flow_run_from_deployment(read_deployment(client, RATINGS).id)
     # One polling pass: the worker starts the flow-run process (pull step, then the entrypoint)
     # and waits for it.
@@ -274,3 +282,33 @@ def test_prefect_yaml_deploys_and_a_worker_runs_it(scheduler_api: str, tmp_path:
     assert state is not None and state.is_completed(), state
     with Warehouse.open(tmp_path / "data" / "warehouse.duckdb", read_only=True) as wh:
         assert str(triggered.id) in wh.latest_runs(50)["run_id"].to_list()
+
+
+def test_reminders_are_sent_only_when_configured_and_unattended(settings: Settings) -> None:
+    from revbench.app.deployments import send_reminders
+
+    assert "REVBENCH_SMTP__HOST" in send_reminders(settings)
+    mail = settings.with_overrides(smtp={"host": "127.0.0.1"})
+    assert "REVBENCH_SURVEY__SIGNING_KEY" in send_reminders(mail)
+    keyed = mail.with_overrides(survey={"signing_key": "k" * 40})
+    assert "REVBENCH_SURVEY__AUTO_APPROVE" in send_reminders(keyed)
+    unattended = keyed.with_overrides(survey={"auto_approve": True})
+    assert send_reminders(unattended) == "skipped: no warehouse yet"
+    with Warehouse.open(unattended.warehouse_path):
+        pass
+    assert send_reminders(unattended) == "skipped: no pools round yet"
+
+
+def test_failed_reminders_still_pull_the_answers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import revbench.app.deployments as dep
+    from revbench.errors import ServiceUnavailable
+
+    def down(settings: Settings) -> None:
+        raise ServiceUnavailable("SMTP", "smtp://127.0.0.1:25", "connection refused")
+
+    monkeypatch.setattr(dep, "send_reminders", down)
+    with pytest.raises(ServiceUnavailable):
+        dep.ratings_pull.fn()  # in this process, without the engine: the same body a served run executes
+    with Warehouse.open(tmp_path / "data" / "warehouse.duckdb", read_only=True) as wh:
+        runs = wh.latest_runs(5).to_dicts()
+    assert [(r["flow"], r["status"]) for r in runs] == [("refresh", "completed")]

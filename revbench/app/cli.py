@@ -292,8 +292,9 @@ def serve() -> None:
         console.print("  (no ratings pull: REVBENCH_SCHEDULE__RATINGS_CRON is empty)")
     names = " or ".join(f"prefect deployment run '{d.flow_name}/{d.name}'" for d in served)
     console.print(escape(f"Run one now: {names} (the refresh takes -p 'stages=[\"ratings\"]' for some stages)")
-                  + (f", or from {PREFECT_UI_URL.value()}/deployments" if PREFECT_UI_URL.value() else "")
-                  + ". Ctrl-C stops serving.", highlight=False, soft_wrap=True)
+                  + (f", or from {PREFECT_UI_URL.value()}/deployments" if PREFECT_UI_URL.value() else "") + ".",
+                  highlight=False, soft_wrap=True)
+    console.print("Ctrl-C stops serving.")
     serve_deployments(settings)
     console.print("Stopped serving; the schedules stay paused until `revbench serve` runs again.")
 

@@ -44,10 +44,8 @@ def run_settings() -> Settings:
     except for signals: inside a flow run Prefect's own SIGTERM handler turns a cancellation from
     the UI into a cancelled run, and ours would turn it into a crash."""
     settings = build_settings()
-    if threading.current_thread() is not threading.main_thread():
-        prepare_process(settings)
-        return settings
-    kept = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    main = threading.current_thread() is threading.main_thread()
+    kept = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
     try:
         prepare_process(settings)
     finally:
@@ -75,6 +73,7 @@ def ratings_pull() -> dict[str, Any]:
     except Exception as exc:
         # Answers must still be pulled when the mail server is down; the run fails afterwards so
         # the curator sees it.
+        log.warning("reminders failed (%s: %s); pulling the answers all the same", type(exc).__name__, exc)
         reminders, failure = f"failed: {type(exc).__name__}: {exc}", exc
     out = refresh_flow.fn(settings, stages=["ratings"])
     if failure is not None:
