@@ -10,6 +10,7 @@ Either way the run is a row in the warehouse ``runs`` table.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import subprocess
@@ -195,9 +196,7 @@ class Run:
         try:
             yield
         finally:
-            w = self.settings.warehouse
-            self.wh = Warehouse(path, lock_wait=max(wait_seconds, w.lock_wait_seconds), memory_limit=w.memory_limit,
-                                threads=w.threads)
+            self.wh = open_warehouse(self.settings, max(wait_seconds, self.settings.warehouse.lock_wait_seconds))
             self.announce(self.current)
 
     def require(self, *services: str) -> None:
@@ -214,6 +213,14 @@ class Run:
                     self.settings = self.settings.with_overrides(**{service: {"api_key": None}})
 
 
+def open_warehouse(settings: Settings, lock_wait: float | None = None) -> Warehouse:
+    """The warehouse for writing, with the settings' memory and thread limits; waits
+    ``lock_wait`` (default: the setting) for another process to let go of it."""
+    w = settings.warehouse
+    return Warehouse(settings.warehouse_path, lock_wait=w.lock_wait_seconds if lock_wait is None else lock_wait,
+                     memory_limit=w.memory_limit, threads=w.threads)
+
+
 @contextmanager
 def flow_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Iterator[Run]:
     """Open the warehouse once for the run (waiting a bounded time for another process to let
@@ -221,9 +228,7 @@ def flow_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Itera
     (completed, failed, or cancelled on Ctrl-C or SIGTERM) is written at exit."""
     run_id = current_run_id()
     clear_interrupt()
-    w = settings.warehouse
-    with Warehouse.open(settings.warehouse_path, lock_wait=w.lock_wait_seconds, memory_limit=w.memory_limit,
-                        threads=w.threads) as wh:
+    with contextlib.closing(open_warehouse(settings)) as wh:
         crashed = wh.mark_crashed_runs()
         if crashed:
             log.warning("%d earlier run(s) never finished; marked crashed", crashed)

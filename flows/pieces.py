@@ -9,7 +9,6 @@ touches no warehouse: the flow saves what each piece returns, as it completes.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from typing import Any, TypeVar
@@ -18,7 +17,6 @@ from revbench.flows.common import prefect_active
 from revbench.settings import LimitsSettings, RunnerSettings
 from revbench.workers import map_unordered
 
-log = logging.getLogger("revbench.flows")
 R = TypeVar("R")
 
 SERVICE_TAGS = {name: f"revbench:{name}" for name in LimitsSettings.model_fields}

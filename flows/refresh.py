@@ -9,6 +9,7 @@ can open it in between; what each refresh did is kept in ``refresh_stages``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -18,7 +19,15 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from revbench.flows.common import code_version, current_run_id, prefect_active, publish_markdown, publish_table, revbench_flow
+from revbench.flows.common import (
+    code_version,
+    current_run_id,
+    open_warehouse,
+    prefect_active,
+    publish_markdown,
+    publish_table,
+    revbench_flow,
+)
 from revbench.schemas.model import Table
 from revbench.schemas.tables import AUTHORS, MENTIONS, PAPERS, RATING_TUPLES, RATINGS, REFRESH_STAGES
 from revbench.settings import REFRESH_STAGES as STAGE_NAMES
@@ -208,12 +217,8 @@ def summarize(out: Any) -> dict[str, Any]:
     return {k: v for k, v in out.items() if isinstance(v, (int, float, bool)) or (isinstance(v, str) and len(v) < 80)}
 
 
-@contextmanager
-def _session(settings: Settings) -> Iterator[Warehouse]:
-    w = settings.warehouse
-    with Warehouse.open(settings.warehouse_path, lock_wait=w.lock_wait_seconds, memory_limit=w.memory_limit,
-                        threads=w.threads) as wh:
-        yield wh
+def _session(settings: Settings) -> contextlib.closing[Warehouse]:
+    return contextlib.closing(open_warehouse(settings))
 
 
 @contextmanager
@@ -270,8 +275,6 @@ def refresh_flow(settings: Settings, stages: list[str] | None = None, synthetic:
                     summary = summarize(out)
                     row.update(status="ran", seconds=time.monotonic() - t0, child_run_id=summary.get("run_id"),
                                summary=json.dumps(summary, default=str))
-                    # Planned before the stage ran: the next refresh compares against what it saw
-                    # then, except where the stage itself changed its inputs (none does).
                 else:
                     row["status"] = "skipped"
                 _record(s, row)
