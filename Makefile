@@ -9,7 +9,7 @@ export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 export GX_ANALYTICS_ENABLED ?= false
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: demo test bench venv clean-data browser screenshots
+.PHONY: demo test bench bench-refresh venv clean-data browser screenshots
 
 venv: $(STAMP)
 
@@ -49,6 +49,10 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.pools_bench
 	$(BIN)/python -m benchmarks.survey_bench
 	$(BIN)/python -m benchmarks.ratings_bench
+
+# The whole refresh at LR-bench's size, threads and Dask (about an hour on two cores).
+bench-refresh: $(STAMP)
+	$(BIN)/python -m benchmarks.refresh_bench
 
 clean-data:
 	rm -rf data

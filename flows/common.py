@@ -95,7 +95,8 @@ class RevbenchFlow(Generic[P, R]):
         if isinstance(settings, Settings):
             from revbench.flows.pieces import task_runner
 
-            return self.flow.with_options(task_runner=task_runner(settings.runner))(*args, **kwargs)
+            return self.flow.with_options(task_runner=task_runner(settings.runner, settings.http.probe_timeout_seconds))(
+                *args, **kwargs)
         return self.flow(*args, **kwargs)
 
     def run(self, *args: P.args, track: bool = True, **kwargs: P.kwargs) -> R:
@@ -236,7 +237,9 @@ def flow_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Itera
         if prefect_active():
             from revbench.flows.pieces import ensure_limits
 
-            ensure_limits(settings.limits)
+            # We hold the warehouse, so no other run on it is alive: slots a crashed one held
+            # are free to take back.
+            ensure_limits(settings.limits, fresh=bool(crashed))
         run = Run(settings, flow, run_id, wh, started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         run.announce()
         log.debug("%s run %s started (warehouse %s)", flow, run_id, wh.path)

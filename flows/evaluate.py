@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ from revbench.evaluation.model import Benchmark, MetricValue, Scores
 from revbench.evaluation.plan import EvaluationPlan, plan_evaluation
 from revbench.evaluation.report import plot_loss, report_tables, results_frame
 from revbench.evaluation.scorers import Context, make_scorer
-from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage
+from revbench.flows.pieces import map_pieces
 from revbench.schemas.tables import EVAL_RESULTS
 from revbench.settings import Settings
 from revbench.warehouse import utcnow
@@ -62,17 +64,36 @@ def load_inputs(plan: EvaluationPlan, allow_partial: bool,
     return loaded, preds
 
 
-@stage_task("score")
-def score_stage(run: Run, benchmark: Benchmark, spec: str) -> Scores:
-    """Run one scorer over one benchmark (embeddings and LLM answers come from the cache)."""
-    with stage(run, f"score {spec} on {benchmark.name}") as st:
-        scorer = make_scorer(spec, Context(run.settings))
-        if scorer.services():
-            run.require(*scorer.services())
-            scorer = make_scorer(spec, Context(run.settings))
-        scores = scorer.score(benchmark)
-        st.result.rows_out = sum(d.height for d in scores.draws)
-    return scores
+def score_piece(settings: Settings, index: int, benchmark: Benchmark, spec: str) -> tuple[int, str, Scores, float]:
+    """One scorer over one benchmark, in whichever process runs it (a thread, or a Dask worker:
+    it builds its own scorer, and embeddings and LLM answers come from the shared caches)."""
+    t = time.perf_counter()
+    scores = make_scorer(spec, Context(settings)).score(benchmark)
+    return index, spec, scores, time.perf_counter() - t
+
+
+def score_all(run: Run, loaded: list[Benchmark], specs: list[str]) -> dict[tuple[int, str], Scores]:
+    """Every scorer on every benchmark as independent pieces (on the run's task runner when
+    tracked); scorers that call a service are probed first and run under its concurrency tag."""
+    with stage(run, "score") as st:
+        services: dict[str, tuple[str, ...]] = {}
+        for spec in specs:
+            services[spec] = make_scorer(spec, Context(run.settings)).services()
+            if services[spec]:
+                run.require(*services[spec])
+        work = [(i, spec) for i, b in enumerate(loaded) if not b.name.startswith("lrbench:") for spec in specs]
+        out: dict[tuple[int, str], Scores] = {}
+        seconds: dict[str, float] = {}
+        for tag in sorted({services[spec][0] if services[spec] else "" for _, spec in work}):
+            pieces = [(run.settings, i, loaded[i], spec) for i, spec in work
+                      if (services[spec][0] if services[spec] else "") == tag]
+            for i, spec, scores, secs in map_pieces(score_piece, pieces, "score", tag or None):
+                out[(i, spec)] = scores
+                seconds[f"{spec} on {loaded[i].name}"] = round(secs, 2)
+        st.result.rows_in = len(work)
+        st.result.rows_out = sum(d.height for s in out.values() for d in s.draws)
+        st.result.notes = {"seconds": seconds}
+    return out
 
 
 def export_predictions(scores: Scores, benchmark: Benchmark, report_dir: Path) -> None:
@@ -115,10 +136,9 @@ def evaluate_flow(
     with flow_run(settings, "evaluate", params) as run:
         rows: list[MetricValue] = []
         with stage(run, "metrics") as st:
+            scored = score_all(run, loaded, plan.scorers)
             for i, bench in enumerate(loaded):
-                runs: list[Scores] = [] if bench.name.startswith("lrbench:") else [
-                    score_stage(run, bench, spec) for spec in plan.scorers
-                ]
+                runs: list[Scores] = [scored[(i, spec)] for spec in plan.scorers if (i, spec) in scored]
                 runs += [s for j, s in preds if j == i]
                 base = next((s for s in runs if s.scorer == baseline), None) if baseline else None
                 if baseline and base is None:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from typing import Any, TypeVar
 
+from revbench.errors import ServiceUnavailable
 from revbench.flows.common import prefect_active
 from revbench.settings import LimitsSettings, RunnerSettings
 from revbench.workers import map_unordered
@@ -24,12 +25,29 @@ SERVICE_TAGS = {name: f"revbench:{name}" for name in LimitsSettings.model_fields
 across every worker."""
 
 
-def task_runner(runner: RunnerSettings) -> Any:
-    """The Prefect task runner the settings ask for."""
+def check_scheduler(address: str, timeout: float) -> None:
+    """Raise ServiceUnavailable unless a Dask scheduler accepts connections at ``address``:
+    checked before the flow starts, where Dask itself would fail after 30 s with a bare OSError."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        with socket.create_connection((parts.hostname or "", parts.port or 8786), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise ServiceUnavailable("Dask scheduler (REVBENCH_RUNNER__DASK_ADDRESS)", address,
+                                 exc.strerror or type(exc).__name__) from None
+
+
+def task_runner(runner: RunnerSettings, probe_timeout: float = 5.0) -> Any:
+    """The Prefect task runner the settings ask for (an external Dask scheduler is checked first)."""
     if runner.kind == "dask":
         from prefect_dask import DaskTaskRunner
 
+        no_worker_profiler()
         if runner.dask_address:
+            check_scheduler(runner.dask_address, probe_timeout)
             return DaskTaskRunner(address=runner.dask_address)
         return DaskTaskRunner(cluster_kwargs={
             "n_workers": runner.dask_workers, "threads_per_worker": runner.dask_threads_per_worker,
@@ -39,14 +57,36 @@ def task_runner(runner: RunnerSettings) -> Any:
     return ThreadPoolTaskRunner(max_workers=runner.max_workers)
 
 
-def ensure_limits(limits: LimitsSettings) -> dict[str, int]:
+def no_worker_profiler() -> None:
+    """Turn off Dask's statistical profiler for the workers of clusters started here.
+
+    It samples ``sys._current_frames()`` while other threads may be collecting garbage, which
+    deadlocks a whole worker on Python 3.11 before 3.11.9 (CPython issue 106883, dask/distributed
+    issue 8616): seen here on 3.11.7 a few seconds into extracting 2,000 papers. Workers of a
+    local cluster inherit the setting; an external cluster needs it in its own config."""
+    import dask
+
+    dask.config.set({"distributed.worker.profile.enabled": False})
+
+
+def ensure_limits(limits: LimitsSettings, fresh: bool = False) -> dict[str, int]:
     """Create (or update) the tag concurrency limits on the Prefect server; a limit of 0 removes
-    ours. Returns the limits in force."""
+    ours. Returns the limits in force.
+
+    ``fresh`` recreates them with every slot free: the caller knows that a run was killed while
+    holding slots. Prefect frees a dead holder's slots only when its lease expires, which a
+    temporary or test server (no repossessor service) never notices, and its reset endpoint
+    revokes the leases without freeing the slots; without this the next run would wait forever."""
     from prefect.client.orchestration import get_client
 
     wanted = {SERVICE_TAGS[name]: int(getattr(limits, name)) for name in LimitsSettings.model_fields}
     with get_client(sync_client=True) as client:
         for tag, limit in wanted.items():
+            if fresh:
+                try:
+                    client.delete_concurrency_limit_by_tag(tag)
+                except Exception:  # absent: nothing to free
+                    pass
             if limit:
                 client.create_concurrency_limit(tag=tag, concurrency_limit=limit)
             else:

@@ -10,9 +10,10 @@ import numpy as np
 import polars as pl
 
 from revbench.clients.semantic_scholar import SemanticScholarClient
-from revbench.embeddings import EmbeddingCache
+from revbench.embeddings import EmbeddingCache, encode_piece
 from revbench.errors import UsageError
 from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.pieces import chunks, map_pieces
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import ASSIGNMENTS, S2_AUTHOR_PAPERS
 from revbench.settings import Settings
@@ -20,6 +21,7 @@ from revbench.tasks import pools
 from revbench.warehouse import utcnow
 
 REPORT_TAUS = [0.4, 0.5, 0.6, 0.7, 0.8]
+S2_COMMIT_EVERY = 100
 
 
 def set_aside(out_dir: Path, revision: int) -> None:
@@ -32,23 +34,32 @@ def set_aside(out_dir: Path, revision: int) -> None:
         f.rename(dest / f.name)
 
 
-@stage_task("embed-papers")
 def embed_stage(run: Run, papers: pl.DataFrame, model: str) -> tuple[np.ndarray, int]:
-    """Vectors of every paper's title and abstract; only texts never embedded are encoded."""
+    """Vectors of every paper's title and abstract; only texts never embedded are encoded, in
+    pieces of RUNNER__EMBED_BATCH (Prefect tasks on the run's task runner when tracked), each
+    kept as it completes, so a killed run encodes only what it had not finished."""
     with stage(run, "embed") as st:
         cache = EmbeddingCache.shared(st.settings.cache_dir, model)
-        before = cache.encoded
         texts = (papers["title"].fill_null("") + " " + papers["abstract"].fill_null("")).to_list()
-        vectors = cache.embed(texts)
-        st.result.rows_in, st.result.rows_out = len(texts), cache.encoded - before
-    return vectors, cache.encoded - before
+        todo = cache.missing(texts)
+        pieces = [(model, list(batch)) for batch in chunks(todo, st.settings.runner.embed_batch)]
+        encoded = 0
+        with st.progress(len(todo), f"embedding {len(todo)} papers ({model})") as progress:
+            for hashes, vecs in map_pieces(encode_piece, pieces, "embed-papers", "embed"):
+                cache.add(hashes, vecs)
+                encoded += len(hashes)
+                progress.advance(len(hashes))
+        vectors = cache.embed(texts)  # every text is cached now: nothing is encoded here
+        st.result.rows_in, st.result.rows_out = len(texts), encoded
+        st.result.notes = {"pieces": len(pieces), "model": model}
+    return vectors, encoded
 
 
 @stage_task("fetch-s2-histories")
 def s2_stage(run: Run, s2_ids: list[str]) -> dict[str, int]:
     """Publication histories of candidates from Semantic Scholar, fetched once and kept; each
-    author is committed on its own, so a crash keeps what was fetched. Screening counts on them:
-    when Semantic Scholar stops answering the run fails rather than screen on the corpus alone
+    batch of S2_COMMIT_EVERY authors is committed as it fills, so a crash keeps what was
+    fetched. Screening counts on them: when Semantic Scholar stops answering the run fails rather than screen on the corpus alone
     (set REVBENCH_POOLS__FETCH_S2_HISTORIES=false to do that on purpose)."""
     with stage(run, "s2-histories") as st:
         todo = sorted(set(s2_ids) - st.wh.fetched_s2_authors())
@@ -56,6 +67,13 @@ def s2_stage(run: Run, s2_ids: list[str]) -> dict[str, int]:
             run.require("s2")
         client = SemanticScholarClient(st.settings.s2, st.settings.http)
         fetched = failed = 0
+        pending: list[dict[str, Any]] = []
+
+        def commit() -> None:
+            if pending:
+                st.wh.upsert(S2_AUTHOR_PAPERS, pl.DataFrame(pending, schema=S2_AUTHOR_PAPERS.polars_schema))
+                pending.clear()
+
         try:
             with st.progress(len(todo), f"S2 histories of {len(todo)} candidates") as progress:
                 for sid in todo:
@@ -67,13 +85,18 @@ def s2_stage(run: Run, s2_ids: list[str]) -> dict[str, int]:
                     except TransientError:
                         failed += 1  # left for the next run; the breaker stops a run on a dead service
                         continue
-                    rows = [{"s2_author_id": sid, "paper_key": "", "year": None, "arxiv_id": None, "fetched_at": utcnow()}]
-                    rows += [{"s2_author_id": sid, "paper_key": p.get("paperId") or "", "year": p.get("year"),
-                              "arxiv_id": (p.get("externalIds") or {}).get("ArXiv"), "fetched_at": utcnow()}
-                             for p in papers if p.get("paperId")]
-                    st.wh.upsert(S2_AUTHOR_PAPERS, pl.DataFrame(rows, schema=S2_AUTHOR_PAPERS.polars_schema))
+                    pending.append({"s2_author_id": sid, "paper_key": "", "year": None, "arxiv_id": None,
+                                    "fetched_at": utcnow()})
+                    pending.extend({"s2_author_id": sid, "paper_key": p.get("paperId") or "", "year": p.get("year"),
+                                    "arxiv_id": (p.get("externalIds") or {}).get("ArXiv"), "fetched_at": utcnow()}
+                                   for p in papers if p.get("paperId"))
                     fetched += 1
+                    # One commit per author cost more than its request at 30k candidates; a crash
+                    # now re-fetches at most this many authors (the upsert keeps no duplicates).
+                    if fetched % S2_COMMIT_EVERY == 0:
+                        commit()
         finally:
+            commit()
             client.close()
         st.result.rows_in, st.result.rows_out, st.result.rejected = len(todo), fetched, failed
     return {"asked": len(todo), "fetched": fetched, "failed": failed}

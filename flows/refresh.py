@@ -230,6 +230,9 @@ def shared_cluster(settings: Settings, track: bool) -> Iterator[Settings]:
         return
     from distributed import LocalCluster
 
+    from revbench.flows.pieces import no_worker_profiler
+
+    no_worker_profiler()
     with LocalCluster(n_workers=r.dask_workers, threads_per_worker=r.dask_threads_per_worker, processes=True,
                       dashboard_address=None) as cluster:
         yield settings.with_overrides(runner={"dask_address": cluster.scheduler_address})

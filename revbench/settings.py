@@ -142,7 +142,7 @@ class DisambiguateSettings(Section):
 class PoolsSettings(Section):
     """Query sampling, candidate recall, conflicts of interest, screening and assignment."""
 
-    model: str = Field("all-MiniLM-L6-v2", description="Sentence-transformers model (name or path) for paper embeddings.")
+    model: str = Field("all-MiniLM-L6-v2", description="Sentence-transformers model (name or path) for paper embeddings, or `hashing` (hashed word counts: no weights, fast on a CPU at full size).")
     queries_per_category: int = Field(800, ge=1, description="Query papers sampled per category and round.")
     reuse_queries: bool = Field(False, description="Allow papers used as queries in earlier rounds.")
     seed: int = Field(0, description="Seed of sampling and assignment tie-breaks.")

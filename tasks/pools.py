@@ -34,6 +34,10 @@ def sample_queries(papers: pl.DataFrame, categories: list[str], per_category: in
     return pl.DataFrame(rows, schema={"arxiv_id": pl.Utf8, "category": pl.Utf8})
 
 
+QUERY_BATCH = 256
+"""Queries per faiss range search (bounds the memory of one search)."""
+
+
 def range_neighbors(vectors: np.ndarray, ids: list[str], query_ids: list[str], tau: float, max_neighbors: int = 0) -> pl.DataFrame:
     """Papers with cosine similarity >= ``tau`` to each query (itself excluded), from a faiss
     inner-product index over unit vectors; ``max_neighbors`` keeps the most similar."""
@@ -45,22 +49,32 @@ def range_neighbors(vectors: np.ndarray, ids: list[str], query_ids: list[str], t
     index = faiss.IndexFlatIP(x.shape[1])
     index.add(x)
     pos = {a: i for i, a in enumerate(ids)}
-    q = x[[pos[a] for a in query_ids]]
-    lims, dist, found = index.range_search(q, float(tau))
-    qs, ns, ss = [], [], []
-    for k, qid in enumerate(query_ids):
-        lo, hi = lims[k], lims[k + 1]
-        d, i = dist[lo:hi], found[lo:hi]
-        keep = i != pos[qid]
-        d, i = d[keep], i[keep]
-        if max_neighbors and len(d) > max_neighbors:
-            top = np.argsort(-d, kind="stable")[:max_neighbors]
-            d, i = d[top], i[top]
-        qs += [qid] * len(d)
-        ns += [ids[j] for j in i]
-        ss += d.astype(float).tolist()
-    return pl.DataFrame({"query_id": qs, "neighbor_id": ns, "similarity": ss},
-                        schema={"query_id": pl.Utf8, "neighbor_id": pl.Utf8, "similarity": pl.Float64})
+    qpos = np.array([pos[a] for a in query_ids], dtype=np.int64)
+    id_arr = np.array(ids, dtype=object)
+    frames = []
+    # Queries in batches: faiss allocates every match of a batch at once, and at full size on
+    # dense vectors (160k papers, tau 0.4) one search over all queries ran out of 24 GB.
+    for start in range(0, len(query_ids), QUERY_BATCH):
+        batch = qpos[start:start + QUERY_BATCH]
+        lims, dist, found = index.range_search(x[batch], float(tau))
+        qs, ns, ss = [], [], []
+        for k, qp in enumerate(batch):
+            d, i = dist[lims[k]:lims[k + 1]], found[lims[k]:lims[k + 1]]
+            keep = i != qp
+            d, i = d[keep], i[keep]
+            if max_neighbors and len(d) > max_neighbors:
+                top = np.argsort(-d, kind="stable")[:max_neighbors]
+                d, i = d[top], i[top]
+            qs.append(np.full(len(d), query_ids[start + k], dtype=object))
+            ns.append(id_arr[i])
+            ss.append(d.astype(np.float64))
+        if qs:
+            frames.append(pl.DataFrame({"query_id": np.concatenate(qs).tolist(), "neighbor_id": np.concatenate(ns).tolist(),
+                                        "similarity": np.concatenate(ss)},
+                                       schema={"query_id": pl.Utf8, "neighbor_id": pl.Utf8, "similarity": pl.Float64}))
+    if not frames:
+        return pl.DataFrame(schema={"query_id": pl.Utf8, "neighbor_id": pl.Utf8, "similarity": pl.Float64})
+    return pl.concat(frames)
 
 
 def candidate_evidence(neighbors: pl.DataFrame, links: pl.DataFrame) -> pl.DataFrame:

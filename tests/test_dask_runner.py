@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import socket
 from datetime import date
 
 import polars as pl
 import pytest
 
+from revbench.errors import ServiceUnavailable
 from revbench.flows.disambiguate import disambiguate_flow
 from revbench.flows.ingest import ingest_flow
 from revbench.flows.pools import pools_flow
@@ -57,7 +59,14 @@ def test_task_runner_follows_the_settings(settings: Settings) -> None:
 
     threads = task_runner(settings.runner.model_copy(update={"max_workers": 3}))
     assert isinstance(threads, ThreadPoolTaskRunner) and threads._max_workers == 3
-    remote = task_runner(settings.with_overrides(runner={"kind": "dask", "dask_address": "tcp://10.0.0.5:8786"}).runner)
-    assert isinstance(remote, DaskTaskRunner) and remote.address == "tcp://10.0.0.5:8786"
+    with socket.socket() as listening:  # stands in for a scheduler: the check only connects
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        address = f"tcp://127.0.0.1:{listening.getsockname()[1]}"
+        remote = task_runner(settings.with_overrides(runner={"kind": "dask", "dask_address": address}).runner)
+        assert isinstance(remote, DaskTaskRunner) and remote.address == address
+    # Now nothing listens there: one clear error before any work, not Dask's OSError after 30 s.
+    with pytest.raises(ServiceUnavailable, match="Dask scheduler .*unreachable"):
+        task_runner(settings.with_overrides(runner={"kind": "dask", "dask_address": address}).runner, 2.0)
     with pytest.raises(ValueError, match="dask_address"):
         settings.with_overrides(runner={"dask_address": "10.0.0.5:8786"})

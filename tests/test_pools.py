@@ -70,3 +70,23 @@ def test_candidates_carry_evidence() -> None:
     links = pl.DataFrame({"arxiv_id": ["p1", "p1", "p2"], "author_id": ["a", "b", "a"]})
     ev = candidate_evidence(nb, links)
     assert ev.rows() == [("q", "a", "p1", 0.8), ("q", "a", "p2", 0.7), ("q", "b", "p1", 0.8)]
+
+
+def test_range_search_in_batches_equals_brute_force(monkeypatch) -> None:
+    import revbench.tasks.pools as pools_mod
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((60, 8)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    ids = [f"p{i}" for i in range(60)]
+    queries = ids[::3]
+    monkeypatch.setattr(pools_mod, "QUERY_BATCH", 4)  # 20 queries: five searches
+    got = range_neighbors(x, ids, queries, tau=0.2, max_neighbors=5)
+    sim = x @ x.T
+    want = set()
+    for q in queries:
+        qi = ids.index(q)
+        cands = sorted(((float(sim[qi, j]), ids[j]) for j in range(60) if j != qi and sim[qi, j] >= 0.2), reverse=True)[:5]
+        want |= {(q, n) for _, n in cands}
+    assert set(zip(got["query_id"], got["neighbor_id"], strict=True)) == want
+    assert got.height == len(want)

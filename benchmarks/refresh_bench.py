@@ -1,0 +1,196 @@
+"""The whole refresh at LR-bench's size, with threads and with a 2-worker local Dask cluster.
+
+A SYNTHETIC world of 160k papers (with their PDFs and GROBID answers) served by the replay
+server; each runner gets a fresh data directory and runs the refresh one stage per process, so
+each stage's time and peak memory are its own (the flow process's peak RSS, and the largest
+child process's: the Dask workers). Then the world grows by one day and each runner runs the
+whole refresh again: its cost as a fraction of the first run's is the incremental cost.
+
+Settings of the run: paper embeddings by the weightless ``hashing`` encoder (MiniLM encodes
+about 50 texts/s on this CPU, so 160k papers would add about 55 min to each run; its throughput
+is measured by ``pools_bench``), author disambiguation with the offline fallback (the LLM path's
+number of calls at this size is measured by ``disambiguate_bench``), DuckDB limited to 8 GB.
+
+    .venv/bin/python -m benchmarks.refresh_bench [--papers 160000] [--runners threads,dask]
+
+Results go to ``benchmarks/results/refresh.json`` (written after each run, so a partial run
+keeps what it measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+STAGE_GROUPS = [["ingest"], ["disambiguate"], ["pools"], ["survey", "ratings", "release", "evaluate"]]
+
+
+def _settings(data: Path, base: str, runner: str, until: date, window_days: int) -> Any:
+    from revbench.replay.server import replay_overrides
+    from revbench.settings import Settings
+
+    return Settings(data_dir=data).with_overrides(
+        **replay_overrides(base),
+        refresh={"until": until.isoformat(), "window_days": window_days},
+        runner={"kind": runner, "dask_workers": 2},
+        # Hashed word counts of one synthetic field's papers are close: at tau 0.4 a query has
+        # ~20k neighbours among 160k papers, and uncapped the recall outgrew 24 GB.
+        pools={"model": "hashing", "max_neighbors": 200},
+        disambiguate={"use_llm": False},
+        warehouse={"memory_limit": "8GB"},
+    )
+
+
+def stage_main(a: argparse.Namespace) -> None:
+    """One refresh over ``a.stages`` in this process; prints one JSON line."""
+    import psutil
+
+    from revbench.flows.refresh import refresh_flow
+
+    s = _settings(Path(a.data), a.base, a.runner, date.fromisoformat(a.until), a.window_days)
+    peaks = {"workers": 0.0}
+    done = threading.Event()
+
+    def sample() -> None:
+        # Dask workers are child processes: their peak is sampled (ru_maxrss of children would
+        # also count every forked helper at its parent's size).
+        me = psutil.Process()
+        while not done.wait(0.5):
+            try:
+                kids = [c for c in me.children(recursive=True) if "spawn_main" in " ".join(c.cmdline())]
+                peaks["workers"] = max(peaks["workers"], max((c.memory_info().rss for c in kids), default=0) / 2**20)
+            except psutil.Error:
+                pass
+
+    threading.Thread(target=sample, daemon=True).start()
+    t = time.perf_counter()
+    out = refresh_flow.run(s, stages=a.stages.split(","), synthetic=True, track=True)
+    seconds = time.perf_counter() - t
+    done.set()
+    print(json.dumps({
+        "seconds": round(seconds, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "peak_worker_rss_mb": round(peaks["workers"]),
+        "stages": [{k: r.get(k) for k in ("stage", "status", "reason", "seconds")} for r in out["stages"]],
+        "status": out.get("status"),
+    }))
+
+
+def run_stages(stages: list[str], data: Path, base: str, runner: str, until: date, window_days: int,
+               env: dict[str, str]) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "benchmarks.refresh_bench", "--stage-run", ",".join(stages), "--data", str(data),
+           "--base", base, "--runner", runner, "--until", until.isoformat(), "--window-days", str(window_days)]
+    log = data.parent / "logs" / f"{runner}-{'-'.join(stages)}-{until}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    t = time.perf_counter()
+    with log.open("w") as err:
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+    wall = time.perf_counter() - t
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode or not lines:
+        raise SystemExit(f"refresh over {stages} with {runner} failed (exit {proc.returncode}); its log: {log}")
+    out = json.loads(lines[-1])
+    out["process_s"] = round(wall, 1)
+    print(f"  {runner:7s} {','.join(stages):35s} {out['seconds']:8.1f} s  peak {out['peak_rss_mb']} MB"
+          f" (largest Dask worker {out['peak_worker_rss_mb']} MB)  " + "; ".join(f"{r['stage']}: {r['status']}" for r in out["stages"]),
+          flush=True)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--papers", type=int, default=160_000)
+    p.add_argument("--runners", default="threads,dask")
+    p.add_argument("--work", type=Path, default=Path("data/bench/refresh"))
+    p.add_argument("--worlds", type=Path, default=Path("data/bench"))
+    p.add_argument("--phase", choices=["both", "first", "incremental"], default="both",
+                   help="first runs only, or only the day-later runs over an earlier --phase first (its data kept)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the work folder and the stages already recorded in the results (after a failure)")
+    p.add_argument("--stage-run")
+    p.add_argument("--data")
+    p.add_argument("--base")
+    p.add_argument("--runner")
+    p.add_argument("--until")
+    p.add_argument("--window-days", type=int)
+    a = p.parse_args()
+    if a.stage_run:
+        a.stages = a.stage_run
+        stage_main(a)
+        return
+
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    from revbench.replay import spawn_replay
+    from revbench.settings import ReplaySettings
+    from revbench.synth.world import WorldSpec, ensure_world, grow_world
+
+    runners = [r.strip() for r in a.runners.split(",") if r.strip()]
+    spec = WorldSpec(n_papers=a.papers, seed=11)
+    base_world = a.worlds / f"world-{a.papers // 1000}k"
+    t = time.perf_counter()
+    manifest = ensure_world(base_world, spec)
+    gen_s = time.perf_counter() - t
+    world = a.work / "world"
+    if a.phase != "incremental" and not a.resume:
+        shutil.rmtree(a.work, ignore_errors=True)
+        shutil.copytree(base_world, world)  # the copy grows; the base stays for the next run
+    window_days = (spec.end - spec.start).days + 1
+    out_file = RESULTS / ("refresh.json" if a.papers == 160_000 else f"refresh-{a.papers // 1000}k.json")
+    earlier = json.loads(out_file.read_text()) if (a.phase == "incremental" or a.resume) and out_file.exists() else {}
+    result: dict[str, Any] = earlier or {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"), "machine": f"{os.cpu_count()} cores",
+        "papers": manifest["counts"]["papers"], "mentions": manifest["counts"]["mentions"],
+        "documents": manifest["counts"]["documents"],
+        "world_generation_s": round(gen_s, 1), "settings": "pools.model=hashing, disambiguate.use_llm=false, "
+        "pools.max_neighbors=200, warehouse.memory_limit=8GB, runner.dask_workers=2", "first": {}, "incremental": {}}
+    RESULTS.mkdir(exist_ok=True)
+
+    def save() -> None:
+        out_file.write_text(json.dumps(result, indent=2) + "\n")
+
+    replay = ReplaySettings(timeout_delay_seconds=1.0, retry_after_seconds=0)
+    with prefect_test_harness(server_startup_timeout=180):
+        env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
+        with spawn_replay(world, replay) as base:
+            for runner in runners if a.phase != "incremental" else []:
+                print(f"first refresh, {runner}:", flush=True)
+                data = a.work / runner
+                runs = result["first"].get(runner, {}).get("runs", [])
+                done = {tuple(r["stage"] for r in run["stages"]) for run in runs}
+                for g in STAGE_GROUPS:
+                    if tuple(g) in done:
+                        continue
+                    runs.append(run_stages(g, data, base, runner, spec.end, window_days, env))
+                    result["first"][runner] = {"total_s": round(sum(r["seconds"] for r in runs), 1), "runs": runs}
+                    save()
+        if a.phase == "first":
+            return
+        grown = grow_world(world, 1)
+        result["new_papers"] = grown["days"]["papers_per_day"]
+        result.setdefault("incremental", {})
+        with spawn_replay(world, replay) as base:
+            for runner in runners:
+                print(f"refresh a day later, {runner}:", flush=True)
+                out = run_stages(sum(STAGE_GROUPS, []), a.work / runner, base, runner, spec.end + timedelta(days=1),
+                                 window_days, env)
+                first = result["first"][runner]["total_s"]
+                result["incremental"][runner] = {**out, "fraction_of_first": round(out["seconds"] / first, 4)}
+                save()
+    print(json.dumps({k: v for k, v in result.items() if k not in ("first", "incremental")}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
