@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -59,14 +58,15 @@ def stage_main(a: argparse.Namespace) -> None:
     from revbench.flows.refresh import refresh_flow
 
     s = _settings(Path(a.data), a.base, a.runner, date.fromisoformat(a.until), a.window_days)
-    peaks = {"workers": 0.0}
+    peaks = {"workers": 0.0, "self": 0.0}
     done = threading.Event()
 
     def sample() -> None:
-        # Dask workers are child processes: their peak is sampled (ru_maxrss of children would
-        # also count every forked helper at its parent's size).
+        # Sampled, not ru_maxrss: a child's ru_maxrss starts at its parent's size at fork (the
+        # benchmark process holds the world when it grows it), and Dask workers are children.
         me = psutil.Process()
-        while not done.wait(0.5):
+        while not done.wait(0.2):
+            peaks["self"] = max(peaks["self"], me.memory_info().rss / 2**20)
             try:
                 kids = [c for c in me.children(recursive=True) if "spawn_main" in " ".join(c.cmdline())]
                 peaks["workers"] = max(peaks["workers"], max((c.memory_info().rss for c in kids), default=0) / 2**20)
@@ -80,7 +80,7 @@ def stage_main(a: argparse.Namespace) -> None:
     done.set()
     print(json.dumps({
         "seconds": round(seconds, 1),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "peak_rss_mb": round(peaks["self"]),
         "peak_worker_rss_mb": round(peaks["workers"]),
         "stages": [{k: r.get(k) for k in ("stage", "status", "reason", "seconds")} for r in out["stages"]],
         "status": out.get("status"),

@@ -92,8 +92,14 @@ def plan_disambiguate(settings: Settings, wh: Warehouse) -> Plan:
     fp = _fp(wh.digest(MENTIONS, content_columns(MENTIONS)), d.model_dump(), settings.llm.model, bool(settings.llm.base_url))
     if n == 0:
         return Plan(False, "no author mentions yet", fp, {})
-    return _unchanged(wh, "disambiguate", fp, f"the {n} mentions and the decider") or Plan(
-        True, f"{n} mentions changed since the last disambiguation (or none ran yet)", fp, {})
+    unchanged = _unchanged(wh, "disambiguate", fp, f"the {n} mentions and the decider")
+    if unchanged:
+        return unchanged
+    # The digest says that something changed, not how much: the stage decides only the name
+    # blocks whose mentions changed, and reports how many.
+    why = ("no disambiguation by a refresh yet" if wh.last_refresh_fingerprint("disambiguate") is None
+           else "the mentions or the decider changed since the last refresh that ran it")
+    return Plan(True, f"{why} ({n} mentions; only changed name blocks are decided)", fp, {})
 
 
 def plan_pools(settings: Settings, wh: Warehouse) -> Plan:

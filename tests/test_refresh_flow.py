@@ -43,6 +43,7 @@ def test_refresh_twice_then_a_day_later(prefect_server, replay, settings, tmp_pa
 
     first = refresh_flow(s, synthetic=True)
     st = _stages(first)
+    assert st["disambiguate"]["reason"].startswith("no disambiguation by a refresh yet")
     assert [r["stage"] for r in first["stages"]] == ["ingest", "disambiguate", "pools", "survey", "ratings", "release",
                                                       "evaluate"]
     assert {k: v["status"] for k, v in st.items()} == {
@@ -70,6 +71,7 @@ def test_refresh_twice_then_a_day_later(prefect_server, replay, settings, tmp_pa
     third = refresh_flow(grown, synthetic=True)
     st3 = _stages(third)
     assert st3["ingest"]["status"] == "ran" and st3["disambiguate"]["status"] == "ran"
+    assert st3["disambiguate"]["reason"].startswith("the mentions or the decider changed since the last refresh")
     assert st3["pools"]["status"] == "skipped"
     assert "5 of 70 day slices" in st3["ingest"]["reason"]  # 5 categories x 14 days: the new day of each
     ingest_rows = {r["stage"]: r for r in _run_stage_rows(grown, "ingest").to_dicts()}
