@@ -76,18 +76,18 @@ def score_all(run: Run, loaded: list[Benchmark], specs: list[str]) -> dict[tuple
     """Every scorer on every benchmark as independent pieces (on the run's task runner when
     tracked); scorers that call a service are probed first and run under its concurrency tag."""
     with stage(run, "score") as st:
-        services: dict[str, tuple[str, ...]] = {}
+        tag: dict[str, str | None] = {}  # the service whose concurrency limit a scorer's pieces share
         for spec in specs:
-            services[spec] = make_scorer(spec, Context(run.settings)).services()
-            if services[spec]:
-                run.require(*services[spec])
+            services = make_scorer(spec, Context(run.settings)).services()
+            if services:
+                run.require(*services)
+            tag[spec] = services[0] if services else None
         work = [(i, spec) for i, b in enumerate(loaded) if not b.name.startswith("lrbench:") for spec in specs]
         out: dict[tuple[int, str], Scores] = {}
         seconds: dict[str, float] = {}
-        for tag in sorted({services[spec][0] if services[spec] else "" for _, spec in work}):
-            pieces = [(run.settings, i, loaded[i], spec) for i, spec in work
-                      if (services[spec][0] if services[spec] else "") == tag]
-            for i, spec, scores, secs in map_pieces(score_piece, pieces, "score", tag or None):
+        for service in sorted({tag[spec] for _, spec in work}, key=str):
+            pieces = [(run.settings, i, loaded[i], spec) for i, spec in work if tag[spec] == service]
+            for i, spec, scores, secs in map_pieces(score_piece, pieces, "score", service):
                 out[(i, spec)] = scores
                 seconds[f"{spec} on {loaded[i].name}"] = round(secs, 2)
         st.result.rows_in = len(work)

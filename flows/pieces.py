@@ -82,18 +82,13 @@ def ensure_limits(limits: LimitsSettings, fresh: bool = False) -> dict[str, int]
     wanted = {SERVICE_TAGS[name]: int(getattr(limits, name)) for name in LimitsSettings.model_fields}
     with get_client(sync_client=True) as client:
         for tag, limit in wanted.items():
-            if fresh:
+            if fresh or not limit:
                 try:
                     client.delete_concurrency_limit_by_tag(tag)
-                except Exception:  # absent: nothing to free
+                except Exception:  # absent already: nothing to free or remove
                     pass
             if limit:
                 client.create_concurrency_limit(tag=tag, concurrency_limit=limit)
-            else:
-                try:
-                    client.delete_concurrency_limit_by_tag(tag)
-                except Exception:  # absent already: nothing to remove
-                    pass
     return {t: n for t, n in wanted.items() if n}
 
 

@@ -59,8 +59,9 @@ def embed_stage(run: Run, papers: pl.DataFrame, model: str) -> tuple[np.ndarray,
 def s2_stage(run: Run, s2_ids: list[str]) -> dict[str, int]:
     """Publication histories of candidates from Semantic Scholar, fetched once and kept; each
     batch of S2_COMMIT_EVERY authors is committed as it fills, so a crash keeps what was
-    fetched. Screening counts on them: when Semantic Scholar stops answering the run fails rather than screen on the corpus alone
-    (set REVBENCH_POOLS__FETCH_S2_HISTORIES=false to do that on purpose)."""
+    fetched. Screening counts on them: when Semantic Scholar stops answering the run fails
+    rather than screen on the corpus alone (set REVBENCH_POOLS__FETCH_S2_HISTORIES=false to do
+    that on purpose)."""
     with stage(run, "s2-histories") as st:
         todo = sorted(set(s2_ids) - st.wh.fetched_s2_authors())
         if todo:

@@ -104,10 +104,6 @@ class EmbeddingCache:
                 for h, v in zip(df["text_hash"].to_list(), df["vector"].to_list(), strict=True):
                     self._vectors[h] = np.asarray(v, dtype=np.float32)
 
-    def _encoder(self) -> Callable[[list[str]], np.ndarray]:
-        model = model_for(self.model_name)
-        return lambda texts: model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-
     def missing(self, texts: list[str]) -> list[tuple[str, str]]:
         """``(hash, text)`` of the texts never embedded, each once, longest first (so batches
         hold texts of similar length)."""
@@ -138,7 +134,8 @@ class EmbeddingCache:
         hashes = [text_hash(t) for t in texts]
         todo = self.missing(texts)
         if todo:
-            self.add([h for h, _ in todo], (encode or self._encoder())([t for _, t in todo]))
+            self.add(*(encode_piece(self.model_name, todo) if encode is None
+                       else ([h for h, _ in todo], encode([t for _, t in todo]))))
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.vstack([self._vectors[h] for h in hashes])
