@@ -10,10 +10,9 @@ import numpy as np
 import polars as pl
 
 from revbench.clients.semantic_scholar import SemanticScholarClient
-from revbench.embeddings import EmbeddingCache, encode_piece
 from revbench.errors import UsageError
 from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
-from revbench.flows.pieces import chunks, map_pieces
+from revbench.flows.embed import encode_texts
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import ASSIGNMENTS, S2_AUTHOR_PAPERS
 from revbench.settings import Settings
@@ -39,19 +38,10 @@ def embed_stage(run: Run, papers: pl.DataFrame, model: str) -> tuple[np.ndarray,
     pieces of RUNNER__EMBED_BATCH (Prefect tasks on the run's task runner when tracked), each
     kept as it completes, so a killed run encodes only what it had not finished."""
     with stage(run, "embed") as st:
-        cache = EmbeddingCache.shared(st.settings.cache_dir, model)
         texts = (papers["title"].fill_null("") + " " + papers["abstract"].fill_null("")).to_list()
-        todo = cache.missing(texts)
-        pieces = [(model, list(batch)) for batch in chunks(todo, st.settings.runner.embed_batch)]
-        encoded = 0
-        with st.progress(len(todo), f"embedding {len(todo)} papers ({model})") as progress:
-            for hashes, vecs in map_pieces(encode_piece, pieces, "embed-papers", "embed"):
-                cache.add(hashes, vecs)
-                encoded += len(hashes)
-                progress.advance(len(hashes))
-        vectors = cache.embed(texts)  # every text is cached now: nothing is encoded here
+        vectors, encoded, pieces = encode_texts(st, model, texts, "papers")
         st.result.rows_in, st.result.rows_out = len(texts), encoded
-        st.result.notes = {"pieces": len(pieces), "model": model}
+        st.result.notes = {"pieces": pieces, "model": model}
     return vectors, encoded
 
 

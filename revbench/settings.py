@@ -344,6 +344,67 @@ class RefreshSettings(Section):
         return sorted(v, key=REFRESH_STAGES.index)
 
 
+class EmbedSettings(Section):
+    """The embed flow: benchmark texts and reviewer profiles embedded by each model."""
+
+    models: list[str] = Field(default_factory=lambda: ["all-MiniLM-L6-v2"],
+                              description="Models to embed with (JSON list of sentence-transformers names or paths, adapter folders, or hashing).")
+    token_budget: int = Field(16384, ge=256, description="Padded tokens per batch on a GPU (the CPU encodes 32 texts a batch).")
+
+    @field_validator("models")
+    @classmethod
+    def _models(cls, v: list[str]) -> list[str]:
+        if not v or any(not m.strip() for m in v):
+            raise ValueError("expected a JSON list of one or more model names or paths")
+        return v
+
+
+class TrainSettings(Section):
+    """RATE-style training: keyword profiles, weak supervision, LoRA (defaults from the RATE paper)."""
+
+    base_model: str = Field("all-MiniLM-L6-v2", description="Sentence-transformers model (name or path) the adapters train on.")
+    keywords: Literal["auto", "llm", "yake"] = Field(
+        "auto", description="Keyword extractor of reviewer profiles: llm, yake, or auto (the LLM when one is configured).")
+    keywords_per_paper: int = Field(6, ge=1, le=20, description="Keywords YAKE takes from each paper.")
+    profile_years: int = Field(2, ge=1, le=20, description="A profile is built from the reviewer's papers of the last N years.")
+    profile_max_papers: int = Field(20, ge=1, description="Most recent papers per profile.")
+    anchors: int = Field(2000, ge=1, description="Anchors (papers and reviewers) of the weak-supervision set.")
+    paper_centric_share: float = Field(0.5, ge=0, le=1, description="Share of anchors that are papers (the rest are reviewer profiles).")
+    candidates: int = Field(50, ge=3, description="Nearest candidates by embedding that BM25 ranks for each anchor.")
+    negative_ratios: list[float] = Field(
+        default_factory=lambda: [1 / 3, 1 / 10],
+        description="Difficulty: a negative's BM25 score relative to the positive's, one negative each (JSON list, each in (0, 1)).")
+    seed: int = Field(0, description="Seed of anchor sampling, data order, dropout and LoRA initialisation.")
+    lora_r: int = Field(16, ge=1, description="LoRA rank.")
+    lora_alpha: int = Field(32, ge=1, description="LoRA alpha (scaling alpha / r).")
+    lora_dropout: float = Field(0.1, ge=0, lt=1, description="Dropout on the LoRA path.")
+    target_modules: list[str] = Field(default_factory=lambda: ["query", "value"],
+                                      description="Layers that get adapters (JSON list; q_proj/v_proj on Qwen-style models).")
+    learning_rate: float = Field(2.3e-5, gt=0, le=1, description="AdamW learning rate.")
+    temperature: float = Field(0.0634, gt=0, le=10, description="Temperature of both loss terms.")
+    ce_weight: float = Field(0.915, ge=0, description="Weight of the in-batch InfoNCE term.")
+    pairwise_weight: float = Field(1.0, ge=0, description="Weight of the pairwise logistic term.")
+    batch_size: int = Field(4, ge=2, description="Triplets per step (InfoNCE needs two or more).")
+    epochs: int = Field(15, ge=1, description="Passes over the training set.")
+    max_steps: int = Field(0, ge=0, description="Stop after this many steps (0: all epochs).")
+    checkpoint_every: int = Field(50, ge=1, description="Steps between checkpoints (a killed run resumes from the last).")
+    max_seq_length: int = Field(256, ge=8, le=8192, description="Tokens per text during training.")
+
+    @field_validator("negative_ratios")
+    @classmethod
+    def _ratios(cls, v: list[float]) -> list[float]:
+        if not v or any(not 0 < r < 1 for r in v):
+            raise ValueError("expected a JSON list of one or more ratios, each between 0 and 1 (exclusive)")
+        return v
+
+    @field_validator("target_modules")
+    @classmethod
+    def _targets(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("expected a JSON list of one or more layer names")
+        return v
+
+
 class ReplaySettings(Section):
     """Local replay server (demo, tests, benchmarks)."""
 
@@ -390,6 +451,8 @@ class Settings(BaseSettings):
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     refresh: RefreshSettings = Field(default_factory=RefreshSettings)
+    embed: EmbedSettings = Field(default_factory=EmbedSettings)
+    train: TrainSettings = Field(default_factory=TrainSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
 
     def with_overrides(self, **changes: Any) -> Settings:

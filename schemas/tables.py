@@ -669,6 +669,39 @@ REFRESH_STAGES = Table(
     since=10,
 )
 
+PAPER_KEYWORDS = Table(
+    name="paper_keywords",
+    columns=(
+        Column("arxiv_id", pl.Utf8, nullable=False),
+        Column("extractor", pl.Utf8, nullable=False, allowed=("llm", "yake"), doc="who chose the keywords"),
+        Column("keywords", pl.List(pl.Utf8), nullable=False),
+        Column("model", pl.Utf8, nullable=False, doc="the LLM, or empty for YAKE"),
+        Column("template_version", pl.Utf8, nullable=False, doc="version of templates/prompts/keywords.j2 (LLM only)"),
+        Column("run_id", pl.Utf8),
+        Column("extracted_at", _TS, nullable=False),
+    ),
+    primary_key=("arxiv_id", "extractor"),
+    doc="Research keywords of each paper that is part of a reviewer's keyword profile, with the prompt version.",
+    since=11,
+)
+
+KEYWORD_PROFILES = Table(
+    name="keyword_profiles",
+    columns=(
+        Column("reviewer_id", pl.Utf8, nullable=False, doc="authors.author_id"),
+        Column("profile", pl.Utf8, nullable=False, doc="the sentence that is embedded"),
+        Column("papers", pl.Int64, nullable=False, min_value=1),
+        Column("keywords", pl.Int64, nullable=False, min_value=1),
+        Column("extractor", pl.Utf8, nullable=False, doc="llm, yake, or llm+yake when some answers were rejected"),
+        Column("template_version", pl.Utf8, nullable=False),
+        Column("run_id", pl.Utf8),
+        Column("built_at", _TS, nullable=False),
+    ),
+    primary_key=("reviewer_id",),
+    doc="RATE-style keyword profile of each reviewer (their recent papers' keywords, duplicates kept).",
+    since=11,
+)
+
 ALL_TABLES: tuple[Table, ...] = (
     SCHEMA_VERSION_TABLE,
     RUNS,
@@ -704,6 +737,8 @@ ALL_TABLES: tuple[Table, ...] = (
     RATING_TUPLES,
     RELEASES,
     REFRESH_STAGES,
+    PAPER_KEYWORDS,
+    KEYWORD_PROFILES,
 )
 
 TABLES: dict[str, Table] = {t.name: t for t in ALL_TABLES}

@@ -24,6 +24,7 @@ DESCRIPTIONS: dict[int, str] = {
     8: "ratings: survey events with their disposition, ratings, quality flags, curator decisions, tuples",
     9: "releases: each release built and the curator's decision to publish it",
     10: "refresh_stages: what each refresh did with each stage, and why",
+    11: "training: paper_keywords (with the prompt version) and keyword_profiles",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {

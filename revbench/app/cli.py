@@ -146,6 +146,41 @@ def evaluate(
 
 
 @app.command()
+def embed(
+    benchmark: Annotated[list[str], typer.Option("--benchmark", "-b", help="NAME=PATH as for evaluate (warehouse alone: this warehouse)")],
+    model: Annotated[list[str], typer.Option("--model", "-m", help="Model name or path, adapter folder, or hashing (default: REVBENCH_EMBED__MODELS)")] = [],  # noqa: B006
+    track: Track = None,
+) -> None:
+    """Embed a benchmark's texts with each model (GPU when present), cached and exported with a manifest."""
+    settings = _setup()
+    from revbench.flows.embed import embed_flow
+
+    out = embed_flow.run(settings, benchmarks=benchmark, models=model or None, track=resolve_track(track, long_flow=False))
+    from revbench.app.console import print_embed
+
+    print_embed(out)
+
+
+@app.command()
+def train(
+    name: Annotated[str, typer.Option(help="Model folder under DATA_DIR/models/")] = "rate",
+    base_model: Annotated[str | None, typer.Option(help="Sentence-transformers model to adapt (default: REVBENCH_TRAIN__BASE_MODEL)")] = None,
+    max_steps: Annotated[int | None, typer.Option(min=0, help="Stop after this many steps (0: all epochs)")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Train again over a model trained with other settings (the old folder is kept under models/.replaced/)")] = False,
+    track: Track = None,
+) -> None:
+    """Keyword profiles, weak supervision and LoRA training (RATE style); resumes a killed run."""
+    changes = {k: v for k, v in {"train.base_model": base_model, "train.max_steps": max_steps}.items() if v is not None}
+    settings = _setup(**changes)
+    from revbench.flows.train import train_flow
+
+    out = train_flow.run(settings, name=name, replace=replace, track=resolve_track(track, long_flow=True))
+    from revbench.app.console import print_train
+
+    print_train(out)
+
+
+@app.command()
 def pools(
     round: Annotated[int, typer.Option("--round", min=1, help="Sampling round (re-running a round reproduces it)")] = 1,
     per_category: Annotated[int | None, typer.Option(help="Query papers per category")] = None,

@@ -246,3 +246,29 @@ def print_refresh(out: dict[str, Any]) -> None:
         colour = {"ran": "green", "skipped": "dim", "failed": "red"}.get(r["status"], "")
         t.add_row(r["stage"], f"[{colour}]{r['status']}[/]", r["reason"], f"{r['seconds']:.1f}")
     console.print(t)
+
+
+def print_embed(out: dict[str, Any]) -> None:
+    """Texts per benchmark and model: encoded now, reused, and where the export is."""
+    t = RichTable(title=f"Embeddings on {out['device']}")
+    for col in ("benchmark", "model", "texts", "encoded now", "reused", "export"):
+        t.add_column(col, justify="right" if col in ("texts", "encoded now", "reused") else "left")
+    for r in out["rows"]:
+        t.add_row(r["benchmark"], r["model"], str(r["texts"]), str(r["encoded"]), str(r["reused"]), r["export"])
+    console.print(t)
+
+
+def print_train(out: dict[str, Any]) -> None:
+    """What the training did and the scorer it registered."""
+    if out["status"] == "skipped":
+        console.print(f"Nothing to do: {out['reason']}.\nScorer: [cyan]{out['scorer']}[/]")
+        return
+    p = out["provenance"]
+    console.print(
+        f"{p['triplets']} triplets ({', '.join(f'{k} {v}' for k, v in sorted(p['by_view'].items()))}) from "
+        f"{p['papers']} papers and {p['reviewers']} keyword profiles; skipped anchors: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(p["skipped"].items())) or "none"))
+    resumed = f", resumed at step {out['resumed_from']}" if out["resumed_from"] else ""
+    console.print(f"{out['steps']} steps{resumed}: loss {out['first_loss']:.4f} -> {out['last_loss']:.4f}, "
+                  f"{out['pairs_per_second']:.1f} triplets/s")
+    console.print(f"Scorer: [cyan]{out['scorer']}[/] (evaluate it with --scorer rate --scorer '{out['scorer']}' --baseline rate)")

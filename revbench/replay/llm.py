@@ -135,6 +135,9 @@ def stub_llm_answer(prompt: str) -> str:
         return f"The profile shares {len(reviewer & paper)} terms with the submission.\n{1 + round(4 * overlap)}"
     if "### Paper" in prompt:
         title = _section(prompt, "### Paper").strip().split(":")[0]
-        words = [w for w in _WORD.findall(title)]
-        return ", ".join(words[:6]) or "none"
+        words = [w.lower() for w in _WORD.findall(title)]
+        words = list(dict.fromkeys(words))[:6]
+        while len(words) < 3:  # the prompt asks for 3 to 8
+            words.append(f"topic {len(words) + 1}")
+        return json.dumps({"keywords": words})
     return "I can only answer revbench prompts."

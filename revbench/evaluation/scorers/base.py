@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark, Scores
 
 if TYPE_CHECKING:
+    from revbench.embeddings import EmbeddingCache
     from revbench.settings import Settings
 
 REGISTRY: dict[str, type[Scorer]] = {}
@@ -103,6 +104,15 @@ class Scorer(ABC):
     def services(self) -> tuple[str, ...]:
         """External services this scorer calls (probed before it runs)."""
         return ()
+
+    def embeddings(self, model: str, benchmark: Benchmark) -> EmbeddingCache:
+        """The shared embedding cache of ``model``, with the embed flow's export of ``benchmark``
+        (when there is one) loaded into it, so its texts are not encoded again."""
+        from revbench.embeddings import EmbeddingCache, export_dir
+
+        cache = EmbeddingCache.shared(self.context.cache_dir, model)
+        cache.preload(export_dir(self.context.settings.data_dir, benchmark.name, benchmark.version, model))
+        return cache
 
     @abstractmethod
     def score_draw(self, benchmark: Benchmark, draw: int, needed: pl.DataFrame) -> pl.DataFrame:

@@ -3,41 +3,23 @@ include: k1, k2, ..." over the keywords of all their papers (duplicates kept, so
 topics weigh more), embedded once and compared by cosine with the paper's title and abstract.
 
 Keywords come from the benchmark's keywords file (LR-bench ``keywords.json``), else from the
-LLM with the keyword prompt, else from an offline extractor (top TF-IDF terms of each paper).
+LLM with the keyword prompt (a strict JSON answer), else from YAKE. ``model`` may be a
+sentence-transformers name or path, or a LoRA adapter trained by ``revbench train``.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
 import polars as pl
 
 from revbench.clients.llm import LlmClient, LlmUnavailable
-from revbench.embeddings import DEFAULT_MODEL, EmbeddingCache
+from revbench.embeddings import DEFAULT_MODEL
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
 from revbench.evaluation.scorers.base import Params, Scorer, paper_text, submissions_of
+from revbench.keywords import llm_keywords, profile_text, yake_keywords
 from revbench.retry import PermanentError, TransientError
 from revbench.templates import render
-
-PREFIX = "The reviewer's research keywords include: "
-
-
-def offline_keywords(texts: list[str], per_paper: int = 6) -> list[list[str]]:
-    """Top TF-IDF unigrams and bigrams of each text (English stop words removed)."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    if not texts:
-        return []
-    vec = TfidfVectorizer(stop_words="english", ngram_range=(1, 2), min_df=1, sublinear_tf=True)
-    m = vec.fit_transform(texts)
-    vocab = np.array(vec.get_feature_names_out())
-    out = []
-    for i in range(m.shape[0]):
-        row = m.getrow(i)
-        top = row.indices[np.argsort(-row.data, kind="stable")][:per_paper]
-        out.append(vocab[top].tolist())
-    return out
 
 
 class RateParams(Params):
@@ -71,31 +53,32 @@ class Rate(Scorer):
                     raise
                 client = None
             if client is not None:
-                for i, row in enumerate(profile.iter_rows(named=True)):
-                    if found[i] is None:
-                        prompt, version = render("prompts/keywords.j2", paper=row)
-                        try:
-                            answer = client.complete(prompt, meta={"template": "prompts/keywords.j2", "template_version": version})
-                        except (TransientError, PermanentError):
-                            continue
-                        kws = [k.strip(" .") for k in answer.strip().splitlines()[-1].split(",") if k.strip(" .")]
-                        found[i] = kws or None
+                todo = profile.with_row_index("i").filter(pl.Series([f is None for f in found]))
+                got, _ = llm_keywords(client, todo.select(pl.col("i").cast(pl.Utf8).alias("paper_id"), "title", "abstract"),
+                                      render, errors=(TransientError, PermanentError))
+                for i, kws in got.items():
+                    found[int(i)] = kws
         missing = [i for i, f in enumerate(found) if f is None]
         if missing:
-            extracted = offline_keywords([texts[i] for i in missing])
+            extracted = yake_keywords([texts[i] for i in missing])
             for i, kws in zip(missing, extracted, strict=True):
                 found[i] = kws
         return [f or [] for f in found]
 
-    def score_draw(self, benchmark: Benchmark, draw: int, needed: pl.DataFrame) -> pl.DataFrame:
+    def profiles(self, benchmark: Benchmark, draw: int) -> dict[str, str]:
+        """Each reviewer's keyword-profile sentence under profile draw ``draw``."""
         profile = benchmark.draws[draw]
         keywords = self._keywords(benchmark, profile)
         per_reviewer: dict[str, list[str]] = {}
         for r, kws in zip(profile["reviewer_id"].to_list(), keywords, strict=True):
             per_reviewer.setdefault(r, []).extend(kws)
-        reviewers = sorted(per_reviewer)
-        cache = EmbeddingCache.shared(self.context.cache_dir, self.params.model)  # type: ignore[attr-defined]
-        rv = cache.embed([PREFIX + ", ".join(per_reviewer[r]) for r in reviewers])
+        return {r: profile_text(per_reviewer[r]) for r in sorted(per_reviewer)}
+
+    def score_draw(self, benchmark: Benchmark, draw: int, needed: pl.DataFrame) -> pl.DataFrame:
+        profiles = self.profiles(benchmark, draw)
+        reviewers = list(profiles)
+        cache = self.embeddings(self.params.model, benchmark)  # type: ignore[attr-defined]
+        rv = cache.embed([profiles[r] for r in reviewers])
         subs = submissions_of(benchmark, needed)
         pv = cache.embed(paper_text(subs))
         sim = rv @ pv.T

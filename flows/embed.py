@@ -1,0 +1,109 @@
+"""The embed flow: a benchmark's texts embedded by each configured model, exported with a manifest.
+
+The texts are the ones the evaluate flow's embedding scorers read: the submissions, every
+profile paper of every draw, and each reviewer's RATE keyword profile. Encoding goes through
+the cache keyed by (model, text hash) that the pools stage fills, so a second run encodes
+nothing; on a GPU the model runs in half precision with batches cut by token budget. Each
+(benchmark, model) is exported to ``vectors/<benchmark>-<version>/<model>/`` as
+``vectors.parquet`` and ``manifest.json`` (counts and sha256); the evaluate flow's embedding
+scorers load that export before they encode anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from revbench.embeddings import EmbeddingCache, device, encode_piece, export_dir, text_hash
+from revbench.evaluation.model import Benchmark
+from revbench.evaluation.plan import plan_evaluation
+from revbench.evaluation.scorers import Context, make_scorer
+from revbench.evaluation.scorers.base import paper_text
+from revbench.flows.common import Run, Stage, flow_run, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.pieces import chunks, map_pieces
+from revbench.settings import Settings
+from revbench.warehouse import utcnow
+
+VECTOR_SCHEMA = {"kind": pl.Utf8, "id": pl.Utf8, "text_hash": pl.Utf8, "vector": pl.List(pl.Float32)}
+
+
+def encode_texts(st: Stage, model: str, texts: list[str], what: str) -> tuple[np.ndarray, int, int]:
+    """Vectors of ``texts`` by ``model``; only texts never embedded are encoded, in pieces of
+    RUNNER__EMBED_BATCH (Prefect tasks on the run's task runner when tracked), each kept as it
+    completes, so a killed run encodes only what it had not finished. Returns the vectors, the
+    count encoded and the pieces."""
+    cache = EmbeddingCache.shared(st.settings.cache_dir, model)
+    todo = cache.missing(texts)
+    budget = st.settings.embed.token_budget if device() == "cuda" else 0
+    pieces = [(model, list(batch), budget) for batch in chunks(todo, st.settings.runner.embed_batch)]
+    encoded = 0
+    with st.progress(len(todo), f"embedding {len(todo)} {what} ({model})") as progress:
+        for hashes, vecs in map_pieces(encode_piece, pieces, f"embed-{what.replace(' ', '-')}", "embed"):
+            cache.add(hashes, vecs)
+            encoded += len(hashes)
+            progress.advance(len(hashes))
+    return cache.embed(texts), encoded, len(pieces)  # every text is cached now: nothing is encoded here
+
+
+def benchmark_texts(settings: Settings, bench: Benchmark, model: str) -> pl.DataFrame:
+    """``kind, id, text`` of everything an embedding scorer of ``bench`` embeds: submissions,
+    profile papers (every draw) and RATE keyword profiles (every draw)."""
+    rows = [{"kind": "submission", "id": p, "text": t}
+            for p, t in zip(bench.submissions["paper_id"].to_list(), paper_text(bench.submissions), strict=True)]
+    rate = make_scorer(f"rate:model={model}", Context(settings))
+    for d, draw in enumerate(bench.draws):
+        if draw.height == 0:
+            continue
+        rows += [{"kind": "profile_paper", "id": p, "text": t}
+                 for p, t in zip(draw["paper_id"].to_list(), paper_text(draw), strict=True)]
+        rows += [{"kind": "keyword_profile", "id": f"{r}@{d + 1}", "text": t}
+                 for r, t in rate.profiles(bench, d).items()]  # type: ignore[attr-defined]
+    return pl.DataFrame(rows, schema={"kind": pl.Utf8, "id": pl.Utf8, "text": pl.Utf8}).unique(maintain_order=True)
+
+
+@stage_task("embed-benchmark")
+def embed_stage(run: Run, bench: Benchmark, model: str) -> dict[str, Any]:
+    """One benchmark by one model: encode what is missing, export the vectors with a manifest."""
+    with stage(run, f"embed:{model}") as st:
+        texts = benchmark_texts(st.settings, bench, model)
+        vecs, encoded, pieces = encode_texts(st, model, texts["text"].to_list(), f"{bench.name} texts")
+        out = export_dir(st.settings.data_dir, bench.name, bench.version, model)
+        out.mkdir(parents=True, exist_ok=True)
+        frame = pl.DataFrame({"kind": texts["kind"], "id": texts["id"],
+                              "text_hash": [text_hash(t) for t in texts["text"].to_list()],
+                              "vector": [v.tolist() for v in vecs]}, schema=VECTOR_SCHEMA)
+        tmp = out / "vectors.parquet.tmp"
+        frame.write_parquet(tmp)
+        digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+        tmp.replace(out / "vectors.parquet")  # whole or absent
+        manifest = {"benchmark": bench.name, "benchmark_version": bench.version, "model": model,
+                    "dim": int(vecs.shape[1]) if vecs.size else 0, "rows": frame.height,
+                    "by_kind": dict(sorted(texts.group_by("kind").len().iter_rows())),
+                    "files": {"vectors.parquet": digest}, "device": device(),
+                    "dtype": "float16 weights, float32 vectors" if device() == "cuda" else "float32",
+                    "encoded_this_run": encoded, "exported_at": utcnow().isoformat()}
+        (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        st.result.rows_in, st.result.rows_out = frame.height, encoded
+        st.result.notes = {"pieces": pieces, "export": str(out)}
+        return {"benchmark": bench.name, "model": model, "texts": frame.height, "encoded": encoded,
+                "reused": frame.height - encoded, "export": str(out)}
+
+
+@revbench_flow("embed")
+def embed_flow(settings: Settings, benchmarks: list[str], models: list[str] | None = None) -> dict[str, Any]:
+    """Embed every benchmark's texts with every model (default: EMBED__MODELS) and export them."""
+    from revbench.flows.evaluate import load_inputs
+
+    plan = plan_evaluation(settings, benchmarks, ["trivial"], [])
+    models = models or settings.embed.models
+    for m in models:
+        make_scorer(f"embedding:model={m}", Context(settings))  # a bad model spec fails here, before any work
+    loaded, _ = load_inputs(plan, allow_partial=False, profile_max_papers=settings.ratings.profile_max_papers)
+    with flow_run(settings, "embed", {"benchmarks": benchmarks, "models": models}) as run:
+        rows = [embed_stage(run, b, m) for b in loaded for m in models]
+        publish_table("embed-summary", rows, "Texts per benchmark and model: encoded this run, reused from the cache")
+        return {"run_id": run.run_id, "device": device(), "rows": rows}

@@ -1,0 +1,269 @@
+"""The train flow: keyword profiles -> weak supervision -> LoRA training -> a registered scorer.
+
+Everything lands in ``data/models/<name>/``: ``pairs.parquet`` and ``skipped.parquet`` (the
+weak-supervision set and the anchors it could not use, with reasons), ``provenance.json``
+(where the set came from and the settings that made it), ``checkpoints/`` and ``adapter/``
+(the LoRA weights with ``revbench_model.json`` and a model card). The adapter is a scorer:
+``rate:model=data/models/<name>/adapter``.
+
+A second run with the same settings on the same warehouse does nothing; one with other
+settings refuses unless ``replace`` (the old folder is kept under ``models/.replaced/``). A
+killed run resumes from its newest checkpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from revbench.clients.llm import LlmClient, LlmUnavailable
+from revbench.embeddings import EmbeddingCache
+from revbench.errors import InputError, UsageError
+from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.keywords import KeywordCall, keyword_profiles, llm_keywords, paper_keywords
+from revbench.retry import PermanentError, TransientError
+from revbench.schemas.tables import KEYWORD_PROFILES, PAPER_KEYWORDS
+from revbench.settings import Settings, TrainSettings
+from revbench.tasks.weak_supervision import RecipeParams, build_training_set
+from revbench.templates import render
+from revbench.training import TrainConfig, train
+from revbench.warehouse import utcnow
+
+NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
+
+
+def train_config(t: TrainSettings) -> TrainConfig:
+    """The training part of the settings."""
+    return TrainConfig(
+        base_model=t.base_model, lora_r=t.lora_r, lora_alpha=t.lora_alpha, lora_dropout=t.lora_dropout,
+        target_modules=tuple(t.target_modules), learning_rate=t.learning_rate, temperature=t.temperature,
+        ce_weight=t.ce_weight, pairwise_weight=t.pairwise_weight, batch_size=t.batch_size, epochs=t.epochs,
+        max_steps=t.max_steps, checkpoint_every=t.checkpoint_every, max_seq_length=t.max_seq_length, seed=t.seed)
+
+
+def recipe(t: TrainSettings) -> RecipeParams:
+    """The weak-supervision part of the settings."""
+    return RecipeParams(anchors=t.anchors, paper_centric_share=t.paper_centric_share, candidates=t.candidates,
+                        ratios=tuple(t.negative_ratios), seed=t.seed)
+
+
+def settings_digest(t: TrainSettings) -> str:
+    """What decides the model: every training setting."""
+    return hashlib.sha256(json.dumps(t.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
+
+
+@stage_task("keyword-profiles")
+def profiles_stage(run: Run) -> dict[str, Any]:
+    """Keywords of every paper in a recent-papers profile (LLM, else YAKE; earlier answers
+    reused) and a keyword profile per reviewer, both stored with the prompt version."""
+    with stage(run, "profiles") as st:
+        t = st.settings.train
+        inputs = st.wh.training_inputs(t.profile_years, t.profile_max_papers)
+        need = inputs["papers"].filter(pl.col("paper_id").is_in(inputs["recent"]["paper_id"].unique().implode()))
+        client: LlmClient | None = None
+        if t.keywords in ("auto", "llm"):
+            try:
+                client = LlmClient(st.settings.llm, st.settings.http, cache_dir=st.settings.cache_dir)
+            except LlmUnavailable:
+                if t.keywords == "llm":
+                    raise UsageError("TRAIN__KEYWORDS=llm but no LLM is configured (set REVBENCH_LLM__BASE_URL, "
+                                     "or TRAIN__KEYWORDS=yake)") from None
+        extractor = "llm" if client is not None else "yake"
+        stored = st.wh.read(PAPER_KEYWORDS).filter(pl.col("extractor") == extractor)
+        if extractor == "llm":
+            stored = stored.filter(pl.col("model") == st.settings.llm.model)
+        known = stored.select(pl.col("arxiv_id").alias("paper_id"), "keywords", "extractor", "template_version")
+        todo = need.filter(~pl.col("paper_id").is_in(known["paper_id"].implode()))
+        llm: dict[str, list[str]] = {}
+        version = ""
+        rejected: dict[str, int] = {}
+        if client is not None and todo.height:
+            run.require("llm")
+
+            def note(call: KeywordCall) -> None:
+                if call.error:
+                    reason = "service_failed" if call.answer is None else "not_the_json_asked_for"
+                    rejected[reason] = rejected.get(reason, 0) + 1
+
+            llm, version = llm_keywords(client, todo, render, on_call=note, errors=(TransientError, PermanentError))
+        fresh = paper_keywords(todo, llm=llm, template_version=version, per_paper=t.keywords_per_paper)
+        now = utcnow()
+        model = st.settings.llm.model
+        st.wh.upsert(PAPER_KEYWORDS, fresh.select(
+            pl.col("paper_id").alias("arxiv_id"), "extractor", "keywords",
+            pl.when(pl.col("extractor") == "llm").then(pl.lit(model)).otherwise(pl.lit("")).alias("model"),
+            "template_version", pl.lit(run.run_id).alias("run_id"), pl.lit(now).alias("extracted_at")))
+        every = pl.concat([known, fresh]) if known.height else fresh
+        profiles = keyword_profiles(inputs["recent"], every)
+        used = inputs["recent"].join(every.select("paper_id", "extractor", "template_version"), on="paper_id")
+        mix = used.group_by("reviewer_id").agg(
+            pl.col("extractor").unique().sort().str.join("+").alias("extractor"),
+            pl.col("template_version").filter(pl.col("template_version") != "").unique().sort().str.join(",")
+            .alias("template_version"))
+        rows = profiles.join(mix, on="reviewer_id", how="left").with_columns(
+            pl.lit(run.run_id).alias("run_id"), pl.lit(now).alias("built_at"))
+        st.wh.upsert(KEYWORD_PROFILES, rows.select(KEYWORD_PROFILES.names))
+        st.result.rows_in = need.height
+        st.result.rows_out = profiles.height
+        st.result.rejected = sum(rejected.values())
+        st.result.notes = {"extracted": {extractor: fresh.filter(pl.col("extractor") == extractor).height,
+                                         "yake": fresh.filter(pl.col("extractor") == "yake").height},
+                           "reused": known.height, "rejected": rejected, "template_version": version}
+        return {"papers": inputs["papers"], "authored": inputs["authored"], "profiles": profiles,
+                "keywords": st.result.notes}
+
+
+@stage_task("weak-supervision")
+def supervise_stage(run: Run, inputs: dict[str, Any], out: Path) -> dict[str, Any]:
+    """Embed papers and profiles with the base model (cached), build the triplets, write them
+    with their provenance."""
+    with stage(run, "supervise") as st:
+        t = st.settings.train
+        papers = inputs["papers"].select("paper_id", (pl.col("title").fill_null("") + " " + pl.col("abstract").fill_null(""))
+                                         .str.strip_chars().alias("text"))
+        profiles = inputs["profiles"]
+        if papers.height == 0 or profiles.height == 0:
+            raise InputError("no papers or no reviewer profiles to train on: run `revbench ingest` and "
+                             "`revbench disambiguate` first")
+        cache = EmbeddingCache.shared(st.settings.cache_dir, t.base_model)
+        pv = cache.embed(papers["text"].to_list())
+        rv = cache.embed(profiles["profile"].to_list())
+        pairs, skipped = build_training_set(papers, pv, profiles.select("reviewer_id", "profile"), rv,
+                                            inputs["authored"], recipe(t))
+        out.mkdir(parents=True, exist_ok=True)
+        pairs.write_parquet(out / "pairs.parquet")
+        skipped.write_parquet(out / "skipped.parquet")
+        by_view = dict(pairs.group_by("view").len().iter_rows()) if pairs.height else {}
+        reasons = dict(skipped.group_by("reason").len().iter_rows()) if skipped.height else {}
+        provenance = {
+            "warehouse": str(st.settings.warehouse_path), "run_id": run.run_id, "built_at": utcnow().isoformat(),
+            "settings": t.model_dump(mode="json"), "settings_sha256": settings_digest(t),
+            "papers": papers.height, "reviewers": profiles.height, "triplets": pairs.height, "by_view": by_view,
+            "skipped": reasons, "keywords": inputs["keywords"], "embedding_model": t.base_model,
+            "encoded": cache.encoded, "held_out": "every rated paper (the benchmark) is neither anchor nor candidate",
+        }
+        (out / "provenance.json").write_text(json.dumps(provenance, indent=2) + "\n")
+        st.result.rows_in = papers.height + profiles.height
+        st.result.rows_out = pairs.height
+        st.result.rejected = skipped.height
+        st.result.notes = {"by_view": by_view, "skipped": reasons}
+        return provenance
+
+
+@stage_task("lora-training")
+def train_stage(run: Run, out: Path) -> dict[str, Any]:
+    """LoRA training on the written triplets, resumable from ``out/checkpoints``."""
+    with stage(run, "train") as st:
+        pairs = pl.read_parquet(out / "pairs.parquet")
+        cfg = train_config(st.settings.train)
+        total = cfg.total_steps(pairs.height)
+        with st.progress(total, f"train {total} steps on {pairs.height} triplets") as bar:
+            start: list[int] = []
+
+            def tick(step: int, _total: int, _loss: float) -> None:
+                if not start:
+                    start.append(step - 1)
+                    bar.advance(step - 1)
+                bar.advance()
+
+            result = train(pairs, out, cfg, card={"revbench_run": run.run_id}, progress=tick)
+        st.result.rows_in = pairs.height
+        st.result.rows_out = result.steps - result.resumed_from
+        st.result.notes = {k: v for k, v in asdict(result).items() if k != "losses"} | {"adapter": str(result.adapter)}
+        write_card(out, result.adapter, st.settings.train, result.losses)
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(result).items() if k != "losses"}
+
+
+def write_card(out: Path, adapter: Path, t: TrainSettings, losses: list[float]) -> None:
+    """The model card (``adapter/README.md``) from ``templates/models/card.md.j2``."""
+    card = json.loads((adapter / "revbench_model.json").read_text())
+    provenance = json.loads((out / "provenance.json").read_text())
+    text, version = render("models/card.md.j2", card=card, provenance=provenance, settings=t.model_dump(mode="json"),
+                           spec=f"rate:model={adapter}", losses=losses)
+    (adapter / "README.md").write_text(text)
+    plot_losses(losses, adapter / "loss.png")
+    card["card_template_version"] = version
+    (adapter / "revbench_model.json").write_text(json.dumps(card, indent=2, default=str) + "\n")
+
+
+def plot_losses(losses: list[float], path: Path) -> None:
+    """The training loss per step with a moving average, for the curator's eye."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.2), dpi=110)
+    y = np.asarray(losses, dtype=float)
+    ax.plot(np.arange(1, len(y) + 1), y, lw=0.6, alpha=0.4, label="per step")
+    w = max(1, len(y) // 20)
+    if len(y) >= w:
+        ax.plot(np.arange(w, len(y) + 1), np.convolve(y, np.ones(w) / w, mode="valid"), lw=1.6, label=f"mean of {w}")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.legend(frameon=False)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _prepare(out: Path, digest: str, replace: bool) -> str | None:
+    """Decide what to do with an existing model folder: ``"done"`` when it holds an adapter
+    trained with these settings, ``None`` to (re)start or resume. With other settings it is an
+    error unless ``replace``, which moves it under ``models/.replaced/``."""
+    prov = out / "provenance.json"
+    if not prov.exists():
+        return None
+    same = json.loads(prov.read_text()).get("settings_sha256") == digest
+    if same and not replace:
+        return "done" if (out / "adapter" / "revbench_model.json").exists() else None
+    if not replace:
+        raise UsageError(f"{out} holds a model trained with other TRAIN__* settings: pass --replace to train again "
+                         f"(the old folder is kept under {out.parent / '.replaced'}), or choose another --name")
+    aside = out.parent / ".replaced" / f"{out.name}-{utcnow():%Y%m%dT%H%M%S}"
+    aside.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(out), str(aside))
+    return None
+
+
+@revbench_flow("train")
+def train_flow(settings: Settings, name: str = "rate", replace: bool = False) -> dict[str, Any]:
+    """Train a RATE-style adapter on the warehouse and register it as a scorer."""
+    if not name or set(name) - NAME_CHARS or name.startswith("."):
+        raise UsageError(f"--name {name!r}: lower-case letters, digits, '-', '_' and '.' only")
+    out = settings.data_dir / "models" / name
+    t = settings.train
+    state = _prepare(out, settings_digest(t), replace)
+    if state == "done":
+        adapter = out / "adapter"
+        return {"status": "skipped", "reason": f"{adapter} was trained with these settings already (--replace to "
+                "train again)", "scorer": f"rate:model={adapter}"}
+    with flow_run(settings, "train", {"name": name, "replace": replace}) as run:
+        if (out / "pairs.parquet").exists() and (out / "provenance.json").exists():
+            provenance = json.loads((out / "provenance.json").read_text())  # a resumed run keeps its data
+        else:
+            inputs = profiles_stage(run)
+            provenance = supervise_stage(run, inputs, out)
+        if provenance["triplets"] == 0:
+            raise InputError(f"the weak-supervision set is empty ({provenance['skipped']}): more papers, more "
+                             "TRAIN__CANDIDATES, or TRAIN__ANCHORS are needed")
+        result = train_stage(run, out)
+        scorer = f"rate:model={out / 'adapter'}"
+        rows = [{"step": "triplets", "value": provenance["triplets"]},
+                {"step": "skipped anchors", "value": sum(provenance["skipped"].values())},
+                {"step": "training steps", "value": result["steps"]},
+                {"step": "resumed from step", "value": result["resumed_from"]},
+                {"step": "first loss", "value": result["first_loss"]},
+                {"step": "last loss", "value": result["last_loss"]},
+                {"step": "pairs per second", "value": result["pairs_per_second"]}]
+        publish_table("train-summary", rows, "What the training used and did")
+        publish_markdown("train-scorer", f"Evaluate it beside the others:\n\n`revbench evaluate warehouse --scorer "
+                         f"rate --scorer '{scorer}' --baseline rate`", "The trained scorer")
+        return {"status": "trained", "scorer": scorer, "provenance": provenance, **result}

@@ -1,0 +1,132 @@
+"""LoRA training on the packaged MiniLM, on the CPU: a few steps lower the loss, a killed run
+resumes from its checkpoint to the weights of an uninterrupted run, and the adapter loads and
+scores as ``rate:model=PATH``."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from revbench.embeddings import DEFAULT_MODEL, EmbeddingCache, load_model, model_key
+from revbench.evaluation.scorers import Context, make_scorer
+from revbench.keywords import profile_text
+from revbench.settings import Settings
+from revbench.training import TrainConfig, batch_loss, is_adapter, train
+from tests.evaluation.test_scorers import bench
+
+pytestmark = pytest.mark.slow
+
+TOPICS = ["graph neural networks for molecules", "dense retrieval of documents", "speech recognition with transformers",
+          "reinforcement learning for robots", "image segmentation networks", "causal inference in economics"]
+
+
+def triplets(n: int = 24) -> pl.DataFrame:
+    rows = []
+    for i in range(n):
+        a, b = TOPICS[i % len(TOPICS)], TOPICS[(i + 1 + i // len(TOPICS)) % len(TOPICS)]
+        rows.append({"view": "paper_centric", "anchor_id": f"a{i}", "anchor_text": f"A study {i} of {a}",
+                     "positive_id": f"r{i % len(TOPICS)}", "positive_text": profile_text(a.split()[:3]),
+                     "negative_id": f"r{(i + 1) % len(TOPICS)}-{i}", "negative_text": profile_text(b.split()[:3]),
+                     "positive_bm25": 3.0, "negative_bm25": 1.0, "ratio": 1 / 3})
+    return pl.DataFrame(rows)
+
+
+def config(**kw: object) -> TrainConfig:
+    base = dict(base_model=DEFAULT_MODEL, max_seq_length=32, learning_rate=1e-3, batch_size=4, epochs=1,
+                checkpoint_every=4, seed=7)
+    return TrainConfig(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def adapter_weights(folder: Path) -> dict[str, np.ndarray]:
+    from safetensors.numpy import load_file
+
+    return load_file(str(folder / "adapter" / "adapter_model.safetensors"))
+
+
+def test_a_few_steps_lower_the_loss(tmp_path: Path) -> None:
+    data = triplets()
+    cfg = config(epochs=2, temperature=0.5)
+    model = load_model(DEFAULT_MODEL)
+    model.max_seq_length = cfg.max_seq_length
+    model.eval()
+    import torch
+
+    with torch.no_grad():
+        before = float(batch_loss(model, data, cfg))
+    out = train(data, tmp_path / "m", cfg)
+    assert out.steps == 12 and out.resumed_from == 0 and len(out.losses) == 12
+    trained = load_model(str(tmp_path / "m" / "adapter"))
+    trained.eval()
+    with torch.no_grad():
+        after = float(batch_loss(trained, data, cfg))
+    assert after < 0.8 * before, (before, after)
+
+
+SCRIPT = """
+import sys, polars as pl
+from pathlib import Path
+from revbench.training import TrainConfig, train
+from revbench.embeddings import DEFAULT_MODEL
+cfg = TrainConfig(base_model=DEFAULT_MODEL, max_seq_length=32, learning_rate=1e-3, batch_size=4, epochs=4,
+                  checkpoint_every=4, seed=7)
+train(pl.read_parquet(sys.argv[1]), Path(sys.argv[2]), cfg)
+"""
+
+
+def test_a_killed_training_resumes_to_the_same_weights(tmp_path: Path) -> None:
+    data = triplets()
+    data.write_parquet(tmp_path / "pairs.parquet")
+    cfg = config(epochs=4)  # 24 steps, a checkpoint every 4
+    whole = train(data, tmp_path / "whole", cfg)
+    assert whole.steps == 24
+
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(tmp_path / "pairs.parquet"), str(killed)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not list((killed / "checkpoints").glob("step-*")):
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, "no checkpoint within 240 s"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (killed / "adapter").exists(), "the run finished before it could be killed"
+    resumed = train(data, killed, cfg)
+    assert 0 < resumed.resumed_from < 24 and resumed.steps == 24
+    a, b = adapter_weights(tmp_path / "whole"), adapter_weights(killed)
+    assert a.keys() == b.keys() and len(a) > 0
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    assert resumed.losses == whole.losses
+
+
+def test_the_adapter_loads_and_scores_as_a_scorer(tmp_path: Path, settings: Settings) -> None:
+    train(triplets(), tmp_path / "m", config(epochs=1))
+    path = str(tmp_path / "m" / "adapter")
+    assert is_adapter(path)
+    card = json.loads((tmp_path / "m" / "adapter" / "revbench_model.json").read_text())
+    assert card["base_model"] == DEFAULT_MODEL and card["steps"] == 6 and len(card["data_sha256"]) == 64
+    text = ["graph neural networks for molecules"]
+    base = load_model(DEFAULT_MODEL).encode(text, normalize_embeddings=True)
+    tuned = load_model(path).encode(text, normalize_embeddings=True)
+    assert not np.allclose(base, tuned, atol=1e-4), "the adapter changed nothing"
+    s = make_scorer(f"rate:model={path}", Context(settings)).score(bench())
+    assert s.draws[0].height > 0 and s.draws[0]["score"].is_finite().all()
+    # The cache tells the adapter from its base, and from a retrained adapter in the same folder.
+    assert model_key(path) != model_key(DEFAULT_MODEL)
+    before = model_key(path)
+    train(triplets(12), tmp_path / "m2", config(epochs=1, seed=8))
+    import shutil
+
+    shutil.rmtree(tmp_path / "m" / "adapter")
+    shutil.copytree(tmp_path / "m2" / "adapter", tmp_path / "m" / "adapter")
+    assert model_key(path) != before
+    assert EmbeddingCache(settings.cache_dir, path).dir.name == model_key(path)
