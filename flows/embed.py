@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from revbench.embeddings import EmbeddingCache, device, encode_piece, export_dir, text_hash
+from revbench.embeddings import EmbeddingCache, check_model, device, encode_piece, export_dir, text_hash
 from revbench.evaluation.model import Benchmark
 from revbench.evaluation.plan import plan_evaluation
 from revbench.evaluation.scorers import Context, make_scorer
@@ -86,7 +86,9 @@ def embed_stage(run: Run, bench: Benchmark, model: str) -> dict[str, Any]:
                     "files": {"vectors.parquet": digest}, "device": device(),
                     "dtype": "float16 weights, float32 vectors" if device() == "cuda" else "float32",
                     "encoded_this_run": encoded, "exported_at": utcnow().isoformat()}
-        (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        tmp = out / "manifest.json.tmp"
+        tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+        tmp.replace(out / "manifest.json")
         st.result.rows_in, st.result.rows_out = frame.height, encoded
         st.result.notes = {"pieces": pieces, "export": str(out)}
         return {"benchmark": bench.name, "model": model, "texts": frame.height, "encoded": encoded,
@@ -100,9 +102,9 @@ def embed_flow(settings: Settings, benchmarks: list[str], models: list[str] | No
 
     plan = plan_evaluation(settings, benchmarks, ["trivial"], [])
     models = models or settings.embed.models
-    for m in models:
-        make_scorer(f"embedding:model={m}", Context(settings))  # a bad model spec fails here, before any work
     loaded, _ = load_inputs(plan, allow_partial=False, profile_max_papers=settings.ratings.profile_max_papers)
+    for m in models:
+        check_model(m, "--model")  # before any work; the model stays loaded for it
     with flow_run(settings, "embed", {"benchmarks": benchmarks, "models": models}) as run:
         rows = [embed_stage(run, b, m) for b in loaded for m in models]
         publish_table("embed-summary", rows, "Texts per benchmark and model: encoded this run, reused from the cache")

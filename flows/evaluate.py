@@ -64,6 +64,24 @@ def load_inputs(plan: EvaluationPlan, allow_partial: bool,
     return loaded, preds
 
 
+def warn_training_overlap(specs: list[str], loaded: list[Benchmark]) -> None:
+    """A trained adapter evaluated on papers it saw in training (as weak-supervision text, never
+    with a label) gets optimistic numbers there: say so, with the count."""
+    from revbench.evaluation.scorers.base import parse_spec
+    from revbench.training import is_adapter, training_ids
+
+    for spec in specs:
+        model = parse_spec(spec)[1].get("model", "")
+        if not model or not is_adapter(model):
+            continue
+        seen = training_ids(model)
+        for b in loaded:
+            overlap = seen & set(b.submissions["paper_id"].to_list()) if b.submissions.height else set()
+            if overlap:
+                log.warning("%s was trained on text of %d of the %d submissions of %s (weak supervision, no ratings): "
+                            "its results there are optimistic", spec, len(overlap), b.submissions.height, b.name)
+
+
 def score_piece(settings: Settings, index: int, benchmark: Benchmark, spec: str) -> tuple[int, str, Scores, float]:
     """One scorer over one benchmark, in whichever process runs it (a thread, or a Dask worker:
     it builds its own scorer, and embeddings and LLM answers come from the shared caches)."""
@@ -130,6 +148,7 @@ def evaluate_flow(
     if bootstrap < 0:
         raise UsageError(f"--bootstrap {bootstrap}: expected 0 or more resamples")
     loaded, preds = load_inputs(plan, allow_partial, settings.ratings.profile_max_papers)
+    warn_training_overlap(plan.scorers, loaded)
     params = dict(benchmarks=benchmarks, scorers=plan.scorers, predictions=predictions or [], baseline=baseline,
                   bootstrap=bootstrap, seed=seed, allow_partial=allow_partial)
     report = Path(report_dir) if report_dir else settings.data_dir / "reports" / "evaluate"

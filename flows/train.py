@@ -24,17 +24,18 @@ import numpy as np
 import polars as pl
 
 from revbench.clients.llm import LlmClient, LlmUnavailable
-from revbench.embeddings import EmbeddingCache
+from revbench.embeddings import check_model
 from revbench.errors import InputError, UsageError
 from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
-from revbench.keywords import KeywordCall, keyword_profiles, llm_keywords, paper_keywords
+from revbench.flows.embed import encode_texts
+from revbench.keywords import KEYWORD_TEMPLATE, KeywordCall, keyword_profiles, llm_keywords, paper_keywords
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import KEYWORD_PROFILES, PAPER_KEYWORDS
 from revbench.settings import Settings, TrainSettings
 from revbench.tasks.weak_supervision import RecipeParams, build_training_set
 from revbench.templates import render
 from revbench.training import TrainConfig, train
-from revbench.warehouse import utcnow
+from revbench.warehouse import Warehouse, utcnow
 
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
 
@@ -77,8 +78,9 @@ def profiles_stage(run: Run) -> dict[str, Any]:
                                      "or TRAIN__KEYWORDS=yake)") from None
         extractor = "llm" if client is not None else "yake"
         stored = st.wh.read(PAPER_KEYWORDS).filter(pl.col("extractor") == extractor)
-        if extractor == "llm":
-            stored = stored.filter(pl.col("model") == st.settings.llm.model)
+        if extractor == "llm":  # answers of another model or another prompt version are asked again
+            current = render(KEYWORD_TEMPLATE, paper={"title": "", "abstract": ""})[1]
+            stored = stored.filter((pl.col("model") == st.settings.llm.model) & (pl.col("template_version") == current))
         known = stored.select(pl.col("arxiv_id").alias("paper_id"), "keywords", "extractor", "template_version")
         todo = need.filter(~pl.col("paper_id").is_in(known["paper_id"].implode()))
         llm: dict[str, list[str]] = {}
@@ -117,7 +119,7 @@ def profiles_stage(run: Run) -> dict[str, Any]:
                                          "yake": fresh.filter(pl.col("extractor") == "yake").height},
                            "reused": known.height, "rejected": rejected, "template_version": version}
         return {"papers": inputs["papers"], "authored": inputs["authored"], "profiles": profiles,
-                "keywords": st.result.notes}
+                "keywords": st.result.notes, "held_out": inputs["held_out"]}
 
 
 @stage_task("weak-supervision")
@@ -132,9 +134,8 @@ def supervise_stage(run: Run, inputs: dict[str, Any], out: Path) -> dict[str, An
         if papers.height == 0 or profiles.height == 0:
             raise InputError("no papers or no reviewer profiles to train on: run `revbench ingest` and "
                              "`revbench disambiguate` first")
-        cache = EmbeddingCache.shared(st.settings.cache_dir, t.base_model)
-        pv = cache.embed(papers["text"].to_list())
-        rv = cache.embed(profiles["profile"].to_list())
+        pv, enc_p, _ = encode_texts(st, t.base_model, papers["text"].to_list(), "papers")
+        rv, enc_r, _ = encode_texts(st, t.base_model, profiles["profile"].to_list(), "profiles")
         pairs, skipped = build_training_set(papers, pv, profiles.select("reviewer_id", "profile"), rv,
                                             inputs["authored"], recipe(t))
         out.mkdir(parents=True, exist_ok=True)
@@ -147,9 +148,9 @@ def supervise_stage(run: Run, inputs: dict[str, Any], out: Path) -> dict[str, An
             "settings": t.model_dump(mode="json"), "settings_sha256": settings_digest(t),
             "papers": papers.height, "reviewers": profiles.height, "triplets": pairs.height, "by_view": by_view,
             "skipped": reasons, "keywords": inputs["keywords"], "embedding_model": t.base_model,
-            "encoded": cache.encoded, "held_out": "every rated paper (the benchmark) is neither anchor nor candidate",
+            "encoded": enc_p + enc_r, "held_out": held_out_digest(inputs["held_out"]),
         }
-        (out / "provenance.json").write_text(json.dumps(provenance, indent=2) + "\n")
+        write_json(out / "provenance.json", provenance)
         st.result.rows_in = papers.height + profiles.height
         st.result.rows_out = pairs.height
         st.result.rejected = skipped.height
@@ -187,10 +188,13 @@ def write_card(out: Path, adapter: Path, t: TrainSettings, losses: list[float]) 
     provenance = json.loads((out / "provenance.json").read_text())
     text, version = render("models/card.md.j2", card=card, provenance=provenance, settings=t.model_dump(mode="json"),
                            spec=f"rate:model={adapter}", losses=losses)
-    (adapter / "README.md").write_text(text)
     plot_losses(losses, adapter / "loss.png")
     card["card_template_version"] = version
-    (adapter / "revbench_model.json").write_text(json.dumps(card, indent=2, default=str) + "\n")
+    card["held_out"] = provenance.get("held_out")
+    write_json(adapter / "revbench_model.json", card)
+    tmp = adapter / "README.md.tmp"
+    tmp.write_text(text)
+    tmp.replace(adapter / "README.md")  # the card is the last file: its presence means the model is complete
 
 
 def plot_losses(losses: list[float], path: Path) -> None:
@@ -214,18 +218,38 @@ def plot_losses(losses: list[float], path: Path) -> None:
     plt.close(fig)
 
 
-def _prepare(out: Path, digest: str, replace: bool) -> str | None:
-    """Decide what to do with an existing model folder: ``"done"`` when it holds an adapter
-    trained with these settings, ``None`` to (re)start or resume. With other settings it is an
-    error unless ``replace``, which moves it under ``models/.replaced/``."""
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """``data`` as JSON, whole or not at all (a later run trusts what it finds)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    tmp.replace(path)
+
+
+def held_out_digest(paper_ids: list[str]) -> dict[str, Any]:
+    """The rated papers kept out of training: their count and a digest of their sorted ids."""
+    return {"papers": len(paper_ids), "sha256": hashlib.sha256("\n".join(sorted(paper_ids)).encode()).hexdigest()}
+
+
+def _prepare(out: Path, digest: str, held_out: dict[str, Any], replace: bool) -> str | None:
+    """Decide what to do with an existing model folder: ``"done"`` when it holds a complete
+    adapter trained with these settings and the same rated papers held out, ``None`` to
+    (re)start or resume. Other settings, or papers rated since (they may have been training
+    data), are an error unless ``replace``, which moves the folder under ``models/.replaced/``."""
     prov = out / "provenance.json"
     if not prov.exists():
         return None
-    same = json.loads(prov.read_text()).get("settings_sha256") == digest
-    if same and not replace:
-        return "done" if (out / "adapter" / "revbench_model.json").exists() else None
+    try:
+        recorded = json.loads(prov.read_text())
+    except ValueError:
+        recorded = {}
+    same = recorded.get("settings_sha256") == digest
+    if same and recorded.get("held_out") == held_out and not replace:
+        return "done" if (out / "adapter" / "README.md").exists() else None
     if not replace:
-        raise UsageError(f"{out} holds a model trained with other TRAIN__* settings: pass --replace to train again "
+        why = ("other TRAIN__* settings" if not same else
+               f"{held_out['papers']} rated papers held out now, {recorded.get('held_out', {}).get('papers')} then: "
+               "papers rated since may have been its training data")
+        raise UsageError(f"{out} holds a model trained with {why}: pass --replace to train again "
                          f"(the old folder is kept under {out.parent / '.replaced'}), or choose another --name")
     aside = out.parent / ".replaced" / f"{out.name}-{utcnow():%Y%m%dT%H%M%S}"
     aside.parent.mkdir(parents=True, exist_ok=True)
@@ -240,7 +264,14 @@ def train_flow(settings: Settings, name: str = "rate", replace: bool = False) ->
         raise UsageError(f"--name {name!r}: lower-case letters, digits, '-', '_' and '.' only")
     out = settings.data_dir / "models" / name
     t = settings.train
-    state = _prepare(out, settings_digest(t), replace)
+    if not settings.warehouse_path.exists():
+        raise UsageError(f"no warehouse at {settings.warehouse_path}: run `revbench ingest` and `revbench disambiguate` "
+                         "first (or `revbench demo`)")
+    with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
+        held_out = held_out_digest(wh.rated_papers())
+    state = _prepare(out, settings_digest(t), held_out, replace)
+    if state != "done":
+        check_model(t.base_model, "TRAIN__BASE_MODEL")
     if state == "done":
         adapter = out / "adapter"
         return {"status": "skipped", "reason": f"{adapter} was trained with these settings already (--replace to "

@@ -49,10 +49,24 @@ _models_lock = threading.Lock()
 
 def model_for(name: str) -> Any:
     """The model ``name``, loaded once per process (pieces on one worker share it)."""
+    key = model_key(name)  # a retrained adapter in the same folder is another model
     with _models_lock:
-        if name not in _models:
-            _models[name] = load_model(name)
-        return _models[name]
+        if key not in _models:
+            _models[key] = load_model(name)
+        return _models[key]
+
+
+def check_model(name: str, what: str) -> None:
+    """Load ``name`` now (it stays loaded for the work that follows), so a model that is not
+    there stops a run before any work, with one line naming ``what`` asked for it."""
+    from revbench.errors import UsageError
+
+    try:
+        model_for(name)
+    except (OSError, ValueError, RuntimeError, KeyError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise UsageError(f"{what} {name!r}: cannot load it ({first[:200]}); give a sentence-transformers name or "
+                         "folder, an adapter folder from `revbench train`, or hashing") from None
 
 
 def encode_piece(model_name: str, items: list[tuple[str, str]], token_budget: int = 0) -> tuple[list[str], np.ndarray]:
@@ -78,17 +92,18 @@ def encode_piece(model_name: str, items: list[tuple[str, str]], token_budget: in
     return [h for h, _ in items], out
 
 
-def load_model(name: str = DEFAULT_MODEL) -> Any:
+def load_model(name: str = DEFAULT_MODEL, half: bool = True) -> Any:
     """A sentence-transformers model by path or name (the default comes packaged offline), a
     LoRA adapter folder written by ``revbench train`` (merged into its base model), or the
-    weightless :class:`HashingEncoder` for ``hashing``. On a GPU the weights are half precision."""
+    weightless :class:`HashingEncoder` for ``hashing``. On a GPU the weights are half precision
+    unless ``half`` is False (training)."""
     if name == HASHING_MODEL:
         return HashingEncoder()
     from revbench.training import is_adapter, load_adapter
 
     if is_adapter(name):
         model = load_adapter(name, device())
-        return model.half() if device() == "cuda" else model
+        return model.half() if half and device() == "cuda" else model
     from sentence_transformers import SentenceTransformer
 
     if name == DEFAULT_MODEL:
@@ -96,7 +111,7 @@ def load_model(name: str = DEFAULT_MODEL) -> Any:
 
         name = str(get_model_path())
     model = SentenceTransformer(name, device=device())
-    return model.half() if device() == "cuda" else model
+    return model.half() if half and device() == "cuda" else model
 
 
 def model_key(name: str) -> str:
@@ -141,7 +156,7 @@ class EmbeddingCache:
     @classmethod
     def shared(cls, root: Path, model_name: str) -> EmbeddingCache:
         """One cache (and one loaded model) per (root, model) in this process."""
-        key = (str(root), model_name)
+        key = (str(root), model_key(model_name))
         if key not in cls._shared:
             cls._shared[key] = cls(root, model_name)
         return cls._shared[key]
@@ -168,7 +183,10 @@ class EmbeddingCache:
         if str(folder) in self._preloaded or not manifest.exists():
             return 0
         self._preloaded.add(str(folder))
-        want = json.loads(manifest.read_text()).get("files", {}).get("vectors.parquet")
+        try:
+            want = json.loads(manifest.read_text()).get("files", {}).get("vectors.parquet")
+        except (ValueError, OSError, AttributeError):
+            return 0
         path = folder / "vectors.parquet"
         if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != want:
             return 0  # a damaged or stale export is ignored: the cache and the model still answer

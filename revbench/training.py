@@ -30,8 +30,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from revbench.errors import RevbenchError
+
 ADAPTER_DIR = "adapter"
 CARD_FILE = "revbench_model.json"
+
+
+class TrainingDiverged(RevbenchError):
+    """The loss stopped being a number; nothing after the last good checkpoint is saved."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,8 @@ def _seed_all(seed: int) -> None:
 def _encode(model: Any, texts: list[str]) -> Any:
     import torch
 
-    features = model.preprocess(texts)
+    prep = getattr(model, "preprocess", None) or model.tokenize  # tokenize before sentence-transformers 6
+    features = prep(texts)
     features = {k: v.to(model.device) if hasattr(v, "to") else v for k, v in features.items()}
     return torch.nn.functional.normalize(model(features)["sentence_embedding"], dim=-1)
 
@@ -111,13 +118,24 @@ def batch_loss(model: Any, batch: pl.DataFrame, cfg: TrainConfig) -> Any:
     t = cfg.temperature
     pairwise = torch.nn.functional.softplus(-((a * p).sum(-1) - (a * n).sum(-1)) / t).mean()
     logits = a @ torch.cat([p, n]).T / t
-    pos = batch["positive_id"].to_list()
-    cand = pos + batch["negative_id"].to_list()
-    b = len(pos)
-    mask = torch.tensor([[cand[j] == pos[i] and j != i for j in range(2 * b)] for i in range(b)])
-    logits = logits.masked_fill(mask, float("-inf"))
+    logits = logits.masked_fill(infonce_mask(batch).to(logits.device), float("-inf"))
+    b = batch.height
     infonce = torch.nn.functional.cross_entropy(logits, torch.arange(b, device=logits.device))
     return cfg.pairwise_weight * pairwise + cfg.ce_weight * infonce
+
+
+def infonce_mask(batch: pl.DataFrame) -> Any:
+    """Which in-batch candidates (every positive, then every negative) leave row i's softmax:
+    its own positive seen again in another row, an item of the other kind (a paper-centric row
+    ranks profiles, a reviewer-centric row papers), and the row's own anchor."""
+    import torch
+
+    pos, neg = batch["positive_id"].to_list(), batch["negative_id"].to_list()
+    view, anchor = batch["view"].to_list(), batch["anchor_id"].to_list()
+    cand, kind = pos + neg, view + view
+    b = len(pos)
+    return torch.tensor([[j != i and (cand[j] == pos[i] or kind[j] != view[i] or cand[j] == anchor[i])
+                          for j in range(2 * b)] for i in range(b)], dtype=torch.bool)
 
 
 def _lora(model: Any, cfg: TrainConfig) -> Any:
@@ -147,7 +165,8 @@ def _save_checkpoint(folder: Path, step: int, peft_model: Any, optimizer: Any, l
     tmp.mkdir(parents=True)
     trainable = {k: v.detach().clone() for k, v in peft_model.named_parameters() if v.requires_grad}
     torch.save({"step": step, "weights": trainable, "optimizer": optimizer.state_dict(), "losses": losses,
-                "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate()},
+                "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
                tmp / "state.pt")
     tmp.rename(target)  # a checkpoint is whole or absent
     for old in _checkpoints(folder)[:-keep]:
@@ -164,6 +183,8 @@ def _load_checkpoint(path: Path, peft_model: Any, optimizer: Any) -> tuple[int, 
             params[k].copy_(v)
     optimizer.load_state_dict(state["optimizer"])
     torch.set_rng_state(state["torch_rng"])
+    if state.get("cuda_rng") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
     np.random.set_state(state["numpy_rng"])
     random.setstate(state["python_rng"])
     return int(state["step"]), list(state["losses"])
@@ -189,7 +210,7 @@ def train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any]
     if pairs.height == 0:
         raise ValueError("no training triplets: the weak-supervision set is empty")
     _seed_all(cfg.seed)
-    model = load_model(cfg.base_model)
+    model = load_model(cfg.base_model, half=False)  # full precision for training, also where inference runs in half
     model.max_seq_length = cfg.max_seq_length
     peft_model = _lora(model, cfg)
     optimizer = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad], lr=cfg.learning_rate)
@@ -206,6 +227,9 @@ def train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any]
     while step < total:
         batch = pairs[batches(pairs.height, cfg, step).tolist()]
         loss = batch_loss(model, batch, cfg)
+        if not torch.isfinite(loss):
+            raise TrainingDiverged(f"the loss is {float(loss)} at step {step + 1}: lower TRAIN__LEARNING_RATE or raise "
+                                   f"TRAIN__TEMPERATURE (checkpoints up to step {step} are kept)")
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -221,6 +245,7 @@ def train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any]
     tmp = out / ".adapter-tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     peft_model.save_pretrained(str(tmp))
+    (tmp / "README.md").unlink(missing_ok=True)  # peft's stub card; the flow writes ours last, as the completion mark
     result = TrainResult(adapter, total, resumed_from, pairs.height, round(seconds, 2),
                          round(done_pairs / seconds, 2) if seconds > 0 else 0.0,
                          losses[0] if losses else None, losses[-1] if losses else None, losses)
@@ -231,6 +256,16 @@ def train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any]
     shutil.rmtree(adapter, ignore_errors=True)
     tmp.rename(adapter)
     return result
+
+
+def training_ids(adapter: str) -> set[str]:
+    """Every paper and reviewer id in the triplets an adapter was trained on (``pairs.parquet``
+    beside its folder; empty when that file is gone)."""
+    pairs = Path(adapter).parent / "pairs.parquet"
+    if not pairs.exists():
+        return set()
+    df = pl.read_parquet(pairs, columns=["anchor_id", "positive_id", "negative_id"])
+    return set(df["anchor_id"].to_list()) | set(df["positive_id"].to_list()) | set(df["negative_id"].to_list())
 
 
 def is_adapter(name: str) -> bool:
@@ -257,11 +292,12 @@ def load_adapter(path: str, device: str) -> Any:
     from revbench.embeddings import load_model
 
     card = json.loads((Path(path) / CARD_FILE).read_text())
-    model = load_model(card["base_model"])
-    model.max_seq_length = card["config"].get("max_seq_length", model.max_seq_length)
+    # The base model's own token limit, not the one used in training: a scorer compares the
+    # adapter with its base on the same text.
+    model = load_model(card["base_model"], half=False)
     hf = model[0].auto_model
     merged = PeftModel.from_pretrained(hf, path).merge_and_unload()
-    if merged is not hf:
-        model[0].auto_model = merged
+    if merged is not hf:  # LoRA layers are merged in place; a new object would replace the module's model
+        setattr(model[0], "model" if hasattr(model[0], "model") else "auto_model", merged)
     model.eval()
     return model.to(device)

@@ -25,7 +25,7 @@ TRAINING_SCHEMA = {
     "ratio": pl.Float64,
 }
 SKIPPED_SCHEMA = {"view": pl.Utf8, "anchor_id": pl.Utf8, "reason": pl.Utf8}
-SKIP_REASONS = ("no_lexical_signal", "too_few_candidates")
+SKIP_REASONS = ("no_lexical_signal", "too_few_candidates", "no_weaker_candidate")
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,9 @@ class RecipeParams:
 def pick(scores: np.ndarray, ratios: tuple[float, ...]) -> tuple[int, list[tuple[int, float]]] | str:
     """The positive and one negative per ratio among candidates with BM25 ``scores`` (in
     candidate order); a negative is the unused candidate whose score is nearest to
-    ``ratio * positive``, the earlier candidate on ties. A reason string when the candidates
-    cannot give a positive and distinct negatives."""
+    ``ratio * positive``, the earlier candidate on ties, and always scores below the positive
+    (a candidate tied with it is no negative). A reason string when the candidates cannot give
+    a positive and distinct negatives."""
     if len(scores) < len(ratios) + 1:
         return "too_few_candidates"
     pos = int(np.argmax(scores))  # argmax keeps the first of equal maxima
@@ -55,7 +56,10 @@ def pick(scores: np.ndarray, ratios: tuple[float, ...]) -> tuple[int, list[tuple
     for r in ratios:
         gap = np.abs(scores - r * top)
         gap[list(used)] = np.inf
+        gap[scores >= top] = np.inf
         j = int(np.argmin(gap))
+        if not np.isfinite(gap[j]):
+            return "no_weaker_candidate"
         used.add(j)
         negs.append((j, r))
     return pos, negs
@@ -87,10 +91,18 @@ def _view(view: str, anchor_ids: list[str], anchor_texts: list[str], anchor_vecs
     if not anchor_ids or not item_ids:
         return
     index = _bm25(item_texts)
-    # A few extra neighbours make up for the excluded (an anchor's own authors or papers).
-    near = _neighbours(anchor_vecs, item_vecs, p.candidates + 8)
+    # Extra neighbours make up for the excluded (an anchor's own authors or papers), which are
+    # often its nearest.
+    per_anchor: dict[str, int] = {}
+    for a, _ in excluded:
+        per_anchor[a] = per_anchor.get(a, 0) + 1
+    slack = max((per_anchor.get(a, 0) for a in anchor_ids), default=0)
+    near = _neighbours(anchor_vecs, item_vecs, p.candidates + slack)
     queries = bm25s.tokenize(anchor_texts, stopwords="en", return_ids=False, show_progress=False)
     for a, (aid, atext) in enumerate(zip(anchor_ids, anchor_texts, strict=True)):
+        if not queries[a]:  # nothing but stop words: BM25 has nothing to rank by
+            skipped.append({"view": view, "anchor_id": aid, "reason": "no_lexical_signal"})
+            continue
         cands = [int(j) for j in near[a] if j >= 0 and (aid, item_ids[j]) not in excluded][:p.candidates]
         scores = index.get_scores(queries[a])[cands] if cands else np.zeros(0)
         got = pick(np.asarray(scores, dtype=np.float64), p.ratios)

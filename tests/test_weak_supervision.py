@@ -33,6 +33,12 @@ def test_pick_breaks_ties_by_candidate_order_and_never_reuses_a_candidate() -> N
 def test_pick_names_why_it_cannot() -> None:
     assert pick(np.zeros(5), (1 / 3, 1 / 10)) == "no_lexical_signal"
     assert pick(np.array([1.0, 0.5]), (1 / 3, 1 / 10)) == "too_few_candidates"
+    assert pick(np.array([4.0, 4.0, 4.0]), (1 / 3, 1 / 10)) == "no_weaker_candidate"
+
+
+def test_a_candidate_tied_with_the_positive_is_never_a_negative() -> None:
+    pos, negs = pick(np.array([4.0, 4.0, 0.1, 2.0]), (1 / 3, 1 / 10))
+    assert pos == 0 and [j for j, _ in negs] == [3, 2]
 
 
 TOPICS = {
@@ -70,7 +76,7 @@ def test_training_set_follows_the_recipe_in_both_views() -> None:
     anchors = out.select("view", "anchor_id").unique()
     assert anchors.height + skipped.height == 12
     assert (out.group_by("view", "anchor_id").len()["len"] == 2).all()  # one triplet per ratio
-    assert (out["positive_bm25"] >= out["negative_bm25"]).all()
+    assert (out["positive_bm25"] > out["negative_bm25"]).all()
     assert (out["positive_id"] != out["negative_id"]).all()
     # Candidates come from the anchor's embedding neighbourhood: here, its own topic.
     pc = out.filter(pl.col("view") == PAPER_CENTRIC)
@@ -125,3 +131,13 @@ def test_profiles_keep_repeated_keywords_and_name_their_extractor() -> None:
     assert profiles["reviewer_id"].to_list() == ["r"]  # q's only paper has no keywords: no profile
     text = profiles["profile"].item()
     assert text.startswith("The reviewer's research keywords include: graphs, molecules, message passing, ")
+
+
+def test_an_anchor_of_stop_words_only_is_skipped_with_its_reason() -> None:
+    papers, pv, reviewers, rv, authored = _world()
+    papers = papers.with_columns(pl.when(pl.col("paper_id") == "speech-0").then(pl.lit("the of and with"))
+                                 .otherwise(pl.col("text")).alias("text"))
+    out, skipped = build_training_set(papers, pv, reviewers, rv, authored,
+                                      RecipeParams(anchors=12, paper_centric_share=1.0, candidates=5))
+    assert skipped.filter(pl.col("anchor_id") == "speech-0")["reason"].to_list() == ["no_lexical_signal"]
+    assert "speech-0" not in set(out["anchor_id"])

@@ -770,7 +770,11 @@ class Warehouse:
             [profile_years, profile_max_papers])
         authored = self._frame(
             "SELECT DISTINCT author_id AS reviewer_id, arxiv_id AS paper_id FROM author_links ORDER BY reviewer_id, paper_id")
-        return {"papers": papers, "recent": recent, "authored": authored}
+        return {"papers": papers, "recent": recent, "authored": authored, "held_out": self.rated_papers()}
+
+    def rated_papers(self) -> list[str]:
+        """Every paper with a rating (kept or dropped), sorted."""
+        return [r[0] for r in self._exec("SELECT DISTINCT paper_id FROM ratings ORDER BY paper_id")]
 
     def rejected_papers(self, run_id: str) -> pl.DataFrame:
         """Papers a run rejected: ``arxiv_id, version, title, reason, detail``."""

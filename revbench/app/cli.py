@@ -110,7 +110,7 @@ def demo(
 @app.command()
 def evaluate(
     benchmark: Annotated[list[str], typer.Option("--benchmark", "-b", help="NAME=PATH; NAME is goldstandard, lrbench, openreview, warehouse (alone: this warehouse) or release")] = [],  # noqa: B006
-    scorer: Annotated[list[str], typer.Option("--scorer", "-s", help="Scorer spec, e.g. tpms, tpms:compat=reference or embedding:pooling=max")] = [],  # noqa: B006
+    scorer: Annotated[list[str], typer.Option("--scorer", "-s", help="Scorer spec, e.g. tpms, tpms:compat=reference or embedding:pooling=max; trained: every adapter from revbench train")] = [],  # noqa: B006
     predictions: Annotated[list[str], typer.Option("--predictions", "-p", help="NAME[@BENCHMARK]=PATH of scores computed elsewhere")] = [],  # noqa: B006
     baseline: Annotated[str | None, typer.Option(help="Scorer the others are compared with (paired intervals)")] = None,
     bootstrap: Annotated[int, typer.Option(min=0, help="Bootstrap resamples (0: no intervals)")] = 1000,

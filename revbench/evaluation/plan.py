@@ -64,6 +64,26 @@ def check_scorers(settings: Settings, specs: list[str], flag: str = "--scorer") 
     return labels
 
 
+def trained_scorers(settings: Settings) -> list[str]:
+    """``rate:model=PATH`` of every adapter ``revbench train`` left under ``DATA_DIR/models/``."""
+    from revbench.training import is_adapter
+
+    return [f"rate:model={p}" for p in sorted((settings.data_dir / "models").glob("*/adapter")) if is_adapter(str(p))]
+
+
+def expand_trained(settings: Settings, specs: list[str]) -> list[str]:
+    """The scorer ``trained`` stands for every trained adapter (see :func:`trained_scorers`)."""
+    if "trained" not in specs:
+        return specs
+    found = trained_scorers(settings)
+    if not found:
+        raise PlanError(f"--scorer trained: no trained model under {settings.data_dir / 'models'} (run `revbench train`)")
+    out: list[str] = []
+    for s in specs:
+        out += found if s == "trained" else [s]
+    return out
+
+
 def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str] | None,
                     predictions: list[str]) -> EvaluationPlan:
     """Parse and check an evaluation request. Without ``scorers`` (None), the default scorers
@@ -91,6 +111,7 @@ def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str
     if not benches and not preds:
         raise PlanError("give at least one --benchmark or --predictions")
     specs = list(scorers) if scorers is not None else ([] if preds else list(DEFAULT_SCORERS))
+    specs = expand_trained(settings, specs)
     labels = check_scorers(settings, specs)
     seen: dict[tuple[str, str | None], Path] = {}
     for p in preds:

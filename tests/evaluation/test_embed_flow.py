@@ -66,9 +66,23 @@ def test_a_damaged_export_is_ignored_not_trusted(settings: Settings, tmp_path: P
 
 def test_a_bad_model_or_benchmark_stops_before_any_work(settings: Settings, tmp_path: Path) -> None:
     data = write_openreview(tmp_path / "or")
-    with pytest.raises((UsageError, ValueError)):
+    with pytest.raises(UsageError, match="unknown kind 'nosuch'"):
         embed_flow.fn(settings, benchmarks=[f"nosuch={data}"], models=[MODEL])
-    assert not (settings.data_dir / "vectors").exists()
+    with pytest.raises(UsageError, match=r"--model '/no/such/model': cannot load it"):
+        embed_flow.fn(settings, benchmarks=[f"openreview={data}"], models=[MODEL, "/no/such/model"])
+    assert not (settings.data_dir / "vectors").exists() and shards(settings) == []
+
+
+def test_a_truncated_manifest_is_ignored(settings: Settings, tmp_path: Path) -> None:
+    data = write_openreview(tmp_path / "or")
+    row = embed_flow.fn(settings, benchmarks=[f"openreview={data}"], models=[MODEL])["rows"][0]
+    manifest = Path(row["export"]) / "manifest.json"
+    manifest.write_text(manifest.read_text()[:40])
+    shutil.rmtree(settings.cache_dir / "embeddings")
+    EmbeddingCache._shared.clear()
+    out = evaluate_flow.fn(settings, benchmarks=[f"openreview={data}"], scorers=[f"embedding:model={MODEL}"],
+                           bootstrap=0, plot=False)
+    assert shards(settings) and any(r["value"] is not None for r in out["rows"])
 
 
 def test_token_batches_keep_within_the_budget() -> None:

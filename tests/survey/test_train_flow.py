@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 from revbench.errors import UsageError
+from revbench.evaluation.plan import PlanError, plan_evaluation
 from revbench.flows.train import train_flow
 from revbench.schemas.tables import KEYWORD_PROFILES, PAPER_KEYWORDS, RATINGS
 from revbench.settings import Settings
@@ -48,6 +49,8 @@ def _rate(s: Settings, n: int) -> list[str]:
 def test_train_flow_end_to_end(train_settings: Settings) -> None:
     s = train_settings
     rated = _rate(s, 5)
+    with pytest.raises(PlanError, match="revbench train"):
+        plan_evaluation(s, ["warehouse"], ["trained"], [])
     out = train_flow.fn(s, name="demo")
     assert out["status"] == "trained" and out["steps"] == 4
     folder = s.data_dir / "models" / "demo"
@@ -58,6 +61,9 @@ def test_train_flow_end_to_end(train_settings: Settings) -> None:
     used = set(pairs["anchor_id"]) | set(pairs["positive_id"]) | set(pairs["negative_id"])
     assert not used & set(rated), "a rated paper leaked into training"
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        corpus = wh.corpus_papers().height
+    assert prov["papers"] == corpus - len(rated) and prov["held_out"]["papers"] == len(rated)
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         kw = wh.read(PAPER_KEYWORDS)
         profiles = wh.read(KEYWORD_PROFILES)
     assert set(kw["extractor"]) == {"yake"} and not set(kw["arxiv_id"]) & set(rated)
@@ -65,6 +71,7 @@ def test_train_flow_end_to_end(train_settings: Settings) -> None:
     adapter = folder / "adapter"
     assert (adapter / "README.md").read_text().count("rate:model=") == 1 and (adapter / "loss.png").stat().st_size > 0
     assert out["scorer"] == f"rate:model={adapter}"
+    assert plan_evaluation(s, ["warehouse"], ["tpms", "trained"], []).scorers == ["tpms", out["scorer"]]
 
     again = train_flow.fn(s, name="demo")
     assert again["status"] == "skipped" and "already" in again["reason"]
@@ -78,6 +85,12 @@ def test_train_flow_end_to_end(train_settings: Settings) -> None:
     assert len(kept) == 1 and (kept[0] / "adapter" / "adapter_model.safetensors").exists()
     with pytest.raises(UsageError, match="--name"):
         train_flow.fn(s, name="../escape")
+    _rate(s, 8)  # papers rated since: the model may have trained on them
+    with pytest.raises(UsageError, match="rated papers held out now, 5 then"):
+        train_flow.fn(other, name="demo")
+    with pytest.raises(UsageError, match="TRAIN__BASE_MODEL '/no/such': cannot load"):
+        train_flow.fn(other.with_overrides(train={"base_model": "/no/such"}), name="fresh")
+    assert not (s.data_dir / "models" / "fresh").exists()
 
 
 def test_keywords_from_the_llm_are_strict_json_and_recorded(train_settings: Settings, replay, small_world: Path) -> None:

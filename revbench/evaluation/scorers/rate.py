@@ -52,8 +52,8 @@ class Rate(Scorer):
                 if mode == "llm":
                     raise
                 client = None
-            if client is not None:
-                todo = profile.with_row_index("i").filter(pl.Series([f is None for f in found]))
+            if client is not None and any(f is None for f in found):
+                todo = profile.with_row_index("i").filter(pl.Series([f is None for f in found], dtype=pl.Boolean))
                 got, _ = llm_keywords(client, todo.select(pl.col("i").cast(pl.Utf8).alias("paper_id"), "title", "abstract"),
                                       render, errors=(TransientError, PermanentError))
                 for i, kws in got.items():
@@ -75,11 +75,13 @@ class Rate(Scorer):
         return {r: profile_text(per_reviewer[r]) for r in sorted(per_reviewer)}
 
     def score_draw(self, benchmark: Benchmark, draw: int, needed: pl.DataFrame) -> pl.DataFrame:
+        subs = submissions_of(benchmark, needed)
+        if benchmark.draws[draw].height == 0 or subs.height == 0:
+            return pl.DataFrame(schema=SCORES_SCHEMA)  # nothing to compare: every needed pair stays unscored
         profiles = self.profiles(benchmark, draw)
         reviewers = list(profiles)
         cache = self.embeddings(self.params.model, benchmark)  # type: ignore[attr-defined]
         rv = cache.embed([profiles[r] for r in reviewers])
-        subs = submissions_of(benchmark, needed)
         pv = cache.embed(paper_text(subs))
         sim = rv @ pv.T
         r_idx = {r: i for i, r in enumerate(reviewers)}
