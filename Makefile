@@ -9,7 +9,7 @@ export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 export GX_ANALYTICS_ENABLED ?= false
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: demo test bench bench-refresh venv clean-data browser screenshots
+.PHONY: demo test bench bench-refresh bench-train venv clean-data browser screenshots
 
 venv: $(STAMP)
 
@@ -53,6 +53,10 @@ bench: $(STAMP)
 # The whole refresh at LR-bench's size, threads and Dask (about an hour on two cores).
 bench-refresh: $(STAMP)
 	$(BIN)/python -m benchmarks.refresh_bench
+
+# RATE-style training on the demo world's weak supervision, trained against untrained (CPU: about 15 min).
+bench-train: $(STAMP)
+	$(BIN)/python -m benchmarks.train_bench
 
 clean-data:
 	rm -rf data

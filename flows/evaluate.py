@@ -64,6 +64,18 @@ def load_inputs(plan: EvaluationPlan, allow_partial: bool,
     return loaded, preds
 
 
+def baseline_label(settings: Settings, baseline: str | None) -> str | None:
+    """The label under which the ``--baseline`` scorer's results appear: a spec written with its
+    defaults (``embedding:model=all-MiniLM-L6-v2``) is the scorer labelled ``embedding``. A name
+    that is no scorer (a predictions file) stays as given."""
+    if not baseline:
+        return baseline
+    try:
+        return make_scorer(baseline, Context(settings)).label
+    except ValueError:
+        return baseline
+
+
 def warn_training_overlap(specs: list[str], loaded: list[Benchmark]) -> None:
     """A trained adapter evaluated on papers it saw in training (as weak-supervision text, never
     with a label) gets optimistic numbers there: say so, with the count."""
@@ -149,6 +161,7 @@ def evaluate_flow(
         raise UsageError(f"--bootstrap {bootstrap}: expected 0 or more resamples")
     loaded, preds = load_inputs(plan, allow_partial, settings.ratings.profile_max_papers)
     warn_training_overlap(plan.scorers, loaded)
+    base_label = baseline_label(settings, baseline)
     params = dict(benchmarks=benchmarks, scorers=plan.scorers, predictions=predictions or [], baseline=baseline,
                   bootstrap=bootstrap, seed=seed, allow_partial=allow_partial)
     report = Path(report_dir) if report_dir else settings.data_dir / "reports" / "evaluate"
@@ -159,7 +172,7 @@ def evaluate_flow(
             for i, bench in enumerate(loaded):
                 runs: list[Scores] = [scored[(i, spec)] for spec in plan.scorers if (i, spec) in scored]
                 runs += [s for j, s in preds if j == i]
-                base = next((s for s in runs if s.scorer == baseline), None) if baseline else None
+                base = next((s for s in runs if s.scorer in (baseline, base_label)), None) if baseline else None
                 if baseline and base is None:
                     log.warning("baseline %r was not evaluated on %s; no paired differences", baseline, bench.name)
                 evaluator = Evaluator(bench, n_resamples=bootstrap, seed=seed)

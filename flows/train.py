@@ -162,7 +162,11 @@ def supervise_stage(run: Run, inputs: dict[str, Any], out: Path) -> dict[str, An
 def train_stage(run: Run, out: Path) -> dict[str, Any]:
     """LoRA training on the written triplets, resumable from ``out/checkpoints``."""
     with stage(run, "train") as st:
-        pairs = pl.read_parquet(out / "pairs.parquet")
+        try:
+            pairs = pl.read_parquet(out / "pairs.parquet")
+        except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a damaged file
+            raise InputError(f"{out / 'pairs.parquet'} is damaged ({type(exc).__name__}): pass --replace to build the "
+                             "training set again (the damaged folder is kept under models/.replaced/)") from None
         cfg = train_config(st.settings.train)
         total = cfg.total_steps(pairs.height)
         with st.progress(total, f"train {total} steps on {pairs.height} triplets") as bar:

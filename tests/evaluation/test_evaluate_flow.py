@@ -81,3 +81,11 @@ def test_cli_errors_are_clear(prefect_server, tmp_path: Path) -> None:
     assert code == 2 and "does not exist" in out
     code, out = _said(["evaluate", "-b", f"openreview={write_openreview(tmp_path / 'x')}", "-s", "magic"])
     assert code == 2 and "unknown scorer" in out
+
+
+def test_a_baseline_written_with_its_defaults_is_the_same_scorer(settings, tmp_path: Path) -> None:
+    data = write_openreview(tmp_path / "or")
+    out = evaluate_flow.fn(settings, benchmarks=[f"openreview={data}"], scorers=["trivial", "tpms"],
+                           baseline="tpms:compat=revbench", bootstrap=20, plot=False)
+    paired = [r for r in out["rows"] if r["scorer"] == "trivial - tpms"]
+    assert paired and all(r["ci_low"] is not None for r in paired if r["value"] is not None)
