@@ -124,6 +124,13 @@ def batch_loss(model: Any, batch: pl.DataFrame, cfg: TrainConfig) -> Any:
     return cfg.pairwise_weight * pairwise + cfg.ce_weight * infonce
 
 
+def _quiet_peft() -> None:
+    import warnings
+
+    # peft asks transformers a deprecated question on every model it wraps; the answer is right.
+    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+
+
 def infonce_mask(batch: pl.DataFrame) -> Any:
     """Which in-batch candidates (every positive, then every negative) leave row i's softmax:
     its own positive seen again in another row, an item of the other kind (a paper-centric row
@@ -209,6 +216,7 @@ def train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any]
 
     if pairs.height == 0:
         raise ValueError("no training triplets: the weak-supervision set is empty")
+    _quiet_peft()
     _seed_all(cfg.seed)
     model = load_model(cfg.base_model, half=False)  # full precision for training, also where inference runs in half
     model.max_seq_length = cfg.max_seq_length
@@ -291,6 +299,7 @@ def load_adapter(path: str, device: str) -> Any:
 
     from revbench.embeddings import load_model
 
+    _quiet_peft()
     card = json.loads((Path(path) / CARD_FILE).read_text())
     # The base model's own token limit, not the one used in training: a scorer compares the
     # adapter with its base on the same text.
