@@ -173,7 +173,8 @@ def _save_checkpoint(folder: Path, step: int, peft_model: Any, optimizer: Any, l
     trainable = {k: v.detach().clone() for k, v in peft_model.named_parameters() if v.requires_grad}
     torch.save({"step": step, "weights": trainable, "optimizer": optimizer.state_dict(), "losses": losses,
                 "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
-                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                "threads": torch.get_num_threads()},
                tmp / "state.pt")
     tmp.rename(target)  # a checkpoint is whole or absent
     for old in _checkpoints(folder)[:-keep]:
@@ -189,6 +190,10 @@ def _load_checkpoint(path: Path, peft_model: Any, optimizer: Any) -> tuple[int, 
         for k, v in state["weights"].items():
             params[k].copy_(v)
     optimizer.load_state_dict(state["optimizer"])
+    if state.get("threads") and state["threads"] != torch.get_num_threads():
+        # Float sums split over another number of threads round differently: resume on the
+        # thread count the run started with, so its weights come out as if never stopped.
+        torch.set_num_threads(int(state["threads"]))
     torch.set_rng_state(state["torch_rng"])
     if state.get("cuda_rng") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda_rng"])
@@ -212,11 +217,22 @@ def train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any]
     ``out/adapter``."""
     import torch
 
-    from revbench.embeddings import load_model
-
     if pairs.height == 0:
         raise ValueError("no training triplets: the weak-supervision set is empty")
     _quiet_peft()
+    threads = torch.get_num_threads()
+    try:
+        return _train(pairs, out, cfg, card, progress)
+    finally:
+        torch.set_num_threads(threads)  # a resume may have pinned another count for the run
+
+
+def _train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any] | None,
+           progress: Callable[[int, int, float], None] | None) -> TrainResult:
+    import torch
+
+    from revbench.embeddings import load_model
+
     _seed_all(cfg.seed)
     model = load_model(cfg.base_model, half=False)  # full precision for training, also where inference runs in half
     model.max_seq_length = cfg.max_seq_length

@@ -81,16 +81,29 @@ train(pl.read_parquet(sys.argv[1]), Path(sys.argv[2]), cfg)
 """
 
 
+def _training(pairs: Path, out: Path) -> subprocess.Popen[str]:
+    """A training run in its own process, as `revbench train` runs it (same environment for
+    every run of the test: a run's float sums depend on its thread count)."""
+    return subprocess.Popen([sys.executable, "-c", SCRIPT, str(pairs), str(out)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _losses(out: Path) -> list[float]:
+    import torch
+
+    last = sorted((out / "checkpoints").glob("step-*"))[-1]
+    return torch.load(last / "state.pt", weights_only=False)["losses"]
+
+
 def test_a_killed_training_resumes_to_the_same_weights(tmp_path: Path) -> None:
-    data = triplets()
-    data.write_parquet(tmp_path / "pairs.parquet")
-    cfg = config(epochs=4)  # 24 steps, a checkpoint every 4
-    whole = train(data, tmp_path / "whole", cfg)
-    assert whole.steps == 24
+    pairs = tmp_path / "pairs.parquet"
+    triplets().write_parquet(pairs)
+    whole = _training(pairs, tmp_path / "whole")  # 24 steps, a checkpoint every 4
+    _, err = whole.communicate(timeout=600)
+    assert whole.returncode == 0, err
 
     killed = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(tmp_path / "pairs.parquet"), str(killed)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = _training(pairs, killed)
     deadline = time.monotonic() + 240
     while not list((killed / "checkpoints").glob("step-*")):
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
@@ -99,13 +112,32 @@ def test_a_killed_training_resumes_to_the_same_weights(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not (killed / "adapter").exists(), "the run finished before it could be killed"
-    resumed = train(data, killed, cfg)
-    assert 0 < resumed.resumed_from < 24 and resumed.steps == 24
+    stopped_at = int(sorted((killed / "checkpoints").glob("step-*"))[-1].name.split("-")[1])
+    assert 0 < stopped_at < 24
+    resumed = _training(pairs, killed)
+    _, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err
     a, b = adapter_weights(tmp_path / "whole"), adapter_weights(killed)
     assert a.keys() == b.keys() and len(a) > 0
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
-    assert resumed.losses == whole.losses
+    assert _losses(killed) == _losses(tmp_path / "whole") and len(_losses(killed)) == 24
+
+
+def test_a_resume_runs_on_the_thread_count_the_run_started_with(tmp_path: Path) -> None:
+    import torch
+
+    data = triplets(8)
+    before = torch.get_num_threads()
+    train(data, tmp_path / "m", config(epochs=1, checkpoint_every=1, max_steps=1))
+    state = torch.load(tmp_path / "m" / "checkpoints" / "step-0000001" / "state.pt", weights_only=False)
+    assert state["threads"] == before
+    state["threads"] = before + 1
+    torch.save(state, tmp_path / "m" / "checkpoints" / "step-0000001" / "state.pt")
+    seen: list[int] = []
+    train(data, tmp_path / "m", config(epochs=1, checkpoint_every=1, max_steps=2),
+          progress=lambda *_: seen.append(torch.get_num_threads()))
+    assert seen == [before + 1] and torch.get_num_threads() == before
 
 
 def test_the_adapter_loads_and_scores_as_a_scorer(tmp_path: Path, settings: Settings) -> None:
