@@ -11,7 +11,6 @@ scorers load that export before they encode anything.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -19,11 +18,12 @@ import numpy as np
 import polars as pl
 
 from revbench.embeddings import EmbeddingCache, check_model, device, encode_piece, export_dir, text_hash
+from revbench.evaluation.importers import file_sha256
 from revbench.evaluation.model import Benchmark
 from revbench.evaluation.plan import plan_evaluation
 from revbench.evaluation.scorers import Context, make_scorer
 from revbench.evaluation.scorers.base import paper_text
-from revbench.flows.common import Run, Stage, flow_run, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.common import Run, Stage, flow_run, publish_table, revbench_flow, stage, stage_task, write_atomic
 from revbench.flows.pieces import chunks, map_pieces
 from revbench.settings import Settings
 from revbench.warehouse import utcnow
@@ -78,7 +78,7 @@ def embed_stage(run: Run, bench: Benchmark, model: str) -> dict[str, Any]:
                               "vector": [v.tolist() for v in vecs]}, schema=VECTOR_SCHEMA)
         tmp = out / "vectors.parquet.tmp"
         frame.write_parquet(tmp)
-        digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+        digest = file_sha256(tmp)
         tmp.replace(out / "vectors.parquet")  # whole or absent
         manifest = {"benchmark": bench.name, "benchmark_version": bench.version, "model": model,
                     "dim": int(vecs.shape[1]) if vecs.size else 0, "rows": frame.height,
@@ -86,9 +86,7 @@ def embed_stage(run: Run, bench: Benchmark, model: str) -> dict[str, Any]:
                     "files": {"vectors.parquet": digest}, "device": device(),
                     "dtype": "float16 weights, float32 vectors" if device() == "cuda" else "float32",
                     "encoded_this_run": encoded, "exported_at": utcnow().isoformat()}
-        tmp = out / "manifest.json.tmp"
-        tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-        tmp.replace(out / "manifest.json")
+        write_atomic(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
         st.result.rows_in, st.result.rows_out = frame.height, encoded
         st.result.notes = {"pieces": pieces, "export": str(out)}
         return {"benchmark": bench.name, "model": model, "texts": frame.height, "encoded": encoded,

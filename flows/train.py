@@ -26,7 +26,17 @@ import polars as pl
 from revbench.clients.llm import LlmClient, LlmUnavailable
 from revbench.embeddings import check_model
 from revbench.errors import InputError, UsageError
-from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.evaluation.scorers.base import paper_text
+from revbench.flows.common import (
+    Run,
+    flow_run,
+    publish_markdown,
+    publish_table,
+    revbench_flow,
+    stage,
+    stage_task,
+    write_atomic,
+)
 from revbench.flows.embed import encode_texts
 from revbench.keywords import KEYWORD_TEMPLATE, KeywordCall, keyword_profiles, llm_keywords, paper_keywords
 from revbench.retry import PermanentError, TransientError
@@ -128,8 +138,7 @@ def supervise_stage(run: Run, inputs: dict[str, Any], out: Path) -> dict[str, An
     with their provenance."""
     with stage(run, "supervise") as st:
         t = st.settings.train
-        papers = inputs["papers"].select("paper_id", (pl.col("title").fill_null("") + " " + pl.col("abstract").fill_null(""))
-                                         .str.strip_chars().alias("text"))
+        papers = inputs["papers"].select("paper_id", pl.Series("text", paper_text(inputs["papers"]), dtype=pl.Utf8))
         profiles = inputs["profiles"]
         if papers.height == 0 or profiles.height == 0:
             raise InputError("no papers or no reviewer profiles to train on: run `revbench ingest` and "
@@ -170,13 +179,9 @@ def train_stage(run: Run, out: Path) -> dict[str, Any]:
         cfg = train_config(st.settings.train)
         total = cfg.total_steps(pairs.height)
         with st.progress(total, f"train {total} steps on {pairs.height} triplets") as bar:
-            start: list[int] = []
 
             def tick(step: int, _total: int, _loss: float) -> None:
-                if not start:
-                    start.append(step - 1)
-                    bar.advance(step - 1)
-                bar.advance()
+                bar.advance(step - bar.done)  # a resumed run starts past its checkpoint
 
             result = train(pairs, out, cfg, card={"revbench_run": run.run_id}, progress=tick)
         st.result.rows_in = pairs.height
@@ -196,9 +201,7 @@ def write_card(out: Path, adapter: Path, t: TrainSettings, losses: list[float]) 
     card["card_template_version"] = version
     card["held_out"] = provenance.get("held_out")
     write_json(adapter / "revbench_model.json", card)
-    tmp = adapter / "README.md.tmp"
-    tmp.write_text(text)
-    tmp.replace(adapter / "README.md")  # the card is the last file: its presence means the model is complete
+    write_atomic(adapter / "README.md", text)  # the card is the last file: its presence means the model is complete
 
 
 def plot_losses(losses: list[float], path: Path) -> None:
@@ -223,10 +226,8 @@ def plot_losses(losses: list[float], path: Path) -> None:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """``data`` as JSON, whole or not at all (a later run trusts what it finds)."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    tmp.replace(path)
+    """``data`` as JSON, whole or not at all."""
+    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
 def held_out_digest(paper_ids: list[str]) -> dict[str, Any]:
@@ -273,13 +274,11 @@ def train_flow(settings: Settings, name: str = "rate", replace: bool = False) ->
                          "first (or `revbench demo`)")
     with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
         held_out = held_out_digest(wh.rated_papers())
-    state = _prepare(out, settings_digest(t), held_out, replace)
-    if state != "done":
-        check_model(t.base_model, "TRAIN__BASE_MODEL")
-    if state == "done":
+    if _prepare(out, settings_digest(t), held_out, replace) == "done":
         adapter = out / "adapter"
         return {"status": "skipped", "reason": f"{adapter} was trained with these settings already (--replace to "
                 "train again)", "scorer": f"rate:model={adapter}"}
+    check_model(t.base_model, "TRAIN__BASE_MODEL")
     with flow_run(settings, "train", {"name": name, "replace": replace}) as run:
         if (out / "pairs.parquet").exists() and (out / "provenance.json").exists():
             provenance = json.loads((out / "provenance.json").read_text())  # a resumed run keeps its data
@@ -299,6 +298,6 @@ def train_flow(settings: Settings, name: str = "rate", replace: bool = False) ->
                 {"step": "last loss", "value": result["last_loss"]},
                 {"step": "pairs per second", "value": result["pairs_per_second"]}]
         publish_table("train-summary", rows, "What the training used and did")
-        publish_markdown("train-scorer", f"Evaluate it beside the others:\n\n`revbench evaluate warehouse --scorer "
+        publish_markdown("train-scorer", f"Evaluate it beside the others:\n\n`revbench evaluate -b warehouse --scorer "
                          f"rate --scorer '{scorer}' --baseline rate`", "The trained scorer")
         return {"status": "trained", "scorer": scorer, "provenance": provenance, **result}

@@ -188,7 +188,9 @@ class EmbeddingCache:
         except (ValueError, OSError, AttributeError):
             return 0
         path = folder / "vectors.parquet"
-        if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != want:
+        from revbench.evaluation.importers import file_sha256
+
+        if not path.exists() or file_sha256(path) != want:
             return 0  # a damaged or stale export is ignored: the cache and the model still answer
         df = pl.read_parquet(path, columns=["text_hash", "vector"])
         added = 0

@@ -17,6 +17,7 @@ folder resumes from the newest checkpoint and ends with the weights an uninterru
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -298,15 +299,27 @@ def is_adapter(name: str) -> bool:
     return (p / CARD_FILE).is_file() and (p / "adapter_config.json").is_file()
 
 
+IDENTITY_FILES = ("adapter_config.json", "adapter_model.safetensors")
+"""What makes an adapter the model it is: its weights and its configuration (which names the
+base model); the card and the plot beside them do not change a vector."""
+
+
 def adapter_identity(path: str) -> str:
-    """A short digest of an adapter's weights and card: two trainings into one folder are two
-    models (so the embedding cache never serves the first one's vectors for the second)."""
-    h = hashlib.sha256()
-    for f in sorted(Path(path).iterdir()):
-        if f.is_file():
-            h.update(f.name.encode())
-            h.update(f.read_bytes())
-    return h.hexdigest()[:12]
+    """A short digest of an adapter's weights and configuration: two trainings into one folder
+    are two models (so the embedding cache never serves the first one's vectors for the second).
+    Asked for on every embedding piece, so the digest is kept until a file changes."""
+    stamp = []
+    for f in IDENTITY_FILES:
+        st = (Path(path) / f).stat()
+        stamp.append((f, st.st_mtime_ns, st.st_size))
+    return _identity(path, tuple(stamp))
+
+
+@functools.lru_cache(maxsize=64)
+def _identity(path: str, stamp: tuple[tuple[str, int, int], ...]) -> str:
+    from revbench.evaluation.importers import file_sha256
+
+    return file_sha256(*(Path(path) / f for f, _, _ in stamp))[:12]
 
 
 def load_adapter(path: str, device: str) -> Any:

@@ -25,7 +25,8 @@ TRAINING_SCHEMA = {
     "ratio": pl.Float64,
 }
 SKIPPED_SCHEMA = {"view": pl.Utf8, "anchor_id": pl.Utf8, "reason": pl.Utf8}
-SKIP_REASONS = ("no_lexical_signal", "too_few_candidates", "no_weaker_candidate")
+"""Anchors left out, each with its reason: no_lexical_signal, too_few_candidates or
+no_weaker_candidate (see :func:`pick`)."""
 
 
 @dataclass(frozen=True)
