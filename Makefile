@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.pools_bench
 	$(BIN)/python -m benchmarks.survey_bench
 	$(BIN)/python -m benchmarks.ratings_bench
+	$(BIN)/python -m benchmarks.privacy_bench
 
 # The whole refresh at LR-bench's size, threads and Dask (about an hour on two cores).
 bench-refresh: $(STAMP)

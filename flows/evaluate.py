@@ -64,16 +64,15 @@ def load_inputs(plan: EvaluationPlan, allow_partial: bool,
     return loaded, preds
 
 
-def baseline_label(settings: Settings, baseline: str | None) -> str | None:
-    """The label under which the ``--baseline`` scorer's results appear: a spec written with its
-    defaults (``embedding:model=all-MiniLM-L6-v2``) is the scorer labelled ``embedding``. A name
-    that is no scorer (a predictions file) stays as given."""
-    if not baseline:
-        return baseline
-    try:
-        return make_scorer(baseline, Context(settings)).label
-    except ValueError:
-        return baseline
+def check_recorded_releases(settings: Settings, benchmarks: list[tuple[str, Path]]) -> None:
+    """A release of this project's releases folder is checked against the manifest sha256 the
+    warehouse recorded when it was built, before anything is read (its loader checks every file
+    against the manifest; a copy elsewhere has only its own manifest to answer to)."""
+    for kind, path in benchmarks:
+        if kind == "release" and path.resolve().parent == settings.releases_dir.resolve():
+            from revbench.flows.release import verify_recorded
+
+            verify_recorded(settings, path)
 
 
 def warn_training_overlap(specs: list[str], loaded: list[Benchmark]) -> None:
@@ -156,17 +155,19 @@ def evaluate_flow(
     draws ``loss.png`` (matplotlib costs most of a second: one-off commands skip it unless asked).
     Results are appended: each run's rows carry its run id, every scorer's spec and the hash of
     any predictions file; earlier runs' rows stay in ``eval_results``."""
-    plan = plan_evaluation(settings, benchmarks, scorers, predictions or [])
+    plan = plan_evaluation(settings, benchmarks, scorers, predictions or [], baseline)
     if bootstrap < 0:
         raise UsageError(f"--bootstrap {bootstrap}: expected 0 or more resamples")
+    check_recorded_releases(settings, plan.benchmarks)
     loaded, preds = load_inputs(plan, allow_partial, settings.ratings.profile_max_papers)
     warn_training_overlap(plan.scorers, loaded)
-    base_label = baseline_label(settings, baseline)
+    base_label = plan.baseline
     params = dict(benchmarks=benchmarks, scorers=plan.scorers, predictions=predictions or [], baseline=baseline,
                   bootstrap=bootstrap, seed=seed, allow_partial=allow_partial)
     report = Path(report_dir) if report_dir else settings.data_dir / "reports" / "evaluate"
     with flow_run(settings, "evaluate", params) as run:
         rows: list[MetricValue] = []
+        same_as: dict[tuple[str, str], tuple[str, str]] = {}  # (benchmark, split) holding the same pairs as another
         with stage(run, "metrics") as st:
             scored = score_all(run, loaded, plan.scorers)
             for i, bench in enumerate(loaded):
@@ -176,25 +177,29 @@ def evaluate_flow(
                 if baseline and base is None:
                     log.warning("baseline %r was not evaluated on %s; no paired differences", baseline, bench.name)
                 evaluator = Evaluator(bench, n_resamples=bootstrap, seed=seed)
+                same_as |= {(bench.name, split): (bench.name, other) for split, other in evaluator.same_as.items()}
                 for s in runs:
                     export_predictions(s, bench, report)
-                    rows += evaluator.evaluate(s, baseline=base if base is not None and s is not base else None)
-            rows += cross_benchmark_average(rows)
+                # Together: every scorer is compared on the pairs all of them cover.
+                rows += evaluator.evaluate_all(runs, base)
+            rows += cross_benchmark_average(rows, set(same_as))
             df = results_frame(rows)
             versions = {b.name: b.version for b in loaded}
             versions["all"] = "+".join(sorted(f"{b.name}@{b.version}" for b in loaded))
+            digests = {b.name: b.digest for b in loaded} | {"all": None}
             stored = EVAL_RESULTS.conform(df.with_columns(
                 pl.col("benchmark").replace_strict(versions, return_dtype=pl.Utf8).alias("benchmark_version"),
+                pl.col("benchmark").replace_strict(digests, return_dtype=pl.Utf8).alias("benchmark_digest"),
                 pl.lit(run.run_id).alias("run_id"), pl.lit(utcnow()).alias("evaluated_at"),
             ))
             run.wh.upsert(EVAL_RESULTS, stored)
             st.result.rows_in, st.result.rows_out = len(loaded), df.height
         rows_out = [{**r, "evaluated_at": r["evaluated_at"].isoformat()} for r in stored.to_dicts()]
-        tables = report_tables(df)
+        tables = report_tables(df, same_as=same_as)
         md = "\n".join(t.to_markdown() for t in tables)
         report.mkdir(parents=True, exist_ok=True)
         (report / "report.md").write_text(md + "\n")
-        png = plot_loss(df, report / "loss.png") if plot else None
+        png = plot_loss(df, report / "loss.png", same_as=same_as) if plot else None
         (report / "results.json").write_text(json.dumps(rows_out, indent=1))
         if json_out:
             Path(json_out).write_text(json.dumps(rows_out, indent=1))

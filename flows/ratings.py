@@ -10,16 +10,27 @@ whose evidence is unchanged is never asked again.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+from datetime import datetime
 from typing import Any
 
 import polars as pl
 
 from revbench.errors import UsageError
 from revbench.flows.common import Run, flow_run, prefect_active, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.survey import opt_out_stage
 from revbench.schemas.quality import DataQualityError, validate_frames
-from revbench.schemas.tables import EVENT_REJECTS, FLAG_DECISIONS, RATING_FLAGS, RATING_TUPLES, RATINGS, SURVEY_EVENTS
+from revbench.schemas.tables import (
+    EVENT_REJECTS,
+    FLAG_DECISIONS,
+    RATING_FLAGS,
+    RATING_TUPLES,
+    RATINGS,
+    SURVEY_EPOCHS,
+    SURVEY_EVENTS,
+)
 from revbench.settings import Settings
 from revbench.tasks import ratings as tasks
 from revbench.warehouse import utcnow
@@ -29,31 +40,77 @@ log = logging.getLogger("revbench.ratings")
 DECISIONS = ("keep", "drop")
 
 
+def lost_since_pull(store: SurveyStore, epoch: str, high_water: int, digest: str | None) -> bool:
+    """Whether the store no longer holds, as it was pulled, the event at its epoch's high-water
+    mark: it was emptied or restored from an older backup, and its ids may name new answers."""
+    if not high_water:
+        return False
+    held = store.event(high_water)
+    return held is None or (digest is not None and tasks.store_events([held], epoch)["digest"][0] != digest)
+
+
 @stage_task("pull-events")
 def pull_stage(run: Run, store: SurveyStore) -> dict[str, Any]:
     """New events from the survey store, every event resolved again (a new answer supersedes an
-    older one), and the ratings they give."""
+    older one), and the ratings they give.
+
+    Events are pulled by (epoch, id) above the epoch's high-water mark; an answer already pulled
+    from another epoch (a restored backup, a store given an epoch on upgrade) is recognised by
+    its digest and not counted twice. A store that no longer holds the event at its epoch's mark
+    was emptied or restored from an older backup: its epoch is renewed (the ids it hands out
+    again name new answers) and every answer it holds is checked by digest. What was pulled stays
+    in the warehouse whatever the store loses."""
     with stage(run, "pull") as st:
-        new = store.events_since(st.wh.last_pulled_event())
         ctx = st.wh.ratings_context()
-        old = st.wh.read(SURVEY_EVENTS).select(*tasks.EVENT_COLUMNS)
-        incoming = pl.DataFrame(new, schema={"event_id": pl.Int64, "invitation_id": pl.Utf8, "paper_id": pl.Utf8,
-                                             "rating": pl.Int64, "skipped": pl.Int64, "source": pl.Utf8,
-                                             "created_at": pl.Utf8})
-        incoming = incoming.with_columns(pl.col("skipped").cast(pl.Boolean),
-                                         pl.col("created_at").str.to_datetime(time_zone="UTC", time_unit="us"))
-        events = pl.concat([old, incoming.select(*tasks.EVENT_COLUMNS)], how="vertical_relaxed")
+        old = tasks.with_digests(st.wh.read(SURVEY_EVENTS))
+        known = set(old["digest"].to_list())
+        marks = st.wh.survey_epoch_marks()
+        epochs = st.wh.read(SURVEY_EPOCHS, order_by=["last_pulled_at"])
+        previous = epochs["epoch"][-1] if epochs.height else None
+        ident = store.identity()
+        epoch = str(ident["epoch"])
+        after, at_mark = marks.get(epoch, (0, None))
+        lost: dict[str, Any] = {}
+        if lost_since_pull(store, epoch, after, at_mark):
+            _, everything = store.snapshot(0)
+            lost = {"lost_from": epoch, "pulled_up_to": after,
+                    "held_up_to": tasks.restored_up_to(tasks.store_events(everything, epoch), known, after)}
+            store.renew_epoch(epoch)
+            after = 0
+        ident, rows = store.snapshot(after)
+        if ident["epoch"] != epoch and not lost:  # renewed by another pull meanwhile: all of it, by digest
+            after = 0
+            ident, rows = store.snapshot(0)
+        epoch = str(ident["epoch"])
+        read = tasks.store_events(rows, epoch)
+        fresh = ~pl.col("digest").is_in(list(known))
+        incoming = read.filter(fresh).unique("digest", keep="first", maintain_order=True)
+        found = tasks.PullFound(epoch=epoch, origin=str(ident["origin"]), after=after, new=incoming.height,
+                                known=read.height - incoming.height, first=not marks and not lost,
+                                previous=previous, **lost)
+        now = utcnow()
+        incoming = incoming.with_columns(pl.lit(run.run_id).alias("run_id"), pl.lit(now).alias("pulled_at"))
+        cols = [*tasks.EVENT_COLUMNS, "run_id", "pulled_at"]
+        events = pl.concat([old.select(cols), incoming.select(cols)], how="vertical_relaxed")
         resolved = tasks.resolve_events(events, ctx["invitations"])
-        st.wh.upsert(SURVEY_EVENTS, resolved.with_columns(
-            pl.when(pl.col("event_id").is_in(incoming["event_id"].implode())).then(pl.lit(run.run_id))
-            .otherwise(pl.lit(None, dtype=pl.Utf8)).alias("run_id"), pl.lit(utcnow()).alias("pulled_at")),
-            only_if="survey_events.disposition IS DISTINCT FROM excluded.disposition OR survey_events.run_id IS NULL")
+        # Rows pulled before keep their run; a changed disposition or a first digest updates them.
+        st.wh.upsert(SURVEY_EVENTS, resolved, only_if="survey_events.disposition IS DISTINCT FROM excluded.disposition "
+                                                      "OR survey_events.digest IS NULL")
+        top = read.sort("event_id").tail(1)
+        seen = epochs.filter(pl.col("epoch") == epoch)
+        st.wh.upsert(SURVEY_EPOCHS, SURVEY_EPOCHS.conform(pl.DataFrame([{
+            "epoch": epoch, "high_water": int(top["event_id"][0]) if top.height else after,
+            "high_water_digest": top["digest"][0] if top.height else marks.get(epoch, (0, None))[1],
+            "origin": ident["origin"], "renewed_from": ident["renewed_from"],
+            "store_created_at": datetime.fromisoformat(str(ident["created_at"])) if ident["created_at"] else None,
+            "first_pulled_at": seen["first_pulled_at"][0] if seen.height else now, "last_pulled_at": now,
+            "new_events": incoming.height, "known_events": found.known, "summary": found.line(), "run_id": run.run_id}])))
         ratings = tasks.latest_ratings(resolved, ctx["invitations"], ctx["categories"])
         by = dict(resolved.group_by("disposition").len().iter_rows())
-        st.result.rows_in, st.result.rows_out = len(new), ratings.height
+        st.result.rows_in, st.result.rows_out = incoming.height, ratings.height
         st.result.rejected = sum(by.get(k, 0) for k in EVENT_REJECTS)
-    return {"resolved": resolved, "ratings": ratings, "similarity": ctx["similarity"], "pulled": len(new),
-            "events": resolved.height, "dispositions": by}
+    return {"resolved": resolved, "ratings": ratings, "similarity": ctx["similarity"], "pulled": incoming.height,
+            "events": resolved.height, "dispositions": by, "found": found}
 
 
 @stage_task("flag")
@@ -166,6 +223,12 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
     report_dir = settings.data_dir / "reports" / "ratings"
     with flow_run(settings, "ratings", {"decide": decide, "curator": curator, "evaluate": evaluate}) as run:
         pulled = pull_stage(run, store)
+        # Opt-outs reach the warehouse with the answers, not only before the next wave: a store
+        # replaced meanwhile would take them with it.
+        before = run.wh.opted_out_emails()
+        opted_out = opt_out_stage(run, store)
+        found = dataclasses.replace(pulled["found"], opt_outs=len(opted_out - before))
+        log.info("%s", found.line())
         flags = flag_stage(run, pulled)
         # Asked from the flow itself: Prefect pauses flow runs, not task runs.
         earlier = run.wh.read(FLAG_DECISIONS)
@@ -187,7 +250,8 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
         status = dict(final.group_by("status").len().iter_rows())
         kinds = dict(pairs.group_by("kind").len().iter_rows())
         disp = pulled["dispositions"]
-        counts = {"events pulled": pulled["pulled"], "events": pulled["events"], "duplicates": disp.get("superseded", 0),
+        counts = {"events pulled": pulled["pulled"], "events already known": found.known, "opt-outs pulled": found.opt_outs,
+                  "events": pulled["events"], "duplicates": disp.get("superseded", 0),
                   "skips": disp.get("skip", 0), "unknown invitation": disp.get("unknown_invitation", 0),
                   "unknown paper": disp.get("unknown_paper", 0), "invalid rating": disp.get("invalid_rating", 0),
                   "ratings": final.height, "kept": status.get("kept", 0),
@@ -199,7 +263,8 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
                          "Counts by category and round, agreement")
         flag_rows = flags.join(decisions.select("flag_id", "evidence_hash", "decision", "decided_by"),
                                on=["flag_id", "evidence_hash"], how="left")
-        out = {"run_id": run.run_id, **counts, "alpha": stats.alpha, "alpha_papers": stats.alpha_papers,
+        out = {"run_id": run.run_id, "survey store": found.line(), **counts, "alpha": stats.alpha,
+               "alpha_papers": stats.alpha_papers,
                "statistics": md, "figure": str(figure) if figure else None,
                "flag_list": [{k: (json.loads(v) if k == "evidence" else v) for k, v in r.items()} for r in flag_rows.to_dicts()]}
     if run_evaluation and final.filter(pl.col("status") == "kept").height:

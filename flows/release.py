@@ -2,9 +2,12 @@
 release folder that others can load.
 
 Nothing reaches ``releases/<version>/`` before the privacy audit has passed: the release is built
-in a sibling folder and renamed into place. An existing release is never overwritten without
-``replace``, which keeps the old one under ``releases/.replaced/``. The same warehouse state,
-settings and code give byte-identical files and manifest.
+in a sibling folder and renamed into place. A published release is immutable: a new version
+supersedes it (it stays published and readable) and ``LATEST`` names the newest published one;
+only a release not yet published is built again, with ``replace``, which keeps the old one under
+``releases/.replaced/``. Every file is checked against the manifest, and the manifest against the
+digest the warehouse recorded, before a release is published, compared or reported. The same
+warehouse state, settings and code give byte-identical files and manifest.
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ from revbench.flows.common import (
 from revbench.schemas.release import RELEASE_TABLES
 from revbench.schemas.tables import RATING_FLAGS, RATINGS, RELEASES, SURVEY_EVENTS
 from revbench.settings import Settings
+from revbench.tasks import privacy
 from revbench.tasks import ratings as rating_tasks
 from revbench.tasks import release as tasks
 from revbench.templates import bars_scale, render
-from revbench.warehouse import utcnow
+from revbench.warehouse import Warehouse, utcnow
 from revbench.warehouse.migrations import LATEST_VERSION
 
 log = logging.getLogger("revbench.release")
@@ -49,18 +53,24 @@ class PrivacyAuditFailed(RevbenchError):
 
     exit_code = 6
 
-    def __init__(self, hits: list[tasks.AuditHit]):
+    def __init__(self, hits: list[privacy.AuditHit]):
         self.hits = hits
-        shown = "; ".join(f"{h.table} row {h.row} field {h.field}: {h.kind} {h.found!r}" for h in hits[:5])
+        # The line goes to logs: an address shows its first letter and domain (the audit artifact has it whole).
+        shown = "; ".join(f"{h.table} row {h.row} field {h.field}: {h.kind}{' (' + h.form + ')' if h.form else ''} "
+                          f"{h.redacted()!r}{' of ' + h.person if h.person else ''}" for h in hits[:5])
         more = f" (and {len(hits) - 5} more)" if len(hits) > 5 else ""
         super().__init__(f"privacy audit: {len(hits)} identifiers in the release, nothing was written: {shown}{more}")
 
 
-def audit_markdown(hits: list[tasks.AuditHit], strings: int) -> str:
+def audit_markdown(hits: list[privacy.AuditHit], strings: int) -> str:
+    """The curator's view of the audit: every hit with its file, row, field, kind, form, the
+    text found (whole) and whose it is."""
     if not hits:
         return f"Privacy audit passed: {strings} strings scanned, no identifiers."
-    rows = "\n".join(f"| {h.table} | {h.row} | {h.field} | {h.kind} | `{h.found}` |" for h in hits)
-    return f"Privacy audit FAILED: {len(hits)} hits\n\n| table | row | field | kind | found |\n|---|---|---|---|---|\n{rows}"
+    rows = "\n".join(f"| data/{h.table}.parquet | {h.row} | {h.field} | {h.kind} | {h.form} | `{h.found}` | {h.person} |"
+                     for h in hits)
+    return (f"Privacy audit FAILED: {len(hits)} hits in {strings} strings\n\n"
+            f"| file | row | field | kind | form | found | person |\n|---|---|---|---|---|---|---|\n{rows}")
 
 
 def _size_category(n: int) -> str:
@@ -82,10 +92,7 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
         raise UsageError("REVBENCH_RELEASE__ID_KEY is not set (or shorter than 16 characters): release ids are derived "
                          "with it, and the same key must serve every release")
     root = settings.releases_dir
-    latest = (root / "LATEST").read_text().strip() if (root / "LATEST").exists() else None
-    if version is None:
-        n = 1 + max((int(m.group(1)) for d in root.glob("v*") if (m := re.fullmatch(r"v(\d+)", d.name))), default=0)
-        version = f"v{n}"
+    version = version or _next_version(root)
     if not VERSION.match(version):
         raise UsageError(f"--version {version!r}: letters, digits, '.', '_' and '-' only (at most 64)")
     final = root / version
@@ -95,9 +102,14 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
                          f"under {root / '.replaced'}), --approve yes|no to decide on it, or choose another --version")
     if decide_only:
         return _decide_only(settings, version, approve, approver)
-    parent = latest if latest != version else json.loads((final / "manifest.json").read_text()).get("parent")
+    _refuse_published(root, version, _recorded_state(settings, version))  # before the run: a refusal writes nothing
     params = {"version": version, "replace": replace, "only_if_changed": only_if_changed, "approve": approve}
     with flow_run(settings, "release", params) as run:
+        _refuse_published(root, version, run.wh.release_state(version))
+        recorded = run.wh.releases()
+        parent = tasks.choose_parent(recorded, version)
+        # CHANGES.md is written against the parent: it is checked before anything is written.
+        parent_release = verify_recorded(settings, root / parent, run.wh) if parent and (root / parent).exists() else None
         with stage(run, "build") as st:
             inputs = run.wh.release_inputs()
             if inputs["ratings"].height == 0:
@@ -105,19 +117,20 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
             tables = tasks.build_tables(inputs, key.get_secret_value().encode(), settings.release.profile_years)
             rate = tasks.rate_json(tables)
             st.result.rows_in, st.result.rows_out = inputs["ratings"].height, sum(t.height for t in tables.values())
-        if only_if_changed and latest and (root / latest / "data").exists():
-            diff = tasks.changes(tables, tasks.read_tables(root / latest))
+        newest = recorded["version"][-1] if recorded.height else None
+        if only_if_changed and newest and (root / newest).exists():
+            diff = tasks.changes(tables, tasks.read_tables(verify_recorded(settings, root / newest, run.wh)))
             if not any(d["added"] or d["removed"] for d in diff.values()):
-                log.info("nothing changed since release %s: no new release", latest)
-                return _result(root / latest, run.run_id, status=None, decided_by=None, unchanged=True)
+                log.info("nothing changed since release %s: no new release", newest)
+                return _result(root / newest, run.run_id, status=None, decided_by=None, unchanged=True)
         with stage(run, "audit") as st:
-            hits, strings = tasks.privacy_audit(tables, inputs["names"], inputs["affiliations"])
+            hits, strings = privacy.privacy_audit(tables, inputs["people"], inputs["affiliations"])
             publish_markdown("release-audit", audit_markdown(hits, strings), "Privacy audit of the release")
             st.result.rows_in, st.result.rejected = strings, len(hits)
             if hits:
                 raise PrivacyAuditFailed(hits)
         with stage(run, "write") as st:
-            out = _write(run, settings, version, parent, tables, rate, inputs, strings)
+            out = _write(run, settings, version, (parent, parent_release), tables, rate, inputs, strings)
             st.result.rows_out = len(out["manifest"]["files"])
         if final.exists():
             (root / ".replaced").mkdir(parents=True, exist_ok=True)
@@ -125,10 +138,10 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
             final.rename(aside)
             log.warning("release %s was rebuilt; the previous one is kept at %s", version, aside)
         out["dir"].rename(final)
-        (root / "LATEST").write_text(version + "\n")
         run.wh.upsert(RELEASES, pl.DataFrame([{
             "version": version, "parent": parent, "status": "built", "counts": json.dumps(out["manifest"]["counts"], sort_keys=True),
-            "manifest_sha256": tasks.sha256_file(final / "manifest.json"), "run_id": run.run_id, "built_at": utcnow()}]))
+            "manifest_sha256": tasks.sha256_file(final / "manifest.json"), "run_id": run.run_id, "built_at": utcnow(),
+            "superseded_by": None}]), only_if="releases.status <> 'published'")
         publish_table("release-files", out["manifest"]["files"], f"Release {version}: files with rows, bytes and sha256")
         publish_markdown("release-manifest", "```json\n" + (final / "manifest.json").read_text() + "```",
                          f"Release {version}: manifest.json")
@@ -161,8 +174,69 @@ def _ask(run: Run, version: str, approve: str | None, approver: str) -> tuple[st
         log.warning("release %s is built and waits for a curator's go: `revbench release --version %s --approve yes` "
                     "(or no), or run tracked and answer in the Prefect UI", version, version)
         return "built", None
+    root = run.settings.releases_dir
+    verify_recorded(run.settings, root / version, run.wh)  # as built, also after a wait of days for the go
     run.wh.set_release_status(version, status, who, reason, run.run_id)
+    if status == "published":
+        _advance_latest(root, run.wh.releases())
     return status, who
+
+
+def _next_version(root: Path) -> str:
+    """``v<N+1>`` after the highest ``vN`` folder in ``root``."""
+    n = max((int(m.group(1)) for d in root.glob("v*") if (m := re.fullmatch(r"v(\d+)", d.name))), default=0)
+    return f"v{n + 1}"
+
+
+def _refuse_published(root: Path, version: str, state: dict[str, Any] | None) -> None:
+    if state is not None and state["status"] == "published":
+        raise UsageError(f"{version} is published and cannot be replaced; make a new version, e.g. --version "
+                         f"{_next_version(root)}, which supersedes it")
+
+
+def _advance_latest(root: Path, releases: pl.DataFrame) -> None:
+    """``LATEST`` names the newest published release by build; publishing an older one leaves it."""
+    published = releases.filter(pl.col("status") == "published")
+    if published.height == 0:
+        return
+    newest = published["version"][-1]
+    latest = root / "LATEST"
+    if latest.exists() and latest.read_text().strip() == newest:
+        return
+    tmp = root / ".LATEST.tmp"
+    tmp.write_text(newest + "\n")
+    tmp.replace(latest)  # readers see the old name or the new one, never an empty file
+
+
+def _recorded_state(settings: Settings, version: str) -> dict[str, Any] | None:
+    """The warehouse's record of release ``version`` (None when there is no warehouse or no record)."""
+    if not settings.warehouse_path.exists():
+        return None
+    with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
+        return wh.release_state(version) if wh.has_table(RELEASES.name) else None
+
+
+def verify_recorded(settings: Settings, release_dir: Path, wh: Warehouse | None = None) -> tasks.VerifiedRelease:
+    """``release_dir``'s files against its manifest and, for a folder of the releases directory
+    that the warehouse recorded, that manifest against the sha256 recorded when it was built (a
+    copy elsewhere, or a release from another project, is checked against its own manifest).
+    Without ``wh`` the warehouse is opened to read, if there is one."""
+    expected = None
+    if release_dir.resolve().parent == settings.releases_dir.resolve():
+        state = wh.release_state(release_dir.name) if wh is not None else _recorded_state(settings, release_dir.name)
+        expected = state["manifest_sha256"] if state else None
+    return tasks.verify_release(release_dir, expected)
+
+
+def release_report(settings: Settings, metric: str, split: str) -> pl.DataFrame:
+    """``metric`` on ``split`` of each scorer across the published releases (``scorer, version,
+    manifest_sha256, value, ci_low, ci_high``), once every release reported is verified against
+    its manifest and the manifest against the warehouse: a changed release is refused, not shown."""
+    with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
+        rows = wh.release_results(metric, split)
+    for version, digest in rows.select("version", "manifest_sha256").unique(maintain_order=True).iter_rows():
+        tasks.verify_release(settings.releases_dir / version, digest)
+    return rows
 
 
 def _decide_only(settings: Settings, version: str, approve: str | None, approver: str) -> dict[str, Any]:
@@ -175,8 +249,6 @@ def _decide_only(settings: Settings, version: str, approve: str | None, approver
         if state["status"] != "built":
             raise UsageError(f"release {version} is already {state['status']} (by {state['decided_by']}); "
                              "build a new version to change what is published")
-        if state["manifest_sha256"] != tasks.sha256_file(root / version / "manifest.json"):
-            raise UsageError(f"release {version}: its manifest.json changed since it was built; rebuild it with --replace")
         status, who = _ask(run, version, approve, approver)
         result = _result(root / version, run.run_id, status=status, decided_by=who)
     return _evaluate_if_published(settings, result)
@@ -201,16 +273,18 @@ def _evaluate_if_published(settings: Settings, result: dict[str, Any]) -> dict[s
                                                         settings.data_dir / "reports" / "releases" / result["version"])}
 
 
-def _write(run: Run, settings: Settings, version: str, parent: str | None, tables: dict[str, pl.DataFrame],
-           rate: dict[str, list[dict[str, Any]]], inputs: dict[str, Any], strings: int) -> dict[str, Any]:
-    """Every file of the release in a building folder beside its final place."""
+def _write(run: Run, settings: Settings, version: str, parent: tuple[str | None, tasks.VerifiedRelease | None],
+           tables: dict[str, pl.DataFrame], rate: dict[str, list[dict[str, Any]]], inputs: dict[str, Any],
+           strings: int) -> dict[str, Any]:
+    """Every file of the release in a building folder beside its final place; ``parent`` is the
+    parent's version and, when its folder is there, the parent verified."""
     root = settings.releases_dir
     building = root / f".building-{version}"
     if building.exists():
         shutil.rmtree(building)  # left by an interrupted build: never a finished release
     rows = tasks.write_files(building, tables, rate)
-    parent_tables = tasks.read_tables(root / parent) if parent and (root / parent / "data").exists() else None
-    (building / "CHANGES.md").write_text(tasks.changes_markdown(version, parent, tasks.changes(tables, parent_tables)))
+    parent_tables = tasks.read_tables(parent[1]) if parent[1] else None
+    (building / "CHANGES.md").write_text(tasks.changes_markdown(version, parent[0], tasks.changes(tables, parent_tables)))
     ratings = run.wh.read(RATINGS)
     events = run.wh.read(SURVEY_EVENTS)
     disp = dict(events.group_by("disposition").len().iter_rows()) if events.height else {}
@@ -224,7 +298,7 @@ def _write(run: Run, settings: Settings, version: str, parent: str | None, table
     docs = {t.name: t.doc for t in RELEASE_TABLES} | {"evaluations_pc": "paper-centric tuples in LR-bench's JSON layout",
                                                       "evaluations_rc": "reviewer-centric tuples in LR-bench's JSON layout"}
     files_doc = [{"path": p, "rows": n, "doc": docs[p.rsplit("/", 1)[-1].split(".")[0]]} for p, n in sorted(rows.items())]
-    card, card_version = render("release/card.md.j2", name=settings.release.name, version=version, parent=parent,
+    card, card_version = render("release/card.md.j2", name=settings.release.name, version=version, parent=parent[0],
                                 license=settings.release.license, tables=[t.name for t in RELEASE_TABLES],
                                 size_category=_size_category(counts["pointwise"]), files=files_doc,
                                 profile_years=settings.release.profile_years, audit_strings=strings,
@@ -241,7 +315,7 @@ def _write(run: Run, settings: Settings, version: str, parent: str | None, table
     for path in sorted(p for p in building.rglob("*") if p.is_file()):
         rel = path.relative_to(building).as_posix()
         files.append({"path": rel, "rows": rows.get(rel), "bytes": path.stat().st_size, "sha256": tasks.sha256_file(path)})
-    manifest = {"name": settings.release.name, "version": version, "parent": parent, "schema_version": LATEST_VERSION,
+    manifest = {"name": settings.release.name, "version": version, "parent": parent[0], "schema_version": LATEST_VERSION,
                 "code_version": code_version(), "card_template": card_version,
                 "runs": {f: r for f, r in inputs["runs"].items() if f in SOURCE_FLOWS}, "counts": counts, "files": files}
     (building / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")

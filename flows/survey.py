@@ -3,9 +3,11 @@ wait for the go, and send them, paced, each exactly once.
 
 A message moves rendered -> sending -> sent (or failed, with the SMTP reply); each step is
 committed before the next, Ctrl-C and SIGTERM wait for the message in flight to be recorded,
-and a re-run sends only what is still 'rendered'. A message found 'sending' after a crash may
-have left or not: it is 'unconfirmed' and resent only on request. Opt-outs (from the survey
-store) are pulled first and honoured in every wave.
+and a re-run sends only what is still 'rendered'. A message that may have left without our
+knowing (its text reached the server and the reply was lost, or it was found 'sending' after a
+crash) is 'unconfirmed', with the time and the server: it is listed for the curator and sent again
+only by ``survey_resend_flow`` naming it (``revbench survey resend MESSAGE_ID``), never by a
+re-run. Opt-outs (from the survey store) are pulled first and honoured in every wave.
 """
 
 from __future__ import annotations
@@ -78,8 +80,9 @@ def opt_out_stage(run: Run, store: SurveyStore) -> set[str]:
     with stage(run, "opt-outs") as st:
         invitations = st.wh.survey_invitations()
         emails = dict(invitations.select("invitation_id", "email").iter_rows()) if invitations.height else {}
+        have = st.wh.opted_out_emails()  # kept as first recorded: a later or replaced store never rewrites them
         new = [{"email": emails[i], "invitation_id": i, "source": "survey", "opted_out_at": utcnow()}
-               for i in store.opted_out() if i in emails]
+               for i in store.opted_out() if i in emails and emails[i] not in have]
         if new:
             st.wh.upsert(SURVEY_OPT_OUTS, pl.DataFrame(new))
         out = st.wh.opted_out_emails()
@@ -158,11 +161,16 @@ def reminder_stage(run: Run, round: int, signer: LinkSigner, store: SurveyStore,
     return {"candidates": invitations.height, "rendered": rendered.height, "finished": finished, "left_out": []}
 
 
-def _pending(run: Run, round: int, kind: str, opted_out: set[str], resend_unconfirmed: bool) -> pl.DataFrame:
-    states = ("rendered", "unconfirmed") if resend_unconfirmed else ("rendered",)
+def _pending(run: Run, round: int, kind: str, opted_out: set[str]) -> pl.DataFrame:
     msgs = run.wh.survey_messages(round)
     wave = msgs.filter(pl.col("kind") == "invitation") if kind == "invitation" else msgs.filter(pl.col("kind").str.starts_with("reminder"))
-    return wave.filter(pl.col("state").is_in(list(states)) & ~pl.col("to_email").is_in(list(opted_out))).sort("message_id")
+    return wave.filter((pl.col("state") == "rendered") & ~pl.col("to_email").is_in(list(opted_out))).sort("message_id")
+
+
+def _publish_unconfirmed(rows: list[dict[str, Any]]) -> None:
+    publish_table("survey-unconfirmed", rows, "Messages that may or may not have arrived (the server's reply was "
+                  "lost, or a run stopped while sending): never sent again by themselves; check with the "
+                  "recipient or the server's log, then `revbench survey resend MESSAGE_ID` sends one again")
 
 
 def _ask_curator(run: Run, round: int, kind: str, pending: pl.DataFrame, approve: tuple[str, int] | None,
@@ -194,16 +202,28 @@ def _ask_curator(run: Run, round: int, kind: str, pending: pl.DataFrame, approve
 @stage_task("send")
 def send_stage(run: Run, batch: pl.DataFrame) -> dict[str, int]:
     """Send ``batch`` (already approved), paced, committing each message's state as it goes."""
-    from revbench.clients.smtp import SmtpSender
+    from revbench.clients.smtp import OutcomeUnknown, SmtpSender
 
     with stage(run, "send") as st:
         sv = st.settings.survey
         sender = SmtpSender(st.settings.smtp, attempts=sv.smtp_attempts)
         sender.probe()
-        counts = {"sent": 0, "failed": 0, "deferred": 0}
-        # A server that defers message after message is in trouble: stop the wave (the rest stay
-        # 'rendered' for the next run) instead of spending every message's retries on it.
+        counts = {"sent": 0, "failed": 0, "deferred": 0, "unconfirmed": 0}
+        # A server that defers message after message, or loses reply after reply, is in trouble:
+        # stop the wave (the rest stay 'rendered' for the next run) instead of spending every
+        # message's retries on it or leaving every message in doubt.
         in_a_row, breaker = 0, st.settings.http.breaker_failures
+        streak: set[str] = set()
+
+        def count_trouble(what: str, exc: Exception) -> None:
+            nonlocal in_a_row
+            counts[what] += 1
+            in_a_row += 1
+            streak.add(what)
+            if in_a_row >= breaker:
+                raise ServiceUnavailable("SMTP server", sender.url, f"{in_a_row} messages in a row {' or '.join(sorted(streak))}, "
+                                         f"the last with {exc}; the rest stay unsent for the next run") from None
+
         interval = 60.0 / sv.messages_per_minute
         with sender, st.progress(batch.height, f"send {batch.height} emails") as progress:
             last = 0.0
@@ -214,26 +234,31 @@ def send_stage(run: Run, batch: pl.DataFrame) -> dict[str, int]:
                 last = time.monotonic()
                 msg = tasks.email_message(row, sv)
                 with deferred_interrupts():
-                    st.wh.set_message_state(row["message_id"], "sending", attempts=row["attempts"] + 1)
+                    st.wh.set_message_state(row["message_id"], "sending", attempts=row["attempts"] + 1,
+                                            smtp_server=sender.server)
                     try:
                         reply = sender.send(msg)
                     except PermanentError as exc:
                         st.wh.set_message_state(row["message_id"], "failed", reply=str(exc))
                         counts["failed"] += 1
+                    except OutcomeUnknown as exc:
+                        # It may be in the recipient's mailbox: sending it again could make a copy.
+                        st.wh.set_message_state(row["message_id"], "unconfirmed", reply=str(exc), unconfirmed_at=utcnow())
+                        log.warning("message %s to %s is unconfirmed: %s", row["message_id"], row["to_email"], exc)
+                        count_trouble("unconfirmed", exc)
                     except TransientError as exc:
                         st.wh.set_message_state(row["message_id"], "rendered", reply=str(exc))  # tried again next run
-                        counts["deferred"] += 1
-                        in_a_row += 1
-                        if in_a_row >= breaker:
-                            raise ServiceUnavailable("SMTP server", sender.url, f"{in_a_row} messages in a row deferred, "
-                                                     f"the last with {exc}; the rest stay unsent for the next run") from None
+                        count_trouble("deferred", exc)
                     except BaseException:
+                        # Raised before the message's end of data left (``SmtpSender`` turns anything
+                        # later into OutcomeUnknown): nothing can have been delivered.
                         st.wh.set_message_state(row["message_id"], "rendered")
                         raise
                     else:
                         st.wh.set_message_state(row["message_id"], "sent", reply=reply, sent_at=utcnow())
                         counts["sent"] += 1
                         in_a_row = 0
+                        streak.clear()
                 progress.advance()
         st.result.rows_in, st.result.rows_out, st.result.rejected = batch.height, counts["sent"], counts["failed"]
     return counts
@@ -251,7 +276,7 @@ def write_outbox(settings: Settings, batch: pl.DataFrame, round: int) -> str:
 
 @revbench_flow("survey")
 def survey_flow(settings: Settings, round: int = 1, kind: str = "invitation", dry_run: bool = False,
-                approve: str | None = None, approver: str = "", resend_unconfirmed: bool = False) -> dict[str, Any]:
+                approve: str | None = None, approver: str = "") -> dict[str, Any]:
     """Render and send one wave of survey emails for a round: ``kind`` is ``invitation`` or
     ``reminder``. Nothing is sent without a curator's go (``approve``, the Prefect UI, or
     REVBENCH_SURVEY__AUTO_APPROVE) or with ``dry_run``."""
@@ -263,15 +288,12 @@ def survey_flow(settings: Settings, round: int = 1, kind: str = "invitation", dr
     if not dry_run and not settings.smtp.host:
         raise UsageError("REVBENCH_SMTP__HOST is not set: nothing can be sent (use --dry-run to write .eml files)")
     store = SurveyStore(settings.survey_store_path)
-    params = {"round": round, "kind": kind, "dry_run": dry_run, "approve": approve, "resend_unconfirmed": resend_unconfirmed}
+    params = {"round": round, "kind": kind, "dry_run": dry_run, "approve": approve}
     with flow_run(settings, "survey", params) as run:
-        unconfirmed = run.wh.mark_unconfirmed()
-        if unconfirmed:
-            log.warning("%d messages were being sent when an earlier run stopped: marked unconfirmed, not resent "
-                        "(pass --resend-unconfirmed to send them again)", unconfirmed)
+        interrupted = _recover(run)
         opted_out = opt_out_stage(run, store)
         prep = (invitation_stage if kind == "invitation" else reminder_stage)(run, round, signer, store, opted_out)
-        pending = _pending(run, round, kind, opted_out, resend_unconfirmed)
+        pending = _pending(run, round, kind, opted_out)
         recipients = [{"to": r["to_email"], "papers": r["text"].count("\n5 (Top Expert): "), "message": r["message_id"],
                        "state": r["state"]} for r in pending.iter_rows(named=True)]
         publish_table("survey-recipients", recipients, f"Round {round}: {kind} messages waiting to be sent")
@@ -279,19 +301,75 @@ def survey_flow(settings: Settings, round: int = 1, kind: str = "invitation", dr
         if pending.height:
             publish_markdown("survey-sample", "```\n" + pending.row(0, named=True)["text"] + "\n```",
                              f"A rendered {kind} message (plain-text part)")
-        stats = {"round": round, "kind": kind, **prep, "pending": pending.height, "unconfirmed": unconfirmed,
-                 "opted_out": len(opted_out), "sent": 0, "failed": 0, "deferred": 0, "outbox": None, "run_id": run.run_id}
-        if dry_run:
-            stats["outbox"] = write_outbox(settings, pending, round)
+        stats = {"round": round, "kind": kind, **prep, "pending": pending.height, "interrupted": interrupted,
+                 "opted_out": len(opted_out), "sent": 0, "failed": 0, "deferred": 0, "unconfirmed": 0, "outbox": None,
+                 "run_id": run.run_id}
+        try:
+            if dry_run:
+                stats["outbox"] = write_outbox(settings, pending, round)
+                return stats
+            if pending.height == 0:
+                return stats
+            decision, n, who = _ask_curator(run, round, kind, pending, decision_given, approver)
+            run.wh.upsert(SURVEY_APPROVALS, pl.DataFrame([{"run_id": run.run_id, "round": round, "kind": kind,
+                                                             "decision": decision, "approved": n, "approver": who,
+                                                             "decided_at": utcnow()}]))
+            stats.update(decision=decision, approved=n, approver=who)
+            if decision == "cancel" or n == 0:
+                return stats
+            stats.update(send_stage(run, pending.head(n)))
             return stats
-        if pending.height == 0:
+        finally:
+            # Listed however the wave ended: a breaker that stopped it leaves its doubts too.
+            stats["unconfirmed_messages"] = tasks.unconfirmed_rows(run.wh.unconfirmed_messages(round))
+            _publish_unconfirmed(stats["unconfirmed_messages"])
+
+
+def _recover(run: Run) -> int:
+    """Messages an earlier run left 'sending' (killed mid-send) become unconfirmed."""
+    n = run.wh.mark_unconfirmed()
+    if n:
+        log.warning("%d messages were being sent when an earlier run stopped: marked unconfirmed, not sent again "
+                    "(`revbench survey status` lists them; `revbench survey resend MESSAGE_ID` sends one again)", n)
+    return n
+
+
+def message_id(given: str) -> str:
+    """A Message-ID as a curator may type it, with or without its angle brackets."""
+    given = given.strip()
+    return given if given.startswith("<") else f"<{given}>"
+
+
+@revbench_flow("survey-resend")
+def survey_resend_flow(settings: Settings, message_ids: list[str], approver: str = "") -> dict[str, Any]:
+    """Send again the unconfirmed messages a curator names (after checking they did not arrive):
+    the only way a message that may have left goes out again. Each keeps its Message-ID, so a
+    mailbox that has the first copy can recognise the second."""
+    if not message_ids:
+        raise UsageError("name the message(s) to send again: `revbench survey status` lists the unconfirmed ones")
+    if not settings.smtp.host:
+        raise UsageError("REVBENCH_SMTP__HOST is not set: nothing can be sent")
+    wanted = list(dict.fromkeys(message_id(m) for m in message_ids))
+    store = SurveyStore(settings.survey_store_path)
+    with flow_run(settings, "survey-resend", {"message_ids": wanted, "approver": approver}) as run:
+        interrupted = _recover(run)
+        msgs = run.wh.survey_messages().filter(pl.col("message_id").is_in(wanted))
+        states = dict(msgs.select("message_id", "state").iter_rows())
+        for m in wanted:
+            if m not in states:
+                raise UsageError(f"no message {m} in the warehouse: `revbench survey status` lists the unconfirmed ones")
+            if states[m] != "unconfirmed":
+                raise UsageError(f"message {m} is {states[m]}, not unconfirmed: only an unconfirmed message is sent "
+                                 "again by name (a rendered one goes with its wave)")
+        opted_out = opt_out_stage(run, store)
+        batch = msgs.filter(~pl.col("to_email").is_in(list(opted_out))).sort("message_id")
+        stats: dict[str, Any] = {"requested": len(wanted), "opted_out": msgs.height - batch.height,
+                                 "interrupted": interrupted, "sent": 0, "failed": 0, "deferred": 0, "unconfirmed": 0,
+                                 "approver": approver or "command line", "run_id": run.run_id}
+        try:
+            if batch.height:
+                stats.update(send_stage(run, batch))
             return stats
-        decision, n, who = _ask_curator(run, round, kind, pending, decision_given, approver)
-        run.wh.upsert(SURVEY_APPROVALS, pl.DataFrame([{"run_id": run.run_id, "round": round, "kind": kind,
-                                                         "decision": decision, "approved": n, "approver": who,
-                                                         "decided_at": utcnow()}]))
-        stats.update(decision=decision, approved=n, approver=who)
-        if decision == "cancel" or n == 0:
-            return stats
-        stats.update(send_stage(run, pending.head(n)))
-        return stats
+        finally:
+            stats["unconfirmed_messages"] = tasks.unconfirmed_rows(run.wh.unconfirmed_messages())
+            _publish_unconfirmed(stats["unconfirmed_messages"])

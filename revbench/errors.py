@@ -42,6 +42,12 @@ class InputError(UsageError):
     """An input file that is not in its declared format; nothing was written."""
 
 
+class ReleaseTampered(InputError):
+    """A release folder whose files differ from its ``manifest.json`` (or whose manifest differs
+    from the one recorded when it was built): refused by name, like any input not as declared
+    (exit 2); nothing was read from it or written."""
+
+
 class ServiceUnavailable(RevbenchError):
     """A service a stage needs did not answer; the run stops as failed and rejects nothing."""
 

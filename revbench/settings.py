@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import date
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -165,7 +165,7 @@ class SurveySettings(Section):
     old_signing_keys: list[SecretStr] = Field(
         default_factory=list, description="Earlier keys, still accepted to verify links while a new key signs (JSON list)."
     )
-    link_max_age_days: int = Field(30, ge=1, le=365, description="Days a survey link stays valid.")
+    link_max_age_days: int = Field(30, ge=1, le=365, description="Days a rating or page link stays valid (opt-out links never expire).")
     base_url: str = Field("http://127.0.0.1:8765", description="Public address of the survey server, used in every link.")
     team: str = Field("the revbench team", description="Research team named in the email.")
     lab: str = Field("", description="Lab named in the email (optional).")
@@ -231,7 +231,11 @@ class SmtpSettings(Section):
     security: Literal["starttls", "ssl", "none"] = Field("starttls", description="starttls, ssl or none (none only for a local server).")
     username: str = Field("", description="Login name (empty: no login).")
     password: SecretStr | None = Field(None, description="Login password.")
-    timeout_seconds: float = Field(30.0, gt=0, description="Per-command timeout.")
+    timeout_seconds: float = Field(
+        20.0, gt=0,
+        description="Deadline of one attempt to hand over a message: connect, greeting, EHLO, login, MAIL, RCPT, DATA "
+                    "and the final reply together, so a server that stops answering fails within it. A message whose "
+                    "text was sent but whose reply did not come in time is 'unconfirmed', never sent again by itself.")
 
 
 class WarehouseSettings(Section):
@@ -505,6 +509,52 @@ def check_environment(environ: Mapping[str, str], dotenv: Path | None = None) ->
             close = difflib.get_close_matches(key.upper(), sorted(known), n=1)
             hint = f"; did you mean {close[0]}?" if close else "; `revbench env-example` lists every setting"
             raise UsageError(f"unknown setting {key} in {where}{hint}")
+    check_list_values(environ, dotenv)
+
+
+def list_names(model: type[BaseModel] = Settings, prefix: str = "REVBENCH_") -> list[str]:
+    """The variables of list settings: pydantic-settings reads their values as JSON."""
+    names: list[str] = []
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            names.extend(list_names(ann, f"{prefix}{name.upper()}__"))
+        elif get_origin(ann) in (list, dict, set, tuple) or any(get_origin(a) in (list, dict, set, tuple)
+                                                                 for a in get_args(ann)):
+            names.append(f"{prefix}{name.upper()}")
+    return names
+
+
+def check_list_values(environ: Mapping[str, str], dotenv: Path | None = None) -> None:
+    """A list setting's value is a JSON list; anything else (``cs.AI,cs.CL``, ``[cs.AI``) is one
+    line naming the variable and showing the value as JSON (pydantic-settings would only name the
+    section it failed in)."""
+    from dotenv import dotenv_values
+
+    values: list[tuple[str, str | None, str]] = []
+    if dotenv is not None and dotenv.is_file():
+        values += [(k, v, str(dotenv)) for k, v in dotenv_values(dotenv).items()]
+    values += [(k, v, "the environment") for k, v in environ.items()]
+    lists = set(list_names())
+    for key, value, where in values:
+        if key.upper() not in lists or value is None:
+            continue
+        secret = "KEY" in key.upper()  # neither echoed nor rewritten
+        named = key if secret else f"{key}={shown_value(value)}"
+        try:
+            json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            items = [x.strip().strip("'\"") for x in value.strip().strip("[]").split(",") if x.strip()]
+            example = '["..."]' if secret or len(value) > 80 else json.dumps(items)
+            raise UsageError(f"{named} in {where}: expected a JSON list, e.g. {key}='{example}'") from None
+        except ValueError:  # Python's limit on the digits of an integer it converts
+            raise UsageError(f"{named} in {where}: a number in it has too many digits") from None
+
+
+def shown_value(value: Any) -> str:
+    """A setting's value as an error shows it: a long one shortened, with its length."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:20]}... ({len(str(value))} characters)"
 
 
 def settings_error(exc: ValidationError, flags: Mapping[str, str] | None = None) -> UsageError:
@@ -514,7 +564,7 @@ def settings_error(exc: ValidationError, flags: Mapping[str, str] | None = None)
     loc = ".".join(str(p) for p in err["loc"])
     name = (flags or {}).get(loc) or "REVBENCH_" + "__".join(str(p).upper() for p in err["loc"][:2])
     value = err.get("input")
-    shown = "" if isinstance(value, (dict, SecretStr)) or "key" in loc else f"={value!r}"
+    shown = "" if isinstance(value, (dict, SecretStr)) or "key" in loc else f"={shown_value(value)}"
     more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
     return UsageError(f"{name}{shown}: {err['msg'].removeprefix('Value error, ')}{more}")
 

@@ -239,6 +239,9 @@ EVAL_RESULTS = Table(
         Column("predictions_sha256", pl.Utf8, since=6, doc="sha256 of the predictions file, when the scores came from one"),
         Column("coverage", pl.Float64, since=6, min_value=0, max_value=1,
                doc="share of the split's rated pairs the scores covered (1 unless --allow-partial)"),
+        Column("benchmark_digest", pl.Utf8, since=12,
+               doc="sha256 of the manifest of a release evaluated (it fixes every file's sha256): results stay attached "
+                   "to the exact files, not only to the version's name"),
     ),
     primary_key=("run_id", "benchmark", "split", "scorer", "metric"),
     doc="Every metric of every scorer on every benchmark version and split, one set of rows per evaluation run "
@@ -451,7 +454,9 @@ POOL_ROUNDS = Table(
 
 MESSAGE_STATES: tuple[str, ...] = ("rendered", "sending", "sent", "failed", "unconfirmed")
 """A message's life: rendered -> sending -> sent, or failed (a permanent SMTP reply); a message
-found 'sending' after a crash may or may not have left, so it is 'unconfirmed' and only resent on request."""
+found 'sending' after a crash, or whose whole text reached the server without a reply coming back (a
+timeout, a dropped connection), may or may not have left, so it is 'unconfirmed' and sent again only by
+a command that names it (RFC 5321 §6.1: the sender must not settle that doubt by sending again)."""
 
 SURVEY_INVITATIONS = Table(
     name="survey_invitations",
@@ -490,6 +495,9 @@ SURVEY_MESSAGES = Table(
         Column("rendered_at", _TS, nullable=False),
         Column("sent_at", _TS),
         Column("run_id", pl.Utf8),
+        Column("unconfirmed_at", _TS, since=12,
+               doc="when the message became unconfirmed: its reply lost, or found 'sending' after a crash"),
+        Column("smtp_server", pl.Utf8, since=12, doc="host:port of the server the message was last handed to"),
     ),
     primary_key=("message_id",),
     doc="Every rendered email and its sending state; a message that was sent is never sent again.",
@@ -535,10 +543,15 @@ FLAG_RULES: tuple[str, ...] = ("near_zero_variance", "straight_lining", "content
 RATING_STATUSES: tuple[str, ...] = ("kept", "dropped", "pending")
 """A rating is kept, dropped by a curator's decision on a flag, or pending while a flag on it waits."""
 
+LEGACY_EPOCH = "legacy"
+"""The epoch of events pulled before survey stores had one (warehouse schema 11 and older)."""
+
 SURVEY_EVENTS = Table(
     name="survey_events",
     columns=(
-        Column("event_id", pl.Int64, nullable=False, min_value=1, doc="the survey store's event id"),
+        Column("epoch", pl.Utf8, nullable=False, since=12, backfill=f"'{LEGACY_EPOCH}'",
+               doc="the survey store's epoch: ids restart in a new, emptied or restored store"),
+        Column("event_id", pl.Int64, nullable=False, min_value=1, doc="the survey store's event id within its epoch"),
         Column("invitation_id", pl.Utf8, nullable=False),
         Column("paper_id", pl.Utf8, nullable=False),
         Column("rating", pl.Int64, doc="1-5, null for a skip (anything else is rejected as invalid_rating)"),
@@ -549,10 +562,35 @@ SURVEY_EVENTS = Table(
         Column("disposition", pl.Utf8, nullable=False, allowed=EVENT_DISPOSITIONS),
         Column("run_id", pl.Utf8),
         Column("pulled_at", _TS, nullable=False),
+        Column("digest", pl.Utf8, since=12,
+               doc="sha256 of the answer's content: the same answer in another epoch (a restored backup) is not pulled "
+                   "twice; rows pulled before schema 12 get theirs at the next pull"),
     ),
-    primary_key=("event_id",),
+    primary_key=("epoch", "event_id"),
     doc="Every survey answer pulled from the survey store, with what became of it (the full history).",
     since=8,
+)
+
+SURVEY_EPOCHS = Table(
+    name="survey_epochs",
+    columns=(
+        Column("epoch", pl.Utf8, nullable=False),
+        Column("high_water", pl.Int64, nullable=False, min_value=0, doc="the highest event id pulled from this epoch"),
+        Column("high_water_digest", pl.Utf8, doc="the digest of that event: a store rewritten under the same epoch differs"),
+        Column("origin", pl.Utf8, nullable=False, allowed=("created", "upgraded", "renewed")),
+        Column("renewed_from", pl.Utf8, doc="the epoch a restored store had before its epoch was renewed"),
+        Column("store_created_at", _TS, doc="when the store took this epoch"),
+        Column("first_pulled_at", _TS, nullable=False),
+        Column("last_pulled_at", _TS, nullable=False),
+        Column("new_events", pl.Int64, nullable=False, min_value=0, doc="events of the last pull not known before"),
+        Column("known_events", pl.Int64, nullable=False, min_value=0,
+               doc="events of the last pull whose answer was already pulled from another epoch"),
+        Column("summary", pl.Utf8, nullable=False, doc="what the last pull found, as the run said it"),
+        Column("run_id", pl.Utf8),
+    ),
+    primary_key=("epoch",),
+    doc="Each survey store epoch pulled from, with its high-water mark.",
+    since=12,
 )
 
 RATINGS = Table(
@@ -565,6 +603,7 @@ RATINGS = Table(
         Column("round", pl.Int64, nullable=False, min_value=1),
         Column("category", pl.Utf8, doc="the paper's primary arXiv category"),
         Column("event_id", pl.Int64, nullable=False, doc="the event whose answer counts (the latest)"),
+        Column("epoch", pl.Utf8, since=12, doc="that event's survey store epoch"),
         Column("rated_at", _TS, nullable=False),
         Column("n_events", pl.Int64, nullable=False, min_value=1, doc="answers given for this pair (duplicates = n - 1)"),
         Column("status", pl.Utf8, nullable=False, allowed=RATING_STATUSES),
@@ -643,6 +682,8 @@ RELEASES = Table(
         Column("decided_at", _TS),
         Column("run_id", pl.Utf8),
         Column("built_at", _TS, nullable=False),
+        Column("superseded_by", pl.Utf8, since=12,
+               doc="the newer published release that took a published one's place (the old one stays published and readable)"),
     ),
     primary_key=("version",),
     doc="Every release built, and the curator's decision to publish it (or not).",
@@ -731,6 +772,7 @@ ALL_TABLES: tuple[Table, ...] = (
     SURVEY_APPROVALS,
     SURVEY_OPT_OUTS,
     SURVEY_EVENTS,
+    SURVEY_EPOCHS,
     RATINGS,
     RATING_FLAGS,
     FLAG_DECISIONS,

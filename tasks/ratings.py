@@ -24,18 +24,104 @@ import polars as pl
 from revbench.schemas.tables import EVENT_REJECTS, RATING_TUPLES, RATINGS
 from revbench.settings import RatingsSettings
 
-EVENT_COLUMNS = ("event_id", "invitation_id", "paper_id", "rating", "skipped", "source", "created_at")
+EVENT_COLUMNS = ("epoch", "event_id", "invitation_id", "paper_id", "rating", "skipped", "source", "created_at", "digest")
+STORE_EVENT_SCHEMA = {"event_id": pl.Int64, "invitation_id": pl.Utf8, "paper_id": pl.Utf8, "rating": pl.Int64,
+                      "skipped": pl.Int64, "source": pl.Utf8, "created_at": pl.Utf8}
+"""Events as the survey store hands them out (times as ISO text, skips as 0/1)."""
+
+
+def event_digests(events: pl.DataFrame) -> pl.Series:
+    """sha256 of each answer's content: invitation, paper, rating or skip, source and the time
+    to the microsecond. The same answer has the same digest in every epoch (a restored backup,
+    or a store given an epoch on upgrade), so it is pulled once. A click's token digest is left
+    out on purpose: the warehouse never kept it, so rows pulled before epochs could not get the
+    same digest, and the token is itself a function of invitation, paper and rating."""
+    key = pl.concat_str([pl.col("invitation_id"), pl.col("paper_id"),
+                         pl.when(pl.col("skipped")).then(pl.lit("skip")).otherwise(pl.col("rating").cast(pl.Utf8))
+                         .fill_null("none"), pl.col("source"), pl.col("created_at").dt.epoch("us").cast(pl.Utf8)],
+                        separator="\x1f")
+    keys = events.select(key.alias("k"))["k"].to_list()
+    return pl.Series("digest", [hashlib.sha256(k.encode()).hexdigest() for k in keys], dtype=pl.Utf8)
+
+
+def store_events(rows: list[dict[str, Any]], epoch: str) -> pl.DataFrame:
+    """Survey store events as warehouse events: ``EVENT_COLUMNS``, labelled with the store's
+    epoch, times parsed, each with its digest."""
+    df = pl.DataFrame(rows, schema=STORE_EVENT_SCHEMA).with_columns(
+        pl.lit(epoch, dtype=pl.Utf8).alias("epoch"), pl.col("skipped").cast(pl.Boolean),
+        pl.col("created_at").str.to_datetime(time_zone="UTC", time_unit="us"))
+    return with_digests(df.with_columns(pl.lit(None, dtype=pl.Utf8).alias("digest"))).select(EVENT_COLUMNS)
+
+
+def with_digests(events: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with every missing digest computed (rows pulled before digests existed)."""
+    if events.height == 0 or events["digest"].null_count() == 0:
+        return events
+    return events.with_columns(pl.col("digest").fill_null(event_digests(events)))
+
+
+def restored_up_to(events: pl.DataFrame, known: set[str], high_water: int) -> int:
+    """The last id up to which a store that lost events still matches what was pulled from it:
+    below the first of its ids up to ``high_water`` that is missing or holds an answer never
+    pulled (ids a restored store handed out again)."""
+    held = dict(events.filter(pl.col("event_id") <= high_water).select("event_id", "digest").iter_rows())
+    for i in range(1, high_water + 1):
+        if held.get(i) not in known:
+            return i - 1
+    return high_water
+
+
+@dataclass(frozen=True)
+class PullFound:
+    """What one pull found in the survey store, for the one line the run says."""
+
+    epoch: str
+    origin: str
+    after: int
+    new: int
+    known: int
+    first: bool = False
+    previous: str | None = None
+    lost_from: str | None = None
+    held_up_to: int = 0
+    pulled_up_to: int = 0
+    opt_outs: int = 0
+
+    def line(self) -> str:
+        """One line: the store's epoch, what was new and what was already known, and any gap."""
+        counts = f"{self.new} new answers, {self.known} already known"
+        if self.lost_from is not None:
+            held = (f"holds none of the events up to {self.pulled_up_to} pulled from it (epoch {self.lost_from}): it was "
+                    f"emptied or restored from an older backup; everything pulled from it is kept in the warehouse"
+                    if self.held_up_to == 0 else
+                    f"holds events up to {self.held_up_to} but {self.pulled_up_to} were pulled from it (epoch "
+                    f"{self.lost_from}): it was restored from an older backup; events {self.held_up_to + 1}-"
+                    f"{self.pulled_up_to} are kept in the warehouse")
+            text = f"the survey store {held}; its new epoch {self.epoch}: {counts}"
+        elif self.first:
+            text = f"first pull from the survey store (epoch {self.epoch}): {counts}"
+        elif self.after == 0 and self.origin == "upgraded":
+            text = f"the survey store got its epoch {self.epoch} on upgrade: {counts}"
+        elif self.after == 0:
+            text = f"survey store replaced since the last pull (epoch {self.epoch} new): {counts}"
+        elif self.previous is not None and self.previous != self.epoch:
+            text = (f"the survey store is epoch {self.epoch} again (the last pull was from {self.previous}): "
+                    f"{counts} after event {self.after}")
+        else:
+            text = f"survey store epoch {self.epoch}: {counts} after event {self.after}"
+        return text + (f"; {self.opt_outs} new opt-outs" if self.opt_outs else "")
 
 
 def resolve_events(events: pl.DataFrame, invitations: pl.DataFrame) -> pl.DataFrame:
     """Give every event its reviewer and disposition.
 
-    ``events``: ``event_id, invitation_id, paper_id, rating, skipped, source, created_at``;
-    ``invitations``: ``invitation_id, reviewer_id, round, paper_ids``. Per reviewer and paper the
-    event with the highest id is the answer that counts (``latest``, or ``skip`` when it was a
-    skip); earlier ones are ``superseded``. Events of an invitation the warehouse does not know,
-    about a paper their invitation did not ask about, or with a rating outside 1-5, get that
-    reason and count for nothing."""
+    ``events``: ``event_id, invitation_id, paper_id, rating, skipped, source, created_at`` (and
+    ``epoch``, ``digest``, passed through); ``invitations``: ``invitation_id, reviewer_id, round,
+    paper_ids``. Per reviewer and paper the latest event (by time, then id: ids restart in every
+    epoch) is the answer that counts (``latest``, or ``skip`` when it was a skip); earlier ones
+    are ``superseded``. Events of an invitation the warehouse does not know, about a paper their
+    invitation did not ask about, or with a rating outside 1-5, get that reason and count for
+    nothing."""
     inv = invitations.select("invitation_id", "reviewer_id", "paper_ids")
     ev = events.join(inv, on="invitation_id", how="left")
     ev = ev.with_columns(
@@ -45,13 +131,15 @@ def resolve_events(events: pl.DataFrame, invitations: pl.DataFrame) -> pl.DataFr
         .then(pl.lit("invalid_rating"))
         .otherwise(pl.lit(None, dtype=pl.Utf8)).alias("reject"))
     valid = pl.col("reject").is_null()
-    last = pl.col("event_id").max().over("reviewer_id", "paper_id")
+    order = ["created_at", *(["epoch"] if "epoch" in ev.columns else []), "event_id"]
+    ev = ev.sort(order).with_row_index("_order")
+    last = pl.when(valid).then(pl.col("_order")).max().over("reviewer_id", "paper_id")  # a reject supersedes nothing
     ev = ev.with_columns(
         pl.when(~valid).then(pl.col("reject"))
-        .when(pl.col("event_id") != last).then(pl.lit("superseded"))
+        .when(pl.col("_order") != last).then(pl.lit("superseded"))
         .when(pl.col("skipped")).then(pl.lit("skip"))
         .otherwise(pl.lit("latest")).alias("disposition"))
-    return ev.drop("paper_ids", "reject").sort("event_id")
+    return ev.drop("paper_ids", "reject", "_order")
 
 
 def latest_ratings(resolved: pl.DataFrame, invitations: pl.DataFrame, categories: pl.DataFrame) -> pl.DataFrame:
@@ -64,7 +152,7 @@ def latest_ratings(resolved: pl.DataFrame, invitations: pl.DataFrame, categories
            .join(invitations.select("invitation_id", "round"), on="invitation_id")
            .join(categories, on="paper_id", how="left")
            .select("reviewer_id", "paper_id", "rating", "invitation_id", "round", "category", "event_id",
-                   pl.col("created_at").alias("rated_at"), "n_events",
+                   *(["epoch"] if "epoch" in latest.columns else []), pl.col("created_at").alias("rated_at"), "n_events",
                    pl.lit("kept").alias("status"), pl.lit([], dtype=pl.List(pl.Utf8)).alias("flags")))
     return RATINGS.conform(out).sort("reviewer_id", "paper_id")
 

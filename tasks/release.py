@@ -1,7 +1,7 @@
-"""A release of the benchmark: anonymous stable ids, the release tables, RATE's JSON layout, the
-privacy audit, and what changed since the parent release. Pure over frames, except the writers
-at the end, which put bytes on disk deterministically (sorted rows, fixed writer settings, no
-wall-clock time inside any data file).
+"""A release of the benchmark: anonymous stable ids, the release tables, RATE's JSON layout and
+what changed since the parent release (the privacy audit is ``revbench.tasks.privacy``). Pure
+over frames, except the writers at the end, which put bytes on disk deterministically (sorted
+rows, fixed writer settings, no wall-clock time inside any data file).
 """
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import hashlib
 import hmac
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from revbench.release_files import VerifiedRelease, sha256_file, verify_release
 from revbench.schemas.release import PAPER_CENTRIC, PAPERS, POINTWISE, RELEASE_TABLES, REVIEWER_CENTRIC, REVIEWERS
 
 
@@ -78,80 +78,6 @@ def rate_json(tables: dict[str, pl.DataFrame]) -> dict[str, list[dict[str, Any]]
     return {"evaluations_pc": pc, "evaluations_rc": rc}
 
 
-@dataclass(frozen=True)
-class AuditHit:
-    """One string in a release that must not be there."""
-
-    table: str
-    row: int
-    field: str
-    kind: str
-    found: str
-
-
-PATTERNS: dict[str, re.Pattern[str]] = {
-    "email": re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"),
-    "survey_token": re.compile(r"\binv_[0-9a-f]{20}\b|\b[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{16,}\b"),
-    "url_with_query": re.compile(r"https?://[^\s?#]+\?[^\s#]+"),
-    "ip_address": re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b"),
-}
-_WORD = re.compile(r"\w+")
-
-
-class PhraseSet:
-    """Multi-word phrases (names, affiliations) found by word n-grams: exact on word boundaries,
-    case-insensitive, one set lookup per window (no regex of thousands of alternatives)."""
-
-    def __init__(self, phrases: set[str]):
-        words = {tuple(_WORD.findall(p.lower())) for p in phrases if p}
-        # One word alone ("Li", "Google") is a common word as often as an identifier.
-        self.phrases = {w: " ".join(w) for w in words if len(w) >= 2}
-        self.lengths = sorted({len(w) for w in self.phrases})
-
-    def find(self, text: str) -> str | None:
-        tokens = tuple(_WORD.findall(text.lower()))
-        for n in self.lengths:
-            for i in range(len(tokens) - n + 1):
-                if tokens[i:i + n] in self.phrases:
-                    return self.phrases[tokens[i:i + n]]
-        return None
-
-
-def _strings(df: pl.DataFrame) -> list[tuple[int, str, str]]:
-    """(row, field, text) of every string in a release table, nested publications included."""
-    out = []
-    for i, row in enumerate(df.iter_rows(named=True)):
-        for col, v in row.items():
-            if isinstance(v, str):
-                out.append((i, col, v))
-            elif isinstance(v, list):
-                for j, pub in enumerate(v):
-                    for k, x in (pub or {}).items():
-                        if isinstance(x, str):
-                            out.append((i, f"{col}[{j}].{k}", x))
-    return out
-
-
-def privacy_audit(tables: dict[str, pl.DataFrame], names: set[str], affiliations: set[str]) -> tuple[list[AuditHit], int]:
-    """Every string of every table scanned for email addresses, survey tokens, URLs with query
-    strings, IP addresses, and the (two-word or longer) names of authors and annotators and their
-    affiliations; returns the hits (each naming table, row and field) and how many strings were read."""
-    name_set, aff_set = PhraseSet(names), PhraseSet(affiliations)
-    hits = []
-    scanned = 0
-    for table, df in tables.items():
-        for row, field, text in _strings(df):
-            scanned += 1
-            for kind, pattern in PATTERNS.items():
-                if m := pattern.search(text):
-                    hits.append(AuditHit(table, row, field, kind, m.group(0)))
-            if found := name_set.find(text):
-                hits.append(AuditHit(table, row, field, "person_name", found))
-            if found := aff_set.find(text):
-                hits.append(AuditHit(table, row, field, "affiliation", found))
-    return hits, scanned
-
-
 def changes(current: dict[str, pl.DataFrame], parent: dict[str, pl.DataFrame] | None) -> dict[str, dict[str, list[Any]]]:
     """Rows added and removed per table since the parent release (by primary key; a rating whose
     value changed shows as removed and added)."""
@@ -166,23 +92,16 @@ def changes(current: dict[str, pl.DataFrame], parent: dict[str, pl.DataFrame] | 
 
 def changes_markdown(version: str, parent: str | None, diff: dict[str, dict[str, list[Any]]]) -> str:
     """``CHANGES.md``: counts per table, then every row added and removed."""
-    lines = [f"# Changes in {version}", "", f"Against {parent}." if parent else "First release: everything is new.", "",
-             "| table | added | removed |", "|---|---|---|"]
+    against = (f"Against {parent}, the latest published release." if parent
+               else "No release was published before: every row is new.")
+    lines = [f"# Changes in {version}", "", against, "", "| table | added | removed |", "|---|---|---|"]
     lines += [f"| {t} | {len(d['added'])} | {len(d['removed'])} |" for t, d in diff.items()]
-    for t, d in diff.items() if parent else ():  # a first release lists counts only: every row is new
+    for t, d in diff.items() if parent else ():  # with no parent every row is new: counts only
         for what in ("added", "removed"):
             if d[what]:
                 lines += ["", f"## {t}: {what}", ""]
                 lines += [f"- {' '.join(str(x) for x in row[:6])}" for row in d[what]]
     return "\n".join(lines) + "\n"
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def write_files(out: Path, tables: dict[str, pl.DataFrame], rate: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
@@ -266,6 +185,26 @@ def _croissant(out: Path, name: str, version: str, license: str, description: st
     return meta.to_json()
 
 
-def read_tables(release_dir: Path) -> dict[str, pl.DataFrame]:
-    """A release's tables from its parquet files."""
-    return {t.name: pl.read_parquet(release_dir / "data" / f"{t.name}.parquet") for t in RELEASE_TABLES}
+def read_tables(release: Path | VerifiedRelease) -> dict[str, pl.DataFrame]:
+    """A release's tables from its parquet files, once they match its manifest (a folder is
+    verified here against its own manifest; a ``VerifiedRelease`` already was)."""
+    checked = release if isinstance(release, VerifiedRelease) else verify_release(release)
+    return {t.name: pl.read_parquet(checked.path / "data" / f"{t.name}.parquet") for t in RELEASE_TABLES}
+
+
+def choose_parent(releases: pl.DataFrame, version: str) -> str | None:
+    """The parent of a new build of ``version`` among ``releases`` (``version, parent, status,
+    built_at``): the newest published release other than ``version`` whose own ancestry does not
+    pass through ``version``. Only published releases are parents (CHANGES.md says what changed
+    for those who have the last one), and the parent chain never loops."""
+    parents = dict(zip(releases["version"].to_list(), releases["parent"].to_list(), strict=True))
+    published = releases.filter(pl.col("status") == "published").sort("built_at", "version", descending=True)
+    for candidate in published["version"].to_list():
+        seen: set[str] = set()
+        p = candidate
+        while p is not None and p != version and p not in seen:
+            seen.add(p)
+            p = parents.get(p)
+        if p != version:
+            return candidate
+    return None

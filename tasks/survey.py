@@ -129,3 +129,11 @@ def email_message(row: dict[str, Any], survey: SurveySettings) -> EmailMessage:
     msg.set_content(row["text"])
     msg.add_alternative(row["html"], subtype="html")
     return msg
+
+
+def unconfirmed_rows(messages: pl.DataFrame) -> list[dict[str, Any]]:
+    """Unconfirmed messages (``Warehouse.unconfirmed_messages``) as the curator reads them: id,
+    recipient, since when, the server and why, every value a string."""
+    return [{"message": r["message_id"], "to": r["to_email"], "kind": r["kind"], "round": str(r["round"]),
+             "since": r["unconfirmed_at"].isoformat(timespec="seconds") if r["unconfirmed_at"] else "",
+             "server": r["smtp_server"] or "", "why": r["smtp_reply"] or ""} for r in messages.iter_rows(named=True)]

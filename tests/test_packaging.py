@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import site
 import subprocess
@@ -110,5 +111,6 @@ def test_installed_revbench_runs_the_demo(venv: Path, tmp_path: Path) -> None:
     out = _run(venv, ["demo", "--papers", "120", "--fault-rate", "0", "--no-track"], tmp_path)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "COI audit against the SYNTHETIC truth: 0 invitations" in " ".join(out.stdout.split())
+    assert re.search(r"Link scanners: [1-9]\d* requests on [1-9]\d* mailboxes .*?, 0 recorded anything", " ".join(out.stdout.split()))
     assert "Evaluation on the warehouse benchmark" in out.stdout
     assert (tmp_path / "data" / "reports" / "warehouse" / "report.md").exists()

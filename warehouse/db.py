@@ -43,10 +43,17 @@ def _q(name: str) -> str:
     return f'"{name}"'
 
 
+_DAMAGE = re.compile(r"could not read enough bytes|corrupt database|not a valid duckdb database|checksum|"
+                     r"failed to deserialize|serialization error", re.IGNORECASE)
+"""What DuckDB says when a query reaches a block a truncated or damaged file no longer holds
+(opening such a file can succeed: only the blocks a query reads are checked)."""
+
+
 @contextmanager
-def _interruptible() -> Iterator[None]:
+def _interruptible(path: Path | None = None) -> Iterator[None]:
     """DuckDB answers Ctrl-C during a query by cancelling it and raising its own error; it is
-    an interrupt, and the run must end as cancelled, not failed."""
+    an interrupt, and the run must end as cancelled, not failed. A query that finds the file
+    damaged ends with the damaged-warehouse message naming ``path``."""
     try:
         yield
     except (RuntimeError, duckdb.Error) as exc:
@@ -55,6 +62,8 @@ def _interruptible() -> Iterator[None]:
         if (isinstance(exc, duckdb.InterruptException) or "interrupted" in str(exc).lower()
                 or "KeyboardInterrupt" in str(exc)):
             raise KeyboardInterrupt("interrupted during a warehouse query") from exc
+        if path is not None and isinstance(exc, duckdb.Error) and _DAMAGE.search(str(exc)):
+            raise WarehouseDamaged(_damaged(path, exc)) from exc
         raise
 
 
@@ -207,12 +216,12 @@ class Warehouse:
 
     def _exec(self, query: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
         # DuckDB 2 refuses new work while a result is unfetched, so every statement is drained.
-        with _interruptible():
+        with _interruptible(self.path):
             return self.con.execute(query, params).fetchall()
 
     def _frame(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         """Run a query and return its rows as a polars frame."""
-        with _interruptible():
+        with _interruptible(self.path):
             return self.con.sql(query, params=params).pl()
 
     def _register(self, table: Table, df: pl.DataFrame) -> str:
@@ -587,20 +596,40 @@ class Warehouse:
         return {r[0] for r in self._exec("SELECT email FROM survey_opt_outs")}
 
     def set_message_state(self, message_id: str, state: str, reply: str | None = None, attempts: int | None = None,
-                          sent_at: datetime | None = None) -> None:
+                          sent_at: datetime | None = None, unconfirmed_at: datetime | None = None,
+                          smtp_server: str | None = None) -> None:
         """Move one message on (committed at once: a crash never forgets a sent message)."""
         with self.transaction():
             self._exec(
                 """UPDATE survey_messages SET state = ?, smtp_reply = coalesce(?, smtp_reply),
-                          attempts = coalesce(?, attempts), sent_at = coalesce(?, sent_at) WHERE message_id = ?""",
-                [state, reply, attempts, sent_at, message_id])
+                          attempts = coalesce(?, attempts), sent_at = coalesce(?, sent_at),
+                          unconfirmed_at = coalesce(?, unconfirmed_at), smtp_server = coalesce(?, smtp_server)
+                   WHERE message_id = ?""",
+                [state, reply, attempts, sent_at, unconfirmed_at, smtp_server, message_id])
 
     def mark_unconfirmed(self) -> int:
         """Messages left 'sending' by a process that died mid-send: they may or may not have left."""
         with self.transaction():
             n = self._exec("SELECT count(*) FROM survey_messages WHERE state = 'sending'")[0][0]
-            self._exec("UPDATE survey_messages SET state = 'unconfirmed' WHERE state = 'sending'")
+            self._exec("UPDATE survey_messages SET state = 'unconfirmed', unconfirmed_at = ?, smtp_reply = "
+                       "'the run sending it stopped before the reply was recorded' WHERE state = 'sending'", [utcnow()])
         return int(n)
+
+    def message_state_counts(self) -> list[tuple[str, str, int]]:
+        """``(kind, state, messages)`` of the survey messages (read-only safe on any schema version)."""
+        return [(k, st, int(n)) for k, st, n in self._exec(
+            "SELECT kind, state, count(*) FROM survey_messages GROUP BY kind, state ORDER BY kind, state")]
+
+    def unconfirmed_messages(self, round_: int | None = None) -> pl.DataFrame:
+        """Messages that may or may not have arrived, oldest first: ``message_id, to_email, kind, round,
+        unconfirmed_at, smtp_server, smtp_reply`` (the last three null in a warehouse not yet migrated)."""
+        migrated = self._exec("SELECT count(*) FROM information_schema.columns WHERE table_name = 'survey_messages' "
+                              "AND column_name = 'unconfirmed_at'")[0][0]
+        extra = "unconfirmed_at, smtp_server" if migrated else "NULL::TIMESTAMPTZ AS unconfirmed_at, NULL::VARCHAR AS smtp_server"
+        return self._frame(
+            f"""SELECT message_id, to_email, kind, round, {extra}, smtp_reply FROM survey_messages
+                WHERE state = 'unconfirmed' AND (?::BIGINT IS NULL OR round = ?::BIGINT)
+                ORDER BY unconfirmed_at NULLS LAST, message_id""", [round_, round_])
 
     # refresh
 
@@ -647,9 +676,16 @@ class Warehouse:
 
     # ratings
 
-    def last_pulled_event(self) -> int:
-        """The highest survey-store event id already in ``survey_events`` (0 when none)."""
-        return int(self._exec("SELECT coalesce(max(event_id), 0) FROM survey_events")[0][0])
+    def survey_epoch_marks(self) -> dict[str, tuple[int, str | None]]:
+        """Each survey store epoch pulled from -> ``(high_water, digest of that event)``: the
+        marks recorded by pulls, else (events pulled before epochs had marks) the highest id in
+        ``survey_events``, whichever is higher."""
+        rows = self._exec(
+            """SELECT epoch, max(high_water), arg_max(digest, high_water) FROM (
+                   SELECT epoch, high_water, high_water_digest AS digest FROM survey_epochs
+                   UNION ALL SELECT epoch, event_id, digest FROM survey_events) GROUP BY epoch""")
+        return {e: (int(h), d) for e, h, d in rows}
+
 
     def ratings_context(self) -> dict[str, pl.DataFrame]:
         """What turning survey events into ratings needs: ``invitations`` (``invitation_id,
@@ -705,41 +741,78 @@ class Warehouse:
 
     def release_inputs(self) -> dict[str, Any]:
         """What a release is built from: the benchmark frames (papers with their category, every
-        rater's corpus papers as profile), the names and affiliations the privacy audit looks for,
-        and the latest completed run of each flow (the runs the release came from)."""
+        rater's corpus papers as profile), the people (``person_id, name, email``) and affiliations
+        the privacy audit looks for, and the latest completed run of each flow (the runs the
+        release came from)."""
         f = self.benchmark_frames(profile_max_papers=None)
         f["papers"] = f["papers"].join(self._frame("SELECT arxiv_id AS paper_id, primary_category AS category FROM papers"),
                                        on="paper_id", how="left")
-        names = {r[0] for r in self._exec(
-            """SELECT name FROM authors UNION SELECT name FROM mentions UNION SELECT pdf_name FROM mentions
-               UNION SELECT name FROM survey_invitations UNION SELECT name FROM invitations""") if r[0]}
+        # Every spelling of every person the warehouse knows, with an id to name in the audit: a
+        # mention not linked to an author yet is named by its paper and position.
+        people = self._frame(
+            """WITH m AS (SELECT coalesce(l.author_id, m.arxiv_id || '#' || m.position) AS person_id, m.name, m.pdf_name,
+                                 m.email
+                          FROM mentions m LEFT JOIN author_links l USING (arxiv_id, position))
+               SELECT DISTINCT person_id, name, email FROM (
+                   SELECT author_id AS person_id, name, NULL AS email FROM authors
+                   UNION ALL SELECT author_id, name, unnest(emails) FROM authors
+                   UNION ALL SELECT person_id, name, email FROM m
+                   UNION ALL SELECT person_id, pdf_name, email FROM m
+                   UNION ALL SELECT author_id, name, email FROM survey_invitations
+                   UNION ALL SELECT author_id, name, email FROM invitations)
+               WHERE name IS NOT NULL OR email IS NOT NULL
+               ORDER BY ALL""")
         affiliations = {r[0] for r in self._exec(
             """SELECT institution FROM mentions UNION SELECT department FROM mentions UNION SELECT affiliation FROM mentions
                UNION SELECT unnest(affiliations) FROM authors""") if r[0]}
         runs = dict(self._exec(
             "SELECT flow, arg_max(run_id, started_at) FROM runs WHERE status = 'completed' GROUP BY flow ORDER BY flow"))
-        return {**f, "names": names, "affiliations": affiliations, "runs": runs}
+        return {**f, "people": people, "affiliations": affiliations, "runs": runs}
 
     def release_state(self, version: str) -> dict[str, Any] | None:
         """A release's row in ``releases`` (status, who decided, manifest hash), or None."""
         df = self._frame("SELECT * FROM releases WHERE version = ?", [version])
         return df.row(0, named=True) if df.height else None
 
+    def releases(self) -> pl.DataFrame:
+        """Every release recorded, oldest build first: ``version, parent, status, manifest_sha256,
+        built_at, superseded_by``."""
+        return self._frame("SELECT version, parent, status, manifest_sha256, built_at, superseded_by FROM releases "
+                           "ORDER BY built_at, version")
+
     def set_release_status(self, version: str, status: str, decided_by: str, reason: str, run_id: str) -> None:
-        """Record the curator's decision on a release."""
-        self._exec("UPDATE releases SET status = ?, decided_by = ?, reason = ?, decided_at = ?, run_id = ? WHERE version = ?",
-                   [status, decided_by, reason, utcnow(), run_id, version])
+        """Record the curator's decision on a release. A release published supersedes every
+        published one built before it that nothing superseded yet, and is itself superseded by
+        the first published one built after it, if any (all stay published)."""
+        with self.transaction():
+            self._exec("UPDATE releases SET status = ?, decided_by = ?, reason = ?, decided_at = ?, run_id = ? "
+                       "WHERE version = ?", [status, decided_by, reason, utcnow(), run_id, version])
+            if status != "published":
+                return
+            self._exec(
+                """UPDATE releases SET superseded_by = ? WHERE status = 'published' AND superseded_by IS NULL
+                   AND version <> ? AND built_at < (SELECT built_at FROM releases WHERE version = ?)""",
+                [version, version, version])
+            self._exec(
+                """UPDATE releases SET superseded_by = (
+                       SELECT n.version FROM releases n, releases me WHERE me.version = ? AND n.status = 'published'
+                       AND n.version <> me.version AND n.built_at > me.built_at ORDER BY n.built_at, n.version LIMIT 1)
+                   WHERE version = ?""", [version, version])
 
     def release_results(self, metric: str, split: str) -> pl.DataFrame:
-        """``scorer, version, value, ci_low, ci_high`` of ``metric`` on ``split`` for every
-        release evaluated (the latest evaluation of each), releases in the order they were built."""
+        """``scorer, version, manifest_sha256, value, ci_low, ci_high`` of ``metric`` on ``split``
+        for every published release evaluated (the latest evaluation of each), releases in the
+        order they were built. Only rows evaluated on the release's recorded manifest count: a
+        version's name alone does not attach results to it."""
         return self._frame(
             """WITH latest AS (
-                   SELECT e.*, row_number() OVER (PARTITION BY benchmark_version, scorer ORDER BY evaluated_at DESC) AS k
-                   FROM eval_results e WHERE benchmark = 'release' AND metric = ? AND split = ?)
-               SELECT l.scorer, l.benchmark_version AS version, l.value, l.ci_low, l.ci_high
-               FROM latest l LEFT JOIN releases r ON r.version = l.benchmark_version
-               WHERE l.k = 1 ORDER BY r.built_at NULLS LAST, l.benchmark_version, l.scorer""", [metric, split])
+                   SELECT e.*, r.built_at, r.manifest_sha256,
+                          row_number() OVER (PARTITION BY e.benchmark_version, e.scorer ORDER BY e.evaluated_at DESC) AS k
+                   FROM eval_results e JOIN releases r
+                     ON r.version = e.benchmark_version AND r.manifest_sha256 = e.benchmark_digest
+                   WHERE e.benchmark = 'release' AND e.metric = ? AND e.split = ? AND r.status = 'published')
+               SELECT scorer, benchmark_version AS version, manifest_sha256, value, ci_low, ci_high
+               FROM latest WHERE k = 1 ORDER BY built_at, version, scorer""", [metric, split])
 
     def has_table(self, name: str) -> bool:
         return bool(self._exec("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])[0][0])

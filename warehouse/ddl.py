@@ -47,15 +47,17 @@ def create_table_sql(table: Table, version: int | None = None, name: str | None 
     return f'CREATE TABLE IF NOT EXISTS "{name or table.name}" (\n  {body},\n  PRIMARY KEY ({pk})\n)'
 
 
-def rebuild_table_sql(table: Table) -> list[str]:
-    """Statements that rebuild ``table`` to its current declaration (a new key, new NOT NULL
-    columns), copying every row and filling new columns from their ``backfill``."""
+def rebuild_table_sql(table: Table, version: int | None = None) -> list[str]:
+    """Statements that rebuild ``table`` to its declaration at ``version`` (the current one when
+    None: a new key, new NOT NULL columns), copying every row and filling new columns from their
+    ``backfill``; columns of later versions are left to their own migrations."""
     tmp = f"{table.name}__rebuild"
-    cols = ", ".join(f'"{c.name}"' for c in table.columns)
-    select = ", ".join(f'coalesce("{c.name}", {c.backfill})' if c.backfill else f'"{c.name}"' for c in table.columns)
+    present = [c for c in table.columns if version is None or c.since <= version]
+    cols = ", ".join(f'"{c.name}"' for c in present)
+    select = ", ".join(f'coalesce("{c.name}", {c.backfill})' if c.backfill else f'"{c.name}"' for c in present)
     return [
         f'DROP TABLE IF EXISTS "{tmp}"',
-        create_table_sql(table, name=tmp),
+        create_table_sql(table, version=version, name=tmp),
         f'INSERT INTO "{tmp}" ({cols}) SELECT {select} FROM "{table.name}"',
         f'DROP TABLE "{table.name}"',
         f'ALTER TABLE "{tmp}" RENAME TO "{table.name}"',

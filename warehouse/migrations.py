@@ -25,13 +25,26 @@ DESCRIPTIONS: dict[int, str] = {
     9: "releases: each release built and the curator's decision to publish it",
     10: "refresh_stages: what each refresh did with each stage, and why",
     11: "training: paper_keywords (with the prompt version) and keyword_profiles",
+    12: "integrity: survey store epochs and answer digests, unconfirmed messages with their server, "
+        "release supersession and manifest digests",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {
     6: ["DELETE FROM rejects WHERE reason = 'fetch_failed'"],
+    # Results of a release evaluated since its current build belong to that build's manifest;
+    # older ones were of a build that --replace moved aside, and stay unattached.
+    12: ["""UPDATE eval_results SET benchmark_digest = r.manifest_sha256 FROM releases r
+            WHERE eval_results.benchmark = 'release' AND r.version = eval_results.benchmark_version
+              AND eval_results.evaluated_at >= r.built_at AND eval_results.benchmark_digest IS NULL""",
+         # Each published release is superseded by the next one published after it by build.
+         """UPDATE releases SET superseded_by = (
+                SELECT n.version FROM releases n WHERE n.status = 'published' AND n.built_at > releases.built_at
+                ORDER BY n.built_at, n.version LIMIT 1)
+            WHERE status = 'published' AND superseded_by IS NULL"""],
 }
 REBUILD: dict[int, tuple[str, ...]] = {
     6: ("eval_results", "query_samples", "pool_evidence", "pool_exclusions", "assignments", "invitations"),
+    12: ("survey_events",),  # keyed by (epoch, event_id); rows pulled before get the 'legacy' epoch
 }
 """Tables whose key changed in a version: rebuilt from their declaration, rows kept."""
 
@@ -60,7 +73,7 @@ def migrations() -> list[Migration]:
                 stmts.extend(add_column_sql(table, c) for c in table.columns if c.since == v)
         stmts.extend(EXTRA_SQL.get(v, []))
         for name in REBUILD.get(v, ()):
-            stmts.extend(rebuild_table_sql(TABLES[name]))
+            stmts.extend(rebuild_table_sql(TABLES[name], version=v))
         out.append(Migration(v, DESCRIPTIONS.get(v, f"schema version {v}"), tuple(stmts)))
     return out
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from revbench.errors import WarehouseBusy
 from revbench.warehouse.db import Warehouse
 from revbench.warehouse.holder import read_holder
@@ -51,10 +53,9 @@ def survey_counts(warehouse: Path, store_path: Path) -> dict[str, Any]:
     if warehouse.exists():
         try:
             with Warehouse.open(warehouse, read_only=True) as wh:
-                msgs = wh.survey_messages() if wh.has_table("survey_messages") else None
-            if msgs is not None:
-                for kind, state, n in msgs.group_by("kind", "state").len().sort("kind", "state").iter_rows():
-                    out[f"{kind} {state}"] = n
+                states = wh.message_state_counts() if wh.has_table("survey_messages") else []
+            for kind, state, n in states:
+                out[f"{kind} {state}"] = n
         except WarehouseBusy:
             out["messages"] = "a run holds the warehouse"
     if store_path.exists():
@@ -65,3 +66,15 @@ def survey_counts(warehouse: Path, store_path: Path) -> dict[str, Any]:
         out["skipped papers"] = sum(1 for a in answered.values() for v in a.values() if v is None)
         out["opted out"] = len(store.opted_out())
     return out
+
+
+def unconfirmed_messages(warehouse: Path) -> pl.DataFrame | None:
+    """The messages that may or may not have arrived (``Warehouse.unconfirmed_messages``); None when
+    there is no warehouse or a flow holds it."""
+    if not warehouse.exists():
+        return None
+    try:
+        with Warehouse.open(warehouse, read_only=True) as wh:
+            return wh.unconfirmed_messages() if wh.has_table("survey_messages") else None
+    except WarehouseBusy:
+        return None

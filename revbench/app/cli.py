@@ -101,7 +101,9 @@ def demo(
         replay = ReplaySettings(fault_rate=fault_rate, fault_seed=seed, timeout_delay_seconds=3.0, retry_after_seconds=1)
     except ValueError as exc:
         raise UsageError(f"--fault-rate {fault_rate}: expected a share from 0 to 1 ({exc.errors()[0]['msg']})") from None  # type: ignore[attr-defined]
-    settings = _setup()
+    # The demo sets its own values; the ones it stored for later commands are not for it.
+    settings = build_settings(demo_data=False)
+    prepare_process(settings)
     from revbench.app.demo import run_demo
 
     run_demo(settings, papers, seed, replay, track=resolve_track(track, long_flow=True))
@@ -133,7 +135,7 @@ def evaluate(
     from revbench.evaluation.plan import plan_evaluation
     from revbench.flows.evaluate import evaluate_flow
 
-    plan_evaluation(settings, benchmark, scorer or None, predictions)
+    plan_evaluation(settings, benchmark, scorer or None, predictions, baseline)
     out = evaluate_flow.run(
         settings, benchmarks=benchmark, scorers=scorer or None, predictions=predictions, baseline=baseline,
         bootstrap=bootstrap, seed=seed, report_dir=str(report) if report else None, allow_partial=allow_partial,
@@ -250,16 +252,29 @@ def ratings(
     print_ratings(out)
 
 
-@app.command()
+release_app = typer.Typer(help="Export the cleaned benchmark as a versioned, audited, checksummed release folder, "
+                                "published on a curator's go; `release verify PATH` checks one.",
+                           invoke_without_command=True)
+app.add_typer(release_app, name="release")
+
+
+@release_app.callback()
 def release(
+    ctx: typer.Context,
     version: Annotated[str | None, typer.Option("--version", help="Release name (default: the next vN)")] = None,
-    replace: Annotated[bool, typer.Option("--replace", help="Build an existing release again (the old one is kept under releases/.replaced/)")] = False,
+    replace: Annotated[bool, typer.Option("--replace", help="Build an unpublished release again (the old one is kept under releases/.replaced/); a published one is never replaced")] = False,
     only_if_changed: Annotated[bool, typer.Option("--only-if-changed", help="Make no release when nothing changed since the latest")] = False,
     approve: Annotated[str | None, typer.Option(help="The curator's go: yes publishes, no rejects; with an existing --version, decides on it without a rebuild")] = None,
     approver: Annotated[str, typer.Option(help="Who decides (recorded with the decision)")] = "",
     track: Track = None,
 ) -> None:
     """Export the cleaned benchmark as a versioned, audited, checksummed release folder, published on a curator's go."""
+    if ctx.invoked_subcommand is not None:
+        given = [f for f, v in (("--version", version), ("--replace", replace), ("--only-if-changed", only_if_changed),
+                                ("--approve", approve), ("--approver", approver), ("--track", track)) if v]
+        if given:
+            raise UsageError(f"{given[0]} belongs to `revbench release`, not to `revbench release {ctx.invoked_subcommand}`")
+        return
     if approve is not None and approve not in ("yes", "no"):
         raise UsageError(f"--approve {approve!r}: expected yes or no")
     settings = _setup()
@@ -270,6 +285,18 @@ def release(
                            approver=approver or (os.environ.get("USER", "") if approve else ""),
                            track=resolve_track(track, long_flow=True))
     print_release(out)
+
+
+@release_app.command("verify")
+def release_verify(
+    path: Annotated[Path, typer.Argument(help="The release folder (holding manifest.json)")],
+) -> None:
+    """Check a release: each file against manifest.json (size, sha256), nothing unlisted, the manifest against the warehouse."""
+    settings = _setup()
+    from revbench.app.console import print_release_verified
+    from revbench.flows.release import verify_recorded
+
+    print_release_verified(verify_recorded(settings, path))
 
 
 @app.command()
@@ -284,10 +311,9 @@ def report(
     settings = _setup()
     from revbench.app.console import print_release_report
     from revbench.evaluation.report import plot_across_releases
-    from revbench.warehouse import Warehouse
+    from revbench.flows.release import release_report
 
-    with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
-        rows = wh.release_results(metric, split)
+    rows = release_report(settings, metric, split)
     if rows.height == 0:
         raise UsageError(f"no release has results for metric {metric!r} on split {split!r}: publish a release "
                          "(`revbench release --approve yes`), or check --metric and --split")
@@ -338,15 +364,14 @@ survey_app = typer.Typer(help="Invitation emails, the survey server and its answ
 app.add_typer(survey_app, name="survey")
 
 
-def _survey_wave(kind: str, round: int, dry_run: bool, approve: str | None, approver: str, resend_unconfirmed: bool,
-                 track: bool | None) -> None:
+def _survey_wave(kind: str, round: int, dry_run: bool, approve: str | None, approver: str, track: bool | None) -> None:
     settings = _setup()
     from revbench.app.console import print_survey_wave
     from revbench.flows.survey import parse_approval, survey_flow
 
     parse_approval(approve)
     stats = survey_flow.run(settings, round=round, kind=kind, dry_run=dry_run, approve=approve,
-                            approver=approver or os.environ.get("USER", ""), resend_unconfirmed=resend_unconfirmed,
+                            approver=approver or os.environ.get("USER", ""),
                             track=resolve_track(track, long_flow=True))
     print_survey_wave(stats)
 
@@ -360,11 +385,10 @@ def survey_send(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Write .eml files to data/survey/round-N/outbox and send nothing")] = False,
     approve: Approve = None,
     approver: Annotated[str, typer.Option(help="Who approves (recorded with the decision)")] = "",
-    resend_unconfirmed: Annotated[bool, typer.Option("--resend-unconfirmed", help="Send again messages an interrupted run may or may not have sent")] = False,
     track: Track = None,
 ) -> None:
     """Render a round's invitation emails and send them after a curator's go (each exactly once)."""
-    _survey_wave("invitation", round, dry_run, approve, approver, resend_unconfirmed, track)
+    _survey_wave("invitation", round, dry_run, approve, approver, track)
 
 
 @survey_app.command("remind")
@@ -376,7 +400,24 @@ def survey_remind(
     track: Track = None,
 ) -> None:
     """Remind invitees with unanswered papers (not those who finished or opted out)."""
-    _survey_wave("reminder", round, dry_run, approve, approver, False, track)
+    _survey_wave("reminder", round, dry_run, approve, approver, track)
+
+
+@survey_app.command("resend")
+def survey_resend(
+    message_ids: Annotated[list[str], typer.Argument(help="Message-IDs of unconfirmed messages (`revbench survey status` lists them)", show_default=False)],
+    approver: Annotated[str, typer.Option(help="Who decided to send them again (recorded with the run)")] = "",
+    track: Track = None,
+) -> None:
+    """Send again unconfirmed messages, named one by one: they may have arrived (their reply was
+    lost), so nothing else sends them again; check with the recipient or the server's log first."""
+    settings = _setup()
+    from revbench.app.console import print_survey_resend
+    from revbench.flows.survey import survey_resend_flow
+
+    stats = survey_resend_flow.run(settings, message_ids=message_ids, approver=approver or os.environ.get("USER", ""),
+                                   track=resolve_track(track, long_flow=False))
+    print_survey_resend(stats)
 
 
 @survey_app.command("serve")
@@ -399,12 +440,16 @@ def survey_serve(
 
 @survey_app.command("status")
 def survey_status() -> None:
-    """Sent, answered, skipped and opted-out counts (from the survey store; the warehouse when free)."""
+    """Sent, answered, skipped and opted-out counts (from the survey store; the warehouse when free),
+    and the unconfirmed messages: id, recipient, since when, the server."""
     settings = build_settings()
     from revbench.app.console import print_survey_status
-    from revbench.warehouse.status import survey_counts
+    from revbench.tasks.survey import unconfirmed_rows
+    from revbench.warehouse.status import survey_counts, unconfirmed_messages
 
-    print_survey_status(survey_counts(settings.warehouse_path, settings.survey_store_path))
+    unconfirmed = unconfirmed_messages(settings.warehouse_path)
+    print_survey_status(survey_counts(settings.warehouse_path, settings.survey_store_path),
+                        unconfirmed_rows(unconfirmed) if unconfirmed is not None else [])
 
 
 @app.command()

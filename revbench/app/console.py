@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from rich.console import Console
@@ -158,26 +159,52 @@ def print_survey_wave(stats: dict[str, Any]) -> None:
         line += f"; dry run: .eml files in {stats['outbox']}, nothing sent"
     elif "decision" in stats:
         line += (f"; {stats['decision']} by {stats['approver']}: {stats['sent']} sent, {stats['failed']} failed, "
-                 f"{stats['deferred']} deferred to the next run")
-    if stats.get("unconfirmed"):
-        line += f"; {stats['unconfirmed']} unconfirmed from an interrupted run (--resend-unconfirmed sends them)"
+                 f"{stats['deferred']} deferred to the next run, {stats['unconfirmed']} unconfirmed")
+    if stats.get("interrupted"):
+        line += f"; {stats['interrupted']} found unconfirmed after an interrupted run"
     console.print(line)
+    print_unconfirmed(stats.get("unconfirmed_messages") or [])
 
 
-def print_survey_status(counts: dict[str, Any]) -> None:
-    """Survey counts as a table."""
+def print_survey_resend(stats: dict[str, Any]) -> None:
+    """What one resend did."""
+    console.print(f"resend of {stats['requested']} named messages by {stats['approver']}: {stats['sent']} sent, "
+                  f"{stats['failed']} failed, {stats['deferred']} deferred (they wait with their wave), "
+                  f"{stats['unconfirmed']} unconfirmed again, {stats['opted_out']} not sent (opted out)")
+    print_unconfirmed(stats.get("unconfirmed_messages") or [])
+
+
+def print_unconfirmed(rows: list[dict[str, Any]]) -> None:
+    """Messages that may or may not have arrived, for the curator to check before any resend."""
+    if not rows:
+        return
+    # Plain lines, never wrapped: the ids are copied from here into `survey resend`.
+    say = functools.partial(console.print, markup=False, highlight=False, soft_wrap=True)
+    say(f"{len(rows)} unconfirmed messages: they may have arrived, so nothing sends them again by itself; check with the "
+        "recipient or the server's log, then `revbench survey resend MESSAGE_ID ...` sends those named:")
+    for r in rows:
+        say(f"  {r['message']}  to {r['to']}  ({r['kind']}, round {r['round']})  since {r['since'] or '?'}  "
+            f"server {r['server'] or '?'}: {r['why']}")
+
+
+def print_survey_status(counts: dict[str, Any], unconfirmed: list[dict[str, Any]] | None = None) -> None:
+    """Survey counts as a table, then the unconfirmed messages."""
     t = RichTable(title="Survey")
     t.add_column("what")
     t.add_column("count", justify="right")
     for k, v in counts.items():
         t.add_row(k.replace("_", " "), str(v))
     console.print(t)
+    print_unconfirmed(unconfirmed or [])
 
 
 def print_ratings(out: dict[str, Any], quality: dict[str, Any] | None = None) -> None:
     """What one ratings run did: events in, ratings out by status, flags and their decisions,
     tuples, statistics, and the evaluation when it ran; with ``quality``, the flags judged
     against a SYNTHETIC truth."""
+    if out.get("survey store"):
+        line = out["survey store"]
+        console.print(line[0].upper() + line[1:], markup=False, highlight=False, soft_wrap=True)  # one greppable line
     console.print(
         f"Ratings: {out['events pulled']} new survey events ({out['events']} in all: {out['duplicates']} duplicates "
         f"superseded, {out['skips']} skips, {out['unknown invitation'] + out['unknown paper'] + out['invalid rating']} rejected) -> "
@@ -220,6 +247,15 @@ def print_release(out: dict[str, Any]) -> None:
     if out.get("evaluation"):
         console.print(f"Evaluation of release {out['version']}:")
         print_report(out["evaluation"]["tables"])
+
+
+def print_release_verified(release: Any) -> None:
+    """One line: the release matches its manifest (and the warehouse's record of it)."""
+    against = ("its manifest, as recorded in the warehouse when it was built" if release.recorded
+               else "its own manifest (no warehouse record of this folder)")
+    console.print(f"release {release.version} verified: {len(release.manifest['files'])} files match {against} "
+                  f"(manifest sha256 {release.digest[:12]}...) -> {release.path}", markup=False, highlight=False,
+                  soft_wrap=True)
 
 
 def print_release_report(rows: Any, metric: str, split: str, png: Any) -> None:

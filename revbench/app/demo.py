@@ -18,6 +18,17 @@ DEMO_PACE_SECONDS = 0.25
 DEMO_RATINGS = {"burst_window_seconds": 0.3, "min_seconds_per_paper": 0.12, "unattended_decision": "drop"}
 """The ratings rules on the demo's fast clock (0.3 s stands for about 6 s) and its curator's
 policy: drop what the rules flag."""
+DEMO_POOLS = {"queries_per_category": 10}
+DEMO_KEY_FILES = {"survey.signing_key": ".survey-demo-key", "release.id_key": ".release-demo-key"}
+"""The demo's own keys (see :func:`demo_key`), by the setting each stands in for."""
+
+
+def keep_demo_settings(settings: Settings) -> None:
+    """Store with the demo's data what later commands on it need to decide as the demo did
+    (a plain ``revbench ratings`` after the demo raises the flags the demo raised)."""
+    from revbench.app.entry import save_demo_settings
+
+    save_demo_settings(settings.data_dir, {"ratings": DEMO_RATINGS, "pools": DEMO_POOLS}, DEMO_KEY_FILES)
 
 
 def demo_settings(settings: Settings, replay_base: str) -> Settings:
@@ -67,8 +78,14 @@ def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, tra
     from revbench.survey.server import create_app
     from revbench.synth.respondents import answer
     from revbench.warehouse.status import survey_counts
+    from revbench.warehouse.survey_store import SurveyStore
 
     port = free_port()
+
+    def recorded() -> int:  # what the panel's scanners must not move
+        store = SurveyStore(settings.survey_store_path)
+        return store.max_event_id() + len(store.opted_out())
+
     with MailSink() as sink:
         s = settings.with_overrides(smtp=sink.smtp_overrides(), survey={
             "signing_key": demo_key(settings, "survey"), "base_url": f"http://127.0.0.1:{port}", "auto_approve": True,
@@ -77,7 +94,7 @@ def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, tra
         with AppServer(create_app(s), port=port):
             wave = survey_flow.run(s, round=1, track=track)
             panel = answer(truth, list(sink.messages), corpus, seed, settings.data_dir / "survey" / "demo-panel",
-                           pace_seconds=DEMO_PACE_SECONDS)
+                           recorded, pace_seconds=DEMO_PACE_SECONDS)
     counts = survey_counts(s.warehouse_path, s.survey_store_path)
     console.print(
         f"Survey round 1: {wave['sent']} invitations sent now ({wave['rendered']} rendered, {len(wave['left_out'])} left out); "
@@ -86,6 +103,9 @@ def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, tra
         f"{panel['silent']} silent, {panel['opt_outs']} opted out. In the survey store: "
         f"{counts.get('ratings', 0)} ratings from {counts.get('invitations with answers', 0)} invitations, "
         f"{counts.get('skipped papers', 0)} skips, {counts.get('opted out', 0)} opt-outs.")
+    console.print(
+        f"Link scanners: {panel['scanner_requests']} requests on {panel['scanned_mailboxes']} mailboxes "
+        f"(every link, HEAD and GET, before the person), {panel['scanner_recorded']} recorded anything.")
 
 
 def run_ratings(settings: Settings, track: bool) -> None:
@@ -132,6 +152,7 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
     with console.status("generating the SYNTHETIC demo world"):
         manifest = ensure_world(world_dir, WorldSpec(n_papers=papers, seed=seed, start=DEMO_SINCE, end=DEMO_UNTIL))
     demo_warehouse_for(settings, manifest)
+    keep_demo_settings(settings)
     truth = load_truth(world_dir)
     c = manifest["counts"]
     console.print(
@@ -147,7 +168,7 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
             with Warehouse.open(s.warehouse_path, read_only=True) as wh:
                 links = wh.read(AUTHOR_LINKS)
             print_disambiguation(dis, disambiguation_quality(truth, links))
-        stats = pools_flow.run(s.with_overrides(pools={"queries_per_category": 10}), round=1, track=track)
+        stats = pools_flow.run(s.with_overrides(pools=DEMO_POOLS), round=1, track=track)
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         assignments = wh.read_round(ASSIGNMENTS, stats["round"])
         corpus = wh.corpus_papers()

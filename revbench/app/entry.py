@@ -4,17 +4,21 @@ a flow runs tracked by Prefect or in this process."""
 from __future__ import annotations
 
 import _thread
+import json
 import logging
 import os
+import re
 import signal
 import sys
 import threading
 import tomllib
+from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from revbench.errors import UsageError, interrupt_noted, note_interrupt
 from revbench.settings import Settings, check_environment, settings_error
@@ -34,14 +38,108 @@ FLAGS = {
 """Command-line flags that set a setting: their values pass the setting's own validation."""
 
 
-def build_settings(**overrides: Any) -> Settings:
-    """The one settings object of this process: environment and ``.env``, then ``overrides``.
-    An unknown ``REVBENCH_`` variable or a value of the wrong type is one line naming it."""
+DEMO_SETTINGS = ".demo-settings.json"
+"""Kept in a demo's data folder: the settings the demo ran with that later commands on its
+data depend on (the ratings rules on its fast clock, its round size, its own keys)."""
+
+
+def build_settings(*, demo_data: bool = True, **overrides: Any) -> Settings:
+    """The one settings object of this process: environment and ``.env``, then ``overrides``,
+    then (with ``demo_data``) the settings a demo stored with its data, where no variable sets
+    them. An unknown ``REVBENCH_`` variable or a value of the wrong type is one line naming it."""
     check_environment(os.environ, Path(".env"))
     try:
-        return Settings(**overrides)
+        settings = Settings(**overrides)
     except ValidationError as exc:
         raise settings_error(exc) from None
+    except SettingsError as exc:  # a value pydantic-settings could not even parse
+        section = re.search(r'field "(\w+)"', str(exc))
+        name = f"REVBENCH_{section.group(1).upper()}" if section else "REVBENCH_"
+        raise UsageError(f"a {name}__* setting cannot be read ({exc.__cause__ or exc}); "
+                         "`revbench env-example` shows each one's form") from None
+    if not demo_data:
+        return settings
+    return apply_demo_settings(settings, explicit_settings(os.environ, Path(".env")) | _flat_names(overrides))
+
+
+def _flat_names(tree: dict[str, Any], prefix: str = "REVBENCH_") -> set[str]:
+    names: set[str] = set()
+    for key, value in tree.items():
+        names.add(f"{prefix}{key.upper()}")
+        if isinstance(value, dict):
+            names |= _flat_names(value, f"{prefix}{key.upper()}__")
+    return names
+
+
+def explicit_settings(environ: Mapping[str, str], dotenv: Path) -> set[str]:
+    """The ``REVBENCH_`` variables the user set, in the environment or in ``dotenv``."""
+    names = {k.upper() for k in environ if k.upper().startswith("REVBENCH_")}
+    if dotenv.is_file():
+        from dotenv import dotenv_values
+
+        names |= {k.upper() for k in dotenv_values(dotenv) if k.upper().startswith("REVBENCH_")}
+    return names
+
+
+def save_demo_settings(data_dir: Path, changes: dict[str, dict[str, Any]], key_files: dict[str, str]) -> Path:
+    """Store with a demo's data the settings ``changes`` it ran with (``{"ratings": {...}}``) and
+    the files of its own keys (``{"survey.signing_key": ".survey-demo-key"}``, kept out of the
+    file so it holds no secret), for :func:`apply_demo_settings`."""
+    path = data_dir / DEMO_SETTINGS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"settings": changes, "key_files": key_files}, indent=1, sort_keys=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text + "\n")
+    tmp.replace(path)
+    return path
+
+
+def apply_demo_settings(settings: Settings, explicit: set[str]) -> Settings:
+    """``settings`` with what a demo stored in its data folder (:func:`save_demo_settings`), so
+    that later commands on that data decide as the demo did (``revbench ratings`` raises the
+    flags the demo raised). A variable in ``explicit`` (the user's own) wins; a note on stderr
+    says what was applied."""
+    path = settings.data_dir / DEMO_SETTINGS
+    if not path.is_file():
+        return settings
+    try:
+        stored = json.loads(path.read_text())
+        changes: dict[str, dict[str, Any]] = {s: dict(v) for s, v in stored.get("settings", {}).items()}
+        key_files = dict(stored.get("key_files", {}))
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        raise UsageError(f"{path} cannot be read ({exc}); delete it to run without the demo's settings") from None
+    for dotted, name in key_files.items():
+        section, _, field = dotted.partition(".")
+        key = settings.data_dir / name
+        if key.is_file():
+            changes.setdefault(section, {})[field] = key.read_text().strip()
+    applied: dict[str, dict[str, Any]] = {}
+    for section, fields in changes.items():
+        for field, value in fields.items():
+            var = f"REVBENCH_{section.upper()}__{field.upper()}"
+            if var not in explicit and f"REVBENCH_{section.upper()}" not in explicit:
+                applied.setdefault(section, {})[field] = value
+    if not applied:
+        return settings
+    try:
+        out = settings.with_overrides(**applied)
+    except ValidationError as exc:
+        raise UsageError(f"{path} holds a setting this revbench does not accept ({settings_error(exc)}); "
+                         "delete it to run without the demo's settings") from None
+    except ValueError as exc:
+        raise UsageError(f"{path} holds a setting this revbench does not know ({exc}); "
+                         "delete it to run without the demo's settings") from None
+
+    def show(section: str, field: str, value: Any) -> str:
+        if f"{section}.{field}" in key_files:
+            return "(the demo's key)"
+        return value if isinstance(value, str) else json.dumps(value)
+
+    shown = ", ".join(f"REVBENCH_{s.upper()}__{f.upper()}={show(s, f, v)}" for s, fields in applied.items()
+                      for f, v in fields.items())
+    print(f"note: {settings.data_dir} holds a demo's data; the settings it ran with apply: {shown} "
+          f"(a REVBENCH_ variable you set wins; delete {path} to drop them)", file=sys.stderr)
+    return out
 
 
 def override(settings: Settings, changes: dict[str, Any]) -> Settings:

@@ -1,22 +1,44 @@
 """Outgoing mail through ``smtplib``: STARTTLS, SSL or plain (a local server), with a login when set.
 
-A reply in the 4xx range is temporary and retried (with backoff, reconnecting); a 5xx reply is
-permanent and raised with the server's words; a server that cannot be reached is
-``ServiceUnavailable`` before anything is sent.
+Exactly once, as far as SMTP allows. Until the message's end of data is on the wire nothing can
+have been delivered, so a 4xx reply or a broken connection before then is retried (with backoff,
+reconnecting); a 5xx reply is permanent and raised with the server's words. Once the whole text
+was sent, a reply that never comes (a timeout, a dropped connection) leaves the outcome unknown:
+the server may have stored the message. RFC 5321 §6.1 forbids settling that doubt by sending
+again, so it is ``OutcomeUnknown`` and never retried here.
+
+One deadline (``SmtpSettings.timeout_seconds``) bounds an attempt from the TCP connect to the final
+reply: before each read or write the socket gets only the time left, so a server that accepts and
+then never answers, or answers a byte at a time, fails within it. A server that cannot be reached
+or stops answering before the message left is ``ServiceUnavailable``.
 """
 
 from __future__ import annotations
 
+import re
 import smtplib
 import socket
 import ssl
 import time
 from collections.abc import Callable
 from email.message import EmailMessage
+from typing import Any
 
 from revbench.errors import ServiceUnavailable, UsageError
 from revbench.retry import PermanentError, TransientError
 from revbench.settings import SmtpSettings
+
+
+class OutcomeUnknown(Exception):
+    """The message's whole text reached the server but no reply came back: it may have been stored."""
+
+    def __init__(self, message: str, server: str):
+        super().__init__(message)
+        self.server = server
+
+
+class _DeadlinePassed(TimeoutError):
+    """The attempt's deadline passed (a ``TimeoutError``, so smtplib treats it as a dead socket)."""
 
 
 def _code_and_text(exc: smtplib.SMTPException) -> tuple[int, str]:
@@ -27,6 +49,117 @@ def _code_and_text(exc: smtplib.SMTPException) -> tuple[int, str]:
         text = exc.smtp_error.decode(errors="replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
         return int(exc.smtp_code), text
     return 0, str(exc)
+
+
+class _Reader:
+    """What smtplib reads replies from: lines off the socket, with the time left set before every
+    ``recv`` (a buffered file would let a server that drips a byte at a time outlast the deadline)."""
+
+    def __init__(self, smtp: _Bounded):
+        self.smtp = smtp
+        self.buffer = b""
+
+    def readline(self, limit: int = -1) -> bytes:
+        sock = self.smtp.sock
+        while b"\n" not in self.buffer and (limit < 0 or len(self.buffer) < limit):
+            sock.settimeout(self.smtp.remaining())
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            self.buffer += chunk
+        end = self.buffer.find(b"\n") + 1 or len(self.buffer)
+        if limit >= 0:
+            end = min(end, limit)
+        line, self.buffer = self.buffer[:end], self.buffer[end:]
+        return line
+
+    def close(self) -> None:
+        self.buffer = b""
+
+
+class _Bounded(smtplib.SMTP):
+    """smtplib under one deadline per attempt, knowing when the outcome became unknown: from the
+    moment the message's end of data was handed to the socket until a well-formed final reply."""
+
+    deadline = float("inf")
+    seconds = 0.0
+    step = "the greeting"
+    unknown = False
+    final_reply = ""
+
+    def bound(self, seconds: float) -> None:
+        """Start an attempt: ``seconds`` from now for everything it does."""
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+        self.unknown = False
+
+    def remaining(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise _DeadlinePassed(f"no reply to {self.step} within {self.seconds:g} s")
+        return left
+
+    def connect(self, host: str = "localhost", port: int = 0, source_address: Any = None) -> tuple[int, bytes]:
+        # smtplib takes the name TLS verifies from the constructor's host, which we leave empty
+        # so that connecting happens here, under the deadline.
+        self._host = host
+        return super().connect(host, port, source_address)
+
+    def _get_socket(self, host: str, port: int, timeout: float) -> socket.socket:
+        self.step = "the connection"
+        sock = super()._get_socket(host, port, self.remaining())
+        self.step = "the greeting"
+        return sock
+
+    def putcmd(self, cmd: str, args: str = "") -> None:
+        self.step = cmd.split()[0].upper() if cmd else "a command"
+        super().putcmd(cmd, args)
+
+    def send(self, s: Any) -> None:
+        if self.sock is not None:
+            self.sock.settimeout(self.remaining())
+        try:
+            super().send(s)
+        except smtplib.SMTPServerDisconnected as exc:
+            if isinstance(exc.__context__, TimeoutError):
+                raise _DeadlinePassed(f"no room to send {self.step} within {self.seconds:g} s") from None
+            raise
+
+    def getreply(self) -> tuple[int, bytes]:
+        if self.file is None and self.sock is not None:
+            self.file = _Reader(self)  # type: ignore[assignment]
+        try:
+            return super().getreply()
+        except smtplib.SMTPServerDisconnected as exc:
+            if isinstance(exc.__context__, TimeoutError):
+                raise _DeadlinePassed(f"no reply to {self.step} within {self.seconds:g} s") from None
+            raise
+
+    def data(self, msg: Any) -> tuple[int, bytes]:
+        """smtplib's DATA, marking the instant the outcome becomes unknown."""
+        self.putcmd("data")
+        code, repl = self.getreply()
+        if code != 354:
+            raise smtplib.SMTPDataError(code, repl)
+        body = msg.encode("ascii") if isinstance(msg, str) else msg
+        body = re.sub(rb"(?m)^\.", b"..", body)
+        if not body.endswith(b"\r\n"):
+            body += b"\r\n"
+        self.step = "the message's end of data"
+        # If the body's send fails, its last bytes (the end-of-data mark) never left: no server
+        # can have accepted it. Once send returns, they may have.
+        self.send(body + b".\r\n")
+        self.unknown = True
+        code, repl = self.getreply()
+        if not 200 <= code < 600:
+            raise smtplib.SMTPResponseException(code, repl)  # still unknown: not a reply we can read
+        self.unknown = False
+        self.final_reply = f"{code} {repl.decode(errors='replace')}".strip()
+        return code, repl
+
+
+class _BoundedSSL(_Bounded, smtplib.SMTP_SSL):
+    """The same over implicit TLS (port 465)."""
 
 
 class SmtpSender:
@@ -40,36 +173,50 @@ class SmtpSender:
         self.attempts = attempts
         self.backoff = backoff_seconds
         self.sleep = sleep
-        self._smtp: smtplib.SMTP | None = None
-        self.url = f"smtp://{settings.host}:{settings.port}"
+        self.deadline = settings.timeout_seconds
+        self._smtp: _Bounded | None = None
+        self.server = f"{settings.host}:{settings.port}"
+        self.url = f"smtp://{self.server}"
 
-    def _connect(self) -> smtplib.SMTP:
+    def _unavailable(self, exc: BaseException) -> ServiceUnavailable:
+        return ServiceUnavailable("SMTP server", self.url, str(exc) or type(exc).__name__)
+
+    def _open(self) -> _Bounded:
+        """A new connection, greeted, secured and logged in within the deadline just started."""
         s = self.settings
+        smtp: _Bounded
+        if s.security == "ssl":
+            smtp = _BoundedSSL(timeout=self.deadline, context=ssl.create_default_context())
+        else:
+            smtp = _Bounded(timeout=self.deadline)
+        smtp.bound(self.deadline)
         try:
-            if s.security == "ssl":
-                smtp: smtplib.SMTP = smtplib.SMTP_SSL(s.host, s.port, timeout=s.timeout_seconds, context=ssl.create_default_context())
-            else:
-                smtp = smtplib.SMTP(s.host, s.port, timeout=s.timeout_seconds)
-                if s.security == "starttls":
-                    smtp.starttls(context=ssl.create_default_context())
+            smtp.connect(s.host, s.port)
+            if s.security == "starttls":
+                smtp.starttls(context=ssl.create_default_context())
             if s.username:
                 smtp.login(s.username, s.password.get_secret_value() if s.password else "")
             return smtp
         except smtplib.SMTPAuthenticationError as exc:
+            smtp.close()
             raise UsageError(f"the SMTP server at {self.url} refused the login of {s.username!r}: {_code_and_text(exc)[1]}") from None
         except (OSError, smtplib.SMTPException) as exc:
-            raise ServiceUnavailable("SMTP server", self.url, str(exc) or type(exc).__name__) from None
+            smtp.close()
+            raise self._unavailable(exc) from None
 
     def probe(self) -> None:
-        """Connect, say NOOP, leave: ``ServiceUnavailable`` when the server cannot be used."""
-        smtp = self._connect()
+        """Connect, say NOOP, leave, within the deadline: ``ServiceUnavailable`` when the server
+        cannot be used."""
+        smtp = self._open()
         try:
             smtp.noop()
-        finally:
-            self._close(smtp)
+        except (OSError, smtplib.SMTPException) as exc:
+            smtp.close()
+            raise self._unavailable(exc) from None
+        self._close(smtp)
 
     def __enter__(self) -> SmtpSender:
-        self._smtp = self._connect()
+        self._smtp = self._open()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -77,8 +224,8 @@ class SmtpSender:
             self._close(self._smtp)
             self._smtp = None
 
-    @staticmethod
-    def _close(smtp: smtplib.SMTP) -> None:
+    def _close(self, smtp: _Bounded) -> None:
+        smtp.bound(min(self.deadline, 5.0))
         try:
             smtp.quit()
         except (OSError, smtplib.SMTPException):
@@ -86,30 +233,57 @@ class SmtpSender:
 
     def send(self, msg: EmailMessage) -> str:
         """Send one message; returns the server's reply. ``PermanentError`` for a 5xx reply,
-        ``TransientError`` when 4xx replies or a broken connection outlast the attempts."""
+        ``TransientError`` when 4xx replies or a connection broken before the end of data outlast
+        the attempts, ``OutcomeUnknown`` when the text left and no reply came (never retried),
+        ``ServiceUnavailable`` when the server cannot be reached or stops answering before that."""
         last = ""
         for attempt in range(1, self.attempts + 1):
+            if self._smtp is None:
+                self._smtp = self._open()
+            else:
+                self._smtp.bound(self.deadline)
+            smtp = self._smtp
             try:
-                if self._smtp is None:
-                    self._smtp = self._connect()
-                self._smtp.send_message(msg)
-                return "250 accepted"
-            except (smtplib.SMTPServerDisconnected, socket.timeout, ConnectionError) as exc:
-                last = f"connection lost: {exc}"
-                self._smtp = None
-            except smtplib.SMTPException as exc:
-                code, text = _code_and_text(exc)
-                last = f"{code} {text}".strip()
-                if 500 <= code < 600:
-                    raise PermanentError(f"SMTP {last}", kind="smtp_permanent") from None
-                self._reset()
+                smtp.send_message(msg)
+                return smtp.final_reply or "250 accepted"
+            except Exception as exc:
+                if smtp.unknown:
+                    self._drop()
+                    what = (f"no reply within {self.deadline:g} s" if isinstance(exc, TimeoutError)
+                            else f"the connection was lost ({exc})" if isinstance(exc, OSError | smtplib.SMTPServerDisconnected)
+                            else f"an unreadable reply ({exc})")
+                    raise OutcomeUnknown(f"{what} after the message's end of data: the server at {self.server} "
+                                         "may have stored it; not sent again unless named for a resend",
+                                         self.server) from None
+                if isinstance(exc, _DeadlinePassed):
+                    self._drop()
+                    raise self._unavailable(exc) from None
+                if isinstance(exc, smtplib.SMTPServerDisconnected | ConnectionError):
+                    last = f"connection lost: {exc}"
+                    self._drop()
+                elif isinstance(exc, smtplib.SMTPException):
+                    code, text = _code_and_text(exc)
+                    last = f"{code} {text}".strip()
+                    if 500 <= code < 600:
+                        raise PermanentError(f"SMTP {last}", kind="smtp_permanent") from None
+                    self._reset()
+                else:
+                    raise
             if attempt < self.attempts:
                 self.sleep(self.backoff * 2 ** (attempt - 1))
         raise TransientError(f"SMTP {last} after {self.attempts} attempts", kind="smtp_temporary")
 
-    def _reset(self) -> None:
-        try:
-            if self._smtp is not None:
-                self._smtp.rset()
-        except (OSError, smtplib.SMTPException):
+    def _drop(self) -> None:
+        if self._smtp is not None:
+            self._smtp.close()
             self._smtp = None
+
+    def _reset(self) -> None:
+        """After a refusal: RSET on the same connection (a 421 has already closed it)."""
+        try:
+            if self._smtp is not None and self._smtp.sock is not None:
+                self._smtp.rset()
+            else:
+                self._smtp = None
+        except (OSError, smtplib.SMTPException):
+            self._drop()

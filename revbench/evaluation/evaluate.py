@@ -1,8 +1,10 @@
-"""Metrics of a scorer on a benchmark: every split, every draw, intervals and paired differences."""
+"""Metrics of scorers on a benchmark: every split, every draw, intervals and paired differences, on the
+pairs every scorer covers."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -12,10 +14,17 @@ from revbench.evaluation.metrics import bootstrap
 from revbench.evaluation.metrics.loss import costs
 from revbench.evaluation.metrics.ranking import ranking_metrics
 from revbench.evaluation.model import SPLIT_AVERAGE, Benchmark, MetricValue, Scores, Split
-from revbench.evaluation.pairs import PairArrays, score_pairs, split_pairs
+from revbench.evaluation.pairs import PairArrays, split_pairs
 
 PAIR_METRICS = ("loss", *acc_metric.NAMES)
 AVERAGED = ("loss", "accuracy")
+
+
+OWN_COVERAGE = ":own_coverage"
+"""Suffix of the split name of rows computed on every pair a scorer covers, kept beside the
+split's own rows (computed on the pairs every scorer of the run covers) when the two differ."""
+TRIVIAL = "trivial"
+"""The scorer that scores every pair alike: a reference line, never the best of a table."""
 
 
 @dataclass
@@ -23,6 +32,15 @@ class _SplitData:
     split: Split
     pairs: pl.DataFrame
     labels: np.ndarray
+    codes: np.ndarray
+    """Each pair's cluster as an index into ``labels`` (one order for every scorer)."""
+    digest: str
+    """sha256 of the split's ordered pairs with their clusters: equal digests, equal splits."""
+
+
+def _pairs_digest(pairs: pl.DataFrame) -> str:
+    cols = ["reviewer_a", "paper_a", "rating_a", "reviewer_b", "paper_b", "rating_b", "cluster"]
+    return hashlib.sha256(pairs.select(cols).sort(cols).write_csv().encode()).hexdigest()
 
 
 def _num_den(metric: str, arr: PairArrays) -> tuple[np.ndarray, np.ndarray]:
@@ -49,7 +67,14 @@ def _point(nums: np.ndarray, dens: np.ndarray) -> float | None:
 
 class Evaluator:
     """Evaluates scorers on one benchmark with shared bootstrap replicates (so differences
-    between scorers are paired)."""
+    between scorers are paired).
+
+    Scorers are compared on the pairs they all cover: when one leaves pairs of a split unscored
+    (a reviewer without publications), every scorer's row for that split rests on the pairs
+    every scorer covers, and a second row (split ``<name>:own_coverage``) keeps each one's value
+    on all the pairs it covers. Splits that hold the same pairs (the pointwise split and the
+    reviewer-centric tuples built from the same ratings) are computed once, reported under both
+    names (:attr:`same_as`), and counted once in the average."""
 
     def __init__(self, benchmark: Benchmark, n_resamples: int = 1000, seed: int = 0):
         self.benchmark = benchmark
@@ -59,86 +84,152 @@ class Evaluator:
         for s in benchmark.splits:
             pairs = split_pairs(s)
             labels = np.array(sorted(pairs["cluster"].unique().to_list())) if pairs.height else np.array([], dtype=str)
-            self._splits.append(_SplitData(s, pairs, labels))
-        self._replicates: dict[tuple[str, str, str], np.ndarray] = {}
+            index = {lab: i for i, lab in enumerate(labels)}
+            codes = np.array([index[c] for c in pairs["cluster"].to_list()], dtype=np.int64)
+            self._splits.append(_SplitData(s, pairs, labels, codes, _pairs_digest(pairs)))
+        self.same_as: dict[str, str] = {}
+        """A split that holds the same pairs as an earlier one -> that earlier split."""
+        first: dict[str, str] = {}
+        for sd in self._splits:
+            if sd.pairs.height and sd.digest in first:
+                self.same_as[sd.split.name] = first[sd.digest]
+            else:
+                first.setdefault(sd.digest, sd.split.name)
 
-    def _arrays(self, sd: _SplitData, scores: Scores) -> list[PairArrays]:
-        out = []
-        index = {lab: i for i, lab in enumerate(sd.labels)}
-        for d in range(len(self.benchmark.draws) or 1):
-            arr = score_pairs(sd.pairs, scores.draws[min(d, len(scores.draws) - 1)])
-            # Codes against the split's fixed label order, so every scorer shares replicates.
-            if len(arr):
-                labels = np.array(sorted(set(sd.pairs["cluster"].to_list())))
-                # score_pairs codes densely over the pairs it kept; map back through their labels.
-                kept = self._kept_labels(sd, scores.draws[min(d, len(scores.draws) - 1)])
-                arr.cluster = np.array([index[c] for c in kept], dtype=np.int64)
-                arr.n_clusters = len(labels)
-            out.append(arr)
-        return out
+    def _draws(self, scores: Scores) -> list[pl.DataFrame]:
+        return [scores.draws[min(d, len(scores.draws) - 1)] for d in range(len(self.benchmark.draws) or 1)]
 
     @staticmethod
-    def _kept_labels(sd: _SplitData, scores: pl.DataFrame) -> list[str]:
-        s = scores.select("reviewer_id", "paper_id").unique().with_columns(pl.lit(True).alias("_ok"))
+    def _diffs(sd: _SplitData, scores: pl.DataFrame) -> np.ndarray:
+        """``score_a - score_b`` for every pair of the split, in its order; NaN where the scorer
+        left a side unscored."""
+        s = scores.select("reviewer_id", "paper_id", "score").unique(subset=["reviewer_id", "paper_id"], keep="first")
         j = (
-            sd.pairs.join(s, left_on=["reviewer_a", "paper_a"], right_on=["reviewer_id", "paper_id"], how="left")
-            .rename({"_ok": "_ok_a"})
+            sd.pairs.select("reviewer_a", "paper_a", "reviewer_b", "paper_b").with_row_index("_i")
+            .join(s, left_on=["reviewer_a", "paper_a"], right_on=["reviewer_id", "paper_id"], how="left")
+            .rename({"score": "score_a"})
             .join(s, left_on=["reviewer_b", "paper_b"], right_on=["reviewer_id", "paper_id"], how="left")
+            .rename({"score": "score_b"})
+            .sort("_i")
         )
-        return j.filter(pl.col("_ok_a").is_not_null() & pl.col("_ok").is_not_null())["cluster"].to_list()
+        return (j["score_a"] - j["score_b"]).cast(pl.Float64).fill_null(float("nan")).to_numpy()
 
-    def evaluate(self, scores: Scores, baseline: Scores | None = None) -> list[MetricValue]:
-        """All pair metrics per split (with intervals), ranking metrics where a split has
-        candidate lists, the average across splits, and paired differences to ``baseline``."""
-        rows: list[MetricValue] = []
+    @staticmethod
+    def _arrays(sd: _SplitData, diffs: list[np.ndarray], masks: list[np.ndarray]) -> list[PairArrays]:
+        ra, rb = sd.pairs["rating_a"].to_numpy().astype(float), sd.pairs["rating_b"].to_numpy().astype(float)
+        return [PairArrays(ra[m], rb[m], d[m], sd.codes[m], len(sd.labels)) for d, m in zip(diffs, masks, strict=True)]
+
+    def _pair_rows(self, split: str, scores: Scores, arrays: list[PairArrays], counts: np.ndarray, k: int,
+                   coverage: float | None, baseline: Scores | None = None,
+                   base_arrays: list[PairArrays] | None = None) -> list[MetricValue]:
+        rows = []
         name = self.benchmark.name
-        split_values: dict[str, list[float]] = {m: [] for m in AVERAGED}
-        for sd in self._splits:
-            arrays = self._arrays(sd, scores)
-            base_arrays = self._arrays(sd, baseline) if baseline is not None else None
-            total = sd.pairs.height
-            cov = float(np.mean([len(a) / total for a in arrays])) if total and arrays else None
-            extra = dict(spec=scores.spec, coverage=cov, predictions_sha256=scores.source_sha256)
-            k = len(sd.labels)
-            counts = bootstrap.replicate_counts(k, self.n_resamples, self.seed)
-            for metric in PAIR_METRICS:
-                nums, dens = _cluster_matrix(metric, arrays, k)
-                value = _point(nums, dens)
-                n = int(_num_den(metric, arrays[0])[1].astype(bool).sum()) if arrays else 0
-                reps = bootstrap.replicates(nums, dens, counts)
-                lo, hi = bootstrap.interval(reps) if value is not None and self.n_resamples else (None, None)
-                rows.append(MetricValue(name, sd.split.name, scores.scorer, metric, value, lo, hi, n, **extra))
-                if value is not None and metric in split_values:
-                    split_values[metric].append(value)
-                if base_arrays is not None and baseline is not None:
-                    bn, bd = _cluster_matrix(metric, base_arrays, k)
-                    bvalue = _point(bn, bd)
-                    if value is not None and bvalue is not None:
-                        dlo, dhi = bootstrap.interval(reps - bootstrap.replicates(bn, bd, counts))
-                        rows.append(MetricValue(name, sd.split.name, f"{scores.scorer} - {baseline.scorer}", metric,
-                                                value - bvalue, dlo, dhi, n, f"{scores.spec} - {baseline.spec}", cov))
-            if sd.split.candidate_lists and sd.split.ratings is not None:
-                for metric, (value, nq) in ranking_metrics(sd.split.ratings, scores.draws[0]).items():
-                    v = None if value != value else value  # NaN: no query had a relevant candidate
-                    rows.append(MetricValue(name, sd.split.name, scores.scorer, metric, v, None, None, nq, **extra))
-        if len(self._splits) > 1:
-            for metric, values in split_values.items():
-                if values:
-                    rows.append(MetricValue(name, SPLIT_AVERAGE, scores.scorer, metric, float(np.mean(values)), None, None,
-                                            len(values), scores.spec, None, scores.source_sha256))
+        extra = dict(spec=scores.spec, coverage=coverage, predictions_sha256=scores.source_sha256)
+        for metric in PAIR_METRICS:
+            nums, dens = _cluster_matrix(metric, arrays, k)
+            value = _point(nums, dens)
+            n = int(_num_den(metric, arrays[0])[1].astype(bool).sum()) if arrays else 0
+            reps = bootstrap.replicates(nums, dens, counts)
+            lo, hi = bootstrap.interval(reps) if value is not None and self.n_resamples else (None, None)
+            rows.append(MetricValue(name, split, scores.scorer, metric, value, lo, hi, n, **extra))
+            if base_arrays is not None and baseline is not None:
+                bn, bd = _cluster_matrix(metric, base_arrays, k)
+                bvalue = _point(bn, bd)
+                if value is not None and bvalue is not None:
+                    dlo, dhi = bootstrap.interval(reps - bootstrap.replicates(bn, bd, counts))
+                    rows.append(MetricValue(name, split, f"{scores.scorer} - {baseline.scorer}", metric,
+                                            value - bvalue, dlo, dhi, n, f"{scores.spec} - {baseline.spec}", coverage))
         return rows
 
+    def evaluate_all(self, runs: list[Scores], baseline: Scores | None = None) -> list[MetricValue]:
+        """Every scorer of ``runs`` on every split, compared on the pairs they all cover (see the
+        class), with ranking metrics where a split has candidate lists, each scorer's average
+        over the distinct splits, and paired differences to ``baseline`` (one of ``runs``)."""
+        rows: list[MetricValue] = []
+        name = self.benchmark.name
+        done: dict[str, list[MetricValue]] = {}
+        averaged: dict[int, dict[str, list[float]]] = {id(s): {m: [] for m in AVERAGED} for s in runs}
+        covered: dict[int, list[float]] = {id(s): [] for s in runs}
+        for sd in self._splits:
+            here: list[MetricValue] = []
+            original = self.same_as.get(sd.split.name)
+            if original is not None:
+                # The same pairs as an earlier split: its numbers, under this name too.
+                here += [replace(r, split=r.split.replace(original, sd.split.name, 1))
+                         for r in done[original] if r.metric in PAIR_METRICS]
+            else:
+                here += self._split_rows(sd, runs, baseline, averaged, covered)
+            if sd.split.candidate_lists and sd.split.ratings is not None:
+                for s in runs:
+                    cov = next((r.coverage for r in here if r.scorer == s.scorer and r.split == sd.split.name), None)
+                    extra = dict(spec=s.spec, coverage=cov, predictions_sha256=s.source_sha256)
+                    for metric, (value, nq) in ranking_metrics(sd.split.ratings, s.draws[0]).items():
+                        v = None if value != value else value  # NaN: no query had a relevant candidate
+                        here.append(MetricValue(name, sd.split.name, s.scorer, metric, v, None, None, nq, **extra))
+            done[sd.split.name] = here
+            rows += here
+        if len(self._splits) - len(self.same_as) > 1:
+            for s in runs:
+                for metric, values in averaged[id(s)].items():
+                    if values:
+                        rows.append(MetricValue(name, SPLIT_AVERAGE, s.scorer, metric, float(np.mean(values)), None, None,
+                                                len(values), s.spec, min(covered[id(s)], default=None), s.source_sha256))
+        return rows
 
-def cross_benchmark_average(rows: list[MetricValue]) -> list[MetricValue]:
+    def _split_rows(self, sd: _SplitData, runs: list[Scores], baseline: Scores | None,
+                    averaged: dict[int, dict[str, list[float]]], covered: dict[int, list[float]]) -> list[MetricValue]:
+        total = sd.pairs.height
+        diffs = {id(s): [self._diffs(sd, d) for d in self._draws(s)] for s in runs}
+        own = {i: [~np.isnan(x) for x in ds] for i, ds in diffs.items()}
+        n_draws = len(self.benchmark.draws) or 1
+        # A scorer that covers no pair at all has nothing to compare: it must not empty everyone's subset.
+        common = [np.logical_and.reduce([own[id(s)][d] for s in runs if own[id(s)][d].any()] or [np.zeros(total, bool)])
+                  for d in range(n_draws)]
+        k = len(sd.labels)
+        counts = bootstrap.replicate_counts(k, self.n_resamples, self.seed)
+        base = baseline if baseline is not None and any(s is baseline for s in runs) else None
+        # Within a scorer's own pairs too (a scorer that covers nothing has an empty share of it).
+        shared = {i: [c & o for c, o in zip(common, masks, strict=True)] for i, masks in own.items()}
+        base_arrays = self._arrays(sd, diffs[id(base)], shared[id(base)]) if base is not None else None
+        rows: list[MetricValue] = []
+        for s in runs:
+            cov = float(np.mean([m.sum() / total for m in own[id(s)]])) if total else None
+            split_rows = self._pair_rows(sd.split.name, s, self._arrays(sd, diffs[id(s)], shared[id(s)]), counts, k, cov,
+                                         base, base_arrays if s is not base else None)
+            rows += split_rows
+            for r in split_rows:
+                if r.scorer == s.scorer and r.metric in AVERAGED and r.value is not None:
+                    averaged[id(s)][r.metric].append(r.value)
+            if cov is not None:
+                covered[id(s)].append(cov)
+            if any((o != c).any() for o, c in zip(own[id(s)], shared[id(s)], strict=True)):
+                rows += self._pair_rows(sd.split.name + OWN_COVERAGE, s, self._arrays(sd, diffs[id(s)], own[id(s)]),
+                                        counts, k, cov)
+        return rows
+
+    def evaluate(self, scores: Scores, baseline: Scores | None = None) -> list[MetricValue]:
+        """``scores`` alone (with ``baseline``, on the pairs both cover): its rows and the paired
+        differences; see :meth:`evaluate_all`."""
+        if baseline is None or baseline is scores:
+            return self.evaluate_all([scores])
+        return [r for r in self.evaluate_all([scores, baseline], baseline) if r.scorer != baseline.scorer]
+
+
+def cross_benchmark_average(rows: list[MetricValue], same_as: set[tuple[str, str]] | None = None) -> list[MetricValue]:
     """Per scorer, the mean loss and accuracy over every split of every benchmark it was
     evaluated on (the papers' "average" column across LR paper-centric, LR reviewer-centric and
-    the gold standard); only for scorers seen on more than one benchmark."""
+    the gold standard); only for scorers seen on more than one benchmark. A split in ``same_as``
+    (``(benchmark, split)`` holding the same pairs as another split) and the ``:own_coverage``
+    rows are not counted."""
     out = []
+    skip = same_as or set()
     scorers = {r.scorer for r in rows if " - " not in r.scorer}
     for scorer in sorted(scorers):
         for metric in AVERAGED:
-            vals = [r for r in rows if r.scorer == scorer and r.metric == metric and r.split != SPLIT_AVERAGE and r.value is not None]
+            vals = [r for r in rows if r.scorer == scorer and r.metric == metric and r.split != SPLIT_AVERAGE
+                    and r.value is not None and not r.split.endswith(OWN_COVERAGE) and (r.benchmark, r.split) not in skip]
             if len({r.benchmark for r in vals}) > 1:
+                covs = [r.coverage for r in vals if r.coverage is not None]
                 out.append(MetricValue("all", SPLIT_AVERAGE, scorer, metric, float(np.mean([r.value for r in vals])), None, None,
-                                       len(vals), vals[0].spec))
+                                       len(vals), vals[0].spec, min(covs) if covs else None))
     return out

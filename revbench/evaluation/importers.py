@@ -59,23 +59,113 @@ def file_sha256(*paths: Path) -> str:
     return h.hexdigest()
 
 
-def read_json(path: Path) -> Any:
-    """Parsed JSON, or an error naming the file and where it broke."""
+MAX_INT_DIGITS = 309
+"""An integer literal longer than this is no number a float can hold (floats end near 1.8e308)."""
+
+
+class HugeNumber(str):
+    """A number literal too large for a float, kept as its text so that the check of the value
+    it stands for names it (Python refuses to convert integers beyond 4,300 digits, and a float
+    literal beyond ~1.8e308 would silently become infinity)."""
+
+    def shown(self) -> str:
+        """The literal as an error shows it (a long one shortened, with its length)."""
+        return repr(str(self)) if len(self) <= 24 else f"{self[:8]}... ({len(self)} characters)"
+
+
+def _parse_int(text: str) -> int | HugeNumber:
+    return HugeNumber(text) if len(text.lstrip("-")) > MAX_INT_DIGITS else int(text)
+
+
+def _parse_float(text: str) -> float | HugeNumber:
+    value = float(text)
+    return HugeNumber(text) if math.isinf(value) else value
+
+
+def number_text(text: str, where: str) -> float:
+    """A number written as text (a CSV or TSV cell): ``ValueError`` when it is none; a literal
+    too large for a float is an error naming ``where`` (``float`` would make it infinity)."""
+    value = float(text)
+    if math.isinf(value) and "inf" not in text.lower():
+        raise InputError(f"{where}: {HugeNumber(text.strip()).shown()} is too large to be a number here")
+    return value
+
+
+class _Duplicates:
+    """Objects that repeat a key, as ``json`` builds them (its default keeps the last value)."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[dict[str, Any], str]] = []
+
+    def hook(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) != len(pairs) and not self.found:
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    self.found.append((obj, key))
+                    break
+                seen.add(key)
+        return obj
+
+
+def _path_to(data: Any, target: Any) -> list[str] | None:
+    """Where ``target`` sits inside ``data``, as the keys and list items leading to it."""
+    stack: list[tuple[Any, list[str]]] = [(data, [])]
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return path
+        if isinstance(node, dict):
+            stack += [(v, [*path, repr(k)]) for k, v in node.items() if isinstance(v, dict | list)]
+        elif isinstance(node, list):
+            stack += [(v, [*path, f"item {i}"]) for i, v in enumerate(node) if isinstance(v, dict | list)]
+    return None
+
+
+def parse_json(text: str, where: str) -> Any:
+    """Parsed JSON, or one error naming ``where`` and what broke: invalid syntax (with line and
+    column), nesting deeper than the parser goes, or an object that repeats a key (JSON parsers
+    silently keep the last value: a duplicate score or rating would win unseen)."""
+    dups = _Duplicates()
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
+        data = json.loads(text, object_pairs_hook=dups.hook, parse_int=_parse_int, parse_float=_parse_float)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except RecursionError:
+        raise InputError(f"{where}: not valid JSON (nested deeper than the parser allows)") from None
+    if dups.found:
+        obj, key = dups.found[0]
+        path = _path_to(data, obj)
+        inside = f"the object at {' > '.join(path)}" if path else "the top-level object"
+        raise InputError(f"{where}: key {key!r} appears twice in {inside}; give each key once "
+                         "(JSON readers would silently keep the last value)")
+    return data
+
+
+def read_json(path: Path) -> Any:
+    """Parsed JSON, or an error naming the file and where it broke (see :func:`parse_json`)."""
+    try:
+        text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    return parse_json(text, str(path))
 
 
 def finite_number(value: Any, where: str) -> float:
     """A score or rating as a float: a JSON number that is finite, nothing else."""
+    if isinstance(value, HugeNumber):
+        raise InputError(f"{where}: {value.shown()} is too large to be a number here")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"{where}: {value!r} is not a number")
-    if not math.isfinite(value):
+    try:
+        number = float(value)
+    except OverflowError:
+        raise InputError(f"{where}: an integer of about {int(value.bit_length() * 0.30103) + 1} digits is too large "
+                         "to be a number here") from None
+    if not math.isfinite(number):
         raise InputError(f"{where}: {value!r} is not a finite number")
-    return float(value)
+    return number
 
 
 def rating(value: Any, where: str, scale: tuple[float, float]) -> float:
@@ -129,12 +219,17 @@ def read_openreview_dir(d: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
         reviewer = f.stem.lstrip("~")
         for i, line in enumerate(f.read_text(errors="replace").splitlines(), start=1):
             if line.strip():
-                try:
-                    note = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{f} line {i}: not valid JSON ({exc.msg})") from None
+                note = parse_json(line, f"{f} line {i}")
                 rows.append({"reviewer_id": reviewer, **_note(note, f"{f} line {i}")})
     return submissions, frame(rows, PROFILE_SCHEMA)
+
+
+def _once(first: dict[tuple[str, str], int], key: tuple[str, str], row: int, where: str, what: str) -> None:
+    """Refuse a (reviewer, paper) pair given a second time: the last one would silently win."""
+    if key in first:
+        raise InputError(f"{where}: reviewer {key[0]!r} and paper {key[1]!r} already have a {what} in row "
+                         f"{first[key]}; give each pair once")
+    first[key] = row
 
 
 def read_gold_evaluations(path: Path, scale: tuple[float, float] = DEFAULT_SCALE) -> pl.DataFrame:
@@ -149,17 +244,27 @@ def read_gold_evaluations(path: Path, scale: tuple[float, float] = DEFAULT_SCALE
         raise InputError(f"{path}: expected tab-separated columns ParticipantID, Paper1..Paper10, Expertise1..Expertise10; "
                          f"missing {', '.join(missing[:3])}{'...' if len(missing) > 3 else ''}{sep}")
     ratings = []
+    first_row: dict[str, int] = {}
     for row_no, row in enumerate(table.iter_rows(named=True), start=2):
         who = (row["ParticipantID"] or "").strip()
         if not who:
             raise InputError(f"{path} row {row_no}: empty ParticipantID")
+        if who in first_row:
+            raise InputError(f"{path} row {row_no}: participant {who!r} also has row {first_row[who]}; "
+                             "give each participant one row (a second one would silently replace ratings)")
+        first_row[who] = row_no
+        papers: dict[str, int] = {}
         for i in range(1, 11):
             paper, exp = (row.get(f"Paper{i}") or "").strip(), (row.get(f"Expertise{i}") or "").strip()
             if bool(paper) != bool(exp):
                 raise InputError(f"{path} row {row_no}: Paper{i} and Expertise{i} must both be given or both be empty")
             if paper:
+                if paper in papers:
+                    raise InputError(f"{path} row {row_no}: Paper{i} {paper!r} is also Paper{papers[paper]}; "
+                                     "rate each paper once")
+                papers[paper] = i
                 try:
-                    value = float(exp)
+                    value = number_text(exp, f"{path} row {row_no} Expertise{i}")
                 except ValueError:
                     raise InputError(f"{path} row {row_no}: Expertise{i} {exp!r} is not a number") from None
                 ratings.append({"reviewer_id": who, "paper_id": paper,
@@ -206,11 +311,16 @@ def _lr_tuples(items: Any, path: Path, scale: tuple[float, float]) -> tuple[list
     if not isinstance(items, list):
         raise InputError(f"{path}: expected a list of {{anchor, positive, negative}} tuples")
     tuples, papers, profiles = [], [], []
+    first_item: dict[tuple[str, ...], int] = {}
     for i, t in enumerate(items):
         where = f"{path} item {i}"
         if not isinstance(t, dict) or not all(isinstance(t.get(k), dict) for k in ("anchor", "positive", "negative")):
             raise InputError(f"{where}: expected objects 'anchor', 'positive' and 'negative'")
         a, pos, neg = t["anchor"], t["positive"], t["negative"]
+        key = tuple(str(x.get(k)) for x in (a, pos, neg) for k in ("paper_id", "author_id"))
+        if key in first_item:
+            raise InputError(f"{where}: the same tuple as item {first_item[key]}; give each tuple once")
+        first_item[key] = i
         r_pos = rating(pos.get("score"), f"{where} positive.score", scale)
         r_neg = rating(neg.get("score"), f"{where} negative.score", scale)
         if "author_id" in pos:  # paper-centric: anchor paper, candidate reviewers
@@ -292,11 +402,13 @@ def read_ratings_csv(path: Path, scale: tuple[float, float]) -> pl.DataFrame:
     if missing:
         raise InputError(f"{path}: expected columns reviewer,paper,rating; missing {', '.join(missing)}")
     rows = []
+    first_row: dict[tuple[str, str], int] = {}
     for row_no, (r, p, x) in enumerate(raw.select("reviewer", "paper", "rating").iter_rows(), start=2):
         if not r or not p:
             raise InputError(f"{path} row {row_no}: empty reviewer or paper")
+        _once(first_row, (r.lstrip("~"), p), row_no, f"{path} row {row_no}", "rating")
         try:
-            value = float(x)
+            value = number_text(x, f"{path} row {row_no}")
         except (TypeError, ValueError):
             raise InputError(f"{path} row {row_no}: rating {x!r} is not a number") from None
         rows.append({"reviewer_id": r.lstrip("~"), "paper_id": p, "rating": rating(value, f"{path} row {row_no}", scale)})
@@ -335,9 +447,11 @@ def scores_from_csv(path: Path) -> pl.DataFrame:
     if raw.width != 3:
         raise InputError(f"{path}: expected 3 columns submission,profile,score; found {raw.width}")
     rows = []
+    first_row: dict[tuple[str, str], int] = {}
     for row_no, (p, r, s) in enumerate(raw.iter_rows(), start=1):
+        _once(first_row, ((r or "").lstrip("~"), p), row_no, f"{path} row {row_no}", "score")
         try:
-            value = float(s)
+            value = number_text(s, f"{path} row {row_no} score")
         except (TypeError, ValueError):
             raise InputError(f"{path} row {row_no}: score {s!r} is not a number") from None
         rows.append({"reviewer_id": (r or "").lstrip("~"), "paper_id": p,
@@ -359,6 +473,8 @@ def load_lr_flat(path: Path) -> tuple[Split, pl.DataFrame]:
         raise InputError(f"{path}: expected a list of tuples with {', '.join(LR_FLAT_KEYS)}")
     tuples, scores = [], []
     kinds = set()
+    first_item: dict[tuple[str, str, str, str], int] = {}
+    first_score: dict[tuple[str, str], tuple[float, int]] = {}
     for i, t in enumerate(items):
         where = f"{path} item {i}"
         missing = [k for k in LR_FLAT_KEYS if not isinstance(t, dict) or k not in t]
@@ -369,7 +485,17 @@ def load_lr_flat(path: Path) -> tuple[Split, pl.DataFrame]:
             raise InputError(f"{where}: type {kind!r} is neither paper_centric nor reviewer_centric")
         kinds.add(kind)
         a, p, n = str(t["anchor_id"]), str(t["positive_id"]), str(t["negative_id"])
+        if (kind, a, p, n) in first_item:
+            raise InputError(f"{where}: the same tuple ({a}, {p}, {n}) as item {first_item[kind, a, p, n]}; "
+                             "give each tuple once")
+        first_item[kind, a, p, n] = i
         pos, neg = ((p, a), (n, a)) if kind == "paper_centric" else ((a, p), (a, n))
+        for pair, field in ((pos, "positive_score"), (neg, "negative_score")):
+            value = finite_number(t[field], f"{where} {field}")
+            earlier = first_score.setdefault(pair, (value, i))
+            if earlier[0] != value:
+                raise InputError(f"{where} {field}: reviewer {pair[0]!r} and paper {pair[1]!r} have score {value:g} here "
+                                 f"and {earlier[0]:g} in item {earlier[1]}; one pair has one score")
         tuples.append(dict(reviewer_pos=pos[0], paper_pos=pos[1], reviewer_neg=neg[0], paper_neg=neg[1],
                            rating_pos=rating(t["positive_ref_score"], f"{where} positive_ref_score", DEFAULT_SCALE),
                            rating_neg=rating(t["negative_ref_score"], f"{where} negative_ref_score", DEFAULT_SCALE),
@@ -466,13 +592,17 @@ def load_release(path: Path) -> Benchmark:
     """A revbench release folder (``data/*.parquet``): the pointwise ratings with candidate lists,
     the paper-centric and reviewer-centric tuples, the papers as submissions and the reviewers'
     publications as profiles (a publication's id is the sha1 of its title, as the ``lrbench``
-    importer gives the same publication from the JSON files, so both read the same benchmark)."""
+    importer gives the same publication from the JSON files, so both read the same benchmark).
+    Every file is first checked against the folder's ``manifest.json`` (``ReleaseTampered``
+    names the first that differs); the benchmark carries the manifest's sha256 as its digest."""
+    from revbench.release_files import verify_release
     from revbench.schemas.release import RELEASE_TABLES
 
     data = path / "data"
     missing = [t.name for t in RELEASE_TABLES if not (data / f"{t.name}.parquet").is_file()]
-    if missing:
+    if missing and not (path / "manifest.json").is_file():
         raise InputError(f"{path}: not a revbench release (no data/{missing[0]}.parquet)")
+    release = verify_release(path)  # every file as its manifest lists it, before any is read
     try:
         t = {tab.name: tab.conform(pl.read_parquet(data / f"{tab.name}.parquet")) for tab in RELEASE_TABLES}
     except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
@@ -489,10 +619,8 @@ def load_release(path: Path) -> Benchmark:
         t["reviewer_centric"].select(pl.lit("reviewer_centric").alias("kind"), pl.col("reviewer_id").alias("anchor_id"),
                                      pl.col("paper_pos").alias("positive_id"), pl.col("paper_neg").alias("negative_id"),
                                      "rating_pos", "rating_neg")])
-    manifest = path / "manifest.json"
-    version = read_json(manifest).get("version", path.name) if manifest.is_file() else path.name
     return Benchmark(
-        name="release", version=str(version),
+        name="release", version=release.version, digest=release.digest,
         submissions=t["papers"].select("paper_id", "title", "abstract", "year").cast(PAPERS_SCHEMA),
         draws=[profiles.cast(PROFILE_SCHEMA)],
         splits=[Split(SPLIT_POINTWISE, ratings=t["pointwise"].cast({"rating": pl.Float64}), candidate_lists=True),

@@ -64,6 +64,9 @@ class Benchmark:
     """Optional keywords per paper title (LR-bench ``keywords.json``)."""
     scale: tuple[float, float] = (1.0, 5.0)
     """The rating scale every rating lies in."""
+    digest: str | None = None
+    """sha256 of what fixes the exact files read, where the benchmark has one (a release's
+    ``manifest.json``): its results are stored with it."""
 
     def pairs_needed(self) -> pl.DataFrame:
         """Every (reviewer, paper) whose score some split needs."""

@@ -38,6 +38,8 @@ class EvaluationPlan:
     benchmarks: list[tuple[str, Path]]
     scorers: list[str]
     predictions: list[PredictionsFile]
+    baseline: str | None = None
+    """The label the ``--baseline`` scorer's results carry (a scorer's label or a file's name)."""
 
 
 def parse_named(item: str, flag: str) -> tuple[str, Path]:
@@ -84,10 +86,32 @@ def expand_trained(settings: Settings, specs: list[str]) -> list[str]:
     return out
 
 
+def check_baseline(settings: Settings, baseline: str | None, labels: dict[str, str],
+                   preds: list[PredictionsFile]) -> str | None:
+    """The label of the ``--baseline`` scorer: a scorer of the run (by label or by a spec that
+    builds the same scorer, e.g. one written with its defaults) or a predictions file's name. A
+    name that is neither would give results with no paired differences, so it is refused."""
+    if baseline is None:
+        return None
+    names = {p.name for p in preds}
+    if baseline in labels or baseline in names:
+        return baseline
+    try:
+        label = make_scorer(baseline, Context(settings)).label
+    except ValueError:
+        label = None
+    if label in labels:
+        return label
+    known = ", ".join([*labels, *sorted(names)]) or "none"
+    raise PlanError(f"--baseline {baseline!r} is not a scorer of this run (its scorers and prediction files: {known}); "
+                    "name one of them, or add it with --scorer")
+
+
 def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str] | None,
-                    predictions: list[str]) -> EvaluationPlan:
+                    predictions: list[str], baseline: str | None = None) -> EvaluationPlan:
     """Parse and check an evaluation request. Without ``scorers`` (None), the default scorers
-    run only when no predictions file was given either: with only ``-p``, nothing else runs."""
+    run only when no predictions file was given either: with only ``-p``, nothing else runs.
+    ``baseline`` must name a scorer or predictions file of the run."""
     benches = []
     for item in benchmarks:
         # The warehouse benchmark defaults to this installation's own warehouse.
@@ -124,4 +148,4 @@ def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str
         if key in seen:
             raise PlanError(f"--predictions {p.name!r} is given twice ({seen[key]} and {p.path}); give each a name of its own")
         seen[key] = p.path
-    return EvaluationPlan(benches, specs, preds)
+    return EvaluationPlan(benches, specs, preds, check_baseline(settings, baseline, labels, preds))

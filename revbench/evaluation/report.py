@@ -1,13 +1,16 @@
-"""Results as the papers print them: a markdown table (best in bold) and a plot of loss with intervals."""
+"""Results as the papers print them: a markdown table (best in bold, never trivial, never a partial scorer
+over a complete one) and a plot of loss with intervals."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import polars as pl
 
-from revbench.evaluation.model import MetricValue
+from revbench.evaluation.evaluate import OWN_COVERAGE, TRIVIAL
+from revbench.evaluation.model import SPLIT_AVERAGE, MetricValue
 
 RESULT_SCHEMA = {
     "benchmark": pl.Utf8, "split": pl.Utf8, "scorer": pl.Utf8, "metric": pl.Utf8,
@@ -45,73 +48,148 @@ def _cell(value: float | None, lo: float | None, hi: float | None, best: bool) -
     return f"**{text}**" if best else text
 
 
-def report_tables(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accuracy", "easy_accuracy", "hard_accuracy")) -> list[ReportTable]:
+def _pct(coverage: float) -> str:
+    """A share as a percentage that never rounds a partial coverage up to 100%."""
+    return "100%" if coverage >= 1.0 else f"{math.floor(coverage * 1000) / 10:g}%"
+
+
+def _coverage(rows: pl.DataFrame, scorer: str) -> float:
+    cov = rows.filter(pl.col("scorer") == scorer)["coverage"].drop_nulls()
+    return float(cov.min()) if cov.len() else 1.0
+
+
+def _best(s: pl.DataFrame, metric: str) -> float | None:
+    """The best value of ``metric`` in a table: never ``trivial``'s (a reference line), and among
+    scorers that cover every pair when one does (a partial scorer is never best over a complete one)."""
+    cand = s.filter((pl.col("metric") == metric) & pl.col("value").is_not_null() & (pl.col("scorer") != TRIVIAL))
+    complete = cand.filter(pl.col("coverage").is_null() | (pl.col("coverage") >= 1.0))
+    pool = complete if complete.height else cand
+    if pool.height == 0:
+        return None
+    return pool["value"].min() if metric in LOWER_IS_BETTER else pool["value"].max()  # type: ignore[return-value]
+
+
+def _eligible(s: pl.DataFrame, scorer: str) -> bool:
+    """Whether ``scorer`` may be marked best in its table (see :func:`_best`)."""
+    if scorer == TRIVIAL:
+        return False
+    complete = s.filter((pl.col("scorer") != TRIVIAL) & (pl.col("coverage").is_null() | (pl.col("coverage") >= 1.0)))
+    return complete.height == 0 or _coverage(s, scorer) >= 1.0
+
+
+def _rows(s: pl.DataFrame, cols: list[str], show_coverage: bool, mark_best: bool) -> list[list[str]]:
+    best = {m: _best(s, m) for m in cols} if mark_best else {}
+    rows = []
+    for scorer in s["scorer"].unique(maintain_order=True).to_list():
+        covered = _coverage(s, scorer)
+        cells = [scorer] + ([_pct(covered)] if show_coverage else [])
+        eligible = mark_best and _eligible(s, scorer)
+        for m in cols:
+            r = s.filter((pl.col("scorer") == scorer) & (pl.col("metric") == m))
+            if r.height == 0:
+                cells.append("–")
+                continue
+            row = r.row(0, named=True)
+            cells.append(_cell(row["value"], row["ci_low"], row["ci_high"],
+                               eligible and row["value"] is not None and row["value"] == best.get(m)))
+        rows.append(cells)
+    return rows
+
+
+def report_tables(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accuracy", "easy_accuracy", "hard_accuracy"),
+                  same_as: dict[tuple[str, str], tuple[str, str]] | None = None) -> list[ReportTable]:
     """One table per benchmark and split: scorers as rows, metrics as columns, the best of each
-    column in bold (lowest loss, highest accuracy) among scorers that covered every pair, with a
-    coverage column when one did not; then paired differences, then ranking metrics."""
+    column in bold (lowest loss, highest accuracy).
+
+    The numbers of a split rest on the pairs every scorer covers (the title says so when a
+    scorer left pairs out); a scorer's coverage is shown in every table where one is below 100%,
+    such a scorer is never marked best over one that covers every pair, and ``trivial`` is never
+    marked best. Splits that hold the same pairs (``same_as``: ``(benchmark, split)`` -> the
+    split it repeats) are shown once under both names. Each scorer's value on all the pairs it
+    covers follows, where it differs, in a table of its own with no best; then paired
+    differences, then ranking metrics."""
     out = []
+    dup = same_as or {}
+    names: dict[tuple[str, str], list[str]] = {}
+    for (bench, split), (_, original) in dup.items():
+        names.setdefault((bench, original), []).append(split)
     main = df.filter(~pl.col("scorer").str.contains(" - "))
     for bench in main["benchmark"].unique(maintain_order=True).to_list():
         b = main.filter(pl.col("benchmark") == bench)
-        for split in b["split"].unique(maintain_order=True).to_list():
+        splits = [x for x in b["split"].unique(maintain_order=True).to_list()
+                  if not x.endswith(OWN_COVERAGE) and (bench, x) not in dup]
+        for split in splits:
             s = b.filter(pl.col("split") == split)
             cols = [m for m in metrics if s.filter(pl.col("metric") == m).height]
-            full = pl.col("coverage").is_null() | (pl.col("coverage") >= 1.0)
-            partial = s.filter(~full).height > 0
-            best = {}
-            for m in cols:
-                # Scorers evaluated on part of the pairs are not comparable: never "best".
-                v = s.filter((pl.col("metric") == m) & pl.col("value").is_not_null() & full)["value"]
-                if v.len():
-                    best[m] = v.min() if m in LOWER_IS_BETTER else v.max()
-            rows = []
-            for scorer in s["scorer"].unique(maintain_order=True).to_list():
-                cov = s.filter(pl.col("scorer") == scorer)["coverage"].drop_nulls()
-                covered = float(cov.min()) if cov.len() else 1.0
-                cells = [scorer] + ([f"{covered:.0%}"] if partial else [])
-                for m in cols:
-                    r = s.filter((pl.col("scorer") == scorer) & (pl.col("metric") == m))
-                    if r.height == 0:
-                        cells.append("–")
-                        continue
-                    row = r.row(0, named=True)
-                    cells.append(_cell(row["value"], row["ci_low"], row["ci_high"],
-                                       covered >= 1.0 and row["value"] is not None and row["value"] == best.get(m)))
-                rows.append(cells)
-            header = ["scorer", *(["coverage"] if partial else []), *cols]
-            out.append(ReportTable(f"### {bench} · {split}", header, rows))
-    diffs = df.filter(pl.col("scorer").str.contains(" - ") & (pl.col("metric") == "loss"))
-    if diffs.height:
-        out.append(ReportTable("Paired differences in loss (negative: better than the baseline)",
+            if not cols:
+                continue
+            shown = " = ".join([split, *names.get((bench, split), [])])
+            partial = s.filter(pl.col("coverage") < 1.0).height > 0
+            title = f"### {bench} · {shown}"
+            if names.get((bench, split)):
+                title += " (the same pairs: shown and averaged once)"
+            if split == SPLIT_AVERAGE:
+                counted = [x for x in splits if x != SPLIT_AVERAGE]
+                title += f" of {', '.join(counted)}" if counted else ""
+                if partial:
+                    title += "; each split on the pairs every scorer covers"
+            elif partial:
+                n = s.filter(pl.col("metric") == "loss")["n"].max()
+                title += (f": every scorer on the {n} pairs all of them cover; best in bold among scorers "
+                          "that cover every pair, when one does")
+            out.append(ReportTable(title, ["scorer", *(["coverage"] if partial else []), *cols], _rows(s, cols, partial, True)))
+            own = b.filter(pl.col("split") == split + OWN_COVERAGE)
+            # trivial's line is the same on any pairs: its own-coverage row alone tells nothing new.
+            if own.filter(pl.col("scorer") != TRIVIAL).height:
+                # Each scorer's value on every pair it covers: scorers rest on different pairs here.
+                mixed = pl.concat([own, s.filter(~pl.col("scorer").is_in(own["scorer"].unique().to_list()))])
+                order = s["scorer"].unique(maintain_order=True).to_list()
+                mixed = mixed.with_columns(pl.col("scorer").replace_strict({x: i for i, x in enumerate(order)},
+                                                                           default=len(order), return_dtype=pl.Int64)
+                                           .alias("_o")).sort("_o", maintain_order=True).drop("_o")
+                out.append(ReportTable(f"### {bench} · {shown}, each scorer on every pair it covers "
+                                       "(different pairs: not compared, no best)",
+                                       ["scorer", "coverage", *cols], _rows(mixed, cols, True, False)))
+    diffs = [r for r in df.filter(pl.col("scorer").str.contains(" - ") & (pl.col("metric") == "loss")).iter_rows(named=True)
+             if not r["split"].endswith(OWN_COVERAGE) and (r["benchmark"], r["split"]) not in dup]
+    if diffs:
+        out.append(ReportTable("Paired differences in loss on the pairs both cover (negative: better than the baseline)",
                                ["benchmark", "split", "difference", "value [95% CI]"],
-                               [[r["benchmark"], r["split"], r["scorer"], _cell(r["value"], r["ci_low"], r["ci_high"], False)]
-                                for r in diffs.iter_rows(named=True)]))
+                               [[r["benchmark"], " = ".join([r["split"], *names.get((r["benchmark"], r["split"]), [])]),
+                                 r["scorer"], _cell(r["value"], r["ci_low"], r["ci_high"], False)] for r in diffs]))
     ranking = df.filter(pl.col("metric").is_in(list(RANKING_SHOWN)))
     for bench in ranking["benchmark"].unique(maintain_order=True).to_list():
         r = ranking.filter(pl.col("benchmark") == bench)
         shown = [m for m in RANKING_SHOWN if m in set(r["metric"].to_list())]
+        partial = r.filter(pl.col("coverage") < 1.0).height > 0
         rows = []
         for scorer in r["scorer"].unique(maintain_order=True).to_list():
             vals = {m: v for m, v in r.filter(pl.col("scorer") == scorer).select("metric", "value").iter_rows()}
-            rows.append([scorer, *["–" if vals.get(m) is None else f"{vals[m]:.3f}" for m in shown]])
-        out.append(ReportTable(f"Ranking metrics on {bench} (mean over papers with a relevant candidate; all of them in results.json)",
-                               ["scorer", *shown], rows))
+            rows.append([scorer, *([_pct(_coverage(r, scorer))] if partial else []),
+                         *["–" if vals.get(m) is None else f"{vals[m]:.3f}" for m in shown]])
+        note = "; a candidate a scorer left unscored counts as not retrieved" if partial else ""
+        out.append(ReportTable(f"Ranking metrics on {bench} (mean over papers with a relevant candidate{note}; "
+                               "all of them in results.json)", ["scorer", *(["coverage"] if partial else []), *shown], rows))
     return out
 
 
-def markdown_table(df: pl.DataFrame) -> str:
+def markdown_table(df: pl.DataFrame, same_as: dict[tuple[str, str], tuple[str, str]] | None = None) -> str:
     """The report as markdown (what report.md and the Prefect artifact hold)."""
-    return "\n".join(t.to_markdown() for t in report_tables(df))
+    return "\n".join(t.to_markdown() for t in report_tables(df, same_as=same_as))
 
 
-def plot_loss(df: pl.DataFrame, path: Path) -> Path | None:
-    """Loss per scorer with 95% intervals, one marker series per (benchmark, split)."""
+def plot_loss(df: pl.DataFrame, path: Path, same_as: dict[tuple[str, str], tuple[str, str]] | None = None) -> Path | None:
+    """Loss per scorer with 95% intervals, one marker series per (benchmark, split) compared on
+    the pairs every scorer covers (a split repeating another's pairs is drawn once)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    d = df.filter((pl.col("metric") == "loss") & ~pl.col("scorer").str.contains(" - ") & pl.col("value").is_not_null())
+    d = df.filter((pl.col("metric") == "loss") & ~pl.col("scorer").str.contains(" - ") & pl.col("value").is_not_null()
+                  & ~pl.col("split").str.ends_with(OWN_COVERAGE))
+    for bench, split in same_as or {}:
+        d = d.filter((pl.col("benchmark") != bench) | (pl.col("split") != split))
     if d.height == 0:
         return None
     scorers = d["scorer"].unique(maintain_order=True).to_list()

@@ -1,17 +1,20 @@
-"""The survey web server: one-click ratings, the invitation page, opt-out.
+"""The survey web server: rating links, the invitation page, opt-out.
 
 Every path carries a signed token (``revbench.survey.tokens``); anything forged, tampered,
-expired, foreign to the invitation or malformed gets a plain 403 page and records nothing. A
-response is acknowledged only after its event is committed in the survey store. Pages work
-without JavaScript (radio buttons in fieldsets, labelled), escape every text, and carry a
-strict content security policy; no IP address or user agent is stored or logged.
+expired, foreign to the invitation or malformed gets a plain 403 page and records nothing. Only
+a POST records anything: mail security scanners open (GET, HEAD) every link of a message before
+its reader does, so a rating link opens a page naming the paper and level with one Confirm button,
+and the opt-out link a page with one button. A response is acknowledged only after its event is
+committed in the survey store. Pages work without JavaScript (radio buttons in fieldsets,
+labelled), escape every text, and carry a strict content security policy; no IP address or user
+agent is stored or logged.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import defaultdict, deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -36,23 +39,45 @@ SECURITY_HEADERS = {
 
 
 class RateLimiter:
-    """At most ``limit`` requests per link in any 60 s (kept in memory, keyed by a token digest)."""
+    """At most ``limit`` requests per link in any ``window`` seconds, in memory, keyed by a token
+    digest. Memory stays bounded: a link idle for a window is forgotten, and at most ``max_keys``
+    links are kept (the least recently used go first; a forgotten link only starts afresh)."""
 
-    def __init__(self, limit: int):
-        self.limit = limit
-        self._hits: dict[str, deque[float]] = defaultdict(deque)
+    def __init__(self, limit: int, window: float = 60.0, max_keys: int = 20_000):
+        self.limit, self.window, self.max_keys = limit, window, max_keys
+        self._hits: OrderedDict[str, deque[float]] = OrderedDict()
         self._lock = threading.Lock()
 
     def allow(self, key: str) -> bool:
+        """Whether one more request on ``key`` is allowed now (and count it if so)."""
         now = time.monotonic()
         with self._lock:
-            hits = self._hits[key]
-            while hits and now - hits[0] > 60:
-                hits.popleft()
+            self._forget_idle(now)
+            hits = self._hits.get(key)
+            if hits is None:
+                hits = self._hits[key] = deque()
+                while len(self._hits) > self.max_keys:
+                    self._hits.popitem(last=False)
+            else:
+                self._hits.move_to_end(key)
+                while hits and now - hits[0] > self.window:
+                    hits.popleft()
             if len(hits) >= self.limit:
                 return False
             hits.append(now)
             return True
+
+    def _forget_idle(self, now: float) -> None:
+        # Keys are in order of last use, so the idle ones are at the front; a key that is left
+        # behind out of order is still bounded by max_keys.
+        while self._hits:
+            key, hits = next(iter(self._hits.items()))
+            if hits and now - hits[-1] <= self.window:
+                return
+            del self._hits[key]
+
+    def __len__(self) -> int:
+        return len(self._hits)
 
 
 class Pages:
@@ -78,13 +103,15 @@ class Pages:
     def claim_for(self, token: str, *actions: str) -> tuple[Claim, dict[str, Any]] | HTMLResponse:
         """The token's claim and its invitation, or the page that refuses it (rate-limited,
         invalid, the wrong kind of link, an unknown invitation, or a paper not in it)."""
-        if not self.limiter.allow(token_digest(token)):
-            return self.page("message", 429, title="Too many requests", heading="Too many requests",
-                             text="Please wait a minute and try again.")
+        # The signature first (one HMAC): a forged token is refused before any per-link state
+        # exists, so a flood of them costs no memory.
         try:
             claim = self.signer.verify(token)
         except BadToken:
             return self.refuse()
+        if not self.limiter.allow(token_digest(token)):
+            return self.page("message", 429, title="Too many requests", heading="Too many requests",
+                             text="Please wait a minute and try again.")
         if claim.action not in actions:
             return self.refuse()
         inv = self.store.invitation(claim.invitation)
@@ -107,6 +134,7 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
     store, signer, scale, page = pages.store, pages.signer, pages.scale, pages.page
     css = read("survey/survey.css")
     app = FastAPI(title="revbench survey", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.pages = pages
 
     @app.middleware("http")
     async def security(request: Request, call_next: Any) -> Response:
@@ -124,6 +152,22 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
         return Response(css, media_type="text/css", headers={"Cache-Control": "public, max-age=3600"})
 
     @app.get("/r/{token}")
+    async def confirm_page(token: str) -> Response:
+        # Opening a rating link records nothing (a scanner opens it too): it shows what one
+        # press of Confirm will save.
+        got = await pages.checked(token, "rate")
+        if isinstance(got, HTMLResponse):
+            return got
+        claim, inv = got
+        index = [p["paper_id"] for p in inv["papers"]].index(claim.paper) + 1
+        level = next(lv for lv in scale["levels"] if lv["rating"] == claim.rating)
+        current = await run_in_threadpool(store.current, claim.invitation)
+        return page("confirm", title="Confirm your answer", token=token, paper=inv["papers"][index - 1], level=level,
+                    question=scale["question"], answered=claim.paper in current, current=current.get(claim.paper),
+                    labels={lv["rating"]: lv["label"] for lv in scale["levels"]},
+                    page_url=f"/i/{pages.page_token(claim.invitation)}#paper-{index}")
+
+    @app.post("/r/{token}")
     async def rate(token: str) -> Response:
         got = await pages.checked(token, "rate")
         if isinstance(got, HTMLResponse):

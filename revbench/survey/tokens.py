@@ -3,16 +3,18 @@
 A token carries an opaque invitation id (never an email or a name), an action (the page, one
 rating of one paper, or opting out) and, for a rating, the paper and the level. It is signed
 with HMAC-SHA256 (``itsdangerous``) under the survey signing key and a fixed salt, and carries
-its signing time, so it expires. Keys rotate: old keys still verify, the newest signs.
+its signing time, so rating and page links expire (an opt-out link never does). Keys rotate: old
+keys still verify, the newest signs.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass
 from typing import Literal
 
-from itsdangerous import BadData, BadSignature, SignatureExpired, URLSafeTimedSerializer
+from itsdangerous import BadData, BadSignature, URLSafeTimedSerializer
 from itsdangerous.encoding import base64_decode, base64_encode
 from pydantic import SecretStr
 
@@ -65,14 +67,18 @@ class LinkSigner:
         """The claim of a valid token; ``BadToken`` for anything else."""
         if not _canonical(token):
             raise BadToken("not canonical")
+        # The signature first, with no age: whether the link expires depends on what it claims.
         try:
-            data = self._serializer.loads(token, max_age=self.max_age)
-        except SignatureExpired:
-            raise BadToken("expired") from None
+            data, signed_at = self._serializer.loads(token, return_timestamp=True)
         except BadSignature:
             raise BadToken("bad signature") from None
         if not isinstance(data, dict) or not isinstance(data.get("i"), str) or data.get("a") not in ("page", "rate", "optout"):
             raise BadToken("malformed")
+        # An opt-out link never expires: a late "stop emailing me" must still be heard (and it
+        # can only ever stop mail). Rating and page links expire, as itsdangerous would check them.
+        age = int(time.time()) - int(signed_at.timestamp())
+        if data["a"] != "optout" and not 0 <= age <= self.max_age:
+            raise BadToken("expired")
         paper, rating = data.get("p"), data.get("r")
         if data["a"] == "rate" and (not isinstance(paper, str) or rating not in RATINGS or isinstance(rating, bool)):
             raise BadToken("malformed rating")

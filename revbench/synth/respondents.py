@@ -1,5 +1,12 @@
 """A SYNTHETIC panel of survey respondents: people of the world reading their captured emails and
-following the real links over HTTP, as a person's mail client and browser would.
+following the real links over HTTP, as a person's mail client and browser would: a rating link
+opens a page, and the person presses its Confirm button.
+
+A seeded share of mailboxes sits behind a mail security scanner (Safe Links, Proofpoint and the
+like): before the person reads the message, the scanner opens every link in it, fast and in
+order (HEAD and GET, following redirects or not, fetching the page's style sheet or not). The
+panel counts the scanner's requests and how many events or opt-outs appeared in the survey store
+meanwhile; the goal is none.
 
 Each recipient behaves in one seeded way: never answers; answers every paper by true expertise
 (graded by how much of their work is on the paper's topic, with noise); skips a paper on the page; changes a rating; opts out; or answers with low effort
@@ -10,8 +17,10 @@ answers (``respondents.parquet``), so the ratings stage can measure its quality 
 from __future__ import annotations
 
 import hashlib
+import html
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
@@ -32,8 +41,16 @@ LOW_EFFORT = ("straight_liner", "rusher")
 MIN_PATTERN_PAPERS = 4
 """Papers an email must list before its recipient may be a low-effort respondent."""
 
+SCANNED_SHARE = 0.25
+"""Share of mailboxes behind a link-opening mail security scanner."""
+
 _PAPER = re.compile(r"^(\d+)\. (.+)$")
 _LINK = re.compile(r"^\s+([1-5]) \([^)]*\): (\S+)$")
+_HREF = re.compile(r'href="([^"]+)"')
+_URL = re.compile(r"https?://[^\s<>\"]+")
+_CONFIRM = re.compile(r'<form class="confirm" method="post" action="([^"]+)"')
+_BUTTON_FORM = re.compile(r'<form method="post" action="([^"]+)"')
+_STYLESHEET = re.compile(r'<link rel="stylesheet" href="([^"]+)"')
 
 
 @dataclass
@@ -65,6 +82,70 @@ def parse_email(msg: EmailMessage) -> ParsedEmail:
     return ParsedEmail(str(msg["To"]), [p for p in papers if len(p[1]) == 5], page, optout)
 
 
+def confirm(http: httpx.Client, link: str) -> httpx.Response:
+    """A person's rating: open the rating link (a page naming the paper and level), then press
+    its Confirm button (the POST that records); returns the final response."""
+    page = http.get(link)
+    page.raise_for_status()
+    action = _CONFIRM.search(page.text)
+    if action is None:
+        raise ValueError(f"{link}: the page has no Confirm button")
+    done = http.post(str(page.url.join(html.unescape(action.group(1)))), data={})
+    done.raise_for_status()
+    return done
+
+
+def opt_out(http: httpx.Client, link: str) -> httpx.Response:
+    """A person's opt-out: open the link, then press the page's one button."""
+    page = http.get(link)
+    page.raise_for_status()
+    action = _BUTTON_FORM.search(page.text)
+    if action is None:
+        raise ValueError(f"{link}: the page has no opt-out button")
+    done = http.post(str(page.url.join(html.unescape(action.group(1)))), data={})
+    done.raise_for_status()
+    return done
+
+
+def message_links(msg: EmailMessage) -> list[str]:
+    """Every link of a message as a scanner finds them: the HTML part's, the plain part's, then
+    the List-Unsubscribe header's web address (repeats kept: a scanner opens what it finds)."""
+    links: list[str] = []
+    for kind in ("html", "plain"):
+        part = msg.get_body(preferencelist=(kind,))
+        text = part.get_content() if part is not None else ""
+        found = _HREF.findall(text) if kind == "html" else _URL.findall(text)
+        links += [html.unescape(u) for u in found if u.startswith("http")]
+    links += _URL.findall(str(msg.get("List-Unsubscribe", "")).replace(">", " "))
+    return links
+
+
+def scan(msg: EmailMessage, seed: int) -> int:
+    """A mail security scanner opening every link of ``msg`` before its reader does, as fast as
+    it can: HEAD then GET (or GET then HEAD), following redirects or not, fetching the pages'
+    style sheets or not (each seeded per mailbox); returns how many requests it made."""
+    to = str(msg["To"])
+    follow = _unit(seed, "scanner-follow", to) < 0.5
+    resources = _unit(seed, "scanner-resources", to) < 0.5
+    methods = ("HEAD", "GET") if _unit(seed, "scanner-order", to) < 0.5 else ("GET", "HEAD")
+    requests = 0
+    with httpx.Client(follow_redirects=follow, timeout=30) as http:
+        for link in message_links(msg):
+            for method in methods:
+                r = http.request(method, link)
+                requests += 1 + len(r.history)
+                if resources and method == "GET" and "text/html" in r.headers.get("content-type", ""):
+                    for sheet in _STYLESHEET.findall(r.text):
+                        http.get(str(r.url.join(html.unescape(sheet))))
+                        requests += 1
+    return requests
+
+
+def scanned(seed: int, email: str) -> bool:
+    """Whether a recipient's mailbox sits behind a link-opening scanner (seeded)."""
+    return _unit(seed, "scanner", email) < SCANNED_SHARE
+
+
 def _unit(seed: int, *parts: object) -> float:
     return int(hashlib.sha256("\x1f".join(map(str, (seed, *parts))).encode()).hexdigest()[:12], 16) / 16**12
 
@@ -80,10 +161,18 @@ def behaviour(seed: int, email: str) -> str:
 
 
 def answer(truth: WorldTruth, messages: list[EmailMessage], corpus: pl.DataFrame, seed: int, out_dir: Path,
-           pace_seconds: float = 0.2, workers: int = 8) -> dict[str, int]:
+           recorded: Callable[[], int], pace_seconds: float = 0.2, workers: int = 8) -> dict[str, int]:
     """Let every recipient of ``messages`` act on their email (``workers`` people at a time, each
-    taking ``pace_seconds`` per paper unless they rush); returns counts by what happened."""
+    taking ``pace_seconds`` per paper unless they rush), after the scanners in front of some
+    mailboxes opened every link; returns counts by what happened, with the scanners' requests and
+    how far ``recorded`` (the survey store's count of events and opt-outs) moved while only
+    scanners were at work."""
     from revbench.workers import map_unordered
+
+    fronted = [m for m in messages if scanned(seed, str(m["To"]))]
+    before = recorded()
+    scanner_requests = sum(map_unordered(lambda m: scan(m, seed), fronted, workers))
+    scanner_recorded = recorded() - before
 
     shares = topic_shares(truth)
     person_of = {e.lower(): (p, shares.get(p, {})) for p, emails in truth.persons.select("person_id", "emails").iter_rows()
@@ -104,7 +193,7 @@ def answer(truth: WorldTruth, messages: list[EmailMessage], corpus: pl.DataFrame
             return row, c
         with httpx.Client(follow_redirects=True, timeout=30) as http:
             if how == "opt_out":
-                http.post(e.optout_url, data={}).raise_for_status()
+                opt_out(http, e.optout_url)
                 c["opt_outs"] = 1
                 return row, c
             c["answered"] = 1
@@ -117,11 +206,11 @@ def answer(truth: WorldTruth, messages: list[EmailMessage], corpus: pl.DataFrame
                     time.sleep(pace_seconds)  # reading the next abstract
                 topic = topic_of_title.get(title) or ""
                 value = same if how == "straight_liner" else true_rating(rng, topic, expertise) if topic else 3
-                http.get(links[value]).raise_for_status()
+                confirm(http, links[value])
                 c["ratings"] += 1
                 if how == "changer" and i == 0:
-                    http.get(links[6 - value]).raise_for_status()  # a second thought
-                    http.get(links[value]).raise_for_status()  # and back
+                    confirm(http, links[6 - value])  # a second thought
+                    confirm(http, links[value])  # and back
                     c["changes"] = 1
             if skip_index >= 0 and e.page_url:
                 page = http.get(e.page_url)
@@ -131,7 +220,8 @@ def answer(truth: WorldTruth, messages: list[EmailMessage], corpus: pl.DataFrame
                 c["skips"] = 1
         return row, c
 
-    counts = {"emails": 0, "answered": 0, "ratings": 0, "skips": 0, "changes": 0, "opt_outs": 0, "silent": 0}
+    counts = {"emails": 0, "answered": 0, "ratings": 0, "skips": 0, "changes": 0, "opt_outs": 0, "silent": 0,
+              "scanned_mailboxes": len(fronted), "scanner_requests": scanner_requests, "scanner_recorded": scanner_recorded}
     rows: list[dict[str, Any]] = []
     for row, c in map_unordered(act, messages, workers):
         rows.append(row)

@@ -16,7 +16,7 @@ from tests.evaluation.test_scorers import bench
 
 pytestmark = pytest.mark.slow
 KEYS = {"benchmark", "benchmark_version", "split", "scorer", "metric", "value", "ci_low", "ci_high", "n", "run_id",
-        "evaluated_at", "spec", "predictions_sha256", "coverage"}
+        "evaluated_at", "spec", "predictions_sha256", "coverage", "benchmark_digest"}
 
 
 def write_openreview(d: Path) -> Path:

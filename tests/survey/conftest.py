@@ -26,7 +26,7 @@ from revbench.replay.mailsink import MailSink
 from revbench.replay.server import AppServer, ReplayApp, ReplayServer, free_port
 from revbench.settings import ReplaySettings, Settings
 from revbench.survey.server import create_app
-from revbench.synth.respondents import parse_email
+from revbench.synth.respondents import confirm, parse_email
 from tests.conftest import FAST, on_replay, settings_env
 
 KEY = "test-signing-key-" + "k" * 24
@@ -111,11 +111,11 @@ def answered(survey_settings: Settings, sink: MailSink) -> Iterator[tuple[Settin
             for i, e in enumerate(emails):
                 for j, (_title, links) in enumerate(e.papers):
                     if i == liner:
-                        http.get(links[3]).raise_for_status()
+                        confirm(http, links[3])
                         continue
                     if j == 0:
-                        http.get(links[1]).raise_for_status()  # answered, then changed just below
-                    http.get(links[max(1, 5 - j)]).raise_for_status()
+                        confirm(http, links[1])  # answered, then changed just below
+                    confirm(http, links[max(1, 5 - j)])
         yield s, {"liner": emails[liner].to, "emails": emails}
     finally:
         server.stop()

@@ -49,7 +49,7 @@ def test_a_refresh_writes_the_warehouse_while_the_server_takes_answers(
                             break
                         for person in circles:
                             started = flows_started.is_set()
-                            codes.append(client.get(person[turn % 5]).status_code)
+                            codes.append(client.post(person[turn % 5]).status_code)  # Confirm on a rating link
                             clicked.add(person[turn % 5])
                             first_answer.set()
                             if started and not flows_done.is_set():

@@ -1,5 +1,6 @@
 """A person's way through the survey in a real browser (Playwright driving Debian's chromium):
-the captured email, one click on a circle, the page, a changed rating, a skipped paper, submit."""
+the captured email, a click on a circle, Confirm, the page, a changed rating, a skipped paper,
+submit; and a rating in two clicks with JavaScript on and off."""
 
 from __future__ import annotations
 
@@ -71,6 +72,11 @@ def test_a_person_answers_in_the_browser(browser, live, sink: MailSink, request:
     if shots:
         page.screenshot(path=str(Path(shots) / "survey-email.png"), full_page=True)
     page.locator("a.circle[title='2: Vague Familiarity']").first.click()
+    page.wait_for_url(re.compile(r"/r/"))
+    assert store.events_since() == []  # the link opened a page; nothing is saved yet
+    if shots:
+        page.screenshot(path=str(Path(shots) / "survey-confirm.png"), full_page=True)
+    page.get_by_role("button", name="Confirm").click()
     page.wait_for_url(re.compile(r"/i/"))
     assert "was saved" in page.locator("[role=status]").inner_text()
     papers = page.locator("fieldset.paper")
@@ -102,3 +108,34 @@ def test_a_person_answers_in_the_browser(browser, live, sink: MailSink, request:
     assert phone.locator("fieldset.paper").first.get_by_role("radio", name=re.compile(r"^4 · Expert ?: ")).is_checked()
     if shots:
         phone.screenshot(path=str(Path(shots) / "survey-phone.png"), full_page=False)
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["javascript", "no-javascript"])
+def test_a_paper_is_rated_in_two_clicks(browser, live, sink: MailSink, javascript: bool) -> None:
+    s, store, _base = live
+    survey_flow.fn(s, round=1, approve="all", approver="tester")
+    msg = sink.messages[0]
+    invitation = re.search(r"<(inv_[0-9a-f]{20})\.", msg["Message-ID"]).group(1)  # type: ignore[union-attr]
+    html = msg.get_body(("html",)).get_content()  # type: ignore[union-attr]
+    # Shown only where scripts do not run: proves which kind of browser this is.
+    html = html.replace("</body>", '<noscript><p id="no-js">scripts are off</p></noscript></body>')
+    context = browser.new_context(java_script_enabled=javascript)  # type: ignore[attr-defined]
+    try:
+        page = context.new_page()
+        page.set_content(html)
+        assert page.locator("#no-js").is_visible() is not javascript
+        page.locator("a.circle[title='4: Expert']").first.click()  # click 1: the circle in the email
+        page.wait_for_url(re.compile(r"/r/"))
+        assert page.get_by_text("4 · Expert").is_visible() and store.events_since() == []
+        page.get_by_role("button", name="Confirm").click()  # click 2
+        page.wait_for_url(re.compile(r"/i/"))
+        assert "was saved" in page.locator("[role=status]").inner_text()
+        assert page.locator("fieldset.paper").first.get_by_role("radio", name=re.compile(r"^4 · Expert ?: ")).is_checked()
+        events = store.events_since()
+        assert [(e["invitation_id"], e["rating"], e["source"]) for e in events] == [(invitation, 4, "click")]
+        page.go_back()  # back on the Confirm page, and Confirm again: nothing more
+        page.get_by_role("button", name="Confirm").click()
+        page.wait_for_url(re.compile(r"/i/"))
+        assert len(store.events_since()) == 1
+    finally:
+        context.close()

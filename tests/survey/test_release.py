@@ -16,7 +16,7 @@ from revbench.flows.ratings import ratings_flow
 from revbench.flows.release import PrivacyAuditFailed, release_flow
 from revbench.schemas.release import FREE_TEXT, RELEASE_TABLES
 from revbench.settings import Settings
-from revbench.tasks.release import read_tables, sha256_file
+from revbench.tasks.release import read_tables, sha256_file, verify_release
 from revbench.warehouse import Warehouse
 from tests.conftest import run_cli, settings_env
 from tests.survey.conftest import paused_run_id
@@ -118,7 +118,8 @@ def test_two_releases_keep_ids_and_changes_list_exactly_the_difference(rated) ->
         ids = list(dict.fromkeys(re.findall(r'name="answer-([^"]+)"', page.text)))
         http.post(email.page_url, data={f"answer-{ids[0]}": "skip"}).raise_for_status()
         ratings_flow.fn(s, decide="drop")
-        release_flow.fn(s)
+        # Only a published release is a parent: CHANGES.md is what changed for those who have it.
+        release_flow.fn(s.with_overrides(release={"evaluate_after": False}), approve="yes")
         http.post(email.page_url, data={f"answer-{ids[0]}": "1"}).raise_for_status()  # unlike their others: no flag
     ratings_flow.fn(s, decide="drop")
     second = release_flow.fn(s)
@@ -197,6 +198,7 @@ def test_others_can_load_the_release_with_datasets_duckdb_polars_and_croissant(r
     assert "croissant.json" in sha
     declared = {o["contentUrl"]: o["sha256"] for o in json.loads((d / "croissant.json").read_text())["distribution"]}
     assert declared == {p: h for p, h in sha.items() if p.endswith(".parquet")}
+    verify_release(d)  # none of those readers left a file in the folder or changed one
 
 
 def test_a_release_is_published_on_the_curators_go_evaluated_and_followed_across_releases(rated) -> None:

@@ -17,11 +17,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from revbench.errors import ServiceUnavailable, UsageError
-from revbench.flows.survey import survey_flow
+from revbench.flows.survey import survey_flow, survey_resend_flow
 from revbench.replay.mailsink import MailSink
 from revbench.settings import Settings
 from revbench.survey.server import create_app
 from revbench.survey.tokens import LinkSigner
+from revbench.synth.respondents import confirm
 from revbench.templates import bars_scale, version
 from revbench.warehouse import Warehouse
 from revbench.warehouse.survey_store import SurveyStore
@@ -173,10 +174,14 @@ def test_a_killed_wave_never_sends_twice_and_reports_what_it_cannot_know(survey_
         ids = [m["Message-ID"] for m in slow.messages]
         assert len(ids) == len(set(ids))  # at most once, whatever instant the kill hit
         msgs = _messages(s)
-        assert (msgs["state"] == "sent").sum() + again["unconfirmed"] == msgs.height
-        if again["unconfirmed"]:
-            resent = survey_flow.fn(s, round=1, approve="all", resend_unconfirmed=True)
-            assert resent["sent"] == again["unconfirmed"]
+        assert (msgs["state"] == "sent").sum() + again["interrupted"] == msgs.height
+        doubtful = msgs.filter(pl.col("state") == "unconfirmed")
+        assert doubtful.height == again["interrupted"] and doubtful["unconfirmed_at"].null_count() == 0
+        assert [r["message"] for r in again["unconfirmed_messages"]] == doubtful["message_id"].to_list()
+        assert survey_flow.fn(s, round=1, approve="all")["sent"] == 0  # a re-run leaves them be
+        if again["interrupted"]:
+            resent = survey_resend_flow.fn(s, doubtful["message_id"].to_list())
+            assert resent["sent"] == again["interrupted"]
 
 
 def test_opted_out_people_get_nothing_later(survey_settings: Settings, sink: MailSink) -> None:
@@ -190,7 +195,7 @@ def test_opted_out_people_get_nothing_later(survey_settings: Settings, sink: Mai
     optout = next(u for u in LINK.findall(texts[quitter]) if u.startswith("/u/"))
     assert client.post(optout, content=b"List-Unsubscribe=One-Click").status_code == 200  # the one-click header
     for url in [u for u in LINK.findall(texts[finisher]) if u.startswith("/r/")][2::5]:  # a 3 for every paper
-        assert client.get(url).status_code == 200
+        assert confirm(client, url).status_code == 200  # the link, then Confirm
     sent_before = len(sink.messages)
     reminders = survey_flow.fn(s, round=1, kind="reminder", approve="all")
     reminded = {str(m["To"]) for m in sink.messages[sent_before:]}

@@ -1,4 +1,5 @@
-"""The survey server: pages, one-click ratings, refusals that record nothing, concurrency, and
+"""The survey server: pages, rating links confirmed by a POST (scanners that open every link
+record nothing), refusals that record nothing, bounded per-link state, concurrency, and
 durability of acknowledged answers."""
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
 from revbench.errors import WarehouseDamaged
-from revbench.replay.server import AppServer
+from revbench.flows.survey import survey_flow
+from revbench.replay.mailsink import MailSink
+from revbench.replay.server import AppServer, free_port
 from revbench.settings import Settings
-from revbench.survey.server import create_app
+from revbench.survey.server import RateLimiter, create_app
 from revbench.survey.tokens import Claim, LinkSigner
+from revbench.synth.respondents import confirm, message_links, opt_out, scan
 from revbench.warehouse.survey_store import SurveyStore
 from tests.survey.conftest import survey_server_process
 
@@ -58,15 +62,105 @@ def test_the_page_shows_every_paper_with_the_scale_escaped_and_locked_down(setup
     assert r.headers["cache-control"] == "no-store"
 
 
-def test_a_click_records_once_and_lands_on_the_page_with_it_chosen(setup) -> None:
+def test_opening_a_rating_link_records_nothing_confirm_records_once(setup) -> None:
     _s, store, signer, client = setup
     link = _url(signer, "r", Claim(A, "rate", "2609.00002", 4))
-    first = client.get(link)
-    assert first.status_code == 200 and "was saved" in first.text
-    assert re.search(r'name="answer-2609\.00002" value="4" checked', first.text)
+    for _ in range(3):  # opened, and opened again: a page, nothing recorded
+        opened = client.get(link)
+        assert opened.status_code == 200 and "Graph neural networks" in opened.text and "4 · Expert" in opened.text
+        assert client.head(link).status_code == 405
+    assert store.events_since() == [] and store.opted_out() == {}
+    assert opened.text.count("<form") == 1 and f'<form class="confirm" method="post" action="{link}">' in opened.text
+    assert "<script" not in opened.text and "form-action 'self'" in opened.headers["content-security-policy"]
+    confirmed = client.post(link, follow_redirects=False)  # the Confirm button
+    assert confirmed.status_code == 303 and re.fullmatch(r"/i/[^?]+\?saved=2#paper-2", confirmed.headers["location"])
+    landed = client.get(confirmed.headers["location"])
+    assert "was saved" in landed.text and re.search(r'name="answer-2609\.00002" value="4" checked', landed.text)
     assert store.current(A) == {"2609.00002": 4}
-    client.get(link)  # the same link again (a replay, or a double click)
+    assert client.post(link).status_code == 200  # the same Confirm again (a replay, or a double click)
     assert len(store.events_since()) == 1
+    again = client.get(link)  # the page now says the answer is saved
+    assert "This answer is already saved" in again.text and len(store.events_since()) == 1
+    other = client.get(_url(signer, "r", Claim(A, "rate", "2609.00002", 2)))
+    assert "Your saved answer is 4 · Expert; Confirm replaces it" in other.text and len(store.events_since()) == 1
+
+
+def test_a_scanner_opening_every_link_of_every_email_records_nothing(survey_settings: Settings, sink: MailSink) -> None:
+    """Mail security scanners open every link of a message before its reader: HEAD and GET, in
+    order or not, following redirects or not, fetching the page's style sheet or not."""
+    port = free_port()
+    s = survey_settings.with_overrides(survey={"base_url": f"http://127.0.0.1:{port}"})
+    survey_flow.fn(s, round=1, approve="all", approver="tester")
+    store = SurveyStore(s.survey_store_path)
+    assert len(sink.messages) > 3
+    statuses: list[int] = []
+    with AppServer(create_app(s, store), port=port):
+        for msg in sink.messages:
+            links = message_links(msg)
+            assert {"/r/", "/i/", "/u/"} <= {u[len(s.survey.base_url):][:3] for u in links}
+            for follow, order, methods in ((False, links, ("HEAD", "GET")), (True, links[::-1], ("GET", "HEAD"))):
+                with httpx.Client(follow_redirects=follow, timeout=30) as http:
+                    for url in order:
+                        for method in methods:
+                            r = http.request(method, url)
+                            statuses.append(r.status_code)
+                            if method == "GET" and follow:
+                                for sheet in re.findall(r'<link rel="stylesheet" href="([^"]+)"', r.text):
+                                    statuses.append(http.get(str(r.url.join(sheet))).status_code)
+            assert scan(msg, seed=7) > len(links)  # the panel's scanner too
+        assert store.events_since() == [] and store.opted_out() == {}
+        assert set(statuses) == {200, 405} and statuses.count(200) > len(sink.messages) * 10
+
+        # Then the people: a rating is the link and its Confirm (two clicks); a replayed Confirm adds nothing.
+        first, second = message_links(sink.messages[0]), message_links(sink.messages[1])
+        rating = next(u for u in first if "/r/" in u)
+        with httpx.Client(follow_redirects=True, timeout=30) as http:
+            landed = confirm(http, rating)
+            assert "was saved" in landed.text
+            assert len(store.events_since()) == 1
+            assert http.post(rating).status_code == 200 and len(store.events_since()) == 1
+            opt_out(http, next(u for u in second if "/u/" in u))
+        assert len(store.opted_out()) == 1 and len(store.events_since()) == 1
+
+
+def test_forged_tokens_leave_no_per_link_state(setup) -> None:
+    _s, store, signer, client = setup
+    limiter = client.app.state.pages.limiter
+    other = LinkSigner(SecretStr("f" * 32))
+    good = signer.sign(Claim(A, "rate", "2609.00001", 3))
+    forged = [other.sign(Claim(f"inv_{n:020x}", "rate", "2609.00001", 3)) for n in range(100)]
+    forged += [good.rsplit(".", 1)[0] + "." + other.sign(Claim(f"inv_{n:020x}", "page")).rsplit(".", 1)[1] for n in range(100)]
+    for token in forged:
+        for method, kind in (("GET", "r"), ("POST", "r"), ("GET", "i"), ("POST", "u")):
+            assert client.request(method, f"/{kind}/{token}").status_code == 403
+    assert len(limiter) == 0 and store.events_since() == [] and store.opted_out() == {}
+    assert client.get(f"/r/{good}").status_code == 200 and len(limiter) == 1  # a link we signed is counted
+
+
+def test_the_rate_limiter_forgets_idle_links_and_keeps_at_most_max_keys() -> None:
+    limiter = RateLimiter(2, window=0.05, max_keys=3)
+    assert [limiter.allow("a") for _ in range(3)] == [True, True, False]
+    for key in "bcdef":
+        assert limiter.allow(key)
+    assert len(limiter) == 3  # the least recently used went first
+    time.sleep(0.1)
+    assert limiter.allow("a") and len(limiter) == 1  # idle links forgotten; "a" starts afresh
+
+
+def test_an_old_optout_link_still_works_an_old_rating_link_does_not(setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    s, store, signer, client = setup
+    import itsdangerous.timed
+
+    old = time.time() - (s.survey.link_max_age_days + 1) * 86400
+    monkeypatch.setattr(itsdangerous.timed.time, "time", lambda: old)
+    optout, rating, page = (signer.sign(c) for c in (Claim(A, "optout"), Claim(A, "rate", "2609.00001", 5), Claim(A, "page")))
+    monkeypatch.undo()
+    for url in (f"/r/{rating}", f"/i/{page}"):
+        for method in ("GET", "POST"):
+            assert client.request(method, url).status_code == 403, (method, url)
+    assert store.events_since() == []
+    assert "Yes, do not contact me again" in client.get(f"/u/{optout}").text and store.opted_out() == {}
+    assert "will not be contacted again" in client.post(f"/u/{optout}").text and set(store.opted_out()) == {A}
 
 
 def test_the_form_changes_skips_and_thanks(setup) -> None:
@@ -100,8 +194,9 @@ def test_refused_links_and_answers_record_nothing(setup, monkeypatch: pytest.Mon
         _url(signer, "u", Claim(A, "page")),
     ]
     for url in refused:
-        r = client.get(url)
-        assert r.status_code == 403 and "nothing was recorded" in r.text, url
+        for method in ("GET", "POST"):
+            r = client.request(method, url)
+            assert r.status_code == 403 and "nothing was recorded" in r.text, (method, url)
     bad_form = client.post(_url(signer, "i", Claim(A, "page")), data={"answer-2609.00001": "7"})
     other = client.post(_url(signer, "i", Claim(A, "page")), data={"answer-2609.00003": "4"})
     assert bad_form.status_code == 400 and other.status_code == 400
@@ -154,7 +249,7 @@ def test_an_acknowledged_answer_survives_killing_the_server(tmp_path: Path) -> N
     store.publish_invitations([{"invitation_id": A, "round": 1, "papers": PAPERS[A]}])
     signer = LinkSigner(SecretStr(KEY))
     with survey_server_process(s) as (base, proc):
-        r = httpx.get(f"{base}/r/{signer.sign(Claim(A, 'rate', '2609.00001', 5))}", headers={"user-agent": "tester/9"})
+        r = httpx.post(f"{base}/r/{signer.sign(Claim(A, 'rate', '2609.00001', 5))}", headers={"user-agent": "tester/9"})
         assert r.status_code == 303  # acknowledged
         proc.send_signal(signal.SIGKILL)
         _out, err = proc.communicate()

@@ -93,6 +93,32 @@ def test_a_link_expires(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _signer(max_age_days=60).verify(stale) == CLAIM
 
 
+def test_an_optout_link_never_expires_rating_and_page_links_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    import itsdangerous.timed
+
+    old = time.time() - 10 * 365 * 86400
+    monkeypatch.setattr(itsdangerous.timed.time, "time", lambda: old)
+    optout, rating, page = (_signer().sign(c) for c in (Claim(CLAIM.invitation, "optout"), CLAIM, Claim(CLAIM.invitation, "page")))
+    monkeypatch.undo()
+    assert _signer(max_age_days=30).verify(optout) == Claim(CLAIM.invitation, "optout")
+    for stale in (rating, page):
+        with pytest.raises(BadToken, match="expired"):
+            _signer(max_age_days=30).verify(stale)
+    with pytest.raises(BadToken, match="bad signature"):  # an old forged opt-out is still forged
+        LinkSigner(SecretStr("m" * 32)).verify(optout)
+
+
+def test_a_link_from_the_future_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    import itsdangerous.timed
+
+    later = time.time() + 3600
+    monkeypatch.setattr(itsdangerous.timed.time, "time", lambda: later)
+    ahead = _signer().sign(CLAIM)
+    monkeypatch.undo()
+    with pytest.raises(BadToken, match="expired"):
+        _signer().verify(ahead)
+
+
 def test_keys_rotate_old_verifies_new_signs() -> None:
     new = SecretStr("n" * 32)
     before = _signer().sign(CLAIM)
