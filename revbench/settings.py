@@ -512,17 +512,9 @@ def check_environment(environ: Mapping[str, str], dotenv: Path | None = None) ->
     check_list_values(environ, dotenv)
 
 
-def list_names(model: type[BaseModel] = Settings, prefix: str = "REVBENCH_") -> list[str]:
+def list_names() -> list[str]:
     """The variables of list settings: pydantic-settings reads their values as JSON."""
-    names: list[str] = []
-    for name, field in model.model_fields.items():
-        ann = field.annotation
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
-            names.extend(list_names(ann, f"{prefix}{name.upper()}__"))
-        elif get_origin(ann) in (list, dict, set, tuple) or any(get_origin(a) in (list, dict, set, tuple)
-                                                                 for a in get_args(ann)):
-            names.append(f"{prefix}{name.upper()}")
-    return names
+    return env_names(only_lists=True)
 
 
 def check_list_values(environ: Mapping[str, str], dotenv: Path | None = None) -> None:
@@ -569,14 +561,16 @@ def settings_error(exc: ValidationError, flags: Mapping[str, str] | None = None)
     return UsageError(f"{name}{shown}: {err['msg'].removeprefix('Value error, ')}{more}")
 
 
-def env_names(model: type[BaseModel] = Settings, prefix: str = "REVBENCH_") -> list[str]:
-    """Every environment variable name the settings tree reads, in declaration order."""
+def env_names(model: type[BaseModel] = Settings, prefix: str = "REVBENCH_", only_lists: bool = False) -> list[str]:
+    """Every environment variable name the settings tree reads, in declaration order (with
+    ``only_lists``, those of list, dict, set and tuple settings)."""
+    containers = (list, dict, set, tuple)
     names: list[str] = []
     for name, field in model.model_fields.items():
         ann = field.annotation
         if isinstance(ann, type) and issubclass(ann, BaseModel):
-            names.extend(env_names(ann, f"{prefix}{name.upper()}__"))
-        else:
+            names.extend(env_names(ann, f"{prefix}{name.upper()}__", only_lists))
+        elif not only_lists or get_origin(ann) in containers or any(get_origin(a) in containers for a in get_args(ann)):
             names.append(f"{prefix}{name.upper()}")
     return names
 

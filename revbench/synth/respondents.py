@@ -82,29 +82,27 @@ def parse_email(msg: EmailMessage) -> ParsedEmail:
     return ParsedEmail(str(msg["To"]), [p for p in papers if len(p[1]) == 5], page, optout)
 
 
-def confirm(http: httpx.Client, link: str) -> httpx.Response:
-    """A person's rating: open the rating link (a page naming the paper and level), then press
-    its Confirm button (the POST that records); returns the final response."""
+def _press(http: httpx.Client, link: str, button: re.Pattern[str], what: str) -> httpx.Response:
+    """Open ``link`` (a page that records nothing) and press its one button (the POST that does)."""
     page = http.get(link)
     page.raise_for_status()
-    action = _CONFIRM.search(page.text)
+    action = button.search(page.text)
     if action is None:
-        raise ValueError(f"{link}: the page has no Confirm button")
+        raise ValueError(f"{link}: the page has no {what} button")
     done = http.post(str(page.url.join(html.unescape(action.group(1)))), data={})
     done.raise_for_status()
     return done
+
+
+def confirm(http: httpx.Client, link: str) -> httpx.Response:
+    """A person's rating: open the rating link (a page naming the paper and level), then press
+    its Confirm button; returns the final response."""
+    return _press(http, link, _CONFIRM, "Confirm")
 
 
 def opt_out(http: httpx.Client, link: str) -> httpx.Response:
     """A person's opt-out: open the link, then press the page's one button."""
-    page = http.get(link)
-    page.raise_for_status()
-    action = _BUTTON_FORM.search(page.text)
-    if action is None:
-        raise ValueError(f"{link}: the page has no opt-out button")
-    done = http.post(str(page.url.join(html.unescape(action.group(1)))), data={})
-    done.raise_for_status()
-    return done
+    return _press(http, link, _BUTTON_FORM, "opt-out")
 
 
 def message_links(msg: EmailMessage) -> list[str]:
