@@ -76,6 +76,7 @@ def decide_stage(run: Run) -> dict[str, Any]:
     return {
         "mentions": mentions.height, "blocks": out.blocks_total, "blocks_decided": out.blocks_decided,
         "blocks_dropped": len(out.drop_blocks), "split_blocks": out.split_blocks, "merges": dict(out.merges),
+        "orcid_conflicts": dict(out.conflicts),
         "decider": decider_name, "llm_calls": client.requests_made if client else 0,
         "llm_cached": client.cache_hits if client else 0, "histogram": block_size_histogram(out.block_sizes),
         "llm_samples": [r for r in out.decisions if r.get("valid")][:5], "seconds": st.result.seconds,
@@ -99,7 +100,10 @@ def disambiguate_flow(settings: Settings) -> dict[str, Any]:
               f"(the rest unchanged), decider `{res['decider']}`.",
               f"LLM calls: {res['llm_calls']} made, {res['llm_cached']} answered from the cache.",
               f"Now {n_authors} authors and {n_edges} co-authorship edges.",
-              f"Oversized blocks split: {', '.join(res['split_blocks']) or 'none'}."]
+              f"Oversized blocks split: {', '.join(res['split_blocks']) or 'none'}.",
+              "Merges refused because the two sides carry different ORCIDs: "
+              + (", ".join(f"{n} asked by {k.removesuffix('_vs_orcid')}" for k, n in sorted(res["orcid_conflicts"].items()))
+                 or "none") + "."]
         if res["llm_samples"]:
             md += ["", "**Sample of LLM decisions**", "", "| block | instances | answer |", "|---|---:|---|"]
             md += [f"| {r['block_key']} | {r['instances']} | `{(r.get('answer') or '')[:120]}` |" for r in res["llm_samples"]]

@@ -194,6 +194,8 @@ def evaluate_flow(
             ))
             run.wh.upsert(EVAL_RESULTS, stored)
             st.result.rows_in, st.result.rows_out = len(loaded), df.height
+            st.result.rejected = sum(n for b in loaded for n in b.dropped.values())
+            st.result.notes["dropped"] = {b.name: b.dropped for b in loaded if b.dropped}
         rows_out = [{**r, "evaluated_at": r["evaluated_at"].isoformat()} for r in stored.to_dicts()]
         tables = report_tables(df, same_as=same_as)
         md = "\n".join(t.to_markdown() for t in tables)
@@ -207,7 +209,7 @@ def evaluate_flow(
         publish_table("evaluation-results", df.filter(pl.col("metric").is_in(["loss", "accuracy"])).to_dicts(),
                       "Loss and accuracy with 95% intervals")
         return {"run_id": run.run_id, "rows": rows_out, "markdown": md, "tables": tables, "report_dir": str(report),
-                "plot": str(png) if png else None}
+                "plot": str(png) if png else None, "dropped": {b.name: b.dropped for b in loaded if b.dropped}}
 
 
 def evaluate_configured(settings: Settings, benchmark: str, report_dir: Path) -> dict[str, Any]:

@@ -109,7 +109,9 @@ def enrich_stage(run: Run) -> StageResult:
         finally:
             client.close()
         st.result.rows_in, st.result.rows_out = len(missing), found
-        st.result.notes = {"not_in_s2": len(missing) - found - failed, "failed": failed}
+        # A throttled run is a slowed run, not a failed one: the notes say how much it slowed.
+        st.result.notes = {"not_in_s2": len(missing) - found - failed, "failed": failed,
+                           "throttled": client.throttled, "slowest_pause_seconds": round(client.pacer.slowest, 2)}
     return st.result
 
 
@@ -126,6 +128,7 @@ def extract_stage(run: Run) -> StageResult:
         size = settings.ingest.commit_every
         pieces = [(settings, pending.slice(i, size), attempts) for i in range(0, pending.height, size)]
         statuses: Counter[str] = Counter()
+        dropped: Counter[str] = Counter()  # nameless GROBID authors left out, by reason
         errors: list[ServiceUnavailable] = []
         requests: Counter[str] = Counter({"pdf_requests": 0, "grobid_requests": 0})
         with st.progress(pending.height, f"PDF + GROBID for {pending.height} papers") as progress:
@@ -134,13 +137,14 @@ def extract_stage(run: Run) -> StageResult:
                 if frame.height:
                     st.wh.save_documents(frame)
                     statuses.update(frame["status"].to_list())
+                    dropped.update(r for rs in frame["pdf_dropped_authors"].drop_nulls().to_list() for r in rs)
                     progress.advance(frame.height)
                 if error:
                     errors.append(error)
                     break  # the service is down: further pieces would only wait for it
         ok = statuses.get("ok", 0)
         st.result.rows_in, st.result.rows_out, st.result.rejected = pending.height, ok, pending.height - ok
-        st.result.notes = {"statuses": dict(statuses), "pieces": len(pieces), **requests}
+        st.result.notes = {"statuses": dict(statuses), "pieces": len(pieces), "dropped_authors": dict(dropped), **requests}
     if errors:
         raise errors[0]
     return st.result

@@ -16,7 +16,7 @@ from revbench.flows.embed import encode_texts
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import ASSIGNMENTS, S2_AUTHOR_PAPERS
 from revbench.settings import Settings
-from revbench.tasks import pools
+from revbench.tasks import enrich, pools
 from revbench.warehouse import utcnow
 
 REPORT_TAUS = [0.4, 0.5, 0.6, 0.7, 0.8]
@@ -76,11 +76,7 @@ def s2_stage(run: Run, s2_ids: list[str]) -> dict[str, int]:
                     except TransientError:
                         failed += 1  # left for the next run; the breaker stops a run on a dead service
                         continue
-                    pending.append({"s2_author_id": sid, "paper_key": "", "year": None, "arxiv_id": None,
-                                    "fetched_at": utcnow()})
-                    pending.extend({"s2_author_id": sid, "paper_key": p.get("paperId") or "", "year": p.get("year"),
-                                    "arxiv_id": (p.get("externalIds") or {}).get("ArXiv"), "fetched_at": utcnow()}
-                                   for p in papers if p.get("paperId"))
+                    pending.extend(enrich.history_rows(sid, papers, utcnow()))
                     fetched += 1
                     # One commit per author cost more than its request at 30k candidates; a crash
                     # now re-fetches at most this many authors (the upsert keeps no duplicates).

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter
 
 from revbench.errors import ServiceUnavailable
@@ -29,6 +29,15 @@ class TransientError(Exception):
         super().__init__(message)
         self.retry_after = retry_after
         self.kind = kind
+
+
+class RateLimited(TransientError):
+    """The service kept answering 429 for longer than the client's patience. It answered, so this
+    never trips the breaker, and the client already waited it out, so it is not retried again now:
+    the work is left for the next run."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message, retry_after=retry_after, kind="rate_limited")
 
 
 class PermanentError(Exception):
@@ -72,6 +81,60 @@ class _Wait:
         return float(self.backoff(state))
 
 
+class AdaptivePacer:
+    """Spaces one client's requests, shared by its threads. At best they are ``floor`` seconds apart
+    (the service's documented rate, the ceiling we never exceed); a 429 without Retry-After doubles
+    the pause (to at least ``first_backoff``, at most ``ceiling``) and each success takes
+    ``recovery`` seconds off it again, down to ``floor``: multiplicative decrease, additive increase
+    of the rate (AIMD), so a throttled run slows down instead of failing and speeds up slowly. A
+    Retry-After holds the next request until then without changing the pause: the server said
+    exactly how long."""
+
+    def __init__(self, floor: float, ceiling: float, recovery: float, first_backoff: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+        self.floor = floor
+        self.ceiling = max(ceiling, floor)
+        self.recovery = recovery
+        self.first_backoff = first_backoff
+        self._clock = clock
+        self._sleep = sleep
+        self._interval = floor
+        self._next: float | None = None
+        self._lock = threading.Lock()
+        self.slowest = floor
+
+    @property
+    def interval(self) -> float:
+        """The pause now kept between two requests."""
+        with self._lock:
+            return self._interval
+
+    def wait(self) -> None:
+        """Block until this caller may send its request (each caller reserves its own slot)."""
+        with self._lock:
+            now = self._clock()
+            start = now if self._next is None else max(now, self._next)
+            self._next = start + self._interval
+        if start > now:
+            self._sleep(start - now)
+
+    def throttled(self, retry_after: float | None = None) -> None:
+        """The service answered 429: slow down (or, with ``retry_after``, hold until then)."""
+        with self._lock:
+            now = self._clock()
+            if retry_after is not None:
+                self._next = max(self._next or now, now + retry_after)
+                return
+            self._interval = min(self.ceiling, max(self._interval * 2, self.first_backoff, self.floor))
+            self.slowest = max(self.slowest, self._interval)
+            self._next = max(self._next or now, now + self._interval)
+
+    def success(self) -> None:
+        """The service answered without throttling: recover a little of the rate."""
+        with self._lock:
+            self._interval = max(self.floor, self._interval - self.recovery)
+
+
 class Breaker:
     """One per service client: calls that still fail after all their retries, in a row, mean the
     service is down or unusable, and the run must stop as failed instead of recording thousands
@@ -112,6 +175,8 @@ def call_with_retries(
         return _retrying(fn, http, what, on_retry, sleep)
     try:
         result = _retrying(fn, http, what, on_retry, sleep)
+    except RateLimited:
+        raise  # the service answers, only slowly: a slowed run is not a failed one
     except TransientError as exc:
         breaker.failure(exc)
         raise
@@ -136,7 +201,7 @@ def _retrying(
     retrying = Retrying(
         stop=stop_after_attempt(http.max_attempts),
         wait=_Wait(http),
-        retry=retry_if_exception_type(TransientError),
+        retry=retry_if_exception(lambda e: isinstance(e, TransientError) and not isinstance(e, RateLimited)),
         reraise=True,
         before_sleep=before_sleep,
         sleep=sleep,
@@ -144,11 +209,13 @@ def _retrying(
     return retrying(fn)
 
 
-def classify_status(status: int, headers: Mapping[str, str], what: str) -> None:
-    """Raise the right error for a non-2xx status; return for success."""
+def classify_status(status: int, headers: Mapping[str, str], what: str, detail: str | None = None) -> None:
+    """Raise the right error for a non-2xx status; return for success. ``detail`` (the service's
+    own error text) goes into the message."""
     if 200 <= status < 300:
         return
+    message = f"{what}: HTTP {status}" + (f" ({detail})" if detail else "")
     if status in RETRYABLE_STATUS:
         kind = "rate_limited" if status == 429 else "server_error"
-        raise TransientError(f"{what}: HTTP {status}", retry_after=parse_retry_after(headers), kind=kind)
-    raise PermanentError(f"{what}: HTTP {status}", kind="not_found" if status == 404 else f"http_{status}")
+        raise TransientError(message, retry_after=parse_retry_after(headers), kind=kind)
+    raise PermanentError(message, kind="not_found" if status == 404 else f"http_{status}")

@@ -83,7 +83,22 @@ class SemanticScholarSettings(Section):
     base_url: str = Field("https://api.semanticscholar.org/graph/v1", description="Graph API root.")
     api_key: SecretStr | None = Field(None, description="Sent as x-api-key when set.")
     batch_size: int = Field(500, ge=1, le=500, description="Ids per paper/batch request (max 500).")
-    delay_seconds: float = Field(1.0, ge=0, description="Pause between requests.")
+    delay_seconds: float = Field(
+        1.0, ge=0, description="Pause between requests with an API key: the documented 1 request per second, the pace's ceiling."
+    )
+    keyless_delay_seconds: float = Field(
+        3.0, ge=0, description="Pause between requests without an API key: the shared pool promises no rate; "
+        "3 s is its old documented 100 requests per 5 minutes."
+    )
+    throttle_max_delay_seconds: float = Field(
+        60.0, ge=0, description="Longest pause adaptive pacing slows to after 429s without Retry-After."
+    )
+    throttle_recovery_seconds: float = Field(
+        0.25, ge=0, description="Taken off the pause after each answered request, back down to the documented rate."
+    )
+    throttle_patience_seconds: float = Field(
+        900.0, ge=0, description="How long one request keeps waiting out 429s before it is left for the next run."
+    )
 
 
 class PdfSettings(Section):
@@ -419,6 +434,13 @@ class ReplaySettings(Section):
     max_consecutive_faults: int = Field(2, ge=0, description="Faults in a row for one request before it succeeds.")
     timeout_delay_seconds: float = Field(2.0, ge=0, description="How long a 'timeout' fault stalls.")
     retry_after_seconds: int = Field(1, ge=0, description="Retry-After sent with injected 429s.")
+    arxiv_quirk_rate: float = Field(
+        0.05, ge=0, le=1, description="Share of arXiv pages answered the way arXiv sometimes does: "
+        "short (fewer entries than asked though more exist), empty inside a result set, or an error feed."
+    )
+    s2_throttle_seconds: float = Field(
+        0.0, ge=0, description="For this long after its first S2 request, every S2 request is answered 429 without Retry-After."
+    )
 
 
 class Settings(BaseSettings):

@@ -37,6 +37,8 @@ REJECT_REASONS: tuple[str, ...] = (
 """Named reasons a paper is not loaded; every drop is one row in ``rejects`` with one of these."""
 
 _TS = pl.Datetime("us", "UTC")
+AFFILIATION = pl.Struct({"department": pl.Utf8, "institution": pl.Utf8, "country": pl.Utf8, "text": pl.Utf8})
+"""One affiliation as GROBID structures it; ``text`` is all of it as one string."""
 PDF_AUTHOR = pl.Struct(
     {
         "forename": pl.Utf8,
@@ -45,6 +47,9 @@ PDF_AUTHOR = pl.Struct(
         "department": pl.Utf8,
         "institution": pl.Utf8,
         "affiliation": pl.Utf8,
+        # Since 13 (documents is rebuilt then; the older rows get these as null).
+        "affiliations": pl.List(AFFILIATION),
+        "orcid": pl.Utf8,
     }
 )
 S2_AUTHOR = pl.Struct({"author_id": pl.Utf8, "name": pl.Utf8})
@@ -120,6 +125,10 @@ ARXIV_RECORDS = Table(
         Column("comment", pl.Utf8),
         Column("record_hash", pl.Utf8, nullable=False),
         Column("crawled_at", _TS, nullable=False),
+        Column("journal_ref", pl.Utf8, since=13, doc="arxiv:journal_ref, as the authors gave it"),
+        Column("doi", pl.Utf8, since=13, doc="arxiv:doi"),
+        Column("author_affiliations", pl.List(pl.List(pl.Utf8)), since=13,
+               doc="each author's arxiv:affiliation elements, parallel to authors"),
     ),
     primary_key=("arxiv_id",),
     doc="Latest version of each paper seen by the crawl.",
@@ -154,6 +163,10 @@ DOCUMENTS = Table(
         Column("pdf_abstract", pl.Utf8),
         Column("pdf_authors", pl.List(PDF_AUTHOR)),
         Column("extracted_at", _TS, nullable=False),
+        Column("pdf_orphan_affiliations", pl.List(AFFILIATION), since=13,
+               doc="GROBID authors with an affiliation and no name: affiliations it could not attach to anyone"),
+        Column("pdf_dropped_authors", pl.List(pl.Utf8), since=13,
+               doc="the reason of each nameless GROBID author left out (empty_persname, empty_author)"),
     ),
     primary_key=("arxiv_id", "version"),
     doc="PDF download and GROBID header extraction of each paper version.",
@@ -179,6 +192,10 @@ PAPERS = Table(
         Column("input_hash", pl.Utf8, nullable=False),
         Column("run_id", pl.Utf8),
         Column("loaded_at", _TS, nullable=False),
+        Column("orphan_affiliations", pl.List(AFFILIATION), since=13,
+               doc="affiliations GROBID found in the PDF without an author to attach them to"),
+        Column("journal_ref", pl.Utf8, since=13, doc="arXiv's journal reference"),
+        Column("doi", pl.Utf8, since=13, doc="arXiv's DOI of the published version"),
     ),
     primary_key=("arxiv_id",),
     doc="The corpus: one row per paper, latest version in the window, checked against its PDF.",
@@ -198,6 +215,12 @@ MENTIONS = Table(
         Column("institution", pl.Utf8),
         Column("s2_author_id", pl.Utf8),
         Column("pdf_match_score", pl.Float64, min_value=0, max_value=1),
+        Column("affiliations", pl.List(AFFILIATION), since=13,
+               doc="every affiliation of the aligned GROBID author, in order (affiliation/department/institution "
+                   "hold the first)"),
+        Column("orcid", pl.Utf8, since=13, pattern=r"^\d{4}-\d{4}-\d{4}-\d{3}[\dX]$",
+               doc="the aligned GROBID author's ORCID iD, bare form"),
+        Column("arxiv_affiliations", pl.List(pl.Utf8), since=13, doc="the arxiv:affiliation elements of this author"),
     ),
     primary_key=("arxiv_id", "position"),
     doc="Author mentions: one per (paper, position in arXiv's author list).",
@@ -249,7 +272,8 @@ EVAL_RESULTS = Table(
     since=2,
 )
 
-LINK_METHODS: tuple[str, ...] = ("email", "affiliation", "llm", "fallback", "singleton")
+LINK_METHODS: tuple[str, ...] = ("orcid", "email", "affiliation", "llm", "fallback", "singleton")
+"""How a mention was linked (a validation set, no database constraint: "orcid" came with 13)."""
 
 AUTHOR_LINKS = Table(
     name="author_links",

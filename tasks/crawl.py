@@ -45,7 +45,15 @@ def fetch_slice(client: ArxivClient, category: str, start: datetime, end: dateti
 
 
 def record_hash(r: ArxivRecord) -> str:
+    """A digest of everything arXiv said about the record."""
     payload = asdict(r)
+    # Fields added later join the digest only when arXiv gave them, so a record without them
+    # keeps the hash it had before and its paper is not reloaded for nothing.
+    for key in ("journal_ref", "doi"):
+        if payload[key] is None:
+            del payload[key]
+    if not any(payload["author_affiliations"]):
+        del payload["author_affiliations"]
     return hashlib.sha256(json.dumps(payload, default=str, sort_keys=True).encode()).hexdigest()
 
 

@@ -1,7 +1,8 @@
 """Author disambiguation: precision first, in the LR-bench order of evidence.
 
 Mentions are blocked by ``family|initial``. Inside a block, a union-find merges mentions that
-share a normalised email; then mentions that share an exact normalised affiliation when one
+share an ORCID (the strongest evidence: two different ORCIDs never merge, whatever else agrees),
+then mentions that share a normalised email; then mentions that share an exact normalised affiliation when one
 side has no email; what is left is decided by a *decider*: the LLM (``tasks.llm_clusters``)
 or, offline, the fallback here (alias table, then a conservative fuzzy match). Anything not
 merged by one of these stays apart: a wrong split costs recall, a wrong merge puts a stranger's
@@ -23,7 +24,7 @@ from rapidfuzz import fuzz
 from revbench.tasks.normalize import block_key, canonical_institution, given_name, normalize_affiliation, normalize_email
 from revbench.workers import map_unordered
 
-METHOD_VERSION = "2"
+METHOD_VERSION = "3"
 """Bump when a rule changes so every block is decided again."""
 
 
@@ -40,6 +41,30 @@ class Mention:
     given: str
     coauthors: tuple[str, ...] = ()
     title: str | None = None
+    affs: tuple[str, ...] = ()
+    """Every affiliation's exact-match key, in order (``aff`` is the first)."""
+    raw_affs: tuple[str, ...] = ()
+    """Every affiliation as shown (``raw_aff`` is the first)."""
+    orcid: str | None = None
+
+
+def _orcid(value: str | None) -> str | None:
+    """The bare ORCID iD (``https://orcid.org/`` prefix and case dropped)."""
+    if not value:
+        return None
+    bare = value.strip().upper().rsplit("/", 1)[-1]
+    return bare or None
+
+
+def _affiliations(inst: str | None, aff: str | None, structured: list[dict[str, Any]] | None) -> list[tuple[str, str]]:
+    """(key, as shown) for every affiliation of a mention, first one first, each once."""
+    out: list[tuple[str, str]] = []
+    candidates = [(inst, aff)] + [(a.get("institution"), a.get("text") or a.get("department")) for a in structured or []]
+    for i, a in candidates:
+        key = normalize_affiliation(i, a)
+        if key and key not in {k for k, _ in out}:
+            out.append((key, (i or a) or key))
+    return out
 
 
 @dataclass
@@ -55,6 +80,7 @@ class Instance:
     """Names of the people the mentions wrote with (what tells two homonyms apart)."""
     titles: list[str] = field(default_factory=list)
     """Titles of the papers, for topics."""
+    orcids: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -99,6 +125,8 @@ class BlockResult:
 
     links: list[tuple[str, str, str, str]]
     merges: Counter[str] = field(default_factory=Counter)
+    conflicts: Counter[str] = field(default_factory=Counter)
+    """Merges other evidence asked for and ORCIDs refused (e.g. ``email_vs_orcid``)."""
     decisions: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -108,13 +136,18 @@ def mentions_frame_to_blocks(mentions: pl.DataFrame, max_block: int) -> tuple[di
     blocks: dict[str, list[Mention]] = defaultdict(list)
     cols = ["arxiv_id", "position", "name", "email", "institution", "affiliation", "s2_author_id"]
     titles = mentions["title"].to_list() if "title" in mentions.columns else [None] * mentions.height
+    structured = mentions["affiliations"].to_list() if "affiliations" in mentions.columns else [None] * mentions.height
+    orcids = mentions["orcid"].to_list() if "orcid" in mentions.columns else [None] * mentions.height
     names_of: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for aid, pos, name in mentions.select("arxiv_id", "position", "name").iter_rows():
         names_of[aid].append((pos, name))
-    for (aid, pos, name, email, inst, aff, s2), title in zip(mentions.select(cols).iter_rows(), titles, strict=True):
+    rows = zip(mentions.select(cols).iter_rows(), titles, structured, orcids, strict=True)
+    for (aid, pos, name, email, inst, aff, s2), title, affs, orcid in rows:
         co = tuple(n for p, n in sorted(names_of[aid]) if p != pos)
-        m = Mention(f"{aid}:{pos}", name, normalize_email(email), normalize_affiliation(inst, aff), inst or aff, s2,
-                    given_name(name), co, title)
+        every = _affiliations(inst, aff, affs)
+        m = Mention(f"{aid}:{pos}", name, normalize_email(email), every[0][0] if every else None,
+                    every[0][1] if every else None, s2, given_name(name), co, title,
+                    tuple(k for k, _ in every), tuple(r for _, r in every), _orcid(orcid))
         blocks[block_key(name)].append(m)
     split: list[str] = []
     for key in [k for k, v in blocks.items() if len(v) > max_block]:
@@ -135,7 +168,8 @@ def mentions_frame_to_blocks(mentions: pl.DataFrame, max_block: int) -> tuple[di
 
 def block_hash(key: str, members: list[Mention], decider_name: str) -> str:
     """What a block's decision depends on; unchanged hash, nothing to redo."""
-    rows = sorted((m.key, m.name, m.email or "", m.aff or "", m.s2 or "", list(m.coauthors), m.title or "") for m in members)
+    rows = sorted((m.key, m.name, m.email or "", list(m.affs), m.s2 or "", list(m.coauthors), m.title or "", m.orcid or "")
+                  for m in members)
     return hashlib.sha256(json.dumps([key, rows, decider_name, METHOD_VERSION]).encode()).hexdigest()
 
 
@@ -154,17 +188,23 @@ def instances_of(members: list[Mention], uf: UnionFind) -> list[Instance]:
         out.append(Instance(
             members=idx,
             names=sorted({m.name for m in ms}),
-            affiliations=sorted({m.raw_aff for m in ms if m.raw_aff}),
+            affiliations=sorted({r for m in ms for r in m.raw_affs}),
             emails=sorted({m.email for m in ms if m.email}),
             s2_ids=sorted({m.s2 for m in ms if m.s2}),
             coauthors=sorted({c for m in ms for c in m.coauthors}),
             titles=sorted({m.title for m in ms if m.title}),
+            orcids=sorted({m.orcid for m in ms if m.orcid}),
         ))
     return out
 
 
 def _aff_keys(inst: Instance) -> set[str]:
     return {k for a in inst.affiliations if (k := normalize_affiliation(a))}
+
+
+def orcid_conflict(a: Instance, b: Instance) -> bool:
+    """Both sides carry ORCIDs and none is shared: two people, whatever else agrees."""
+    return bool(a.orcids and b.orcids and not set(a.orcids) & set(b.orcids))
 
 
 def compatible_names(a: Instance, b: Instance) -> bool:
@@ -192,6 +232,8 @@ def needs_decision(instances: list[Instance], min_similarity: float) -> bool:
     for x in range(len(cands)):
         for y in range(x + 1, len(cands)):
             a, b = cands[x], cands[y]
+            if orcid_conflict(a, b):
+                continue
             if compatible_names(a, b) and (set(a.s2_ids) & set(b.s2_ids) or affiliation_similarity(a, b) >= min_similarity):
                 return True
     return False
@@ -205,6 +247,7 @@ def fallback_decider(threshold: float) -> Decider:
     def decide(key: str, instances: list[Instance]) -> Decision:
         uf = UnionFind(len(instances))
         emails = [set(i.emails) for i in instances]  # per set root, kept up to date on union
+        orcids = [set(i.orcids) for i in instances]
         n = len(instances)
         sims = {}
         for x in range(n):
@@ -231,9 +274,13 @@ def fallback_decider(threshold: float) -> Decider:
                 ex, ey = emails[uf.find(x)], emails[uf.find(y)]
                 if ex and ey and ex != ey:  # two addresses: maybe two people, so never by fallback
                     continue
+                ox, oy = orcids[uf.find(x)], orcids[uf.find(y)]
+                if ox and oy and not ox & oy:
+                    continue
                 sim = sims[(x, y)]
                 if sim >= threshold and uf.union(x, y):
                     emails[uf.find(x)] = ex | ey
+                    orcids[uf.find(x)] = ox | oy
                     evidence.append(f"{a.affiliations[0]} ~ {b.affiliations[0]} ({sim:.2f})")
         groups: dict[int, list[int]] = defaultdict(list)
         for i in range(len(instances)):
@@ -244,62 +291,88 @@ def fallback_decider(threshold: float) -> Decider:
 
 
 def decide_block(key: str, members: list[Mention], decider: Decider | None, min_similarity: float) -> BlockResult:
-    """Run the hierarchy on one block."""
+    """Run the hierarchy on one block: ORCID, email, affiliation, then the decider; no step
+    ever joins two sets that carry different ORCIDs."""
     uf = UnionFind(len(members), [m.email is not None for m in members])
     method: dict[int, str] = {}
     evidence: dict[int, str] = {}
     merges: Counter[str] = Counter()
+    conflicts: Counter[str] = Counter()
+    # Per set root: its ORCIDs and Semantic Scholar ids, kept up to date on every union.
+    orcids: dict[int, set[str]] = {i: ({m.orcid} if m.orcid else set()) for i, m in enumerate(members)}
+    s2_sets: dict[int, set[str]] = {i: ({m.s2} if m.s2 else set()) for i, m in enumerate(members)}
 
-    def join(a: int, b: int, how: str, why: str) -> None:
-        if uf.union(a, b):
-            merges[how] += 1
-            for i in (a, b):
-                if i not in method:
-                    method[i], evidence[i] = how, why
+    def orcid_apart(a: int, b: int) -> bool:
+        oa, ob = orcids[uf.find(a)], orcids[uf.find(b)]
+        return bool(oa and ob and not (oa & ob))
 
+    def join(a: int, b: int, how: str, why: str) -> bool:
+        if uf.find(a) == uf.find(b):
+            return False
+        if orcid_apart(a, b):
+            conflicts[f"{how}_vs_orcid"] += 1
+            return False
+        ra, rb = uf.find(a), uf.find(b)
+        o, s2 = orcids[ra] | orcids[rb], s2_sets[ra] | s2_sets[rb]
+        uf.union(a, b)
+        orcids[uf.find(a)], s2_sets[uf.find(a)] = o, s2
+        merges[how] += 1
+        for i in (a, b):
+            if i not in method:
+                method[i], evidence[i] = how, why
+        return True
+
+    by_orcid: dict[str, list[int]] = defaultdict(list)
     by_email: dict[str, list[int]] = defaultdict(list)
     by_aff: dict[str, list[int]] = defaultdict(list)
     for i, m in enumerate(members):
+        if m.orcid:
+            by_orcid[m.orcid].append(i)
         if m.email:
             by_email[m.email].append(i)
-        if m.aff:
-            by_aff[m.aff].append(i)
+        for a in m.affs:
+            by_aff[a].append(i)
+    for orcid, idx in by_orcid.items():
+        for i in idx[1:]:
+            join(idx[0], i, "orcid", f"ORCID {orcid}")
     for email, idx in by_email.items():
         for i in idx[1:]:
             join(idx[0], i, "email", f"email {email}")
 
     # Semantic Scholar ids are evidence against a merge when both sides have some and none is
     # shared (S2 also errs, so agreement alone never merges).
-    s2_sets: dict[int, set[str]] = {i: ({m.s2} if m.s2 else set()) for i, m in enumerate(members)}
-
     def s2_conflict(a: int, b: int) -> bool:
         sa, sb = s2_sets[uf.find(a)], s2_sets[uf.find(b)]
         return bool(sa and sb and not (sa & sb))
 
-    def join_tracking(a: int, b: int, how: str, why: str) -> None:
-        merged = s2_sets[uf.find(a)] | s2_sets[uf.find(b)]
-        join(a, b, how, why)
-        s2_sets[uf.find(a)] = merged
+    # Who has an email is fixed before this step: a mention joined here does not become an
+    # anchor for its other affiliations.
+    bare_now = [not uf.flag[uf.find(i)] for i in range(len(members))]
+    emailed_at = {aff: {uf.find(i) for i in idx if not bare_now[i]} for aff, idx in by_aff.items()}
 
-    for i in range(len(members)):
-        root = uf.find(i)
-        if root != i:
-            s2_sets[root] = s2_sets[root] | s2_sets[i]
+    def emailed_near(i: int) -> set[int]:
+        """The emailed people at any of a mention's affiliations (roots as they are now)."""
+        return {uf.find(r) for a in members[i].affs for r in emailed_at[a]}
 
     for aff, idx in by_aff.items():
-        emailed = sorted({uf.find(i) for i in idx if uf.flag[uf.find(i)]})
-        bare = [i for i in idx if not uf.flag[uf.find(i)]]
+        emailed = sorted(emailed_at[aff])
+        bare = [i for i in idx if bare_now[i]]
         # Email-less mentions join the one emailed person at this affiliation; with several
-        # emailed people there, they are ambiguous and only join each other.
+        # emailed people there, they are ambiguous and only join each other. A mention with
+        # several affiliations joins only where all of them point to the same people (its
+        # second institution may hold a namesake with an address).
         anchor = emailed[0] if len(emailed) == 1 else (bare[0] if bare else None)
         if anchor is None:
             continue
+        near = {uf.find(anchor)} if len(emailed) == 1 else emailed_near(anchor)
         for i in bare:
             g1, g2 = members[i].given, members[anchor].given
+            if emailed_near(i) != near:
+                continue
             if (not g1 or not g2 or g1 == g2) and uf.find(i) != uf.find(anchor) and not s2_conflict(i, anchor):
                 shared = s2_sets[uf.find(i)] & s2_sets[uf.find(anchor)]
                 why = f"affiliation {aff}" + (f"; S2 author id {min(shared)} agrees" if shared else "")
-                join_tracking(anchor, i, "affiliation", why)
+                join(anchor, i, "affiliation", why)
 
     decisions: list[dict[str, Any]] = []
     instances = instances_of(members, uf)
@@ -322,7 +395,7 @@ def decide_block(key: str, members: list[Mention], decider: Decider | None, min_
         cid = cluster_id(members[i].key for i in idx)
         for i in idx:
             links.append((members[i].key, cid, method.get(i, "singleton"), evidence.get(i, "")))
-    return BlockResult(links, merges, decisions)
+    return BlockResult(links, merges, conflicts, decisions)
 
 
 def block_size_histogram(sizes: Counter[int]) -> list[dict[str, Any]]:
@@ -349,6 +422,8 @@ class Outcome:
     blocks_decided: int
     split_blocks: list[str]
     block_sizes: Counter[int]
+    conflicts: Counter[str] = field(default_factory=Counter)
+    """Merges refused because the two sides carry different ORCIDs, by the evidence that asked."""
 
 
 def disambiguate(
@@ -381,9 +456,11 @@ def disambiguate(
             progress(len(by_key), len(todo))
     results = [by_key[k] for k in todo]
     merges: Counter[str] = Counter()
+    conflicts: Counter[str] = Counter()
     link_rows, block_rows, decisions = [], [], []
     for k, res in zip(todo, results, strict=True):
         merges.update(res.merges)
+        conflicts.update(res.conflicts)
         decisions.extend(res.decisions)
         for key, cid, method, evidence in res.links:
             aid, _, pos = key.rpartition(":")
@@ -392,4 +469,4 @@ def disambiguate(
     links = pl.DataFrame(link_rows, schema=["arxiv_id", "position", "author_id", "method", "evidence", "block_key"], orient="row")
     block_df = pl.DataFrame(block_rows, schema=["block_key", "input_hash", "n_mentions", "n_authors", "decider", "decided_at"], orient="row")
     sizes = Counter(len(v) for v in blocks.values())
-    return Outcome(links, block_df, decisions, drop, merges, len(blocks), len(todo), split, sizes)
+    return Outcome(links, block_df, decisions, drop, merges, len(blocks), len(todo), split, sizes, conflicts)

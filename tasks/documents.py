@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -53,7 +54,9 @@ def extract_one(pdfs: PdfClient, grobid: GrobidHeaderClient, arxiv_id: str, vers
         tei_sha256=hashlib.sha256(tei.encode("utf-8", "surrogatepass")).hexdigest(),
         pdf_title=header.title,
         pdf_abstract=header.abstract,
-        pdf_authors=[a.__dict__ for a in header.authors],
+        pdf_authors=[a.as_row() for a in header.authors],
+        pdf_orphan_affiliations=[asdict(x) for x in header.orphan_affiliations],
+        pdf_dropped_authors=sorted(header.dropped_authors.elements()),
         extracted_at=now(),
     )
     return row
@@ -95,7 +98,8 @@ def extract_all(
 
 def documents_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     schema = DOCUMENTS.polars_schema
-    return DOCUMENTS.conform(pl.DataFrame(rows, schema_overrides={"pdf_authors": schema["pdf_authors"]}, infer_schema_length=None))
+    nested = {c: schema[c] for c in ("pdf_authors", "pdf_orphan_affiliations", "pdf_dropped_authors")}
+    return DOCUMENTS.conform(pl.DataFrame(rows, schema_overrides=nested, infer_schema_length=None))
 
 
 def _utcnow() -> datetime:

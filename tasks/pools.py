@@ -219,10 +219,13 @@ def affinity_csv(assignments_or_evidence: pl.DataFrame) -> str:
 
 
 def author_affiliations(authors: pl.DataFrame) -> pl.DataFrame:
-    """``author_id, affiliation`` with each affiliation normalised (for same-affiliation COI)."""
-    from revbench.tasks.normalize import normalize_affiliation
+    """``author_id, affiliation``: every affiliation of each author (all of every paper, first
+    and second alike), normalised and, when it is a known variant, named by its canonical
+    institution (so ``MIT`` and ``Massachusetts Institute of Technology`` meet), for the
+    same-affiliation COI check."""
+    from revbench.tasks.normalize import canonical_institution, normalize_affiliation
 
-    rows = [(a, key) for a, affs in authors.select("author_id", "affiliations").iter_rows()
+    rows = [(a, canonical_institution(key) or key) for a, affs in authors.select("author_id", "affiliations").iter_rows()
             for raw in affs or [] if (key := normalize_affiliation(raw))]
     return pl.DataFrame(rows, schema={"author_id": pl.Utf8, "affiliation": pl.Utf8}, orient="row").unique()
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 
+from revbench.clients.tei import normalize_orcid
 from revbench.schemas.tables import MENTIONS, PAPERS, REJECTS
 from revbench.settings import IngestSettings
 from revbench.tasks.align import align
@@ -78,6 +79,12 @@ def _verdict(row: dict[str, Any], rules: IngestSettings) -> tuple[str | None, st
     return None, None, sim
 
 
+def _arxiv_affiliations(row: dict[str, Any], pos: int) -> list[str]:
+    # Records crawled before arXiv affiliations were kept have none (null).
+    per_author = row.get("author_affiliations") or []
+    return list(per_author[pos] or []) if pos < len(per_author) else []
+
+
 def reconcile(inputs: pl.DataFrame, rules: IngestSettings, done_hashes: set[str], run_id: str, now: datetime) -> Reconciled:
     """Decide every input row whose input hash is not in ``done_hashes``."""
     papers: list[dict[str, Any]] = []
@@ -101,12 +108,14 @@ def reconcile(inputs: pl.DataFrame, rules: IngestSettings, done_hashes: set[str]
         s2_authors = row.get("s2_authors") or []
         to_s2 = align(row["authors"], [a["name"] or "" for a in s2_authors], rules.author_match_threshold)
         for pos, name in enumerate(row["authors"]):
-            m: dict[str, Any] = dict(arxiv_id=row["arxiv_id"], position=pos, name=name)
+            m: dict[str, Any] = dict(arxiv_id=row["arxiv_id"], position=pos, name=name,
+                                     arxiv_affiliations=_arxiv_affiliations(row, pos))
             if pos in to_pdf:
                 j, score = to_pdf[pos]
                 a = pdf_authors[j]
                 m.update(pdf_name=pdf_names[j], email=clean_email(a["email"]), affiliation=a["affiliation"],
-                         department=a["department"], institution=a["institution"], pdf_match_score=round(score, 4))
+                         department=a["department"], institution=a["institution"], pdf_match_score=round(score, 4),
+                         affiliations=a.get("affiliations") or [], orcid=normalize_orcid(a.get("orcid")))
             if pos in to_s2:
                 m["s2_author_id"] = s2_authors[to_s2[pos][0]]["author_id"]
             mentions.append(m)
@@ -117,6 +126,8 @@ def reconcile(inputs: pl.DataFrame, rules: IngestSettings, done_hashes: set[str]
             updated=row["updated"], year=when.year, s2_paper_id=row.get("s2_paper_id"),
             pdf_sha256=row["pdf_sha256"], pdf_title=row["pdf_title"], title_similarity=round(sim, 4),
             n_authors=len(row["authors"]), input_hash=h, run_id=run_id, loaded_at=now,
+            journal_ref=row.get("journal_ref"), doi=row.get("doi"),
+            orphan_affiliations=row.get("pdf_orphan_affiliations") or [],
         ))
     return Reconciled(
         papers=PAPERS.conform(pl.DataFrame(papers, schema=PAPERS.polars_schema)) if papers else PAPERS.empty(),

@@ -52,6 +52,6 @@ def test_fallback_then_llm(prefect_server, small_world, replay, settings) -> Non
         decisions = wh.read(LLM_DECISIONS)
         llm_links = wh.read(AUTHOR_LINKS).filter(pl.col("method") == "llm")
     assert decisions.height == with_llm["llm_calls"] and decisions["valid"].all()
-    assert decisions["template_version"].str.starts_with("2-").all()
+    assert decisions["template_version"].str.starts_with("3-").all()
     assert llm_links.height > 0 and llm_links["evidence"].str.len_chars().min() > 0
     assert _quality(s, small_world)["pairwise_recall"] >= q["pairwise_recall"]

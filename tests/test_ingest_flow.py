@@ -148,6 +148,11 @@ def test_a_new_version_replaces_the_old_one(prefect_server, small_world, replay,
         assert (rows["version"].to_list() or rej["version"].to_list()) == [latest]
         if rows.height:
             assert mentions.filter(pl.col("arxiv_id") == r["arxiv_id"]).height == rows["n_authors"][0]
+    # Every affiliation of an aligned PDF author reaches its mention; the flat columns hold the first.
+    aligned = mentions.filter(pl.col("pdf_name").is_not_null()).to_dicts()
+    assert aligned and all(m["affiliations"] is not None for m in aligned)
+    assert all(m["institution"] == (m["affiliations"][0]["institution"] if m["affiliations"] else None) for m in aligned)
+    assert papers["orphan_affiliations"].null_count() == 0
 
 
 def test_status_command_and_curator_artifacts(prefect_server, small_world, replay, settings) -> None:

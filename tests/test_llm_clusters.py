@@ -39,7 +39,7 @@ def test_a_correct_answer_merges_and_is_recorded(replay, settings, tmp_path: Pat
     client = _client(on_replay(settings, replay()), tmp_path)
     d = llm_decider(client)("chen|l", INSTANCES)
     assert d.groups == [[1, 2], [3]] and d.method == "llm"
-    assert d.record["valid"] and d.record["model"] == "gpt-4o-mini" and d.record["template_version"].startswith("2-")
+    assert d.record["valid"] and d.record["model"] == "gpt-4o-mini" and d.record["template_version"].startswith("3-")
     assert json.loads(d.record["answer"]) == {"clusters": [[1, 2], [3]]}
     again = llm_decider(client)("chen|l", INSTANCES)
     assert again.groups == d.groups and client.requests_made == 1 and again.record["cached"]

@@ -10,9 +10,9 @@ import pytest
 from revbench.flows.disambiguate import disambiguate_flow
 from revbench.flows.ingest import ingest_flow
 from revbench.flows.pools import pools_flow
-from revbench.schemas.tables import ASSIGNMENTS, AUTHOR_LINKS, INVITATIONS, PAPERS, POOL_EVIDENCE, QUERY_SAMPLES
+from revbench.schemas.tables import ASSIGNMENTS, AUTHOR_LINKS, INVITATIONS, PAPERS, POOL_EVIDENCE, POOL_EXCLUSIONS, QUERY_SAMPLES
 from revbench.settings import Settings
-from revbench.synth.truth import coi_violations, load_truth
+from revbench.synth.truth import coi_violations, load_truth, planted_conflicts_caught
 from revbench.warehouse import Warehouse
 from tests.conftest import on_replay
 
@@ -28,7 +28,7 @@ def _round(s: Settings, n: int) -> dict[str, pl.DataFrame]:
 def test_pools_round(prefect_server, small_world, replay, settings) -> None:
     s = on_replay(settings, replay(world=small_world)).with_overrides(
         pools={"tau": 0.5, "min_recent_papers": 1, "candidates_per_query": 4, "max_queries_per_candidate": 2,
-               "queries_per_category": 4})
+               "queries_per_category": 4, "same_affiliation_coi": True})
     ingest_flow(s, date(2026, 9, 1), date(2026, 9, 15))
     disambiguate_flow(s)
     first = pools_flow(s, round=1)
@@ -36,7 +36,14 @@ def test_pools_round(prefect_server, small_world, replay, settings) -> None:
     with Warehouse.open(s.warehouse_path) as wh:
         links = wh.read(AUTHOR_LINKS)
     r1 = _round(s, 1)
-    assert coi_violations(load_truth(small_world), r1["assignments"], links) == 0
+    truth = load_truth(small_world)
+    assert coi_violations(truth, r1["assignments"], links) == 0
+    # The world's planted conflict (only a second affiliation reveals it) is never invited.
+    with Warehouse.open(s.warehouse_path) as wh:
+        exclusions = wh.read_round(POOL_EXCLUSIONS, 1)
+    planted = planted_conflicts_caught(truth, r1["pool_evidence"], exclusions, r1["assignments"], links)
+    assert planted and not any(p["invited"] for p in planted)
+    assert all(p["caught"] and p["reasons"] == ["same_affiliation"] for p in planted if p["recalled"])
     assert r1["assignments"].group_by("author_id").len()["len"].max() <= 2
     # Every invited candidate is explained by evidence rows for that query.
     assert r1["assignments"].join(r1["pool_evidence"], on=["query_id", "author_id"], how="anti").height == 0

@@ -91,3 +91,35 @@ def test_slices() -> None:
     sl = plan_slices(date(2026, 9, 1), date(2026, 9, 5), 2)
     assert len(sl) == 3 and sl[0][0].day == 1 and sl[-1][1].day == 5 and sl[-1][1].hour == 23
     assert is_closed(sl[0][1], NOW) and not is_closed(datetime(2026, 10, 1, tzinfo=UTC), NOW)
+
+
+def test_mentions_keep_every_affiliation_and_orcid_and_papers_keep_orphans() -> None:
+    mit = {"department": "CSAIL", "institution": "MIT", "country": "USA", "text": "CSAIL, MIT, USA"}
+    hhmi = {"department": None, "institution": "HHMI", "country": "USA", "text": "HHMI, USA"}
+    b = dict(forename="J.", surname="Wang", email=None, department="CSAIL", institution="MIT", affiliation="CSAIL, MIT",
+             affiliations=[mit, hhmi], orcid="https://orcid.org/0000-0002-1825-0097")
+    a = dict(forename="Zoë", surname="Müller", email=None, department=None, institution=None, affiliation=None,
+             affiliations=[], orcid="not an orcid")
+    orphan = {"department": None, "institution": "University of London", "country": "UNITED KINGDOM",
+              "text": "University of London, UNITED KINGDOM"}
+    out = _run(_row(pdf_authors=[a, b], pdf_orphan_affiliations=[orphan]))
+    m = out.mentions.sort("position").to_dicts()
+    assert m[0]["affiliations"] == [mit, hhmi] and m[0]["institution"] == "MIT"
+    assert m[0]["orcid"] == "0000-0002-1825-0097" and m[1]["orcid"] is None and m[1]["affiliations"] == []
+    assert out.papers.to_dicts()[0]["orphan_affiliations"] == [orphan]
+
+
+def test_documents_from_before_every_affiliation_was_kept_still_reconcile() -> None:
+    out = _run(_row())  # pdf_authors items without affiliations/orcid, no orphan column
+    m = out.mentions.sort("position").to_dicts()
+    assert m[0]["institution"] == "MIT" and m[0]["affiliations"] == [] and m[0]["orcid"] is None
+    assert out.papers.to_dicts()[0]["orphan_affiliations"] == []
+
+
+def test_arxiv_journal_ref_doi_and_affiliations_reach_papers_and_mentions() -> None:
+    out = _run(_row(journal_ref="Phys. Rev. D 1 (1999)", doi="10.1103/x.1", author_affiliations=[["MIT", "CERN"], []]))
+    paper = out.papers.to_dicts()[0]
+    assert (paper["journal_ref"], paper["doi"]) == ("Phys. Rev. D 1 (1999)", "10.1103/x.1")
+    assert out.mentions.sort("position")["arxiv_affiliations"].to_list() == [["MIT", "CERN"], []]
+    before = _run(_row()).mentions  # a record crawled before arXiv affiliations were kept
+    assert before["arxiv_affiliations"].to_list() == [[], []] and _run(_row()).papers["doi"].to_list() == [None]

@@ -146,3 +146,75 @@ def test_keys_of_grown_worlds() -> None:
     one = dataclasses.replace(GROW_SPEC, extra_days=1)
     assert GROW_SPEC.key() == legacy == GROW_SPEC.base_key() == one.base_key()
     assert one.key() != legacy
+
+
+def test_world_has_the_real_quirks_at_real_rates(tmp_path: Path) -> None:
+    """Second affiliations (~20% of people), ORCIDs (~30%, the same on every paper that shows
+    one, missing on some), orphan affiliations in the TEI, null S2 author ids."""
+    from revbench.clients.tei import parse_tei_header
+
+    world = tmp_path / "w"
+    generate_world(world, WorldSpec(n_papers=400, seed=3))
+    persons = pl.read_parquet(world / "truth" / "persons.parquet")
+    second = (persons["institutions"].list.len() > 1).mean()
+    with_orcid = persons["orcid"].is_not_null().mean()
+    assert 0.15 <= second <= 0.25 and 0.25 <= with_orcid <= 0.35
+    mentions = pl.read_parquet(world / "mentions.parquet").join(
+        pl.read_parquet(world / "truth" / "mentions.parquet"), on=["arxiv_id", "position"])
+    shown = mentions.join(persons.select("person_id", pl.col("orcid").alias("true_orcid")), on="person_id")
+    assert shown.filter(pl.col("orcid").is_not_null() & (pl.col("orcid") != pl.col("true_orcid"))).height == 0
+    having = shown.filter(pl.col("true_orcid").is_not_null())
+    assert 0.7 < having["orcid"].is_not_null().mean() < 1.0
+    assert (mentions["affiliations"].list.len() > 1).sum() > 0
+    assert 0 < mentions["s2_author_id"].is_null().mean() < 0.06
+    docs = pl.read_parquet(world / "documents.parquet")
+    parsed = [parse_tei_header(t) for t in docs["tei"].to_list() if b"r\xe9sum" not in t]
+    orphaned = {p.arxiv_id for p in parsed if p.orphan_affiliations}
+    assert 0.01 < len(orphaned) / docs["arxiv_id"].n_unique() < 0.12
+    multi = [a for p in parsed for a in p.authors if len(a.affiliations) > 1]
+    assert multi and all(a.affiliations[0].institution or a.affiliations[0].department for a in multi)
+    assert any(a.orcid for p in parsed for a in p.authors)
+
+
+def test_a_world_of_an_older_format_is_regenerated(tmp_path: Path) -> None:
+    from revbench.synth.world import WORLD_FORMAT
+
+    spec = WorldSpec(n_papers=40, seed=2, documents=False)
+    manifest = ensure_world(tmp_path / "w", spec)
+    assert manifest["format"] == WORLD_FORMAT >= 4
+    old = {**manifest, "format": 3}
+    (tmp_path / "w" / "world.json").write_text(json.dumps(old))
+    (tmp_path / "w" / "truth" / "planted_conflicts.parquet").unlink()
+    assert ensure_world(tmp_path / "w", spec)["format"] == WORLD_FORMAT
+    assert (tmp_path / "w" / "truth" / "planted_conflicts.parquet").exists()
+
+
+def test_the_planted_conflict_only_a_second_affiliation_reveals(tmp_path: Path) -> None:
+    """The planted person's first institution is none of the query authors', their second is
+    one author's; they never wrote with them; and the pools draw that query first."""
+    from revbench.synth.world import PLANTED_QUERY_SEED, query_rank
+    from revbench.tasks.pools import _rank, sample_queries
+
+    world = tmp_path / "w"
+    generate_world(world, WorldSpec(n_papers=120, seed=9, documents=False))
+    planted = pl.read_parquet(world / "truth" / "planted_conflicts.parquet").to_dicts()
+    assert len(planted) == 1 and planted[0]["kind"] == "second_affiliation"
+    q, person = planted[0]["query_id"], planted[0]["person_id"]
+    persons = {r["person_id"]: r for r in pl.read_parquet(world / "truth" / "persons.parquet").to_dicts()}
+    truth = pl.read_parquet(world / "truth" / "mentions.parquet")
+    query_people = truth.filter(pl.col("arxiv_id") == q)["person_id"].to_list()
+    theirs = {i for p in query_people for i in persons[p]["institutions"]}
+    first, second = persons[person]["institutions"]
+    assert first not in theirs and second in theirs
+    own_papers = set(truth.filter(pl.col("person_id") == person)["arxiv_id"])
+    assert q not in own_papers and not truth.filter(pl.col("arxiv_id").is_in(own_papers)
+                                                    & pl.col("person_id").is_in(query_people)).height
+    assert query_rank(3, "cs.AI", "2610.00001") == _rank(3, "cs.AI", "2610.00001")
+    arxiv = pl.read_parquet(world / "arxiv.parquet").select("arxiv_id", "primary_category")
+    bad = set(pl.read_parquet(world / "truth" / "bad_records.parquet")["arxiv_id"])
+    cat = arxiv.filter(pl.col("arxiv_id") == q)["primary_category"][0]
+    drawn = sample_queries(arxiv.filter(~pl.col("arxiv_id").is_in(bad)), [cat], 1, PLANTED_QUERY_SEED, set())
+    assert drawn["arxiv_id"].to_list() in ([q], [min(own_papers)])
+    # Their paper's mention shows both institutions, so the COI check can see the second.
+    shown = pl.read_parquet(world / "mentions.parquet").filter(pl.col("arxiv_id").is_in(own_papers))
+    assert [a["institution"] for a in shown["affiliations"][0]] == [first, second]

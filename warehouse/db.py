@@ -381,8 +381,9 @@ class Warehouse:
         df = self._frame(
             f"""SELECT r.arxiv_id, r.version, r.title, r.abstract, r.authors, r.primary_category,
                       r.categories, r.published, r.updated, r.record_hash,
+                      r.journal_ref, r.doi, r.author_affiliations,
                       d.status AS doc_status, d.detail AS doc_detail, d.pdf_sha256, d.tei_sha256,
-                      d.pdf_title, d.pdf_abstract, d.pdf_authors,
+                      d.pdf_title, d.pdf_abstract, d.pdf_authors, d.pdf_orphan_affiliations,
                       s.found AS s2_found, s.s2_paper_id, s.authors AS s2_authors,
                       s.record_hash AS s2_hash
                FROM arxiv_records r
@@ -416,7 +417,8 @@ class Warehouse:
     def mentions_with_years(self) -> pl.DataFrame:
         """Mentions of loaded papers with the paper's year and title, for disambiguation."""
         return self._frame(
-            """SELECT m.arxiv_id, m.position, m.name, m.email, m.institution, m.affiliation, m.s2_author_id, p.year, p.title
+            """SELECT m.arxiv_id, m.position, m.name, m.email, m.institution, m.affiliation, m.affiliations, m.orcid,
+                      m.s2_author_id, p.year, p.title
                FROM mentions m JOIN papers p USING (arxiv_id) ORDER BY m.arxiv_id, m.position"""
         )
 
@@ -446,7 +448,8 @@ class Warehouse:
                    SELECT l.author_id, mode(m.name), count(*), count(DISTINCT l.arxiv_id),
                           count(DISTINCT CASE WHEN p.year >= ? THEN l.arxiv_id END), min(p.year), max(p.year),
                           list_sort(list_distinct(list(m.email) FILTER (WHERE m.email IS NOT NULL))),
-                          list_sort(list_distinct(list(coalesce(m.institution, m.affiliation)) FILTER (WHERE coalesce(m.institution, m.affiliation) IS NOT NULL))),
+                          list_sort(list_distinct(flatten(list(list_concat([coalesce(m.institution, m.affiliation)],
+                              list_transform(m.affiliations, lambda x: coalesce(x.institution, x.text))))))),
                           list_sort(list_distinct(list(m.s2_author_id) FILTER (WHERE m.s2_author_id IS NOT NULL))),
                           list_sort(list_distinct(list(l.method)))
                    FROM author_links l JOIN mentions m USING (arxiv_id, position) JOIN papers p USING (arxiv_id)

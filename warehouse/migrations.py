@@ -27,6 +27,8 @@ DESCRIPTIONS: dict[int, str] = {
     11: "training: paper_keywords (with the prompt version) and keyword_profiles",
     12: "integrity: survey store epochs and answer digests, unconfirmed messages with their server, "
         "release supersession and manifest digests",
+    13: "real inputs: every affiliation and ORCID of a mention, orphan affiliations, journal_ref and doi of a "
+        "paper, arXiv's author affiliations",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {
@@ -45,6 +47,7 @@ EXTRA_SQL: dict[int, list[str]] = {
 REBUILD: dict[int, tuple[str, ...]] = {
     6: ("eval_results", "query_samples", "pool_evidence", "pool_exclusions", "assignments", "invitations"),
     12: ("survey_events",),  # keyed by (epoch, event_id); rows pulled before get the 'legacy' epoch
+    13: ("documents",),  # pdf_authors items gain affiliations and orcid (null in rows extracted before)
 }
 """Tables whose key changed in a version: rebuilt from their declaration, rows kept."""
 

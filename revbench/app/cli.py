@@ -94,6 +94,7 @@ def demo(
     papers: Annotated[int, typer.Option(min=20, help="Papers in the synthetic demo world")] = 300,
     seed: Annotated[int, typer.Option(help="Seed of the synthetic world")] = 7,
     fault_rate: Annotated[float, typer.Option(help="Share of replayed requests that fail transiently (0 to 1)")] = 0.05,
+    cassettes: Annotated[Path | None, typer.Option(help="Directory of recorded real answers (routes.json and/or VCR *.yaml cassettes) the replay server gives before the world's")] = None,
     track: Track = None,
 ) -> None:
     """Offline end-to-end run: a SYNTHETIC world behind a local replay server, through every stage."""
@@ -106,7 +107,11 @@ def demo(
     prepare_process(settings)
     from revbench.app.demo import run_demo
 
-    run_demo(settings, papers, seed, replay, track=resolve_track(track, long_flow=True))
+    if cassettes is not None:
+        from revbench.replay.cassettes import load_recordings
+
+        load_recordings(cassettes)  # a bad recording is one line here, not a dead replay process later
+    run_demo(settings, papers, seed, replay, track=resolve_track(track, long_flow=True), cassettes=cassettes)
 
 
 @app.command()
@@ -143,6 +148,8 @@ def evaluate(
         track=resolve_track(track, long_flow=False),
     )
     print_report(out["tables"])
+    for name, dropped in out.get("dropped", {}).items():
+        console.print(f"{name}: left out " + ", ".join(f"{n} ({reason})" for reason, n in sorted(dropped.items())))
     console.print(f"Report: [cyan]{out['report_dir']}[/] (report.md, results.json, predictions/"
                   + (", loss.png)" if out["plot"] else ")") + f"; run {out['run_id']}")
 
@@ -491,7 +498,7 @@ def world(
 @app.command("env-example")
 def env_example() -> None:
     """Print a .env.example listing every setting with its description and default."""
-    console.print(render_env_example(), markup=False, highlight=False, soft_wrap=True)
+    console.print(render_env_example(), markup=False, highlight=False, soft_wrap=True, end="")
 
 
 def main(argv: list[str] | None = None) -> None:

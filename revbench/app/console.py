@@ -41,7 +41,7 @@ def print_disambiguation(res: dict[str, Any], quality: dict[str, float] | None =
     t.add_column("method")
     t.add_column("merges this run", justify="right")
     t.add_column("mentions linked by", justify="right")
-    for m in ("email", "affiliation", "llm", "fallback", "singleton"):
+    for m in ("orcid", "email", "affiliation", "llm", "fallback", "singleton"):
         t.add_row(m, str(res["merges"].get(m, 0)), str(res["links_by_method"].get(m, 0)))
     console.print(t)
     console.print(
@@ -58,7 +58,8 @@ def print_disambiguation(res: dict[str, Any], quality: dict[str, float] | None =
         )
 
 
-def print_pools(stats: dict[str, Any], coi_violations: int | None = None, tau_report: bool = False) -> None:
+def print_pools(stats: dict[str, Any], coi_violations: int | None = None, tau_report: bool = False,
+                planted: list[dict[str, Any]] | None = None) -> None:
     """Pool sizes through the filters, exclusions, invitations; the COI audit of a SYNTHETIC world."""
     t = RichTable(title=f"Candidate pools, round {stats['round']} ({stats['queries']} queries)")
     for col in ("stage", "median", "mean", "queries with none"):
@@ -75,7 +76,11 @@ def print_pools(stats: dict[str, Any], coi_violations: int | None = None, tau_re
     )
     if coi_violations is not None:
         console.print(f"COI audit against the SYNTHETIC truth: {coi_violations} invitations pair a reviewer with a "
-                      "paper they or a co-author of its authors wrote.")
+                      "paper they or a co-author of its authors wrote, or a planted conflict.")
+    for p in planted or []:
+        how = ("[green]caught[/]: excluded as " + ", ".join(p["reasons"]) if p["caught"] else
+               "[red]NOT caught[/]: " + ("invited" if p["invited"] else "not excluded" if p["recalled"] else "never recalled"))
+        console.print(f"Planted {p['kind'].replace('_', '-')} conflict on query {p['query_id']} ({p['detail']}): {how}.")
     if tau_report:
         tr = RichTable(title="Pool size by threshold (to choose tau)")
         for col in ("tau", "median", "mean", "p90", "queries without candidates"):

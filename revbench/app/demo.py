@@ -18,7 +18,7 @@ DEMO_PACE_SECONDS = 0.25
 DEMO_RATINGS = {"burst_window_seconds": 0.3, "min_seconds_per_paper": 0.12, "unattended_decision": "drop"}
 """The ratings rules on the demo's fast clock (0.3 s stands for about 6 s) and its curator's
 policy: drop what the rules flag."""
-DEMO_POOLS = {"queries_per_category": 10}
+DEMO_POOLS = {"queries_per_category": 10, "same_affiliation_coi": True}
 DEMO_KEY_FILES = {"survey.signing_key": ".survey-demo-key", "release.id_key": ".release-demo-key"}
 """The demo's own keys (see :func:`demo_key`), by the setting each stands in for."""
 
@@ -134,16 +134,18 @@ def run_ratings(settings: Settings, track: bool) -> None:
     print_ratings(out, quality)
 
 
-def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings, track: bool) -> None:
+def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings, track: bool,
+             cassettes: Path | None = None) -> None:
     """Generate (or reuse) the world, serve it, and run ingest, disambiguation (the offline
     fallback, then the LLM), pools, a survey round answered by a SYNTHETIC panel, the ratings with
-    their evaluation, and a release, printing each stage's outcome and its audit against the truth."""
+    their evaluation, and a release, printing each stage's outcome and its audit against the truth.
+    Recorded answers in ``cassettes`` are given before the world's (see ``revbench.replay.cassettes``)."""
     from revbench.flows.disambiguate import disambiguate_flow
     from revbench.flows.ingest import ingest_flow
     from revbench.flows.pools import pools_flow
     from revbench.replay import spawn_replay
-    from revbench.schemas.tables import ASSIGNMENTS, AUTHOR_LINKS
-    from revbench.synth.truth import coi_violations, disambiguation_quality, load_truth
+    from revbench.schemas.tables import ASSIGNMENTS, AUTHOR_LINKS, POOL_EVIDENCE, POOL_EXCLUSIONS
+    from revbench.synth.truth import coi_violations, disambiguation_quality, load_truth, planted_conflicts_caught
     from revbench.synth.world import WorldSpec, ensure_world
     from revbench.warehouse import Warehouse
 
@@ -159,7 +161,7 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
         f"[yellow]SYNTHETIC[/] demo world: {c['papers']} papers, {c['mentions']} mentions, "
         f"{c['persons']} people, {c['bad_records']} deliberately bad records -> {world_dir}"
     )
-    with spawn_replay(world_dir, replay) as base:
+    with spawn_replay(world_dir, replay, fixtures_dir=cassettes) as base:
         console.print(f"replay server on {base} (faults: {replay.fault_rate:.0%} of requests, all transient)")
         s = demo_settings(settings, base)
         print_ingest_summary(ingest_flow.run(s, DEMO_SINCE, DEMO_UNTIL, synthetic=True, track=track))
@@ -171,8 +173,10 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
         stats = pools_flow.run(s.with_overrides(pools=DEMO_POOLS), round=1, track=track)
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         assignments = wh.read_round(ASSIGNMENTS, stats["round"])
+        planted = planted_conflicts_caught(truth, wh.read_round(POOL_EVIDENCE, stats["round"]),
+                                           wh.read_round(POOL_EXCLUSIONS, stats["round"]), assignments, links)
         corpus = wh.corpus_papers()
-    print_pools(stats, coi_violations(truth, assignments, links))
+    print_pools(stats, coi_violations(truth, assignments, links), planted=planted)
     run_survey_round(s, truth, corpus, seed, track)
     run_ratings(s, track)
     from revbench.flows.release import release_flow

@@ -8,8 +8,10 @@ parsing and Result type stay the package's.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from urllib.parse import unquote_plus, urlencode
 
 import arxiv
 import requests
@@ -20,6 +22,7 @@ from revbench.retry import Breaker, PermanentError, TransientError, call_with_re
 from revbench.settings import ArxivSettings, HttpSettings
 
 _STRICT = etree.XMLParser(resolve_entities=False, no_network=True, recover=False)
+_NS = {"atom": "http://www.w3.org/2005/Atom"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,35 @@ class ArxivRecord:
     published: datetime | None
     updated: datetime
     comment: str | None
+    journal_ref: str | None = None
+    doi: str | None = None
+    author_affiliations: list[list[str]] = field(default_factory=list)
+    """Each author's ``arxiv:affiliation`` elements, parallel to ``authors``."""
+
+
+@dataclass(frozen=True)
+class ArxivPage:
+    """One answer of the query endpoint: its records and the total the API reported."""
+
+    records: list[ArxivRecord]
+    total: int
+
+
+def error_feed_text(root: etree._Element) -> str | None:
+    """The summary of an Atom error entry (arXiv answers a bad query with one, its id under
+    ``/api/errors``), as one line; None for an ordinary feed."""
+    for entry in root.iterfind("atom:entry", _NS):
+        if "/api/errors" in (entry.findtext("atom:id", "", _NS) or ""):
+            summary = entry.findtext("atom:summary", "", _NS) or entry.findtext("atom:title", "", _NS) or "error"
+            return " ".join(summary.split())
+    return None
+
+
+def _error_text(content: bytes) -> str | None:
+    try:
+        return error_feed_text(etree.fromstring(content, _STRICT))
+    except etree.XMLSyntaxError:
+        return None
 
 
 def split_short_id(short_id: str) -> tuple[str, int]:
@@ -82,36 +114,54 @@ class ArxivClient(arxiv.Client):
             self._last_request = time.monotonic()
             self.requests_made += 1
         # requests reads the body inside get(); a cut-off body shows up there as an exception.
-        classify_status(resp.status_code, resp.headers, "arXiv")
         content = resp.content
+        if resp.status_code >= 300:
+            # arXiv explains a refused query in an Atom error entry; the line names it.
+            reason = _error_text(content)
+            try:
+                classify_status(resp.status_code, resp.headers, "arXiv")
+            except (TransientError, PermanentError) as exc:
+                if reason is None:
+                    raise
+                if isinstance(exc, PermanentError):
+                    raise PermanentError(f"{exc}: {reason} (query {_query_of(url)})", kind="bad_query") from None
+                raise TransientError(f"{exc}: {reason}", retry_after=exc.retry_after, kind=exc.kind) from None
         try:
             content.decode("utf-8")
-            etree.fromstring(content, _STRICT)
+            root = etree.fromstring(content, _STRICT)
         except (UnicodeDecodeError, etree.XMLSyntaxError) as exc:
             raise TransientError(f"arXiv feed unreadable: {exc}", kind="malformed") from exc
+        reason = error_feed_text(root)
+        if reason is not None:
+            # An error entry in a 200 answer to a query we built is arXiv's hiccup, not our query.
+            raise TransientError(f"arXiv answered with an error feed: {reason}", kind="error_feed")
         feed = _feed.parse(content)
         if feed.malformed:
             raise TransientError(f"arXiv feed malformed: {feed.error}", kind="malformed")
-        if not feed.results and not first_page:
+        if not feed.results and (not first_page or feed.header.total_results > feed.header.start_index):
             raise TransientError("arXiv returned an empty page inside a result set", kind="empty_page")
         return feed
 
     def _parse_feed(self, url: str, first_page: bool = True, _try_index: int = 0) -> _feed.ParsedFeed:
         return call_with_retries(lambda: self._fetch_once(url, first_page), self.http, "arXiv query", breaker=self.breaker)
 
+    def fetch(self, params: Mapping[str, str | int], first_page: bool = True) -> ArxivPage:
+        """One answer of the query endpoint for these query parameters (``search_query``,
+        ``id_list``, ``start``, ``max_results``...), with our retries."""
+        feed = self._parse_feed(f"{self.query_url_format.format(urlencode(params))}", first_page=first_page)
+        return ArxivPage([to_record(r) for r in feed.results], feed.header.total_results)
+
     def page(self, query: str, start: int) -> tuple[list[ArxivRecord], int]:
-        """One page of a query sorted by last update, with the total result count."""
+        """One page of a query sorted by last update, with the total result count.
+
+        arXiv sometimes answers with fewer entries than asked though more exist; the page is
+        returned as it came and the caller asks again from where it ended."""
         search = arxiv.Search(
             query=query,
             sort_by=arxiv.SortCriterion.LastUpdatedDate,
             sort_order=arxiv.SortOrder.Ascending,
         )
         feed = self._parse_feed(self._format_url(search, start, self.page_size), first_page=start == 0)
-        expected = min(self.page_size, max(feed.header.total_results - start, 0))
-        if len(feed.results) < expected:
-            raise TransientError(
-                f"arXiv page short: {len(feed.results)} of {expected} results", kind="short_page"
-            )
         return [to_record(r) for r in feed.results], feed.header.total_results
 
     def search_window(self, category: str, start: datetime, end: datetime) -> tuple[list[ArxivRecord], int]:
@@ -133,6 +183,7 @@ class ArxivClient(arxiv.Client):
 
 
 def to_record(r: arxiv.Result) -> ArxivRecord:
+    """Our record of one parsed entry."""
     arxiv_id, version = split_short_id(r.get_short_id())
     updated = r.updated if r.updated.tzinfo else r.updated.replace(tzinfo=UTC)
     published = r.published if (r.published is None or r.published.tzinfo) else r.published.replace(tzinfo=UTC)
@@ -147,4 +198,15 @@ def to_record(r: arxiv.Result) -> ArxivRecord:
         published=published,
         updated=updated,
         comment=r.comment or None,
+        journal_ref=_one_line(r.journal_ref),
+        doi=_one_line(r.doi),
+        author_affiliations=[[" ".join(af.split()) for af in a.affiliation] for a in r.authors],
     )
+
+
+def _one_line(text: str | None) -> str | None:
+    return " ".join(text.split()) or None if text else None
+
+
+def _query_of(url: str) -> str:
+    return unquote_plus(url.partition("?")[2])

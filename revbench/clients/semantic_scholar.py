@@ -1,23 +1,52 @@
-"""Semantic Scholar Graph API: paper batches by arXiv id, author publication histories."""
+"""Semantic Scholar Graph API: paper batches by arXiv id, author publication histories.
+
+Pacing follows the documented rates (https://www.semanticscholar.org/product/api): 1 request per
+second with an API key; without one, requests share a pool with every unauthenticated user, which
+promises no rate, so we keep to the older documented 100 requests per 5 minutes (3 s). The public
+API answers 429 without Retry-After when the pool is busy: the client then slows down (adaptive
+pacing, see ``AdaptivePacer``) and keeps going instead of failing.
+"""
 
 from __future__ import annotations
 
 import json
-import threading
+import logging
 import time
 from typing import Any
 
 import httpx
 
-from revbench.retry import Breaker, TransientError, call_with_retries, classify_status
+from revbench.retry import (
+    AdaptivePacer,
+    Breaker,
+    RateLimited,
+    TransientError,
+    call_with_retries,
+    classify_status,
+    parse_retry_after,
+)
 from revbench.settings import HttpSettings, SemanticScholarSettings
 
 PAPER_FIELDS = "paperId,externalIds,title,year,authors"
 AUTHOR_PAPER_FIELDS = "paperId,externalIds,title,abstract,year,publicationDate,authors"
+log = logging.getLogger("revbench.clients.s2")
+
+
+def error_text(body: bytes) -> str | None:
+    """The service's own explanation in an error answer (``{"error": ...}`` or ``{"message": ...}``)."""
+    try:
+        parsed = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if isinstance(parsed, dict):
+        text = parsed.get("error") or parsed.get("message")
+        if isinstance(text, str) and text.strip():
+            return " ".join(text.split())[:300]
+    return None
 
 
 class SemanticScholarClient:
-    """Thin typed client; every call honours the delay, retries and the API key."""
+    """Thin typed client; every call honours the pace, retries and the API key."""
 
     def __init__(self, settings: SemanticScholarSettings, http: HttpSettings, client: httpx.Client | None = None):
         self.settings = settings
@@ -28,29 +57,41 @@ class SemanticScholarClient:
         self._client = client or httpx.Client(
             base_url=settings.base_url.rstrip("/"), timeout=http.timeout_seconds, headers=headers
         )
-        self._lock = threading.Lock()
-        self._last: float | None = None
+        floor = settings.delay_seconds if settings.api_key is not None else settings.keyless_delay_seconds
+        self.pacer = AdaptivePacer(floor, settings.throttle_max_delay_seconds, settings.throttle_recovery_seconds)
         self.requests_made = 0
+        self.throttled = 0
         self.breaker = Breaker("Semantic Scholar", settings.base_url, http.breaker_failures)
 
-    def _pace(self) -> None:
-        with self._lock:
-            if self._last is not None:
-                wait = self.settings.delay_seconds - (time.monotonic() - self._last)
-                if wait > 0:
-                    time.sleep(wait)
-            self._last = time.monotonic()
-
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        self._pace()
-        self.requests_made += 1
-        try:
-            resp = self._client.request(method, path, **kwargs)
-        except httpx.TimeoutException as exc:
-            raise TransientError(f"S2 timeout: {exc}", kind="timeout") from exc
-        except httpx.TransportError as exc:
-            raise TransientError(f"S2 transport: {exc}", kind="transport") from exc
-        classify_status(resp.status_code, resp.headers, f"S2 {path}")
+        # A 429 is waited out here, never counted as a failed attempt: the service answers, only
+        # not this fast, so the pace slows until it lets us through or our patience runs out.
+        patience_ends: float | None = None
+        while True:
+            self.pacer.wait()
+            self.requests_made += 1
+            try:
+                resp = self._client.request(method, path, **kwargs)
+            except httpx.TimeoutException as exc:
+                raise TransientError(f"S2 timeout: {exc}", kind="timeout") from exc
+            except httpx.TransportError as exc:
+                raise TransientError(f"S2 transport: {exc}", kind="transport") from exc
+            if resp.status_code != 429:
+                break
+            self.throttled += 1
+            retry_after = parse_retry_after(resp.headers)
+            now = time.monotonic()
+            patience_ends = patience_ends or now + self.settings.throttle_patience_seconds
+            if now >= patience_ends:
+                raise RateLimited(f"S2 {path}: HTTP 429 for {self.settings.throttle_patience_seconds:.0f} s", retry_after)
+            before = self.pacer.interval
+            self.pacer.throttled(None if retry_after is None else min(retry_after, self.http.retry_after_max_seconds))
+            if self.pacer.interval > before:
+                log.info("S2 answered 429 without Retry-After; %.1f s between requests now", self.pacer.interval)
+        if 200 <= resp.status_code < 300:
+            self.pacer.success()
+        else:
+            classify_status(resp.status_code, resp.headers, f"S2 {path}", detail=error_text(resp.content))
         try:
             return json.loads(resp.content)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -82,6 +123,8 @@ class SemanticScholarClient:
                 body = self._json(
                     "GET", f"/author/{author_id}/papers", params={"fields": fields, "limit": limit, "offset": start}
                 )
+                if isinstance(body, dict) and "data" not in body and "offset" in body and "error" not in body:
+                    return {**body, "data": []}  # S2 leaves out "data" on an empty page: {"total": 0, "offset": 0}
                 if not isinstance(body, dict) or not isinstance(body.get("data"), list):
                     raise TransientError("S2 author papers answer lacks 'data'", kind="malformed")
                 return body

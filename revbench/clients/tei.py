@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from lxml import etree
 
 TEI_NS = "http://www.tei-c.org/ns/1.0"
 NS = {"tei": TEI_NS}
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, recover=False, huge_tree=False)
+_ORCID = re.compile(r"(\d{4}-\d{4}-\d{4}-\d{3}[\dX])$")
 
 
 class TeiError(ValueError):
@@ -16,8 +20,19 @@ class TeiError(ValueError):
 
 
 @dataclass
+class TeiAffiliation:
+    """One ``<affiliation>`` as GROBID structured it; ``text`` is the whole of it as one string."""
+
+    department: str | None
+    institution: str | None
+    country: str | None
+    text: str | None
+
+
+@dataclass
 class TeiAuthor:
-    """One author as GROBID read it from the PDF header."""
+    """One author as GROBID read it from the PDF header. ``department``, ``institution`` and
+    ``affiliation`` are those of the first affiliation; ``affiliations`` holds every one, in order."""
 
     forename: str | None
     surname: str | None
@@ -25,20 +40,30 @@ class TeiAuthor:
     department: str | None
     institution: str | None
     affiliation: str | None
+    affiliations: list[TeiAffiliation] = field(default_factory=list)
+    orcid: str | None = None
 
     @property
     def full_name(self) -> str:
         return " ".join(p for p in (self.forename, self.surname) if p)
 
+    def as_row(self) -> dict[str, Any]:
+        """The author as a ``documents.pdf_authors`` item."""
+        return asdict(self)
+
 
 @dataclass
 class TeiHeader:
-    """Title, abstract, authors and arXiv id from a TEI header."""
+    """Title, abstract, authors and arXiv id from a TEI header. ``orphan_affiliations`` are
+    GROBID's ``<author>`` elements holding an affiliation but no name (it could not attach the
+    affiliation to anyone); ``dropped_authors`` counts the nameless authors left out, by reason."""
 
     title: str | None
     abstract: str | None
     authors: list[TeiAuthor] = field(default_factory=list)
     arxiv_id: str | None = None
+    orphan_affiliations: list[TeiAffiliation] = field(default_factory=list)
+    dropped_authors: Counter[str] = field(default_factory=Counter)
 
 
 def _text(el: etree._Element | None) -> str | None:
@@ -46,6 +71,44 @@ def _text(el: etree._Element | None) -> str | None:
         return None
     text = " ".join("".join(el.itertext()).split())
     return text or None
+
+
+def _joined(els: list[etree._Element], sep: str = ", ") -> str | None:
+    return sep.join(t for t in (_text(e) for e in els) if t) or None
+
+
+def normalize_orcid(raw: str | None) -> str | None:
+    """The bare ``0000-0002-1825-0097`` form of an ORCID iD (GROBID may give a URL), or None."""
+    if not raw:
+        return None
+    m = _ORCID.search("".join(raw.split()).upper().rstrip("/"))
+    return m.group(1) if m else None
+
+
+def parse_affiliation(aff: etree._Element) -> TeiAffiliation:
+    """Department, institution and country of one ``<affiliation>``; a lab stays in ``text``."""
+    orgs = aff.findall("tei:orgName", NS)
+    # GROBID leaves the separator after a country in the text ("France;").
+    country = (_text(aff.find("tei:address/tei:country", NS)) or "").rstrip(" ;,") or None
+    parts = [t for t in (_text(o) for o in orgs) if t]
+    if country:
+        parts.append(country)
+    return TeiAffiliation(
+        department=_joined(aff.findall("tei:orgName[@type='department']", NS)),
+        institution=_joined(aff.findall("tei:orgName[@type='institution']", NS)),
+        country=country,
+        # Without orgNames (a raw affiliation only), the element's own text is all there is.
+        text=", ".join(parts) if parts else _text(aff),
+    )
+
+
+def _abstract(header: etree._Element) -> str | None:
+    abstract = header.find("tei:profileDesc/tei:abstract", NS)
+    if abstract is None:
+        return None
+    # Section heads ("Background", "Methods") are part of what the authors wrote.
+    blocks = [_text(e) for e in abstract.xpath(".//tei:head | .//tei:p", namespaces=NS)]
+    return " ".join(b for b in blocks if b) or _text(abstract)
 
 
 def parse_tei_header(xml: str | bytes) -> TeiHeader:
@@ -60,36 +123,46 @@ def parse_tei_header(xml: str | bytes) -> TeiHeader:
     header = root.find("tei:teiHeader", NS)
     if header is None:
         raise TeiError("TEI without teiHeader")
-    title = _text(header.find("tei:fileDesc/tei:titleStmt/tei:title[@level='a'][@type='main']", NS))
-    paragraphs = [_text(p) for p in header.iterfind("tei:profileDesc/tei:abstract//tei:p", NS)]
-    abstract = " ".join(p for p in paragraphs if p) or None
+    out = TeiHeader(
+        title=_text(header.find("tei:fileDesc/tei:titleStmt/tei:title[@level='a'][@type='main']", NS)),
+        abstract=_abstract(header),
+    )
     bibl = header.find("tei:fileDesc/tei:sourceDesc/tei:biblStruct", NS)
-    authors: list[TeiAuthor] = []
-    arxiv_id = None
-    if bibl is not None:
-        for a in bibl.iterfind("tei:analytic/tei:author", NS):
-            pers = a.find("tei:persName", NS)
-            if pers is None:
-                continue
-            forenames = [_text(f) for f in pers.iterfind("tei:forename", NS)]
-            forename = " ".join(f for f in forenames if f) or None
-            surname = _text(pers.find("tei:surname", NS))
-            aff = a.find("tei:affiliation", NS)
-            dept = inst = aff_text = None
-            if aff is not None:
-                dept = _text(aff.find("tei:orgName[@type='department']", NS))
-                inst = _text(aff.find("tei:orgName[@type='institution']", NS))
-                orgs = [_text(o) for o in aff.iterfind("tei:orgName", NS)]
-                aff_text = ", ".join(o for o in orgs if o) or None
-            authors.append(
-                TeiAuthor(
-                    forename=forename,
-                    surname=surname,
-                    email=_text(a.find("tei:email", NS)),
-                    department=dept,
-                    institution=inst,
-                    affiliation=aff_text,
-                )
+    if bibl is None:
+        return out
+    for a in bibl.iterfind("tei:analytic/tei:author", NS):
+        affiliations = [parse_affiliation(x) for x in a.iterfind("tei:affiliation", NS)]
+        pers = a.find("tei:persName", NS)
+        forename = surname = None
+        if pers is not None:
+            forename = _joined(pers.findall("tei:forename", NS), " ")
+            surname = _joined(pers.findall("tei:surname", NS), " ")
+        if not forename and not surname:
+            # A nameless author cannot be a mention; its affiliations still belong to the paper.
+            out.orphan_affiliations.extend(affiliations)
+            if pers is not None:
+                out.dropped_authors["empty_persname"] += 1
+            elif not affiliations:
+                out.dropped_authors["empty_author"] += 1
+            continue
+        first = affiliations[0] if affiliations else TeiAffiliation(None, None, None, None)
+        out.authors.append(
+            TeiAuthor(
+                forename=forename,
+                surname=surname,
+                email=_text(a.find("tei:email", NS)),
+                department=first.department,
+                institution=first.institution,
+                affiliation=_joined(_first_orgs(a)),
+                affiliations=affiliations,
+                orcid=normalize_orcid(_text(a.find("tei:idno[@type='ORCID']", NS))),
             )
-        arxiv_id = _text(bibl.find("tei:idno[@type='arXiv']", NS))
-    return TeiHeader(title=title, abstract=abstract, authors=authors, arxiv_id=arxiv_id)
+        )
+    out.arxiv_id = _text(bibl.find("tei:idno[@type='arXiv']", NS))
+    return out
+
+
+def _first_orgs(author: etree._Element) -> list[etree._Element]:
+    # ``affiliation`` keeps its meaning from before every affiliation was kept: the first one's orgNames.
+    aff = author.find("tei:affiliation", NS)
+    return aff.findall("tei:orgName", NS) if aff is not None else []

@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +184,16 @@ def _year(value: Any) -> int | None:
         return None
 
 
+def _epoch_year(value: Any) -> int | None:
+    """The year of an OpenReview date (``pdate``/``cdate``/``mdate``: milliseconds since the epoch)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    try:
+        return datetime.fromtimestamp(value / 1000, tz=UTC).year
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def _note(note: Any, where: str, fallback_id: str | None = None) -> dict[str, Any]:
     if not isinstance(note, dict):
         raise InputError(f"{where}: expected an object with content.title, found {type(note).__name__}")
@@ -193,35 +204,70 @@ def _note(note: Any, where: str, fallback_id: str | None = None) -> dict[str, An
     def val(k: str) -> Any:
         v = content.get(k)
         return v.get("value") if isinstance(v, dict) else v
+    # The year as OpenReview gives it, best source first: a stated year, then the publication,
+    # creation and modification dates (API v1 and v2 both keep those at the note's top level).
+    year = _year(val("year")) or _year(note.get("year"))
+    for key in ("pdate", "cdate", "mdate"):
+        year = year or _epoch_year(note.get(key))
     return {
         "paper_id": str(note.get("id") or fallback_id or hashlib.sha1(str(val("title")).encode()).hexdigest()),
         "title": str(val("title") or ""),
         "abstract": str(val("abstract") or ""),
-        "year": _year(val("year") or note.get("year")),
+        "year": year,
     }
 
 
-def read_openreview_dir(d: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``submissions.json`` and ``archives/~<id>.jsonl`` of one OpenReview-format dataset."""
-    sub_path = d / "submissions.json"
-    if not sub_path.exists():
-        raise InputError(f"{d}: no submissions.json")
-    raw = read_json(sub_path)
-    if not isinstance(raw, dict | list):
-        raise InputError(f"{sub_path}: expected an object of submissions or a list")
-    notes = list(raw.items()) if isinstance(raw, dict) else [(None, n) for n in raw]
-    submissions = frame([_note(n, f"{sub_path} submission {k or i}", k) for i, (k, n) in enumerate(notes)], PAPERS_SCHEMA)
-    rows = []
+BLANK_TITLE = "blank title"
+
+
+def _jsonl_notes(f: Path) -> list[tuple[str, Any]]:
+    """``(where, note)`` for every non-empty line of one ``.jsonl`` file."""
+    return [(f"{f} line {i}", parse_json(line, f"{f} line {i}"))
+            for i, line in enumerate(f.read_text(errors="replace").splitlines(), start=1) if line.strip()]
+
+
+def openreview_files(d: Path) -> list[Path]:
+    """The files one OpenReview-format dataset is read from, in a fixed order (its version's digest)."""
+    subs = [d / "submissions.json"] if (d / "submissions.json").exists() else sorted((d / "submissions").glob("*.jsonl"))
+    return [*subs, *sorted((d / "archives").glob("*.jsonl"))]
+
+
+def read_openreview_notes(d: Path) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, int]]:
+    """Submissions, reviewer profiles and what was dropped (``"<part>: <reason>" -> count``) of one
+    OpenReview-expertise dataset. Submissions are ``submissions.json`` (an object by id, or a list)
+    or a ``submissions/`` folder of ``<id>.jsonl`` (one note each); profiles are
+    ``archives/~<reviewer>.jsonl``. A note with a blank title is dropped: it says nothing of a topic."""
+    sub_path, sub_dir = d / "submissions.json", d / "submissions"
+    if sub_path.exists():
+        raw = read_json(sub_path)
+        if not isinstance(raw, dict | list):
+            raise InputError(f"{sub_path}: expected an object of submissions or a list")
+        notes = list(raw.items()) if isinstance(raw, dict) else [(None, n) for n in raw]
+        subs = [_note(n, f"{sub_path} submission {k or i}", k) for i, (k, n) in enumerate(notes)]
+    elif sub_dir.is_dir():
+        subs = [_note(n, where, f.stem) for f in sorted(sub_dir.glob("*.jsonl")) for where, n in _jsonl_notes(f)]
+        if not subs:
+            raise InputError(f"{sub_dir}: no <id>.jsonl submission notes")
+    else:
+        raise InputError(f"{d}: no submissions.json or submissions/ folder of <id>.jsonl notes")
     archives = d / "archives"
     if not archives.is_dir():
         raise InputError(f"{d}: no archives/ folder of reviewer profiles")
-    for f in sorted(archives.glob("*.jsonl")):
-        reviewer = f.stem.lstrip("~")
-        for i, line in enumerate(f.read_text(errors="replace").splitlines(), start=1):
-            if line.strip():
-                note = parse_json(line, f"{f} line {i}")
-                rows.append({"reviewer_id": reviewer, **_note(note, f"{f} line {i}")})
-    return submissions, frame(rows, PROFILE_SCHEMA)
+    rows = [{"reviewer_id": f.stem.lstrip("~"), **_note(n, where)}
+            for f in sorted(archives.glob("*.jsonl")) for where, n in _jsonl_notes(f)]
+    dropped: dict[str, int] = {}
+    kept_subs = [s for s in subs if s["title"].strip()]
+    kept_rows = [r for r in rows if r["title"].strip()]
+    for part, before, after in (("submissions", subs, kept_subs), ("archives", rows, kept_rows)):
+        if len(before) > len(after):
+            dropped[f"{part}: {BLANK_TITLE}"] = len(before) - len(after)
+    return frame(kept_subs, PAPERS_SCHEMA), frame(kept_rows, PROFILE_SCHEMA), dropped
+
+
+def read_openreview_dir(d: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Submissions and reviewer profiles of one OpenReview-format dataset (see :func:`read_openreview_notes`)."""
+    submissions, profiles, _ = read_openreview_notes(d)
+    return submissions, profiles
 
 
 def _once(first: dict[tuple[str, str], int], key: tuple[str, str], row: int, where: str, what: str) -> None:
@@ -416,15 +462,20 @@ def read_ratings_csv(path: Path, scale: tuple[float, float]) -> pl.DataFrame:
 
 
 def load_openreview(path: Path) -> Benchmark:
-    """An OpenReview-format dataset with ``ratings.csv`` (``reviewer,paper,rating``)."""
-    submissions, profiles = read_openreview_dir(path)
+    """An OpenReview-format dataset (either layout, see :func:`read_openreview_notes`) with
+    ``ratings.csv`` (``reviewer,paper,rating``). Ratings of a dropped submission are dropped too, counted."""
+    submissions, profiles, dropped = read_openreview_notes(path)
     rf = path / "ratings.csv"
     if not rf.exists():
         raise InputError(f"{path}: no ratings.csv (reviewer,paper,rating)")
     scale = dataset_scale(path)
+    ratings = read_ratings_csv(rf, scale)
+    kept = ratings.filter(pl.col("paper_id").is_in(submissions["paper_id"].implode()))
+    if kept.height < ratings.height:
+        dropped["ratings: submission dropped or missing"] = ratings.height - kept.height
     return Benchmark(
-        name="openreview", version=_digest(path / "submissions.json", rf), submissions=submissions, draws=[profiles],
-        splits=[Split(SPLIT_POINTWISE, ratings=read_ratings_csv(rf, scale), candidate_lists=True)], scale=scale,
+        name="openreview", version=_digest(*openreview_files(path), rf), submissions=submissions, draws=[profiles],
+        splits=[Split(SPLIT_POINTWISE, ratings=kept, candidate_lists=True)], scale=scale, dropped=dropped,
     )
 
 

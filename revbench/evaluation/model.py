@@ -67,6 +67,8 @@ class Benchmark:
     digest: str | None = None
     """sha256 of what fixes the exact files read, where the benchmark has one (a release's
     ``manifest.json``): its results are stored with it."""
+    dropped: dict[str, int] = field(default_factory=dict)
+    """What the importer left out, by reason (``"archives: blank title" -> 2``)."""
 
     def pairs_needed(self) -> pl.DataFrame:
         """Every (reviewer, paper) whose score some split needs."""

@@ -13,7 +13,8 @@ from revbench.settings import ReplaySettings
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m revbench.replay")
     p.add_argument("--world", type=Path)
-    p.add_argument("--fixtures", type=Path)
+    p.add_argument("--fixtures", "--cassettes", dest="fixtures", type=Path,
+                   help="Directory of recorded answers (routes.json and/or VCR *.yaml cassettes), served before the world")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--port-file", type=Path)

@@ -4,17 +4,24 @@ A request's fate depends only on (seed, its natural key, how many times that key
 never on arrival order, so concurrent clients see the same faults run after run. At most
 ``max_consecutive`` faults hit one key in a row: the faults are transient by construction, and
 a client that retries enough always gets through.
+
+A throttle is the one time-based fault: for its first N seconds after a service's first request,
+every request to it is answered 429 without Retry-After, the way a public API's shared rate limit
+answers a client that asks too fast.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import Counter
+from collections.abc import Callable
 
 FAULT_KINDS: dict[str, tuple[str, ...]] = {
     "arxiv": ("429", "500", "503", "timeout", "truncated", "malformed", "non_utf8"),
-    "s2": ("429", "500", "timeout", "truncated", "malformed", "non_utf8"),
+    # The public S2 API's 429s often carry no Retry-After: "429_bare" is one of those.
+    "s2": ("429", "500", "timeout", "truncated", "malformed", "non_utf8", "429_bare"),
     "pdf": ("429", "503", "timeout", "truncated"),
     "grobid": ("500", "503", "timeout", "truncated", "malformed"),
     "llm": ("429", "500", "timeout", "truncated", "malformed"),
@@ -29,8 +36,12 @@ def _unit(*parts: object) -> float:
 class FaultInjector:
     """Decides, per request, whether to answer with a fault and which."""
 
-    def __init__(self, rate: float, seed: int, max_consecutive: int = 2, kinds: dict[str, tuple[str, ...]] | None = None):
+    def __init__(self, rate: float, seed: int, max_consecutive: int = 2, kinds: dict[str, tuple[str, ...]] | None = None,
+                 throttle: dict[str, float] | None = None, clock: Callable[[], float] = time.monotonic):
         self.rate = rate
+        self.throttle = {k: v for k, v in (throttle or {}).items() if v > 0}
+        self._clock = clock
+        self._first_seen: dict[str, float] = {}
         self.seed = seed
         self.max_consecutive = max_consecutive
         self.kinds = {**FAULT_KINDS, **(kinds or {})}
@@ -45,6 +56,11 @@ class FaultInjector:
         full = f"{service}:{key}"
         with self._lock:
             self.served[service] += 1
+            if service in self.throttle:
+                now = self._clock()
+                if now - self._first_seen.setdefault(service, now) < self.throttle[service]:
+                    self.injected[f"{service}:429_bare"] += 1
+                    return "429_bare"
             n = self._attempts[full]
             self._attempts[full] += 1
             if self.rate <= 0 or not self.kinds.get(service) or self._streak[full] >= self.max_consecutive:

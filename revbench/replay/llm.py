@@ -72,6 +72,9 @@ def _apart(a: dict[str, list[str]], b: dict[str, list[str]]) -> bool:
     gb = {_given(n) for n in b.get("names", [])} - {""}
     if ga and gb and not ga & gb:
         return True  # two different given names
+    oa, ob = set(a.get("ORCIDs", [])), set(b.get("ORCIDs", []))
+    if oa and ob and not oa & ob:
+        return True  # two ORCID iDs, two people
     by_domain: dict[str, set[str]] = {}
     for e in a.get("emails", []):
         by_domain.setdefault(e.rpartition("@")[2], set()).add(e)
@@ -98,27 +101,25 @@ def _stub_clusters(prompt: str) -> str:
     for name, aliases, _dept, _dom in INSTITUTIONS:
         for variant in [name, *aliases]:
             canon[variant.lower()] = name
-    by_institution: dict[str, list[tuple[int, dict[str, list[str]]]]] = {}
     clusters: list[list[int]] = []
+    # A group takes an instance that shares a known institution with each of its members (people
+    # hold two affiliations, so any shared one counts) and that nothing separates from them.
+    groups: list[list[tuple[int, dict[str, list[str]], set[str]]]] = []
     for line in prompt.splitlines():
         parsed = _fields(line)
         if parsed is None:
             continue
         idx, f = parsed
         known = {canon.get(a.lower()) for a in f.get("affiliations", [])} - {None}
-        if len(known) == 1:
-            by_institution.setdefault(known.pop(), []).append((idx, f))
-        else:
+        if not known:
             clusters.append([idx])
-    for members in by_institution.values():
-        groups: list[list[tuple[int, dict[str, list[str]]]]] = []
-        for idx, f in members:
-            home = next((g for g in groups if not any(_apart(f, other) for _, other in g)), None)
-            if home is None:
-                groups.append([(idx, f)])
-            else:
-                home.append((idx, f))
-        clusters += [[i for i, _ in g] for g in groups]
+            continue
+        home = next((g for g in groups if all(k & known and not _apart(f, o) for _, o, k in g)), None)
+        if home is None:
+            groups.append([(idx, f, known)])
+        else:
+            home.append((idx, f, known))
+    clusters += [[i for i, _, _ in g] for g in groups]
     return json.dumps({"clusters": sorted(sorted(c) for c in clusters)})
 
 

@@ -12,12 +12,10 @@ Mount points (the base URLs the clients are given):
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import socket
 import threading
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -29,39 +27,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from revbench.replay import arxiv, grobid, llm, s2
+from revbench.replay.cassettes import Playback, RecordedRoute, load_recordings
 from revbench.replay.faults import FaultInjector, corrupt
 from revbench.replay.world_store import WorldStore
 from revbench.settings import ReplaySettings
 
 
-@dataclass
-class RecordedRoute:
-    """A recorded response and the request it answers."""
-
-    method: str
-    path: str
-    query: dict[str, str]
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-
 def load_fixtures(directory: Path) -> list[RecordedRoute]:
-    """Read ``routes.json``: ``[{method, path, query?, status?, headers?, body_file}]``."""
-    index = json.loads((directory / "routes.json").read_text())
-    routes = []
-    for r in index:
-        routes.append(
-            RecordedRoute(
-                method=r.get("method", "GET").upper(),
-                path=r["path"],
-                query={k: str(v) for k, v in (r.get("query") or {}).items()},
-                status=int(r.get("status", 200)),
-                headers=r.get("headers", {}),
-                body=(directory / r["body_file"]).read_bytes() if r.get("body_file") else b"",
-            )
-        )
-    return routes
+    """The recorded answers of one directory (``routes.json`` and VCR cassettes, see ``cassettes``)."""
+    return load_recordings(directory)
 
 
 class ReplayApp:
@@ -78,8 +52,10 @@ class ReplayApp:
         self.settings = settings
         self.world = WorldStore(world_dir, as_of=as_of) if world_dir else None
         self.fixtures = load_fixtures(fixtures_dir) if fixtures_dir else []
+        self.playback = Playback(self.fixtures)
         self.faults = FaultInjector(
-            settings.fault_rate, settings.fault_seed, settings.max_consecutive_faults, kinds=fault_kinds
+            settings.fault_rate, settings.fault_seed, settings.max_consecutive_faults, kinds=fault_kinds,
+            throttle={"s2": settings.s2_throttle_seconds},
         )
         self.app = Starlette(
             routes=[*arxiv.routes(self), *s2.routes(self), *grobid.routes(self), *llm.routes(self),
@@ -99,6 +75,8 @@ class ReplayApp:
         if kind == "429":
             return Response(b"rate limited", status_code=429, media_type="text/plain",
                             headers={"Retry-After": str(self.settings.retry_after_seconds)})
+        if kind == "429_bare":
+            return Response(b'{"message": "Too Many Requests"}', status_code=429, media_type="application/json")
         if kind in ("500", "503"):
             return Response(b"service unavailable", status_code=int(kind), media_type="text/plain")
         if kind == "timeout":
@@ -170,18 +148,35 @@ class _FixtureMiddleware:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http" and self.replay.fixtures:
             request = Request(scope, receive)
-            for r in self.replay.fixtures:
-                if r.method == request.method and r.path == request.url.path and all(
-                    request.query_params.get(k) == v for k, v in r.query.items()
-                ):
-                    ctype = r.headers.get("content-type", "application/octet-stream")
-                    headers = {k: v for k, v in r.headers.items() if k.lower() != "content-type"}
-                    service = service_of(r.path)
-                    key = f"fixture:{r.method}:{r.path}:{sorted(request.query_params.items())}"
-                    response = await self.replay.respond(service, key, r.status, r.body, ctype, headers)
-                    await response(scope, receive, send)
-                    return
+            method, path = request.method, request.url.path
+            body = None
+            if self.replay.playback.wants_body(method, path):
+                body = await request.body()
+                receive = _replayed_body(body, receive)
+            r = self.replay.playback.pick(method, path, dict(request.query_params), body)
+            if r is not None:
+                ctype = r.headers.get("content-type", "application/octet-stream")
+                headers = {k: v for k, v in r.headers.items() if k.lower() != "content-type"}
+                service = service_of(r.path)
+                key = f"fixture:{r.method}:{r.path}:{sorted(request.query_params.items())}"
+                response = await self.replay.respond(service, key, r.status, r.body, ctype, headers)
+                await response(scope, receive, send)
+                return
         await self.app(scope, receive, send)
+
+
+def _replayed_body(body: bytes, receive: Any) -> Any:
+    """A ``receive`` that hands the already-read body on once, then waits as the original does."""
+    sent = False
+
+    async def again() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return again
 
 
 def service_of(path: str) -> str:
@@ -250,7 +245,7 @@ def replay_overrides(base: str) -> dict[str, dict[str, Any]]:
     API key travels to the replay server (a user's real key is for the real service only)."""
     return {
         "arxiv": {"base_url": f"{base}/arxiv/api/query", "delay_seconds": 0},
-        "s2": {"base_url": f"{base}/s2/graph/v1", "delay_seconds": 0, "api_key": None},
+        "s2": {"base_url": f"{base}/s2/graph/v1", "delay_seconds": 0, "keyless_delay_seconds": 0, "api_key": None},
         "pdf": {"base_url": f"{base}/arxiv"},
         "grobid": {"base_url": f"{base}/grobid", "busy_sleep_seconds": 0},
         "llm": {"base_url": f"{base}/llm/v1", "api_key": None},

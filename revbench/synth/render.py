@@ -97,27 +97,44 @@ def minimal_pdf(lines: list[str]) -> bytes:
     return bytes(out)
 
 
+def _affiliation_xml(aff: dict[str, str | None], key: str) -> str:
+    orgs = ""
+    if aff.get("department"):
+        orgs += f'<orgName type="department">{escape(aff["department"] or "")}</orgName>'
+    if aff.get("institution"):
+        orgs += f'<orgName type="institution">{escape(aff["institution"] or "")}</orgName>'
+    return f'<affiliation key="{key}">{orgs}</affiliation>' if orgs else ""
+
+
 def tei_header(
     arxiv_id: str,
     title: str | None,
     abstract: str | None,
-    authors: list[dict[str, str | None]],
+    authors: list[dict[str, Any]],
+    orphans: list[dict[str, str | None]] | None = None,
 ) -> str:
-    """The TEI that GROBID's ``processHeaderDocument`` returns for a header."""
+    """The TEI that GROBID's ``processHeaderDocument`` returns for a header.
+
+    An author gives ``affiliations`` (every one, in order; or the older single ``department`` and
+    ``institution``) and maybe an ``orcid``; ``orphans`` are affiliations GROBID could not attach
+    to a name, written as ``<author>`` elements without a ``<persName>``, as GROBID does."""
     author_xml = []
-    for i, a in enumerate(authors):
+    n_aff = 0
+    for a in authors:
         fn = a.get("forename")
         pers = (f'<forename type="first">{escape(fn)}</forename>' if fn else "") + f"<surname>{escape(a['surname'] or '')}</surname>"
         email = f"<email>{escape(a['email'])}</email>" if a.get("email") else ""
+        orcid = f'<idno type="ORCID">{escape(a["orcid"])}</idno>' if a.get("orcid") else ""
+        affs = a["affiliations"] if "affiliations" in a else [{"department": a.get("department"), "institution": a.get("institution")}]
         aff = ""
-        if a.get("institution") or a.get("department"):
-            orgs = ""
-            if a.get("department"):
-                orgs += f'<orgName type="department">{escape(a["department"])}</orgName>'
-            if a.get("institution"):
-                orgs += f'<orgName type="institution">{escape(a["institution"])}</orgName>'
-            aff = f'<affiliation key="aff{i}">{orgs}</affiliation>'
-        author_xml.append(f"<author><persName>{pers}</persName>{email}{aff}</author>")
+        for one in affs:
+            aff += _affiliation_xml(one, f"aff{n_aff}")
+            n_aff += 1
+        author_xml.append(f"<author><persName>{pers}</persName>{email}{orcid}{aff}</author>")
+    for one in orphans or []:
+        if xml := _affiliation_xml(one, f"aff{n_aff}"):
+            author_xml.append(f"<author>{xml}</author>")
+            n_aff += 1
     title_xml = f'<title level="a" type="main">{escape(title)}</title>' if title else ""
     abstract_xml = f"<abstract><div><p>{escape(abstract)}</p></div></abstract>" if abstract else "<abstract/>"
     return (

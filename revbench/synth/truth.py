@@ -8,7 +8,7 @@ invitations, and the ratings flags against the simulated survey panel.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,10 @@ class WorldTruth:
     """arXiv id -> ``category/subtopic``."""
     bad_records: pl.DataFrame
     """``arxiv_id, kind, expected_reason``: planted bad records and the reject each must become."""
+    planted_conflicts: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(
+        schema={"query_id": pl.Utf8, "person_id": pl.Utf8, "kind": pl.Utf8, "detail": pl.Utf8}))
+    """``query_id, person_id, kind, detail``: conflicts of interest planted for the COI check to
+    catch (``second_affiliation``: one that only a second affiliation reveals)."""
 
 
 def load_truth(world_dir: Path) -> WorldTruth:
@@ -42,6 +46,8 @@ def load_truth(world_dir: Path) -> WorldTruth:
         persons=pl.read_parquet(d / "persons.parquet"),
         paper_topics=dict(pl.read_parquet(d / "paper_topics.parquet").iter_rows()),
         bad_records=pl.read_parquet(d / "bad_records.parquet"),
+        **({"planted_conflicts": pl.read_parquet(d / "planted_conflicts.parquet")}
+           if (d / "planted_conflicts.parquet").exists() else {}),
     )
 
 
@@ -57,15 +63,34 @@ def disambiguation_quality(truth: WorldTruth, links: pl.DataFrame) -> dict[str, 
 
 
 def coi_violations(truth: WorldTruth, assignments: pl.DataFrame, links: pl.DataFrame) -> int:
-    """Invitations (``query_id, author_id``) whose real person wrote the query paper or co-wrote
-    any paper with one of its real authors; ``links`` maps mentions to our author ids."""
+    """Invitations (``query_id, author_id``) whose real person wrote the query paper, co-wrote
+    any paper with one of its real authors, or is a planted conflict of that query; ``links``
+    maps mentions to our author ids."""
     person_of_author = links.join(truth.mentions, on=["arxiv_id", "position"]).select("author_id", "person_id").unique()
     writers = truth.mentions.select("arxiv_id", "person_id")
     coauthors = writers.join(writers, on="arxiv_id").select(pl.col("person_id").alias("a"), pl.col("person_id_right").alias("b")).unique()
     invited = assignments.join(person_of_author, on="author_id").select("query_id", "person_id")
     pairs = invited.join(writers.rename({"arxiv_id": "query_id", "person_id": "qp"}), on="query_id")
-    bad = pairs.join(coauthors, left_on=["person_id", "qp"], right_on=["a", "b"], how="semi")
-    return bad.select("query_id", "person_id").unique().height
+    bad = pairs.join(coauthors, left_on=["person_id", "qp"], right_on=["a", "b"], how="semi").select("query_id", "person_id")
+    planted = invited.join(truth.planted_conflicts.select("query_id", "person_id"), on=["query_id", "person_id"], how="semi")
+    return pl.concat([bad, planted]).unique().height
+
+
+def planted_conflicts_caught(truth: WorldTruth, evidence: pl.DataFrame, exclusions: pl.DataFrame,
+                             assignments: pl.DataFrame, links: pl.DataFrame) -> list[dict[str, Any]]:
+    """Each planted conflict: whether pools recalled the person as a candidate of its query
+    (``evidence``: ``query_id, author_id``), the exclusion reasons they met, and whether they were
+    invited all the same (caught: recalled, excluded, never invited)."""
+    person_of_author = links.join(truth.mentions, on=["arxiv_id", "position"]).select("author_id", "person_id").unique()
+    out = []
+    for q, person, kind, detail in truth.planted_conflicts.select("query_id", "person_id", "kind", "detail").iter_rows():
+        ids = set(person_of_author.filter(pl.col("person_id") == person)["author_id"].to_list())
+        recalled = evidence.filter((pl.col("query_id") == q) & pl.col("author_id").is_in(ids)).height > 0
+        reasons = sorted(set(exclusions.filter((pl.col("query_id") == q) & pl.col("author_id").is_in(ids))["reason"].to_list()))
+        invited = assignments.filter((pl.col("query_id") == q) & pl.col("author_id").is_in(ids)).height > 0
+        out.append({"query_id": q, "person_id": person, "kind": kind, "detail": detail, "recalled": recalled,
+                    "reasons": reasons, "invited": invited, "caught": recalled and bool(reasons) and not invited})
+    return out
 
 
 def topic_shares(truth: WorldTruth) -> dict[str, dict[str, float]]:

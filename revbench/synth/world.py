@@ -33,7 +33,18 @@ from revbench.synth.vocab import (
     TOPICS,
 )
 
-WORLD_FORMAT = 3
+WORLD_FORMAT = 4
+"""Bumped when what a world holds changes (4: second affiliations, orphan affiliations, ORCIDs,
+the planted second-affiliation conflict), so cached worlds are regenerated."""
+SECOND_AFFILIATION_SHARE = 0.2
+"""People with a second institution (7 of 16 real GROBID TEI samples have such authors)."""
+ORPHAN_AFFILIATION_SHARE = 0.05
+"""Papers whose TEI carries an affiliation as an ``<author>`` without a ``<persName>``."""
+ORCID_SHARE = 0.3
+"""People with an ORCID; it shows on most, not all, of their papers."""
+ORCID_SHOWN = 0.85
+PLANTED_QUERY_SEED = 0
+"""The pools seed (the default) under which the planted conflict's paper is drawn as a query."""
 BAD_KINDS: dict[str, str] = {
     "tei_no_abstract": "missing_abstract",
     "title_mismatch": "title_mismatch",
@@ -95,14 +106,35 @@ class _Person:
     emails: list[str]
     s2_ids: list[str]
     topics: list[str]
+    more_insts: list[int] = field(default_factory=list)
+    """Institutions past the first (a second affiliation), in order."""
+    orcid: str | None = None
+
+    @property
+    def insts(self) -> list[int]:
+        return [self.inst, *self.more_insts]
+
+
+def orcid_of(n: int) -> str:
+    """A well-formed ORCID (ISO 7064 11,2 check digit) for the n-th person, in the 0009 block."""
+    digits = f"0009{n:011d}"
+    total = 0
+    for d in digits:
+        total = (total + int(d)) * 2
+    check = (12 - total % 11) % 11
+    full = digits + ("X" if check == 10 else str(check))
+    return "-".join(full[i:i + 4] for i in range(0, 16, 4))
 
 
 class Generator:
     """Seeded draws of people, groups and topic-coherent titles and abstracts."""
 
-    def __init__(self, spec: WorldSpec, rng: np.random.Generator | None = None):
+    def __init__(self, spec: WorldSpec, rng: np.random.Generator | None = None, stream: int = 0):
         self.spec = spec
         self.rng = np.random.default_rng(spec.seed) if rng is None else rng
+        # The real-world quirks draw from their own stream, so adding one never shifts the
+        # people, papers and texts the main stream draws.
+        self.quirks = np.random.default_rng([spec.seed, stream, 21])
         self.topic_ids = [f"{cat}/{sub}" for cat, subs in TOPICS.items() for sub in subs]
 
     def choice(self, seq: list[Any]) -> Any:
@@ -162,6 +194,11 @@ class Generator:
             if self.rng.random() < 0.08:
                 s2_ids.append(str(20_000_000 + i))
             people.append(_Person(f"person_{i + 1:06d}", first, last, inst, emails, s2_ids, topics))
+        for i, person in enumerate(people):
+            if self.quirks.random() < SECOND_AFFILIATION_SHARE:
+                person.more_insts = [(person.inst + 1 + int(self.quirks.integers(len(INSTITUTIONS) - 1))) % len(INSTITUTIONS)]
+            if self.quirks.random() < ORCID_SHARE:
+                person.orcid = orcid_of(i + 1)
         return people
 
     def groups(self, people: list[_Person]) -> list[list[int]]:
@@ -205,16 +242,32 @@ class Generator:
         )
 
 
-def _render_affiliation(g: Generator, inst: int) -> tuple[str | None, str | None]:
+def _render_affiliation(g: Generator, inst: int, rng: np.random.Generator | None = None) -> tuple[str | None, str | None]:
     canonical, aliases, dept, _domain = INSTITUTIONS[inst]
-    r = g.rng.random()
+    r = (rng or g.rng).random()
     if r < 0.08:
         return None, None
     if r < 0.55:
         return dept, canonical
     if r < 0.85:
-        return None, g.choice(aliases)
-    return dept, g.choice(aliases)
+        return None, aliases[int((rng or g.rng).integers(len(aliases)))]
+    return dept, aliases[int((rng or g.rng).integers(len(aliases)))]
+
+
+def _affiliations_shown(g: Generator, person: _Person, forced: bool) -> list[dict[str, str | None]]:
+    """The affiliations a PDF header shows for a person, in order (the first drawn as before;
+    ``forced``: every institution, canonically named, for the planted conflict)."""
+    if forced:
+        return [dict(department=None, institution=INSTITUTIONS[i][0]) for i in person.insts]
+    shown = []
+    dept, inst = _render_affiliation(g, person.inst)
+    if inst or dept:
+        shown.append(dict(department=dept, institution=inst))
+    for extra in person.more_insts:
+        dept, inst = _render_affiliation(g, extra, g.quirks)
+        if inst or dept:
+            shown.append(dict(department=dept, institution=inst))
+    return shown
 
 
 @dataclass
@@ -228,6 +281,8 @@ class _Paper:
     published: datetime
     primary_category: str
     categories: list[str]
+    planted: bool = False
+    """The planted second-affiliation conflict's paper: its authors show every institution."""
 
 
 @dataclass
@@ -256,13 +311,52 @@ def generate_world(
     groups = g.groups(people)
     papers = draw_papers(g, people, groups, progress)
     bad = plant_bad_records(g, spec, len(papers))
+    planted = plant_affiliation_conflict(people, papers, set(bad))
     shown = _Rendered()
     for i, paper in enumerate(papers):
         render_paper(g, spec, paper, people, papers[(i + 1) % len(papers)].title, bad.get(i), shown)
     histories = s2_histories(g, spec, people, shown.histories)
     if spec.extra_days:
         papers, histories = grow_papers(spec, people, groups, papers, shown, histories, progress)
-    return write_world(out_dir, spec, people, papers, shown, histories)
+    return write_world(out_dir, spec, people, papers, shown, histories, planted)
+
+
+def query_rank(seed: int, category: str, arxiv_id: str) -> str:
+    """The order in which pools draw a category's queries (``tasks.pools._rank``; a test keeps
+    the two equal, since the world may not import the pipeline)."""
+    return hashlib.sha1("\x1f".join((str(seed), category, arxiv_id)).encode()).hexdigest()
+
+
+def plant_affiliation_conflict(people: list[_Person], papers: list[_Paper], bad: set[int]) -> list[dict[str, str]]:
+    """A conflict only a second affiliation reveals: a new person whose FIRST institution is
+    none of a query paper's authors' but whose SECOND is one author's, writing a near copy of
+    that paper (so pools recall them for it) and no paper with anyone.
+
+    The query is the paper the pools draw first in its category (seed ``PLANTED_QUERY_SEED``), so
+    the demo meets it. Appends the person and the paper; returns the planted pairs for the truth."""
+    good = [(i, p) for i, p in enumerate(papers) if i not in bad]
+    if not good:
+        return []
+    category = min(p.primary_category for _, p in good)
+    _, query = min(((i, p) for i, p in good if p.primary_category == category),
+                   key=lambda ip: query_rank(PLANTED_QUERY_SEED, category, ip[1].arxiv_id))
+    author = people[query.team[0]]
+    taken = {i for m in query.team for i in people[m].insts}
+    first = next(i for i in range(len(INSTITUTIONS)) if i not in taken)
+    surnames = {p.last for p in people}
+    last = next(n for n in ("Quillfeather", "Thistlewood", "Marchbanks", "Fennimore-Vale") if n not in surnames)
+    n = len(people) + 1
+    local = _email_local(FIRST_NAMES[0], last)
+    people.append(_Person(f"person_{n:06d}", FIRST_NAMES[0], last, first, [f"{local}@{INSTITUTIONS[first][3]}"],
+                          [str(30_000_000 + n)], [query.topic], [author.inst], orcid_of(n)))
+    yymm = query.arxiv_id.split(".")[0]
+    seq = max(int(p.arxiv_id.split(".")[1]) for p in papers if p.arxiv_id.startswith(yymm + "."))
+    query.planted = True
+    papers.append(_Paper(f"{yymm}.{seq + 1:05d}", query.topic, f"Revisiting {query.title}", query.abstract, [n - 1],
+                         [(1, query.published)], query.published, query.primary_category, list(query.categories), True))
+    return [dict(query_id=query.arxiv_id, person_id=f"person_{n:06d}", kind="second_affiliation",
+                 detail=f"first institution {INSTITUTIONS[first][0]}, second {INSTITUTIONS[author.inst][0]} "
+                        f"(that of {author.pid}, an author of the query)")]
 
 
 def draw_papers(g: Generator, people: list[_Person], groups: list[list[int]],
@@ -336,7 +430,7 @@ def grow_papers(spec: WorldSpec, people: list[_Person], groups: list[list[int]],
     grown = list(papers)
     added: dict[str, list[dict[str, Any]]] = {}
     for d in range(1, spec.extra_days + 1):
-        g = Generator(spec, np.random.default_rng([spec.seed, d]))
+        g = Generator(spec, np.random.default_rng([spec.seed, d]), stream=d)
         day = spec.end + timedelta(days=d)
         day_dt = datetime(day.year, day.month, day.day, tzinfo=UTC)
         new: list[_Paper] = []
@@ -400,23 +494,32 @@ def render_paper(g: Generator, spec: WorldSpec, p: _Paper, people: list[_Person]
     if kind:
         out.bad.append(dict(arxiv_id=p.arxiv_id, kind=kind, expected_reason=BAD_KINDS[kind]))
     tei_authors = []
+    # GROBID sometimes fails to attach an author's affiliation and emits it as an <author> of
+    # its own, without a name: that author then shows none.
+    orphan_at = int(g.quirks.integers(len(p.team))) if g.quirks.random() < ORPHAN_AFFILIATION_SHARE and not p.planted else None
+    orphans: list[dict[str, str | None]] = []
     for pos, m in enumerate(p.team):
         person = people[m]
         forename = person.first if g.rng.random() > 0.15 else f"{person.first[0]}."
-        dept, inst = _render_affiliation(g, person.inst)
+        affs = _affiliations_shown(g, person, p.planted)
         er = g.rng.random()
         email = None if er < 0.3 else (person.emails[-1] if er > 0.9 else person.emails[0])
-        tei_authors.append(dict(forename=forename, surname=person.last, email=email, department=dept, institution=inst))
+        orcid = person.orcid if person.orcid and g.quirks.random() < ORCID_SHOWN else None
+        if pos == orphan_at:
+            orphans, affs = affs, []
+        first = affs[0] if affs else {"department": None, "institution": None}
+        tei_authors.append(dict(forename=forename, surname=person.last, email=email, affiliations=affs, orcid=orcid))
         out.mentions.append(dict(arxiv_id=p.arxiv_id, position=pos, name=names[pos], forename=forename,
-                                 surname=person.last, email=email, department=dept, institution=inst,
+                                 surname=person.last, email=email, department=first["department"],
+                                 institution=first["institution"], affiliations=affs, orcid=orcid,
                                  s2_author_id=s2_authors[pos]["authorId"], year=year))
     if spec.documents and kind != "no_pdf":
         for v, _d in p.versions:
-            out.documents.append(_document(p, v, names, tei_authors, other_title, kind))
+            out.documents.append(_document(p, v, names, tei_authors, other_title, kind, orphans))
 
 
 def _document(p: _Paper, version: int, names: list[str], authors: list[dict[str, Any]], other_title: str,
-              kind: str | None) -> dict[str, Any]:
+              kind: str | None, orphans: list[dict[str, str | None]] | None = None) -> dict[str, Any]:
     """One version's PDF and the TEI header GROBID answers for it."""
     title, abstract = p.title, p.abstract
     if kind == "tei_no_abstract":
@@ -425,7 +528,7 @@ def _document(p: _Paper, version: int, names: list[str], authors: list[dict[str,
         title = other_title
     elif kind == "no_authors":
         authors = []
-    tei = render.tei_header(p.arxiv_id, title, abstract, authors).encode("utf-8")
+    tei = render.tei_header(p.arxiv_id, title, abstract, authors, orphans).encode("utf-8")
     if kind == "non_utf8":
         # latin-1 bytes inside a document that declares UTF-8
         tei = tei.replace(b"</p></div></abstract>", " r\xe9sum\xe9 na\xefve</p></div></abstract>".encode("latin-1"))
@@ -454,7 +557,7 @@ def s2_histories(g: Generator, spec: WorldSpec, people: list[_Person],
 
 
 def write_world(out_dir: Path, spec: WorldSpec, people: list[_Person], papers: list[_Paper], shown: _Rendered,
-                histories: list[dict[str, str]]) -> dict[str, Any]:
+                histories: list[dict[str, str]], planted: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """The services' files, the truth folder and the manifest."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "truth").mkdir(exist_ok=True)
@@ -465,13 +568,19 @@ def write_world(out_dir: Path, spec: WorldSpec, people: list[_Person], papers: l
         pl.DataFrame(shown.documents).write_parquet(out_dir / "documents.parquet")
     pl.DataFrame(
         [dict(person_id=p.pid, name=f"{p.first} {p.last}", institution=INSTITUTIONS[p.inst][0],
-              emails=p.emails, s2_author_ids=p.s2_ids, expertise=p.topics) for p in people]
+              institutions=[INSTITUTIONS[i][0] for i in p.insts], orcid=p.orcid,
+              emails=p.emails, s2_author_ids=p.s2_ids, expertise=p.topics) for p in people],
+        schema_overrides={"orcid": pl.Utf8},
     ).write_parquet(out_dir / "truth" / "persons.parquet")
+    pl.DataFrame(planted or [], schema={"query_id": pl.Utf8, "person_id": pl.Utf8, "kind": pl.Utf8, "detail": pl.Utf8}).write_parquet(
+        out_dir / "truth" / "planted_conflicts.parquet")
     truth_mentions = [dict(arxiv_id=p.arxiv_id, position=pos, person_id=people[m].pid)
                       for p in papers for pos, m in enumerate(p.team)]
     pl.DataFrame(truth_mentions).write_parquet(out_dir / "truth" / "mentions.parquet")
     # What the services show of each mention (the PDF's name form, email, affiliation; S2's id).
-    pl.DataFrame(shown.mentions, infer_schema_length=None).write_parquet(out_dir / "mentions.parquet")
+    pl.DataFrame(shown.mentions, infer_schema_length=None, schema_overrides={
+        "orcid": pl.Utf8, "affiliations": pl.List(pl.Struct({"department": pl.Utf8, "institution": pl.Utf8}))},
+    ).write_parquet(out_dir / "mentions.parquet")
     pl.DataFrame([dict(arxiv_id=p.arxiv_id, topic=p.topic) for p in papers]).write_parquet(out_dir / "truth" / "paper_topics.parquet")
     pl.DataFrame(shown.bad, schema={"arxiv_id": pl.Utf8, "kind": pl.Utf8, "expected_reason": pl.Utf8}).write_parquet(
         out_dir / "truth" / "bad_records.parquet"

@@ -149,3 +149,63 @@ def test_short_ids() -> None:
     assert split_short_id("2405.01234v12") == ("2405.01234", 12)
     assert split_short_id("cs/0112017v1") == ("cs/0112017", 1)
     assert split_short_id("2405.01234") == ("2405.01234", 1)
+
+
+def _window(s: Settings, category: str = "cs.LG") -> list:
+    from tests.conftest import WORLD_SINCE, WORLD_UNTIL
+
+    start, end = datetime.combine(WORLD_SINCE, datetime.min.time(), UTC), datetime.combine(WORLD_UNTIL, datetime.min.time(), UTC)
+    return ArxivClient(s.arxiv, s.http).search_window(category, start, end)[0]
+
+
+def test_arxiv_quirks_short_empty_and_error_pages_are_coped_with(replay, settings, small_world) -> None:
+    """Every page answered oddly once (short, empty inside the set, or an error feed on 200):
+    the client re-asks and ends with exactly what a well-behaved server gives."""
+    plain = _window(on_replay(settings, replay(world=small_world, arxiv_quirk_rate=0.0)).with_overrides(arxiv={"page_size": 3}))
+    app = replay(world=small_world, arxiv_quirk_rate=1.0)
+    odd = _window(on_replay(settings, app).with_overrides(arxiv={"page_size": 3}))
+    assert len(plain) > 6 and odd == plain
+    injected = app.faults.stats()["injected"]
+    assert {"arxiv:short_page", "arxiv:empty_page", "arxiv:error_feed"} <= set(injected), injected
+
+
+def test_arxiv_keeps_journal_ref_doi_and_affiliations(replay, settings, tmp_path) -> None:
+    entry = (
+        "<entry><id>http://arxiv.org/abs/hep-th/9901001v3</id><updated>2025-09-01T10:12:00Z</updated>"
+        "<published>1999-01-01T00:00:00Z</published><title>A\n  title</title><summary>s</summary>"
+        "<author><name>Ann Öz</name><arxiv:affiliation>ETH Zürich</arxiv:affiliation>"
+        "<arxiv:affiliation>CERN</arxiv:affiliation></author><author><name>Bo Li</name></author>"
+        "<arxiv:journal_ref>Phys. Rev. D 1 (1999)\n 2</arxiv:journal_ref><arxiv:doi>10.1103/x.1</arxiv:doi>"
+        '<arxiv:primary_category term="hep-th"/><category term="hep-th"/></entry>'
+    )
+    body = ('<?xml version="1.0" encoding="UTF-8"?><feed xmlns="http://www.w3.org/2005/Atom" '
+            'xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/" xmlns:arxiv="http://arxiv.org/schemas/atom">'
+            f"<opensearch:totalResults>1</opensearch:totalResults>{entry}</feed>").encode()
+    (tmp_path / "feed.xml").write_bytes(body)
+    (tmp_path / "routes.json").write_text(
+        '[{"path": "/arxiv/api/query", "headers": {"content-type": "application/atom+xml"}, "body_file": "feed.xml"}]')
+    (r,) = _arxiv(on_replay(settings, replay(fixtures=tmp_path)))
+    assert (r.arxiv_id, r.version, r.title) == ("hep-th/9901001", 3, "A title")
+    assert r.authors == ["Ann Öz", "Bo Li"] and r.author_affiliations == [["ETH Zürich", "CERN"], []]
+    assert (r.journal_ref, r.doi) == ("Phys. Rev. D 1 (1999) 2", "10.1103/x.1")
+
+
+def test_arxiv_bad_query_is_one_line_naming_the_reason(replay, settings, small_world) -> None:
+    s = on_replay(settings, replay(world=small_world))
+    client = ArxivClient(s.arxiv, s.http)
+    with pytest.raises(PermanentError) as exc:
+        client.fetch({"search_query": "cat:cs.LG", "start": "first", "max_results": 10})
+    assert str(exc.value).startswith("arXiv: HTTP 400: start must be an integer (query search_query=cat:cs.LG")
+    assert "\n" not in str(exc.value) and client.requests_made == 1
+
+
+def test_arxiv_error_feed_outlasting_retries_says_why(replay, settings, small_world) -> None:
+    app = replay(world=small_world, arxiv_quirk_rate=1.0)
+    s = on_replay(settings, app).with_overrides(arxiv={"page_size": 3}, http={"max_attempts": 1})
+    messages = set()
+    for _ in range(12):
+        try:
+            _window(s)
+        except TransientError as exc:
+            messages.add(str(exc))
+    assert "arXiv answered with an error feed: internal error, please retry" in messages, messages

@@ -185,7 +185,9 @@ def test_others_can_load_the_release_with_datasets_duckdb_polars_and_croissant(r
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     tables = read_tables(d)
     for t in RELEASE_TABLES:
-        loaded = datasets.load_dataset(str(d), name=t.name, split="train")
+        # A cache of its own: datasets keys a local folder's cache by the folder's name and config, not
+        # its bytes, so another "v1" loaded earlier on this machine would be served instead.
+        loaded = datasets.load_dataset(str(d), name=t.name, split="train", cache_dir=str(tmp_path / "hf-cache"))
         assert loaded.num_rows == tables[t.name].height and loaded.column_names == t.names
         assert duckdb.sql(f"SELECT count(*) FROM '{d / 'data' / (t.name + '.parquet')}'").fetchall()[0][0] == tables[t.name].height
     ds = mlc.Dataset(jsonld=str(d / "croissant.json"))
