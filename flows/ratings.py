@@ -72,9 +72,7 @@ def pull_stage(run: Run, store: SurveyStore) -> dict[str, Any]:
         after, at_mark = marks.get(epoch, (0, None))
         lost: dict[str, Any] = {}
         if lost_since_pull(store, epoch, after, at_mark):
-            _, everything = store.snapshot(0)
-            lost = {"lost_from": epoch, "pulled_up_to": after,
-                    "held_up_to": tasks.restored_up_to(tasks.store_events(everything, epoch), known, after)}
+            lost = {"lost_from": epoch, "pulled_up_to": after}
             store.renew_epoch(epoch)
             after = 0
         ident, rows = store.snapshot(after)
@@ -83,6 +81,8 @@ def pull_stage(run: Run, store: SurveyStore) -> dict[str, Any]:
             ident, rows = store.snapshot(0)
         epoch = str(ident["epoch"])
         read = tasks.store_events(rows, epoch)
+        if lost:  # the digests leave the epoch out: the store read once, after its renewal, tells the gap
+            lost["held_up_to"] = tasks.restored_up_to(read, known, lost["pulled_up_to"])
         fresh = ~pl.col("digest").is_in(list(known))
         incoming = read.filter(fresh).unique("digest", keep="first", maintain_order=True)
         found = tasks.PullFound(epoch=epoch, origin=str(ident["origin"]), after=after, new=incoming.height,

@@ -31,6 +31,7 @@ from revbench.flows.common import (
     publish_table,
     revbench_flow,
     stage,
+    write_atomic,
 )
 from revbench.schemas.release import RELEASE_TABLES
 from revbench.schemas.tables import RATING_FLAGS, RATINGS, RELEASES, SURVEY_EVENTS
@@ -203,9 +204,7 @@ def _advance_latest(root: Path, releases: pl.DataFrame) -> None:
     latest = root / "LATEST"
     if latest.exists() and latest.read_text().strip() == newest:
         return
-    tmp = root / ".LATEST.tmp"
-    tmp.write_text(newest + "\n")
-    tmp.replace(latest)  # readers see the old name or the new one, never an empty file
+    write_atomic(latest, newest + "\n")  # readers see the old name or the new one, never an empty file
 
 
 def _recorded_state(settings: Settings, version: str) -> dict[str, Any] | None:

@@ -85,7 +85,7 @@ def opt_out_stage(run: Run, store: SurveyStore) -> set[str]:
                for i in store.opted_out() if i in emails and emails[i] not in have]
         if new:
             st.wh.upsert(SURVEY_OPT_OUTS, pl.DataFrame(new))
-        out = st.wh.opted_out_emails()
+        out = have | {r["email"] for r in new}
         st.result.rows_in, st.result.rows_out = len(new), len(out)
     return out
 

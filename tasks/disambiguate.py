@@ -21,6 +21,7 @@ from typing import Any
 import polars as pl
 from rapidfuzz import fuzz
 
+from revbench.clients.tei import normalize_orcid
 from revbench.tasks.normalize import block_key, canonical_institution, given_name, normalize_affiliation, normalize_email
 from revbench.workers import map_unordered
 
@@ -48,12 +49,9 @@ class Mention:
     orcid: str | None = None
 
 
-def _orcid(value: str | None) -> str | None:
-    """The bare ORCID iD (``https://orcid.org/`` prefix and case dropped)."""
-    if not value:
-        return None
-    bare = value.strip().upper().rsplit("/", 1)[-1]
-    return bare or None
+def _disjoint(a: set[str] | tuple[str, ...], b: set[str] | tuple[str, ...]) -> bool:
+    """Both sides carry ids (ORCIDs, S2 ids) and share none: evidence of two people."""
+    return bool(a and b and not set(a) & set(b))
 
 
 def _affiliations(inst: str | None, aff: str | None, structured: list[dict[str, Any]] | None) -> list[tuple[str, str]]:
@@ -147,7 +145,7 @@ def mentions_frame_to_blocks(mentions: pl.DataFrame, max_block: int) -> tuple[di
         every = _affiliations(inst, aff, affs)
         m = Mention(f"{aid}:{pos}", name, normalize_email(email), every[0][0] if every else None,
                     every[0][1] if every else None, s2, given_name(name), co, title,
-                    tuple(k for k, _ in every), tuple(r for _, r in every), _orcid(orcid))
+                    tuple(k for k, _ in every), tuple(r for _, r in every), normalize_orcid(orcid))
         blocks[block_key(name)].append(m)
     split: list[str] = []
     for key in [k for k, v in blocks.items() if len(v) > max_block]:
@@ -204,7 +202,7 @@ def _aff_keys(inst: Instance) -> set[str]:
 
 def orcid_conflict(a: Instance, b: Instance) -> bool:
     """Both sides carry ORCIDs and none is shared: two people, whatever else agrees."""
-    return bool(a.orcids and b.orcids and not set(a.orcids) & set(b.orcids))
+    return _disjoint(a.orcids, b.orcids)
 
 
 def compatible_names(a: Instance, b: Instance) -> bool:
@@ -269,13 +267,13 @@ def fallback_decider(threshold: float) -> Decider:
                 a, b = instances[x], instances[y]
                 if (x, y) not in sims or x in ambiguous or y in ambiguous:
                     continue
-                if a.s2_ids and b.s2_ids and not set(a.s2_ids) & set(b.s2_ids):
+                if _disjoint(a.s2_ids, b.s2_ids):
                     continue
                 ex, ey = emails[uf.find(x)], emails[uf.find(y)]
                 if ex and ey and ex != ey:  # two addresses: maybe two people, so never by fallback
                     continue
                 ox, oy = orcids[uf.find(x)], orcids[uf.find(y)]
-                if ox and oy and not ox & oy:
+                if _disjoint(ox, oy):
                     continue
                 sim = sims[(x, y)]
                 if sim >= threshold and uf.union(x, y):
@@ -303,8 +301,7 @@ def decide_block(key: str, members: list[Mention], decider: Decider | None, min_
     s2_sets: dict[int, set[str]] = {i: ({m.s2} if m.s2 else set()) for i, m in enumerate(members)}
 
     def orcid_apart(a: int, b: int) -> bool:
-        oa, ob = orcids[uf.find(a)], orcids[uf.find(b)]
-        return bool(oa and ob and not (oa & ob))
+        return _disjoint(orcids[uf.find(a)], orcids[uf.find(b)])
 
     def join(a: int, b: int, how: str, why: str) -> bool:
         if uf.find(a) == uf.find(b):
@@ -342,8 +339,7 @@ def decide_block(key: str, members: list[Mention], decider: Decider | None, min_
     # Semantic Scholar ids are evidence against a merge when both sides have some and none is
     # shared (S2 also errs, so agreement alone never merges).
     def s2_conflict(a: int, b: int) -> bool:
-        sa, sb = s2_sets[uf.find(a)], s2_sets[uf.find(b)]
-        return bool(sa and sb and not (sa & sb))
+        return _disjoint(s2_sets[uf.find(a)], s2_sets[uf.find(b)])
 
     # Who has an email is fixed before this step: a mention joined here does not become an
     # anchor for its other affiliations.

@@ -173,11 +173,6 @@ def report_tables(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accurac
     return out
 
 
-def markdown_table(df: pl.DataFrame, same_as: dict[tuple[str, str], tuple[str, str]] | None = None) -> str:
-    """The report as markdown (what report.md and the Prefect artifact hold)."""
-    return "\n".join(t.to_markdown() for t in report_tables(df, same_as=same_as))
-
-
 def plot_loss(df: pl.DataFrame, path: Path, same_as: dict[tuple[str, str], tuple[str, str]] | None = None) -> Path | None:
     """Loss per scorer with 95% intervals, one marker series per (benchmark, split) compared on
     the pairs every scorer covers (a split repeating another's pairs is drawn once)."""

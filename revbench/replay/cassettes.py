@@ -143,10 +143,12 @@ class Playback:
         for r in routes:
             self.groups.setdefault(r.signature(), []).append(r)
         self.played: dict[tuple[Any, ...], int] = {}
+        # Fixed by the recordings: asked on every request, so worked out once.
+        self._body_keys = {(sig[0], sig[1]) for sig, rs in self.groups.items() if rs[0].body_contains}
 
     def wants_body(self, method: str, path: str) -> bool:
         """Whether telling this request's answers apart needs its body."""
-        return any(rs[0].body_contains for sig, rs in self.groups.items() if sig[0] == method and sig[1] == path)
+        return (method, path) in self._body_keys
 
     def pick(self, method: str, path: str, query: dict[str, str], body: bytes | None) -> RecordedRoute | None:
         """The answer for this request, or None when nothing recorded matches."""
