@@ -1,4 +1,5 @@
 # The README's two commands are `make demo` and `make test`; both build .venv when missing.
+# `make test` also builds the documentation site strictly, so a broken link or page fails CI.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,7 +10,7 @@ export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 export GX_ANALYTICS_ENABLED ?= false
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: demo test bench bench-refresh bench-train venv clean-data browser screenshots
+.PHONY: demo test docs bench bench-refresh bench-train venv clean-data browser screenshots
 
 venv: $(STAMP)
 
@@ -24,8 +25,14 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/revbench demo
 
-test: $(STAMP) browser
+test: $(STAMP) browser docs
 	$(BIN)/python -m pytest -q
+
+# The site goes to site/ (ignored); the CLI and settings references are generated from the code
+# as it builds (docs/gen_reference.py). --strict turns every warning into a failure; not --quiet,
+# which hides the warnings from the count and lets a broken link pass.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # The browser test drives Debian's chromium (Playwright cannot download browsers here); install it
 # when it is missing and this user can (root with apt-get). Otherwise the test skips, except
@@ -37,7 +44,7 @@ browser:
 			|| echo "could not install chromium: the browser test will skip (and fail under CI=true)"; \
 	fi
 
-# The README's pictures of the survey email, page and phone view, taken by the browser test.
+# The pictures of the survey email, Confirm page, page and phone view (docs/), taken by the browser test.
 screenshots: $(STAMP) browser
 	$(BIN)/python -m pytest -q tests/survey/test_browser.py --screenshots docs
 

@@ -130,8 +130,8 @@ def scale_run(world: Path) -> dict[str, float]:
         if len(insts) > 1 and needs_decision(insts, 0.5):
             need += 1
     return {"mentions": n, "load_s": round(load_s, 1), "flow_s": round(flow_s, 1), "rerun_s": round(rerun_s, 1),
-            "authors": res["authors"], "edges": res["edges"], "blocks": res["blocks"],
-            "rerun_blocks_decided": rerun["blocks_decided"],
+            "authors": res.authors, "edges": res.edges, "blocks": res.blocks,
+            "rerun_blocks_decided": rerun.blocks_decided,
             "llm_calls_needed": need, "llm_calls_per_mention": round(need / n, 4),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
 

@@ -77,7 +77,7 @@ def main() -> None:
         t2 = time.perf_counter()
         second = ingest_flow(settings, DEMO_SINCE, DEMO_UNTIL, synthetic=True)
         second_s = time.perf_counter() - t2
-    loaded = first["totals"]["papers"]
+    loaded = first.totals["papers"]
     result = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{os.cpu_count()} cores, python {sys.version.split()[0]}",
@@ -89,11 +89,11 @@ def main() -> None:
         "peak_rss_mb": round(mem_first, 0),
         "unchanged_rerun_s": round(second_s, 2),
         "rerun_fraction": round(second_s / first_s, 4),
-        "rerun_changed": {s["stage"]: s["rows_out"] for s in second["stages"]},
+        "rerun_changed": {s["stage"]: s["rows_out"] for s in second.stages},
         "bare_calls_s_per_paper": round(baseline_s, 5),
         "pipeline_s_per_paper": round(first_s / manifest["counts"]["papers"], 5),
         "overhead_ratio_vs_bare_calls": round((first_s / manifest["counts"]["papers"]) / baseline_s, 2),
-        "stages_first_run": first["stages"],
+        "stages_first_run": first.stages,
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "ingest.json").write_text(json.dumps(result, indent=2) + "\n")

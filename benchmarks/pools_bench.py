@@ -81,7 +81,8 @@ def scale(world: Path, per_category: int, tau: float) -> dict[str, float]:
 
 
 def embedding(world: Path, n: int) -> dict[str, float]:
-    from revbench.embeddings import EmbeddingCache, load_model
+    from revbench.ml.embeddings import EmbeddingCache
+    from revbench.ml.models import load_model
 
     docs = pl.read_parquet(world / "arxiv.parquet").head(n)
     texts = []
@@ -104,7 +105,7 @@ def embedding(world: Path, n: int) -> dict[str, float]:
         t = time.perf_counter()
         cache.embed(texts)
         cached = time.perf_counter() - t
-    from revbench.embeddings import device
+    from revbench.ml.models import device
 
     return {"texts": n, "device": device(), "plain_encode_texts_per_s": round(n / plain, 1),
             "ours_texts_per_s": round(n / ours, 1), "ratio_ours_vs_plain": round(plain / ours, 2),

@@ -1,8 +1,8 @@
 """The privacy audit: detection of re-spelled names and obfuscated addresses, false positives on
 clean text, and cost on a release-sized set of strings.
 
-Detection: every re-spelling of ``tests/privacy_corpus.py`` (each of the 50 people of
-``tests/fixtures/privacy/people.csv`` in 14-17 name forms and 11 address forms, inside a
+Detection: every re-spelling of ``tests/support/privacy_corpus.py`` (each of the 50 people of
+``tests/release/fixtures/privacy/people.csv`` in 14-17 name forms and 11 address forms, inside a
 sentence), counted per form: found with the right person (names, known addresses) or found as
 an address (unknown ones). The audit before issue 20 (exact two-word names, a plain address
 regex) is run on the same strings as a baseline.
@@ -44,7 +44,7 @@ import polars as pl
 from revbench.synth.vocab import FIRST_NAMES
 from revbench.synth.world import Generator, WorldSpec
 from revbench.tasks.privacy import Auditor, common_words, privacy_audit
-from tests.privacy_corpus import GIVEN_WORDS, clean_sentences, email_respellings, name_respellings, people
+from tests.support.privacy_corpus import GIVEN_WORDS, clean_sentences, email_respellings, name_respellings, people
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -82,8 +82,8 @@ def stage_main(a: argparse.Namespace) -> None:
         "seconds": round(seconds, 1),
         "peak_rss_mb": round(peaks["self"]),
         "peak_worker_rss_mb": round(peaks["workers"]),
-        "stages": [{k: r.get(k) for k in ("stage", "status", "reason", "seconds")} for r in out["stages"]],
-        "status": out.get("status"),
+        "stages": [{k: getattr(r, k) for k in ("stage", "status", "reason", "seconds")} for r in out.stages],
+        "status": out.status,
     }))
 
 

@@ -37,11 +37,11 @@ def ensure_demo(data: Path) -> None:
                    stdout=subprocess.DEVNULL)
 
 
-def rows_of(out: dict[str, Any], pair: tuple[str, str]) -> list[dict[str, Any]]:
+def rows_of(rows: list[dict[str, Any]], pair: tuple[str, str]) -> list[dict[str, Any]]:
     keep = {"loss", "accuracy", "easy_accuracy", "hard_accuracy"}
     names = {pair[0], pair[1], f"{pair[1]} - {pair[0]}"}
     return [{k: r[k] for k in ("split", "scorer", "metric", "value", "ci_low", "ci_high", "n")}
-            for r in out["rows"] if r["scorer"] in names and r["metric"] in keep and r["benchmark"] == "warehouse"]
+            for r in rows if r["scorer"] in names and r["metric"] in keep and r["benchmark"] == "warehouse"]
 
 
 def main() -> None:
@@ -60,9 +60,9 @@ def main() -> None:
     data = (a.data / "data").resolve()
     ensure_demo(data)
     from revbench.app.entry import prepare_process
-    from revbench.embeddings import DEFAULT_MODEL, device
     from revbench.flows.evaluate import evaluate_flow
     from revbench.flows.train import train_flow
+    from revbench.ml.models import DEFAULT_MODEL, device
     from revbench.settings import Settings
 
     train = {"keywords": "yake", "anchors": a.anchors, "candidates": a.candidates, "learning_rate": a.lr,
@@ -76,18 +76,18 @@ def main() -> None:
     train_s = time.perf_counter() - t0
     rss[0] = psutil.Process().memory_info().rss / 2**20
     adapter = str(data / "models" / "bench" / "adapter")
-    print(f"trained: {out['provenance']['triplets']} triplets, {out['steps']} steps in {out['seconds']:.0f} s "
-          f"({out['pairs_per_second']:.1f} triplets/s); loss {out['first_loss']:.3f} -> {out['last_loss']:.3f}", flush=True)
+    print(f"trained: {out.provenance.triplets} triplets, {out.steps} steps in {out.seconds:.0f} s "
+          f"({out.pairs_per_second:.1f} triplets/s); loss {out.first_loss:.3f} -> {out.last_loss:.3f}", flush=True)
 
     comparisons = {}
     for kind, base in (("rate", f"rate:model={DEFAULT_MODEL},keywords=offline"), ("embedding", f"embedding:model={DEFAULT_MODEL}")):
         tuned = f"{kind}:model={adapter}" + (",keywords=offline" if kind == "rate" else "")
         ev = evaluate_flow.fn(s, benchmarks=["warehouse"], scorers=[base, tuned], baseline=base, bootstrap=a.bootstrap,
                               seed=a.seed, plot=False, report_dir=str(a.data / f"report-{kind}"))
-        labels = sorted({r["scorer"] for r in ev["rows"] if " - " not in r["scorer"]}, key=lambda x: x != kind)
+        labels = sorted({r["scorer"] for r in ev.rows if " - " not in r["scorer"]}, key=lambda x: x != kind)
         base_label = next(lbl for lbl in labels if "bench" not in lbl)
         tuned_label = next(lbl for lbl in labels if "bench" in lbl)
-        comparisons[kind] = rows_of(ev, (base_label, tuned_label))
+        comparisons[kind] = rows_of(ev.rows, (base_label, tuned_label))
         for r in comparisons[kind]:
             if r["split"] in ("pointwise", "average") and r["metric"] in ("loss", "accuracy"):
                 ci = f" [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r["ci_low"] is not None else ""
@@ -96,8 +96,8 @@ def main() -> None:
     result = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"), "machine": f"{os.cpu_count()} cores, {device()}",
         "base_model": DEFAULT_MODEL, "settings": train, "train_seconds_with_setup": round(train_s, 1),
-        "training": {k: out[k] for k in ("steps", "seconds", "pairs_per_second", "first_loss", "last_loss")},
-        "weak_supervision": {k: out["provenance"][k] for k in ("triplets", "by_view", "skipped", "papers", "reviewers")},
+        "training": {k: getattr(out, k) for k in ("steps", "seconds", "pairs_per_second", "first_loss", "last_loss")},
+        "weak_supervision": {k: getattr(out.provenance, k) for k in ("triplets", "by_view", "skipped", "papers", "reviewers")},
         "peak_rss_mb_after_training": round(rss[0]), "bootstrap": a.bootstrap, "comparisons": comparisons,
     }
     RESULTS.mkdir(exist_ok=True)

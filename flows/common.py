@@ -351,13 +351,6 @@ class StageProgress:
         self.close()
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """``text`` into ``path``, whole or not at all: a later run trusts what it finds."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def publish_table(key: str, rows: list[dict[str, Any]], description: str) -> None:
     """A table artifact in a tracked run (nothing in-process)."""
     if prefect_active() and rows:

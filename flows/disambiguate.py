@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-
-import polars as pl
 
 from revbench.clients.llm import LlmClient, LlmUnavailable
 from revbench.flows.common import (
@@ -18,12 +17,46 @@ from revbench.flows.common import (
     stage,
     stage_task,
 )
+from revbench.flows.results import FlowResult
 from revbench.schemas.quality import DataQualityError, validate_frames
-from revbench.schemas.tables import AUTHOR_LINKS, AUTHORS, COAUTHOR_EDGES, LINK_METHODS, LLM_DECISIONS
+from revbench.schemas.tables import AUTHOR_LINKS, AUTHORS, COAUTHOR_EDGES, LINK_METHODS
 from revbench.settings import Settings
+from revbench.tasks.decisions import decision_frame, recent_since
 from revbench.tasks.disambiguate import Decider, block_size_histogram, disambiguate, fallback_decider
 from revbench.tasks.llm_clusters import llm_decider
 from revbench.warehouse import utcnow
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """What deciding the name blocks did: mentions and blocks seen, blocks decided, dropped and
+    split, merges and refused ORCID conflicts by method, the decider, its LLM calls (made and
+    from the cache), block sizes, a sample of valid LLM answers, and the stage's seconds."""
+
+    mentions: int
+    blocks: int
+    blocks_decided: int
+    blocks_dropped: int
+    split_blocks: list[str]
+    merges: dict[str, int]
+    orcid_conflicts: dict[str, int]
+    decider: str
+    llm_calls: int
+    llm_cached: int
+    histogram: list[dict[str, Any]]
+    llm_samples: list[dict[str, Any]]
+    seconds: float
+
+
+@dataclass(frozen=True)
+class DisambiguationResult(Decisions, FlowResult):
+    """The decisions, then the authors and co-authorship edges the warehouse now holds and the
+    mentions linked by each method."""
+
+    authors: int
+    edges: int
+    links_by_method: dict[str, int]
+    run_id: str
 
 
 def choose_decider(settings: Settings) -> tuple[Decider, str, LlmClient | None]:
@@ -39,7 +72,7 @@ def choose_decider(settings: Settings) -> tuple[Decider, str, LlmClient | None]:
 
 
 @stage_task("decide-blocks")
-def decide_stage(run: Run) -> dict[str, Any]:
+def decide_stage(run: Run) -> Decisions:
     """Decide every block whose inputs changed, save its links, rebuild authors and edges."""
     with stage(run, "disambiguate") as st:
         d = st.settings.disambiguate
@@ -61,51 +94,54 @@ def decide_stage(run: Run) -> dict[str, Any]:
         finally:
             for b in bar:
                 b.close()
-        decisions = pl.DataFrame(
-            [{**r, "run_id": run.run_id, "decided_at": utcnow()} for r in out.decisions], infer_schema_length=None
-        ) if out.decisions else LLM_DECISIONS.empty()
+        decisions = decision_frame(out.decisions, run.run_id, utcnow())
         report = validate_frames({AUTHOR_LINKS: out.links})
         if not report.success:
             publish_markdown("disambiguate-data-quality", report.to_markdown(), "Checks that stopped the load")
             raise DataQualityError(report)
         st.wh.save_blocks(out.links, out.blocks, decisions, out.drop_blocks)
-        newest = max((y for y in mentions["year"].to_list() if y is not None), default=datetime.now().year)
-        st.wh.rebuild_authors(newest - d.recent_years + 1)
+        st.wh.rebuild_authors(recent_since(mentions["year"], d.recent_years, datetime.now().year))
         n_authors = st.wh.count(AUTHORS)
         st.result.rows_in, st.result.rows_out = mentions.height, n_authors
-    return {
-        "mentions": mentions.height, "blocks": out.blocks_total, "blocks_decided": out.blocks_decided,
-        "blocks_dropped": len(out.drop_blocks), "split_blocks": out.split_blocks, "merges": dict(out.merges),
-        "orcid_conflicts": dict(out.conflicts),
-        "decider": decider_name, "llm_calls": client.requests_made if client else 0,
-        "llm_cached": client.cache_hits if client else 0, "histogram": block_size_histogram(out.block_sizes),
-        "llm_samples": [r for r in out.decisions if r.get("valid")][:5], "seconds": st.result.seconds,
-    }
+    return Decisions(
+        mentions=mentions.height, blocks=out.blocks_total, blocks_decided=out.blocks_decided,
+        blocks_dropped=len(out.drop_blocks), split_blocks=out.split_blocks, merges=dict(out.merges),
+        orcid_conflicts=dict(out.conflicts),
+        decider=decider_name, llm_calls=client.requests_made if client else 0,
+        llm_cached=client.cache_hits if client else 0, histogram=block_size_histogram(out.block_sizes),
+        llm_samples=[r for r in out.decisions if r.get("valid")][:5], seconds=st.result.seconds,
+    )
+
+
+def summary_markdown(run_id: str, res: Decisions, n_authors: int, n_edges: int) -> str:
+    """The curator's summary of a disambiguation run."""
+    refused = ", ".join(f"{n} asked by {k.removesuffix('_vs_orcid')}" for k, n in sorted(res.orcid_conflicts.items()))
+    md = [f"## Disambiguation run {run_id}", "",
+          f"{res.mentions} mentions in {res.blocks} blocks; {res.blocks_decided} decided this run "
+          f"(the rest unchanged), decider `{res.decider}`.",
+          f"LLM calls: {res.llm_calls} made, {res.llm_cached} answered from the cache.",
+          f"Now {n_authors} authors and {n_edges} co-authorship edges.",
+          f"Oversized blocks split: {', '.join(res.split_blocks) or 'none'}.",
+          "Merges refused because the two sides carry different ORCIDs: " + (refused or "none") + "."]
+    if res.llm_samples:
+        md += ["", "**Sample of LLM decisions**", "", "| block | instances | answer |", "|---|---:|---|"]
+        md += [f"| {r['block_key']} | {r['instances']} | `{(r.get('answer') or '')[:120]}` |" for r in res.llm_samples]
+    return "\n".join(md)
 
 
 @revbench_flow("disambiguate")
-def disambiguate_flow(settings: Settings) -> dict[str, Any]:
+def disambiguate_flow(settings: Settings) -> DisambiguationResult:
     """Resolve author mentions to canonical authors; only blocks with changed inputs are decided."""
     params = {"decider_pref": "llm" if settings.disambiguate.use_llm else "fallback"}
     with flow_run(settings, "disambiguate", params) as run:
         res = decide_stage(run)
         n_authors, n_edges = run.wh.count(AUTHORS), run.wh.count(COAUTHOR_EDGES)
         by_method = run.wh.links_by_method()
-        publish_table("disambiguate-merges", [{"method": k, "merges_this_run": res["merges"].get(k, 0),
+        publish_table("disambiguate-merges", [{"method": k, "merges_this_run": res.merges.get(k, 0),
                                                "mentions_linked_by": by_method.get(k, 0)} for k in LINK_METHODS],
                       "Merges by method")
-        publish_table("disambiguate-block-sizes", res["histogram"], "Mentions per name block")
-        md = [f"## Disambiguation run {run.run_id}", "",
-              f"{res['mentions']} mentions in {res['blocks']} blocks; {res['blocks_decided']} decided this run "
-              f"(the rest unchanged), decider `{res['decider']}`.",
-              f"LLM calls: {res['llm_calls']} made, {res['llm_cached']} answered from the cache.",
-              f"Now {n_authors} authors and {n_edges} co-authorship edges.",
-              f"Oversized blocks split: {', '.join(res['split_blocks']) or 'none'}.",
-              "Merges refused because the two sides carry different ORCIDs: "
-              + (", ".join(f"{n} asked by {k.removesuffix('_vs_orcid')}" for k, n in sorted(res["orcid_conflicts"].items()))
-                 or "none") + "."]
-        if res["llm_samples"]:
-            md += ["", "**Sample of LLM decisions**", "", "| block | instances | answer |", "|---|---:|---|"]
-            md += [f"| {r['block_key']} | {r['instances']} | `{(r.get('answer') or '')[:120]}` |" for r in res["llm_samples"]]
-        publish_markdown("disambiguate-summary", "\n".join(md), "Disambiguation summary")
-        return {**res, "authors": n_authors, "edges": n_edges, "links_by_method": by_method, "run_id": run.run_id}
+        publish_table("disambiguate-block-sizes", res.histogram, "Mentions per name block")
+        publish_markdown("disambiguate-summary", summary_markdown(run.run_id, res, n_authors, n_edges),
+                         "Disambiguation summary")
+        return DisambiguationResult(**vars(res), authors=n_authors, edges=n_edges, links_by_method=by_method,
+                                    run_id=run.run_id)

@@ -12,23 +12,43 @@ scorers load that export before they encode anything.
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import asdict, dataclass
 
 import numpy as np
-import polars as pl
 
-from revbench.embeddings import EmbeddingCache, check_model, device, encode_piece, export_dir, text_hash
-from revbench.evaluation.importers import file_sha256
 from revbench.evaluation.model import Benchmark
 from revbench.evaluation.plan import plan_evaluation
-from revbench.evaluation.scorers import Context, make_scorer
-from revbench.evaluation.scorers.base import paper_text
-from revbench.flows.common import Run, Stage, flow_run, publish_table, revbench_flow, stage, stage_task, write_atomic
+from revbench.files import file_sha256, write_atomic
+from revbench.flows.common import Run, Stage, flow_run, publish_table, revbench_flow, stage, stage_task
 from revbench.flows.pieces import chunks, map_pieces
+from revbench.flows.results import FlowResult
+from revbench.ml.embeddings import EmbeddingCache, check_model, encode_piece, export_dir, text_hash
+from revbench.ml.models import device
 from revbench.settings import Settings
+from revbench.tasks.embed import benchmark_texts, counts_by_kind, vector_frame
 from revbench.warehouse import utcnow
 
-VECTOR_SCHEMA = {"kind": pl.Utf8, "id": pl.Utf8, "text_hash": pl.Utf8, "vector": pl.List(pl.Float32)}
+
+@dataclass(frozen=True)
+class EmbeddedBenchmark:
+    """One benchmark by one model: its texts, how many were encoded now and how many came from
+    the cache, and the export folder."""
+
+    benchmark: str
+    model: str
+    texts: int
+    encoded: int
+    reused: int
+    export: str
+
+
+@dataclass(frozen=True)
+class EmbedResult(FlowResult):
+    """The device that encoded, and one row per (benchmark, model)."""
+
+    run_id: str
+    device: str
+    rows: list[EmbeddedBenchmark]
 
 
 def encode_texts(st: Stage, model: str, texts: list[str], what: str) -> tuple[np.ndarray, int, int]:
@@ -49,52 +69,33 @@ def encode_texts(st: Stage, model: str, texts: list[str], what: str) -> tuple[np
     return cache.embed(texts), encoded, len(pieces)  # every text is cached now: nothing is encoded here
 
 
-def benchmark_texts(settings: Settings, bench: Benchmark, model: str) -> pl.DataFrame:
-    """``kind, id, text`` of everything an embedding scorer of ``bench`` embeds: submissions,
-    profile papers (every draw) and RATE keyword profiles (every draw)."""
-    rows = [{"kind": "submission", "id": p, "text": t}
-            for p, t in zip(bench.submissions["paper_id"].to_list(), paper_text(bench.submissions), strict=True)]
-    rate = make_scorer(f"rate:model={model}", Context(settings))
-    for d, draw in enumerate(bench.draws):
-        if draw.height == 0:
-            continue
-        rows += [{"kind": "profile_paper", "id": p, "text": t}
-                 for p, t in zip(draw["paper_id"].to_list(), paper_text(draw), strict=True)]
-        rows += [{"kind": "keyword_profile", "id": f"{r}@{d + 1}", "text": t}
-                 for r, t in rate.profiles(bench, d).items()]  # type: ignore[attr-defined]
-    return pl.DataFrame(rows, schema={"kind": pl.Utf8, "id": pl.Utf8, "text": pl.Utf8}).unique(maintain_order=True)
-
-
 @stage_task("embed-benchmark")
-def embed_stage(run: Run, bench: Benchmark, model: str) -> dict[str, Any]:
+def embed_stage(run: Run, bench: Benchmark, model: str) -> EmbeddedBenchmark:
     """One benchmark by one model: encode what is missing, export the vectors with a manifest."""
     with stage(run, f"embed:{model}") as st:
         texts = benchmark_texts(st.settings, bench, model)
         vecs, encoded, pieces = encode_texts(st, model, texts["text"].to_list(), f"{bench.name} texts")
         out = export_dir(st.settings.data_dir, bench.name, bench.version, model)
         out.mkdir(parents=True, exist_ok=True)
-        frame = pl.DataFrame({"kind": texts["kind"], "id": texts["id"],
-                              "text_hash": [text_hash(t) for t in texts["text"].to_list()],
-                              "vector": [v.tolist() for v in vecs]}, schema=VECTOR_SCHEMA)
+        frame = vector_frame(texts, [text_hash(t) for t in texts["text"].to_list()], vecs)
         tmp = out / "vectors.parquet.tmp"
         frame.write_parquet(tmp)
         digest = file_sha256(tmp)
         tmp.replace(out / "vectors.parquet")  # whole or absent
         manifest = {"benchmark": bench.name, "benchmark_version": bench.version, "model": model,
                     "dim": int(vecs.shape[1]) if vecs.size else 0, "rows": frame.height,
-                    "by_kind": dict(sorted(texts.group_by("kind").len().iter_rows())),
+                    "by_kind": counts_by_kind(texts),
                     "files": {"vectors.parquet": digest}, "device": device(),
                     "dtype": "float16 weights, float32 vectors" if device() == "cuda" else "float32",
                     "encoded_this_run": encoded, "exported_at": utcnow().isoformat()}
         write_atomic(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
         st.result.rows_in, st.result.rows_out = frame.height, encoded
         st.result.notes = {"pieces": pieces, "export": str(out)}
-        return {"benchmark": bench.name, "model": model, "texts": frame.height, "encoded": encoded,
-                "reused": frame.height - encoded, "export": str(out)}
+        return EmbeddedBenchmark(bench.name, model, frame.height, encoded, frame.height - encoded, str(out))
 
 
 @revbench_flow("embed")
-def embed_flow(settings: Settings, benchmarks: list[str], models: list[str] | None = None) -> dict[str, Any]:
+def embed_flow(settings: Settings, benchmarks: list[str], models: list[str] | None = None) -> EmbedResult:
     """Embed every benchmark's texts with every model (default: EMBED__MODELS) and export them."""
     from revbench.flows.evaluate import load_inputs
 
@@ -105,5 +106,6 @@ def embed_flow(settings: Settings, benchmarks: list[str], models: list[str] | No
         check_model(m, "--model")  # before any work; the model stays loaded for it
     with flow_run(settings, "embed", {"benchmarks": benchmarks, "models": models}) as run:
         rows = [embed_stage(run, b, m) for b in loaded for m in models]
-        publish_table("embed-summary", rows, "Texts per benchmark and model: encoded this run, reused from the cache")
-        return {"run_id": run.run_id, "device": device(), "rows": rows}
+        publish_table("embed-summary", [asdict(r) for r in rows],
+                      "Texts per benchmark and model: encoded this run, reused from the cache")
+        return EmbedResult(run.run_id, device(), rows)

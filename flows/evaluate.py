@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,26 +13,23 @@ import polars as pl
 
 from revbench.errors import InputError, UsageError
 from revbench.evaluation.evaluate import Evaluator, cross_benchmark_average
-from revbench.evaluation.importers import (
-    coverage,
-    file_sha256,
-    is_lr_flat,
-    load_benchmark,
-    load_lr_flat,
-    load_predictions,
-    load_warehouse,
-)
+from revbench.evaluation.importers import coverage, is_lr_flat, load_benchmark, load_lr_flat, load_predictions
+from revbench.evaluation.importers.warehouse import load_warehouse
 from revbench.evaluation.model import Benchmark, MetricValue, Scores
 from revbench.evaluation.plan import EvaluationPlan, plan_evaluation
-from revbench.evaluation.report import plot_loss, report_tables, results_frame
+from revbench.evaluation.report import ReportTable, plot_loss, report_tables, results_frame
 from revbench.evaluation.scorers import Context, make_scorer
+from revbench.files import file_sha256
 from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage
 from revbench.flows.pieces import map_pieces
+from revbench.flows.results import FlowResult
 from revbench.schemas.tables import EVAL_RESULTS
 from revbench.settings import Settings
+from revbench.tasks.evaluate import dropped_by_benchmark, json_rows, stored_results
 from revbench.warehouse import utcnow
 
 log = logging.getLogger("revbench.evaluate")
+SameAs = dict[tuple[str, str], tuple[str, str]]
 
 
 def load_inputs(plan: EvaluationPlan, allow_partial: bool,
@@ -79,7 +77,8 @@ def warn_training_overlap(specs: list[str], loaded: list[Benchmark]) -> None:
     """A trained adapter evaluated on papers it saw in training (as weak-supervision text, never
     with a label) gets optimistic numbers there: say so, with the count."""
     from revbench.evaluation.scorers.base import parse_spec
-    from revbench.training import is_adapter, training_ids
+    from revbench.ml.models import is_adapter
+    from revbench.ml.training import training_ids
 
     for spec in specs:
         model = parse_spec(spec)[1].get("model", "")
@@ -135,6 +134,90 @@ def export_predictions(scores: Scores, benchmark: Benchmark, report_dir: Path) -
         (out / f"{safe}{suffix}.json").write_text(json.dumps(scores.to_openreview(d)))
 
 
+@dataclass(frozen=True)
+class EvaluateResult(FlowResult):
+    """What an evaluation stored and wrote: its rows (as JSON rows), the report as markdown and as
+    tables, where the report is, the loss plot (when drawn) and what each loader left out."""
+
+    run_id: str
+    rows: list[dict[str, Any]]
+    markdown: str
+    tables: list[ReportTable]
+    report_dir: str
+    plot: str | None
+    dropped: dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True)
+class ConfiguredEvaluation(FlowResult):
+    """The configured scorers' evaluation that ends the ratings and release flows and the refresh."""
+
+    run_id: str
+    markdown: str
+    tables: list[ReportTable]
+    report_dir: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How the scorers are compared: the baseline asked for, the bootstrap resamples and their seed."""
+
+    baseline: str | None
+    bootstrap: int
+    seed: int
+
+
+def metric_rows(loaded: list[Benchmark], scored: dict[tuple[int, str], Scores], preds: list[tuple[int, Scores]],
+                plan: EvaluationPlan, how: Comparison, report: Path) -> tuple[list[MetricValue], SameAs]:
+    """Every scorer's metrics on every benchmark (each scorer's predictions exported beside the
+    report), then the cross-benchmark average; with the splits that repeat another's pairs."""
+    rows: list[MetricValue] = []
+    same_as: SameAs = {}  # (benchmark, split) holding the same pairs as another
+    for i, bench in enumerate(loaded):
+        runs: list[Scores] = [scored[(i, spec)] for spec in plan.scorers if (i, spec) in scored]
+        runs += [s for j, s in preds if j == i]
+        base = next((s for s in runs if s.scorer in (how.baseline, plan.baseline)), None) if how.baseline else None
+        if how.baseline and base is None:
+            log.warning("baseline %r was not evaluated on %s; no paired differences", how.baseline, bench.name)
+        evaluator = Evaluator(bench, n_resamples=how.bootstrap, seed=how.seed)
+        same_as |= {(bench.name, split): (bench.name, other) for split, other in evaluator.same_as.items()}
+        for s in runs:
+            export_predictions(s, bench, report)
+        # Together: every scorer is compared on the pairs all of them cover.
+        rows += evaluator.evaluate_all(runs, base)
+    rows += cross_benchmark_average(rows, set(same_as))
+    return rows, same_as
+
+
+def metrics_stage(run: Run, loaded: list[Benchmark], preds: list[tuple[int, Scores]], plan: EvaluationPlan,
+                  how: Comparison, report: Path) -> tuple[pl.DataFrame, pl.DataFrame, SameAs]:
+    """Score, compute the metrics and append them to ``eval_results``. Returns the results, the
+    rows stored and the splits that repeat another's pairs."""
+    with stage(run, "metrics") as st:
+        scored = score_all(run, loaded, plan.scorers)
+        rows, same_as = metric_rows(loaded, scored, preds, plan, how, report)
+        df = results_frame(rows)
+        stored = stored_results(df, loaded, run.run_id, utcnow())
+        run.wh.upsert(EVAL_RESULTS, stored)
+        st.result.rows_in, st.result.rows_out = len(loaded), df.height
+        st.result.rejected = sum(n for b in loaded for n in b.dropped.values())
+        st.result.notes["dropped"] = dropped_by_benchmark(loaded)
+    return df, stored, same_as
+
+
+def write_report(report: Path, df: pl.DataFrame, markdown: str, rows: list[dict[str, Any]], same_as: SameAs,
+                 plot: bool, json_out: str | None) -> Path | None:
+    """``report.md``, ``loss.png`` (with ``plot``) and ``results.json`` in ``report``, the rows
+    also in ``json_out``; returns the plot's path when one was drawn."""
+    report.mkdir(parents=True, exist_ok=True)
+    (report / "report.md").write_text(markdown + "\n")
+    png = plot_loss(df, report / "loss.png", same_as=same_as) if plot else None
+    (report / "results.json").write_text(json.dumps(rows, indent=1))
+    if json_out:
+        Path(json_out).write_text(json.dumps(rows, indent=1))
+    return png
+
+
 @revbench_flow("evaluate")
 def evaluate_flow(
     settings: Settings,
@@ -148,7 +231,7 @@ def evaluate_flow(
     json_out: str | None = None,
     plot: bool = True,
     allow_partial: bool = False,
-) -> dict[str, Any]:
+) -> EvaluateResult:
     """Evaluate every scorer and prediction file on every benchmark; store, report, return rows.
 
     Without ``scorers``, ``trivial`` and ``tpms`` run when no predictions file is given. ``plot``
@@ -161,63 +244,27 @@ def evaluate_flow(
     check_recorded_releases(settings, plan.benchmarks)
     loaded, preds = load_inputs(plan, allow_partial, settings.ratings.profile_max_papers)
     warn_training_overlap(plan.scorers, loaded)
-    base_label = plan.baseline
     params = dict(benchmarks=benchmarks, scorers=plan.scorers, predictions=predictions or [], baseline=baseline,
                   bootstrap=bootstrap, seed=seed, allow_partial=allow_partial)
     report = Path(report_dir) if report_dir else settings.data_dir / "reports" / "evaluate"
     with flow_run(settings, "evaluate", params) as run:
-        rows: list[MetricValue] = []
-        same_as: dict[tuple[str, str], tuple[str, str]] = {}  # (benchmark, split) holding the same pairs as another
-        with stage(run, "metrics") as st:
-            scored = score_all(run, loaded, plan.scorers)
-            for i, bench in enumerate(loaded):
-                runs: list[Scores] = [scored[(i, spec)] for spec in plan.scorers if (i, spec) in scored]
-                runs += [s for j, s in preds if j == i]
-                base = next((s for s in runs if s.scorer in (baseline, base_label)), None) if baseline else None
-                if baseline and base is None:
-                    log.warning("baseline %r was not evaluated on %s; no paired differences", baseline, bench.name)
-                evaluator = Evaluator(bench, n_resamples=bootstrap, seed=seed)
-                same_as |= {(bench.name, split): (bench.name, other) for split, other in evaluator.same_as.items()}
-                for s in runs:
-                    export_predictions(s, bench, report)
-                # Together: every scorer is compared on the pairs all of them cover.
-                rows += evaluator.evaluate_all(runs, base)
-            rows += cross_benchmark_average(rows, set(same_as))
-            df = results_frame(rows)
-            versions = {b.name: b.version for b in loaded}
-            versions["all"] = "+".join(sorted(f"{b.name}@{b.version}" for b in loaded))
-            digests = {b.name: b.digest for b in loaded} | {"all": None}
-            stored = EVAL_RESULTS.conform(df.with_columns(
-                pl.col("benchmark").replace_strict(versions, return_dtype=pl.Utf8).alias("benchmark_version"),
-                pl.col("benchmark").replace_strict(digests, return_dtype=pl.Utf8).alias("benchmark_digest"),
-                pl.lit(run.run_id).alias("run_id"), pl.lit(utcnow()).alias("evaluated_at"),
-            ))
-            run.wh.upsert(EVAL_RESULTS, stored)
-            st.result.rows_in, st.result.rows_out = len(loaded), df.height
-            st.result.rejected = sum(n for b in loaded for n in b.dropped.values())
-            st.result.notes["dropped"] = {b.name: b.dropped for b in loaded if b.dropped}
-        rows_out = [{**r, "evaluated_at": r["evaluated_at"].isoformat()} for r in stored.to_dicts()]
+        df, stored, same_as = metrics_stage(run, loaded, preds, plan, Comparison(baseline, bootstrap, seed), report)
+        rows_out = json_rows(stored)
         tables = report_tables(df, same_as=same_as)
         md = "\n".join(t.to_markdown() for t in tables)
-        report.mkdir(parents=True, exist_ok=True)
-        (report / "report.md").write_text(md + "\n")
-        png = plot_loss(df, report / "loss.png", same_as=same_as) if plot else None
-        (report / "results.json").write_text(json.dumps(rows_out, indent=1))
-        if json_out:
-            Path(json_out).write_text(json.dumps(rows_out, indent=1))
+        png = write_report(report, df, md, rows_out, same_as, plot, json_out)
         publish_markdown("evaluation-report", md, "Loss and accuracy per split (best in bold)")
         publish_table("evaluation-results", df.filter(pl.col("metric").is_in(["loss", "accuracy"])).to_dicts(),
                       "Loss and accuracy with 95% intervals")
-        return {"run_id": run.run_id, "rows": rows_out, "markdown": md, "tables": tables, "report_dir": str(report),
-                "plot": str(png) if png else None, "dropped": {b.name: b.dropped for b in loaded if b.dropped}}
+        return EvaluateResult(run.run_id, rows_out, md, tables, str(report), str(png) if png else None,
+                              dropped_by_benchmark(loaded))
 
 
-def evaluate_configured(settings: Settings, benchmark: str, report_dir: Path) -> dict[str, Any]:
+def evaluate_configured(settings: Settings, benchmark: str, report_dir: Path) -> ConfiguredEvaluation:
     """``REVBENCH_RATINGS__EVALUATE_SCORERS`` on one benchmark (``KIND=PATH``), as the ratings and
     release flows end: a subflow when tracked, in-process otherwise."""
     from revbench.flows.common import prefect_active
 
     ev = evaluate_flow.run(settings, benchmarks=[benchmark], scorers=list(settings.ratings.evaluate_scorers),
                            bootstrap=settings.ratings.bootstrap, report_dir=str(report_dir), track=prefect_active())
-    return {"run_id": ev["run_id"], "markdown": ev["markdown"], "tables": ev["tables"], "report_dir": ev["report_dir"]}
-
+    return ConfiguredEvaluation(ev.run_id, ev.markdown, ev.tables, ev.report_dir)

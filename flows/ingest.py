@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -27,6 +28,7 @@ from revbench.flows.common import (
     stage_task,
 )
 from revbench.flows.pieces import map_pieces
+from revbench.flows.results import FlowResult
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.quality import DataQualityError, validate_frames
 from revbench.schemas.tables import MENTIONS, PAPERS, REJECTS, S2_PAPERS
@@ -36,6 +38,22 @@ from revbench.templates import render
 from revbench.warehouse import utcnow
 
 log = logging.getLogger("revbench.ingest")
+
+
+@dataclass(frozen=True)
+class IngestResult(FlowResult):
+    """What an ingest did: rows in and out of each stage with its notes, rejects by reason (this
+    run's and the warehouse's), the papers it rejected, the warehouse totals, and the summary."""
+
+    run_id: str
+    stages: list[dict[str, Any]]
+    notes: dict[str, dict[str, Any]]
+    rejects_this_run: dict[str, int]
+    rejects_in_warehouse: dict[str, int]
+    rejected_papers: list[dict[str, Any]]
+    totals: dict[str, int]
+    warehouse: str
+    summary_markdown: str
 
 
 @stage_task("crawl")
@@ -175,7 +193,7 @@ def reconcile_stage(run: Run) -> StageResult:
 
 @revbench_flow("ingest")
 def ingest_flow(settings: Settings, since: date, until: date, categories: list[str] | None = None,
-                synthetic: bool = False) -> dict[str, Any]:
+                synthetic: bool = False) -> IngestResult:
     """Crawl arXiv for ``since..until`` (last-revision dates, inclusive) and load the corpus."""
     cats = categories or settings.arxiv.categories
     params = {"since": since.isoformat(), "until": until.isoformat(), "categories": cats, "synthetic": synthetic}
@@ -201,14 +219,14 @@ def ingest_flow(settings: Settings, since: date, until: date, categories: list[s
             sample=rec.notes["sample"], rejected=rejected.head(50).to_dicts(), rejected_total=rejected.height,
         )
         publish_markdown("ingest-summary", summary_md, f"Ingest summary (template {template_version})")
-        return {
-            "run_id": run.run_id,
-            "stages": stage_rows(run.stages),
-            "notes": {r.stage: {k: v for k, v in r.notes.items() if k != "sample"} for r in run.stages},
-            "rejects_this_run": rec.notes["rejects_by_reason"],
-            "rejects_in_warehouse": all_rejects,
-            "rejected_papers": rejected.to_dicts(),
-            "totals": totals,
-            "warehouse": str(settings.warehouse_path.resolve()),
-            "summary_markdown": summary_md,
-        }
+        return IngestResult(
+            run_id=run.run_id,
+            stages=stage_rows(run.stages),
+            notes={r.stage: {k: v for k, v in r.notes.items() if k != "sample"} for r in run.stages},
+            rejects_this_run=rec.notes["rejects_by_reason"],
+            rejects_in_warehouse=all_rejects,
+            rejected_papers=rejected.to_dicts(),
+            totals=totals,
+            warehouse=str(settings.warehouse_path.resolve()),
+            summary_markdown=summary_md,
+        )

@@ -9,11 +9,12 @@ touches no warehouse: the flow saves what each piece returns, as it completes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from typing import Any, TypeVar
 
-from revbench.errors import ServiceUnavailable
+from revbench.errors import ServiceUnavailable, interrupt_noted
 from revbench.flows.common import prefect_active
 from revbench.settings import LimitsSettings, RunnerSettings
 from revbench.workers import map_unordered
@@ -99,7 +100,22 @@ def _piece_task(fn: Callable[..., Any], name: str, service: str | None) -> Any:
 
     tags = [SERVICE_TAGS[service]] if service else []
     # Pieces are never cached by Prefect: the warehouse records what is done.
-    return task(fn, name=name, tags=tags, cache_policy=NO_CACHE, persist_result=False)
+    return task(_unless_interrupted(fn), name=name, tags=tags, cache_policy=NO_CACHE, persist_result=False)
+
+
+def _unless_interrupted(fn: Callable[..., R]) -> Callable[..., R]:
+    """``fn``, refusing to start once Ctrl-C or SIGTERM arrived. On an interrupt Prefect's
+    thread runner cancels the pieces not started yet but waits for the threads already inside a
+    task, some of them waiting for a service's concurrency slot; without this each would then
+    run a whole piece (GROBID calls, an LLM block) for a run that is stopping."""
+
+    @functools.wraps(fn)
+    def piece(*args: Any, **kwargs: Any) -> R:
+        if interrupt_noted():
+            raise KeyboardInterrupt("interrupted before this piece started")
+        return fn(*args, **kwargs)
+
+    return piece
 
 
 def map_pieces(fn: Callable[..., R], pieces: Sequence[tuple[Any, ...]], name: str, service: str | None = None,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +13,101 @@ from revbench.clients.semantic_scholar import SemanticScholarClient
 from revbench.errors import UsageError
 from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
 from revbench.flows.embed import encode_texts
+from revbench.flows.results import FlowResult
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import ASSIGNMENTS, S2_AUTHOR_PAPERS
-from revbench.settings import Settings
+from revbench.settings import PoolsSettings, Settings
 from revbench.tasks import enrich, pools
 from revbench.warehouse import utcnow
 
 REPORT_TAUS = [0.4, 0.5, 0.6, 0.7, 0.8]
 S2_COMMIT_EVERY = 100
+
+
+@dataclass(frozen=True)
+class RoundPlan:
+    """The round being built: its number, whether it may replace the current version, the
+    parameters that shape it with their hash, and the warehouse's record of its current version."""
+
+    round: int
+    replace: bool
+    params_hash: str
+    parameters: dict[str, Any]
+    state: dict[str, Any] | None
+
+    def refuse_other_settings(self) -> None:
+        """Stop before any work when the round has invitations built with other settings (unless
+        it may be replaced)."""
+        st = self.state
+        if st and not self.replace and st["params_hash"] not in (None, self.params_hash):
+            raise UsageError(
+                f"round {self.round} already has {st['invitations']} invitations built with other settings "
+                f"({pools.parameter_changes(st['parameters'], self.parameters)}); re-run it with its settings, choose "
+                f"another --round, or pass --replace (the current version is kept as superseded)")
+
+    def refuse_changed_invitations(self, current: pl.DataFrame, assignments: pl.DataFrame) -> None:
+        """Stop before saving when the round, rebuilt without leave to replace it, would invite
+        other pairs than its ``current`` assignments."""
+        changed = pools.changed_pairs(current, assignments)
+        if changed and self.state:
+            raise UsageError(
+                f"round {self.round}'s invitations would change ({changed} query-candidate pairs differ from its "
+                f"{self.state['invitations']} invitations): the corpus changed since it was built; choose another "
+                "--round, or pass --replace (the current version is kept as superseded)")
+
+    @property
+    def replaced_revision(self) -> int | None:
+        """The revision this build supersedes, if it replaces one."""
+        return self.state["revision"] if self.state and self.replace else None
+
+
+@dataclass(frozen=True)
+class HistoryFetch:
+    """Candidates whose Semantic Scholar history was asked for, fetched, and left for a later run."""
+
+    asked: int = 0
+    fetched: int = 0
+    failed: int = 0
+
+
+@dataclass(frozen=True)
+class Recall:
+    """The pools stage's work: the sampled queries, pool sizes by threshold, the candidates with
+    their evidence, the conflicts of interest among them and the candidates left after those."""
+
+    samples: pl.DataFrame
+    queries: list[str]
+    tau_report: list[dict[str, float]]
+    evidence: pl.DataFrame
+    coi: pl.DataFrame
+    after_coi: pl.DataFrame
+
+
+@dataclass(frozen=True)
+class Assigned:
+    """The assign stage's work: every exclusion (COI and screening), the candidates kept, the
+    invitations by query and by candidate, and the round's revision as saved."""
+
+    exclusions: pl.DataFrame
+    kept: pl.DataFrame
+    assignments: pl.DataFrame
+    invites: pl.DataFrame
+    revision: int
+
+
+@dataclass(frozen=True)
+class PoolsResult(FlowResult, pools.RoundStats):
+    """One round: its numbers (the fields of ``tasks.pools.RoundStats``), the papers embedded now,
+    the S2 histories fetched, pool sizes by threshold, where the affinity files are, how long it took."""
+
+    round: int
+    revision: int
+    embedded_now: int
+    s2: HistoryFetch
+    tau_report: list[dict[str, float]]
+    out_dir: str
+    seconds: float
+    run_id: str
 
 
 def set_aside(out_dir: Path, revision: int) -> None:
@@ -38,7 +125,7 @@ def embed_stage(run: Run, papers: pl.DataFrame, model: str) -> tuple[np.ndarray,
     pieces of RUNNER__EMBED_BATCH (Prefect tasks on the run's task runner when tracked), each
     kept as it completes, so a killed run encodes only what it had not finished."""
     with stage(run, "embed") as st:
-        texts = (papers["title"].fill_null("") + " " + papers["abstract"].fill_null("")).to_list()
+        texts = pools.paper_texts(papers)
         vectors, encoded, pieces = encode_texts(st, model, texts, "papers")
         st.result.rows_in, st.result.rows_out = len(texts), encoded
         st.result.notes = {"pieces": pieces, "model": model}
@@ -46,7 +133,7 @@ def embed_stage(run: Run, papers: pl.DataFrame, model: str) -> tuple[np.ndarray,
 
 
 @stage_task("fetch-s2-histories")
-def s2_stage(run: Run, s2_ids: list[str]) -> dict[str, int]:
+def s2_stage(run: Run, s2_ids: list[str]) -> HistoryFetch:
     """Publication histories of candidates from Semantic Scholar, fetched once and kept; each
     batch of S2_COMMIT_EVERY authors is committed as it fills, so a crash keeps what was
     fetched. Screening counts on them: when Semantic Scholar stops answering the run fails
@@ -86,94 +173,106 @@ def s2_stage(run: Run, s2_ids: list[str]) -> dict[str, int]:
             commit()
             client.close()
         st.result.rows_in, st.result.rows_out, st.result.rejected = len(todo), fetched, failed
-    return {"asked": len(todo), "fetched": fetched, "failed": failed}
+    return HistoryFetch(len(todo), fetched, failed)
+
+
+def recall_stage(run: Run, settings: Settings, inputs: dict[str, pl.DataFrame], vectors: np.ndarray,
+                 earlier: set[str]) -> Recall:
+    """Sample the queries, recall their neighbours and the candidates among their authors, and
+    find the conflicts of interest."""
+    p, papers, links, authors = settings.pools, inputs["papers"], inputs["links"], inputs["authors"]
+    with stage(run, "pools") as st:
+        samples = pools.sample_queries(papers, settings.arxiv.categories, p.queries_per_category, p.seed, earlier)
+        queries = samples["arxiv_id"].to_list()
+        neighbors_all = pools.range_neighbors(vectors, papers["arxiv_id"].to_list(), queries,
+                                              min([p.tau, *REPORT_TAUS]), p.max_neighbors)
+        tau_report = pools.pool_size_report(neighbors_all, links, queries, sorted({p.tau, *REPORT_TAUS}))
+        evidence = pools.candidate_evidence(neighbors_all.filter(pl.col("similarity") >= p.tau), links)
+        affs = pools.author_affiliations(authors) if p.same_affiliation_coi else None
+        coi = pools.conflicts(evidence, links.filter(pl.col("arxiv_id").is_in(queries)), inputs["edges"], affs,
+                              pools.author_names(authors))
+        after_coi = pools.without_pairs(evidence, coi)
+        st.result.rows_in, st.result.rejected = len(queries), coi.height
+        st.result.rows_out = after_coi.select(pools.PAIR).n_unique()
+    return Recall(samples, queries, tau_report, evidence, coi, after_coi)
+
+
+def assign_stage(run: Run, p: PoolsSettings, plan: RoundPlan, inputs: dict[str, pl.DataFrame], recall: Recall,
+                 s2_ids: list[str]) -> Assigned:
+    """Screen the candidates (recent papers, a usable email), assign the invitations and save the round."""
+    authors = inputs["authors"]
+    with stage(run, "assign") as st:
+        s2 = run.wh.s2_papers_of(s2_ids)
+        since = pools.first_recent_year(inputs["papers"], p.recent_years)
+        recent = pools.recent_counts(inputs["author_years"], authors, s2, since)
+        emails = pools.first_emails(authors)
+        screened = pools.screening(recall.after_coi, recent, emails, p.min_recent_papers)
+        exclusions = pl.concat([recall.coi, screened])
+        kept = pools.without_pairs(recall.after_coi, screened)
+        assignments = pools.assign(kept, p.max_queries_per_candidate, p.candidates_per_query, p.seed)
+        invites = pools.invitations(assignments, emails, pools.author_names(authors))
+        if plan.state and not plan.replace:
+            plan.refuse_changed_invitations(run.wh.read_round(ASSIGNMENTS, plan.round), assignments)
+        revision = run.wh.save_round(plan.round, {
+            "query_samples": pools.query_sample_rows(recall.samples, p.seed, utcnow()),
+            "pool_evidence": recall.evidence, "pool_exclusions": exclusions, "assignments": assignments,
+            "invitations": invites,
+        }, plan.params_hash, plan.parameters, run.run_id, plan.replace)
+        st.result.rows_in, st.result.rows_out, st.result.rejected = len(recall.queries), assignments.height, exclusions.height
+    return Assigned(exclusions, kept, assignments, invites, revision)
+
+
+def write_affinities(out_dir: Path, set_aside_revision: int | None, done: Assigned) -> None:
+    """The round's candidate and invited pools as OpenReview affinity files; a replaced
+    version's files are first set aside under ``revision-<n>/``."""
+    if set_aside_revision is not None:
+        set_aside(out_dir, set_aside_revision)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "candidates_affinity.csv").write_text(pools.affinity_csv(done.kept))
+    (out_dir / "invited_affinity.csv").write_text(pools.affinity_csv(done.assignments))
+
+
+def publish_round(result: PoolsResult, target: int) -> None:
+    """The curator's tables and summary of a round."""
+    sizes = {"before_coi": result.pool_before_coi, "after_coi": result.pool_after_coi,
+             "after_screening": result.pool_after_screening}
+    publish_table("pools-sizes", [{"stage": k, **v} for k, v in sizes.items()],
+                  "Candidates per query before and after COI and screening")
+    publish_table("pools-exclusions", [{"reason": k, "pairs": v} for k, v in result.exclusions.items()], "Exclusions by reason")
+    publish_table("pools-tau", result.tau_report, "Pool sizes at several thresholds (to choose tau)")
+    publish_markdown("pools-summary", (
+        f"## Pools round {result.round}\n\n{result.queries} queries; {result.embedded_now} papers embedded now (the rest "
+        f"cached).\n\n{result.assignments} invitations to {result.invited_candidates} candidates (at most "
+        f"{result.max_queries_per_candidate} queries each); {result.queries_short_of_target} queries below the target "
+        f"of {target}.\n"), "Pools summary")
 
 
 @revbench_flow("pools")
-def pools_flow(settings: Settings, round: int = 1, replace: bool = False) -> dict[str, Any]:
+def pools_flow(settings: Settings, round: int = 1, replace: bool = False) -> PoolsResult:
     """Build one round of candidate pools and invitations. Re-running a round with the same
     settings on the same corpus reproduces it; a round whose invitations would change is rebuilt
     only with ``replace``, which keeps the current version as superseded."""
     p = settings.pools
-    per_category, tau = p.queries_per_category, p.tau
     parameters = pools.round_parameters(p, settings.arxiv.categories)
-    params_hash = pools.parameters_hash(parameters)
     with flow_run(settings, "pools", {"round": round, "replace": replace, **parameters}) as run:
-        state = run.wh.round_state(round)
-        if state and not replace and state["params_hash"] not in (None, params_hash):
-            raise UsageError(
-                f"round {round} already has {state['invitations']} invitations built with other settings "
-                f"({pools.parameter_changes(state['parameters'], parameters)}); re-run it with its settings, choose "
-                f"another --round, or pass --replace (the current version is kept as superseded)")
+        plan = RoundPlan(round, replace, pools.parameters_hash(parameters), parameters, run.wh.round_state(round))
+        plan.refuse_other_settings()
         inputs = run.wh.pool_inputs()
         earlier = set() if p.reuse_queries else run.wh.earlier_queries(round)
-        papers, links, authors = inputs["papers"], inputs["links"], inputs["authors"]
-        if papers.height == 0 or links.height == 0:
+        papers = inputs["papers"]
+        if papers.height == 0 or inputs["links"].height == 0:
             raise ValueError("no corpus with authors yet: run ingest and disambiguate first")
         vectors, encoded = embed_stage(run, papers, p.model)
-        with stage(run, "pools") as st:
-            samples = pools.sample_queries(papers, settings.arxiv.categories, per_category, p.seed, earlier)
-            queries = samples["arxiv_id"].to_list()
-            neighbors_all = pools.range_neighbors(vectors, papers["arxiv_id"].to_list(), queries,
-                                                  min([tau, *REPORT_TAUS]), p.max_neighbors)
-            tau_report = pools.pool_size_report(neighbors_all, links, queries, sorted({tau, *REPORT_TAUS}))
-            evidence = pools.candidate_evidence(neighbors_all.filter(pl.col("similarity") >= tau), links)
-            affs = pools.author_affiliations(authors) if p.same_affiliation_coi else None
-            names = dict(authors.select("author_id", "name").iter_rows())
-            coi = pools.conflicts(evidence, links.filter(pl.col("arxiv_id").is_in(queries)), inputs["edges"], affs, names)
-            after_coi = evidence.join(coi.select("query_id", "author_id"), on=["query_id", "author_id"], how="anti")
-            st.result.rows_in, st.result.rejected = len(queries), coi.height
-            st.result.rows_out = after_coi.select("query_id", "author_id").n_unique()
-        candidates = set(after_coi["author_id"].to_list())
-        s2_ids = sorted({sid for a, ids in authors.select("author_id", "s2_author_ids").iter_rows()
-                         if a in candidates for sid in (ids or [])})
-        s2_stats = s2_stage(run, s2_ids) if p.fetch_s2_histories and s2_ids else {"asked": 0, "fetched": 0, "failed": 0}
-        with stage(run, "assign") as st2:
-            s2 = run.wh.s2_papers_of(s2_ids)
-            recent = pools.recent_counts(inputs["author_years"], authors, s2, int(papers["year"].max()) - p.recent_years + 1)
-            emails = {a: (e[0] if e else None) for a, e in authors.select("author_id", "emails").iter_rows()}
-            screened = pools.screening(after_coi, recent, emails, p.min_recent_papers)
-            exclusions = pl.concat([coi, screened])
-            kept = after_coi.join(screened.select("query_id", "author_id"), on=["query_id", "author_id"], how="anti")
-            assignments = pools.assign(kept, p.max_queries_per_candidate, p.candidates_per_query, p.seed)
-            invites = pools.invitations(assignments, emails, names)
-            if state and not replace:
-                changed = pools.changed_pairs(run.wh.read_round(ASSIGNMENTS, round), assignments)
-                if changed:
-                    raise UsageError(
-                        f"round {round}'s invitations would change ({changed} query-candidate pairs differ from its "
-                        f"{state['invitations']} invitations): the corpus changed since it was built; choose another "
-                        "--round, or pass --replace (the current version is kept as superseded)")
-            now = utcnow()
-            revision = run.wh.save_round(round, {
-                "query_samples": samples.with_columns(pl.lit(p.seed).alias("seed"), pl.lit(now).alias("sampled_at")),
-                "pool_evidence": evidence, "pool_exclusions": exclusions, "assignments": assignments,
-                "invitations": invites,
-            }, params_hash, parameters, run.run_id, replace)
-            st2.result.rows_in, st2.result.rows_out, st2.result.rejected = len(queries), assignments.height, exclusions.height
+        recall = recall_stage(run, settings, inputs, vectors, earlier)
+        s2_ids = pools.candidate_s2_ids(recall.after_coi, inputs["authors"])
+        s2_stats = s2_stage(run, s2_ids) if p.fetch_s2_histories and s2_ids else HistoryFetch()
+        done = assign_stage(run, p, plan, inputs, recall, s2_ids)
         out_dir = settings.data_dir / "pools" / f"round-{round}"
-        if state and replace:
-            set_aside(out_dir, state["revision"])
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "candidates_affinity.csv").write_text(pools.affinity_csv(kept))
-        (out_dir / "invited_affinity.csv").write_text(pools.affinity_csv(assignments))
-        per_cand = assignments.group_by("author_id").len()["len"].to_list()
-        short = pools.queries_short_of_target(assignments, queries, p.candidates_per_query)
-        stats = {
-            "round": round, "revision": revision, "queries": len(queries), "papers": papers.height, "embedded_now": encoded,
-            "pool_before_coi": pools.pool_sizes(evidence, queries), "pool_after_coi": pools.pool_sizes(after_coi, queries),
-            "pool_after_screening": pools.pool_sizes(kept, queries),
-            "exclusions": dict(Counter(exclusions["reason"].to_list())), "assignments": assignments.height,
-            "invited_candidates": invites.height, "max_queries_per_candidate": max(per_cand, default=0),
-            "queries_short_of_target": short, "s2": s2_stats, "tau_report": tau_report,
-            "out_dir": str(out_dir), "seconds": sum(s.seconds for s in run.stages), "run_id": run.run_id,
-        }
-        publish_table("pools-sizes", [{"stage": k.replace("pool_", ""), **v} for k, v in stats.items() if k.startswith("pool_")],
-                      "Candidates per query before and after COI and screening")
-        publish_table("pools-exclusions", [{"reason": k, "pairs": v} for k, v in stats["exclusions"].items()], "Exclusions by reason")
-        publish_table("pools-tau", tau_report, "Pool sizes at several thresholds (to choose tau)")
-        publish_markdown("pools-summary", (
-            f"## Pools round {round}\n\n{len(queries)} queries; {encoded} papers embedded now (the rest cached).\n\n"
-            f"{assignments.height} invitations to {invites.height} candidates (at most {stats['max_queries_per_candidate']} "
-            f"queries each); {short} queries below the target of {p.candidates_per_query}.\n"), "Pools summary")
-        return stats
+        write_affinities(out_dir, plan.replaced_revision, done)
+        stats = pools.round_stats(recall.queries, papers.height, recall.evidence, recall.after_coi, done.kept,
+                                  done.exclusions, done.assignments, p.candidates_per_query)
+        result = PoolsResult(round=round, revision=done.revision, embedded_now=encoded, **asdict(stats), s2=s2_stats,
+                             tau_report=recall.tau_report, out_dir=str(out_dir),
+                             seconds=sum(s.seconds for s in run.stages), run_id=run.run_id)
+        publish_round(result, p.candidates_per_query)
+        return result

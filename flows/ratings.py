@@ -11,15 +11,16 @@ whose evidence is unchanged is never asked again.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
-from datetime import datetime
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import polars as pl
 
 from revbench.errors import UsageError
 from revbench.flows.common import Run, flow_run, prefect_active, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.results import FlowResult
 from revbench.flows.survey import opt_out_stage
 from revbench.schemas.quality import DataQualityError, validate_frames
 from revbench.schemas.tables import (
@@ -36,8 +37,71 @@ from revbench.tasks import ratings as tasks
 from revbench.warehouse import utcnow
 from revbench.warehouse.survey_store import SurveyStore
 
+if TYPE_CHECKING:
+    from revbench.flows.evaluate import ConfiguredEvaluation
+
 log = logging.getLogger("revbench.ratings")
 DECISIONS = ("keep", "drop")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RatingsResult(FlowResult, tasks.Outcome):
+    """What one ratings run did: the survey store's line, events in, ratings out by status and
+    tuples by kind (the fields of ``tasks.ratings.Outcome``), flags and their decisions,
+    statistics, and the evaluation when it ran."""
+
+    run_id: str
+    survey_store: str
+    events_pulled: int
+    events_already_known: int
+    opt_outs_pulled: int
+    events: int
+    flags: int
+    flags_asked: int
+    alpha: float | None
+    alpha_papers: int
+    statistics: str
+    figure: str | None
+    flag_list: list[dict[str, Any]]
+    evaluation: ConfiguredEvaluation | None = None
+
+
+COUNTS = (("events pulled", "events_pulled"), ("events already known", "events_already_known"),
+          ("opt-outs pulled", "opt_outs_pulled"), ("events", "events"), ("duplicates", "duplicates"), ("skips", "skips"),
+          ("unknown invitation", "unknown_invitation"), ("unknown paper", "unknown_paper"),
+          ("invalid rating", "invalid_rating"), ("ratings", "ratings"), ("kept", "kept"), ("dropped", "dropped"),
+          ("pending", "pending"), ("flags", "flags"), ("flags asked", "flags_asked"),
+          ("paper-centric tuples", "paper_centric_tuples"), ("reviewer-centric tuples", "reviewer_centric_tuples"))
+"""The counts a run shows the curator (label, field of :class:`RatingsResult`)."""
+
+
+@dataclass(frozen=True)
+class Pulled:
+    """What the pull stage found: every event resolved, the ratings they give, the pool evidence
+    the flags need, how many events were new and in all, events by disposition, and the store."""
+
+    resolved: pl.DataFrame
+    ratings: pl.DataFrame
+    similarity: pl.DataFrame
+    pulled: int
+    events: int
+    dispositions: dict[str, int]
+    found: tasks.PullFound
+
+
+@dataclass(frozen=True)
+class Built:
+    """The ratings with the decisions applied, and the tuples of the kept ones."""
+
+    ratings: pl.DataFrame
+    tuples: pl.DataFrame
+
+
+class _Snapshot(NamedTuple):
+    identity: dict[str, Any]
+    rows: list[dict[str, Any]]
+    after: int
+    lost: dict[str, Any]
 
 
 def lost_since_pull(store: SurveyStore, epoch: str, high_water: int, digest: str | None) -> bool:
@@ -49,8 +113,27 @@ def lost_since_pull(store: SurveyStore, epoch: str, high_water: int, digest: str
     return held is None or (digest is not None and tasks.store_events([held], epoch)["digest"][0] != digest)
 
 
+def _read_store(store: SurveyStore, marks: dict[str, tuple[int, str | None]]) -> _Snapshot:
+    """The store's events past its epoch's high-water mark (``marks``: epoch -> (mark, digest)).
+    A store that lost events gets a new epoch and is read whole (``lost`` says what was lost);
+    so is one whose epoch another pull renewed meanwhile."""
+    ident = store.identity()
+    epoch = str(ident["epoch"])
+    after, at_mark = marks.get(epoch, (0, None))
+    lost: dict[str, Any] = {}
+    if lost_since_pull(store, epoch, after, at_mark):
+        lost = {"lost_from": epoch, "pulled_up_to": after}
+        store.renew_epoch(epoch)
+        after = 0
+    ident, rows = store.snapshot(after)
+    if ident["epoch"] != epoch and not lost:  # renewed by another pull meanwhile: all of it, by digest
+        after = 0
+        ident, rows = store.snapshot(0)
+    return _Snapshot(ident, rows, after, lost)
+
+
 @stage_task("pull-events")
-def pull_stage(run: Run, store: SurveyStore) -> dict[str, Any]:
+def pull_stage(run: Run, store: SurveyStore) -> Pulled:
     """New events from the survey store, every event resolved again (a new answer supersedes an
     older one), and the ratings they give.
 
@@ -66,65 +149,37 @@ def pull_stage(run: Run, store: SurveyStore) -> dict[str, Any]:
         known = set(old["digest"].to_list())
         marks = st.wh.survey_epoch_marks()
         epochs = st.wh.read(SURVEY_EPOCHS, order_by=["last_pulled_at"])
-        previous = epochs["epoch"][-1] if epochs.height else None
-        ident = store.identity()
-        epoch = str(ident["epoch"])
-        after, at_mark = marks.get(epoch, (0, None))
-        lost: dict[str, Any] = {}
-        if lost_since_pull(store, epoch, after, at_mark):
-            lost = {"lost_from": epoch, "pulled_up_to": after}
-            store.renew_epoch(epoch)
-            after = 0
-        ident, rows = store.snapshot(after)
-        if ident["epoch"] != epoch and not lost:  # renewed by another pull meanwhile: all of it, by digest
-            after = 0
-            ident, rows = store.snapshot(0)
-        epoch = str(ident["epoch"])
-        read = tasks.store_events(rows, epoch)
+        snap = _read_store(store, marks)
+        epoch = str(snap.identity["epoch"])
+        read = tasks.store_events(snap.rows, epoch)
+        lost = dict(snap.lost)
         if lost:  # the digests leave the epoch out: the store read once, after its renewal, tells the gap
             lost["held_up_to"] = tasks.restored_up_to(read, known, lost["pulled_up_to"])
-        fresh = ~pl.col("digest").is_in(list(known))
-        incoming = read.filter(fresh).unique("digest", keep="first", maintain_order=True)
-        found = tasks.PullFound(epoch=epoch, origin=str(ident["origin"]), after=after, new=incoming.height,
+        incoming = tasks.fresh_events(read, known)
+        found = tasks.PullFound(epoch=epoch, origin=str(snap.identity["origin"]), after=snap.after, new=incoming.height,
                                 known=read.height - incoming.height, first=not marks and not lost,
-                                previous=previous, **lost)
+                                previous=epochs["epoch"][-1] if epochs.height else None, **lost)
         now = utcnow()
-        incoming = incoming.with_columns(pl.lit(run.run_id).alias("run_id"), pl.lit(now).alias("pulled_at"))
-        cols = [*tasks.EVENT_COLUMNS, "run_id", "pulled_at"]
-        events = pl.concat([old.select(cols), incoming.select(cols)], how="vertical_relaxed")
-        resolved = tasks.resolve_events(events, ctx["invitations"])
+        resolved = tasks.resolve_events(tasks.event_history(old, incoming, run.run_id, now), ctx["invitations"])
         # Rows pulled before keep their run; a changed disposition or a first digest updates them.
         st.wh.upsert(SURVEY_EVENTS, resolved, only_if="survey_events.disposition IS DISTINCT FROM excluded.disposition "
                                                       "OR survey_events.digest IS NULL")
-        top = read.sort("event_id").tail(1)
-        seen = epochs.filter(pl.col("epoch") == epoch)
-        st.wh.upsert(SURVEY_EPOCHS, SURVEY_EPOCHS.conform(pl.DataFrame([{
-            "epoch": epoch, "high_water": int(top["event_id"][0]) if top.height else after,
-            "high_water_digest": top["digest"][0] if top.height else marks.get(epoch, (0, None))[1],
-            "origin": ident["origin"], "renewed_from": ident["renewed_from"],
-            "store_created_at": datetime.fromisoformat(str(ident["created_at"])) if ident["created_at"] else None,
-            "first_pulled_at": seen["first_pulled_at"][0] if seen.height else now, "last_pulled_at": now,
-            "new_events": incoming.height, "known_events": found.known, "summary": found.line(), "run_id": run.run_id}])))
+        st.wh.upsert(SURVEY_EPOCHS, tasks.epoch_row(snap.identity, read, found, epochs, marks.get(epoch, (0, None))[1],
+                                                    now, run.run_id))
         ratings = tasks.latest_ratings(resolved, ctx["invitations"], ctx["categories"])
-        by = dict(resolved.group_by("disposition").len().iter_rows())
+        by = tasks.dispositions(resolved)
         st.result.rows_in, st.result.rows_out = incoming.height, ratings.height
         st.result.rejected = sum(by.get(k, 0) for k in EVENT_REJECTS)
-    return {"resolved": resolved, "ratings": ratings, "similarity": ctx["similarity"], "pulled": incoming.height,
-            "events": resolved.height, "dispositions": by, "found": found}
+    return Pulled(resolved, ratings, ctx["similarity"], incoming.height, resolved.height, by, found)
 
 
 @stage_task("flag")
-def flag_stage(run: Run, pulled: dict[str, Any]) -> pl.DataFrame:
+def flag_stage(run: Run, pulled: Pulled) -> pl.DataFrame:
     """Every rule over the current ratings; flags that no longer fire stay, marked inactive."""
     with stage(run, "flag") as st:
-        flags = tasks.find_flags(pulled["ratings"], pulled["resolved"], pulled["similarity"], st.settings.ratings)
-        known = st.wh.read(RATING_FLAGS)
-        gone = known.filter(~pl.col("flag_id").is_in(flags["flag_id"].implode()) & pl.col("active"))
-        rows = flags.join(known.select("flag_id", "evidence_hash", "flagged_at"), on=["flag_id", "evidence_hash"], how="left")
-        rows = rows.with_columns(pl.lit(True).alias("active"), pl.lit(run.run_id).alias("run_id"),
-                                 pl.col("flagged_at").fill_null(utcnow()))
-        st.wh.upsert(RATING_FLAGS, pl.concat([RATING_FLAGS.conform(rows), gone.with_columns(pl.lit(False).alias("active"))]))
-        st.result.rows_in, st.result.rows_out = pulled["ratings"].height, flags.height
+        flags = tasks.find_flags(pulled.ratings, pulled.resolved, pulled.similarity, st.settings.ratings)
+        st.wh.upsert(RATING_FLAGS, tasks.flag_rows(flags, st.wh.read(RATING_FLAGS), run.run_id, utcnow()))
+        st.result.rows_in, st.result.rows_out = pulled.ratings.height, flags.height
     return flags
 
 
@@ -190,7 +245,7 @@ def record_decisions_stage(run: Run, new: pl.DataFrame, asked: int) -> pl.DataFr
 
 
 @stage_task("tuples")
-def tuples_stage(run: Run, ratings: pl.DataFrame, flags: pl.DataFrame, decisions: pl.DataFrame) -> dict[str, Any]:
+def tuples_stage(run: Run, ratings: pl.DataFrame, flags: pl.DataFrame, decisions: pl.DataFrame) -> Built:
     """Apply the decisions, store the ratings (dropped ones marked) and the tuples of the kept ones."""
     with stage(run, "tuples") as st:
         final = tasks.apply_decisions(ratings, flags, decisions)
@@ -203,11 +258,32 @@ def tuples_stage(run: Run, ratings: pl.DataFrame, flags: pl.DataFrame, decisions
         st.wh.replace_all(RATING_TUPLES, pairs)
         st.result.rows_in, st.result.rows_out = final.height, pairs.height
         st.result.rejected = final.filter(pl.col("status") == "dropped").height
-    return {"ratings": final, "tuples": pairs}
+    return Built(final, pairs)
+
+
+def _report(run: Run, report_dir: Path, pulled: Pulled, found: tasks.PullFound, flags: pl.DataFrame, asked: int,
+            decisions: pl.DataFrame, built: Built) -> RatingsResult:
+    """The run's counts, statistics and figure: written to ``report_dir``, shown as artifacts."""
+    stats = tasks.statistics(built.ratings)
+    figure = tasks.plot_distributions(stats, report_dir / "distributions.png") if stats.ratings else None
+    md = stats.markdown()
+    report_dir.mkdir(parents=True, exist_ok=True)
+    (report_dir / "statistics.md").write_text(md)
+    o = tasks.outcome(pulled.dispositions, built.ratings, built.tuples)
+    out = RatingsResult(
+        run_id=run.run_id, survey_store=found.line(), events_pulled=pulled.pulled, events_already_known=found.known,
+        opt_outs_pulled=found.opt_outs, events=pulled.events, **dataclasses.asdict(o), flags=flags.height, flags_asked=asked,
+        alpha=stats.alpha, alpha_papers=stats.alpha_papers, statistics=md, figure=str(figure) if figure else None,
+        flag_list=tasks.flag_list(flags, decisions))
+    publish_table("ratings-counts", [{"what": label, "n": getattr(out, name)} for label, name in COUNTS],
+                  "Events in, ratings out, by outcome")
+    publish_markdown("ratings-statistics", md + (f"\n\nFigure: `{figure}`" if figure else ""),
+                     "Counts by category and round, agreement")
+    return out
 
 
 @revbench_flow("ratings")
-def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "", evaluate: bool | None = None) -> dict[str, Any]:
+def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "", evaluate: bool | None = None) -> RatingsResult:
     """Pull survey answers into ratings, flag suspicious patterns, apply curator decisions, build
     the tuples and statistics, then (``evaluate``, default from settings) evaluate the
     configured scorers on the warehouse benchmark."""
@@ -220,56 +296,31 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
 
         check_scorers(settings, list(cfg.evaluate_scorers), "REVBENCH_RATINGS__EVALUATE_SCORERS")
     store = SurveyStore(settings.survey_store_path)
-    report_dir = settings.data_dir / "reports" / "ratings"
     with flow_run(settings, "ratings", {"decide": decide, "curator": curator, "evaluate": evaluate}) as run:
         pulled = pull_stage(run, store)
         # Opt-outs reach the warehouse with the answers, not only before the next wave: a store
         # replaced meanwhile would take them with it.
         before = run.wh.opted_out_emails()
         opted_out = opt_out_stage(run, store)
-        found = dataclasses.replace(pulled["found"], opt_outs=len(opted_out - before))
+        found = dataclasses.replace(pulled.found, opt_outs=len(opted_out - before))
         log.info("%s", found.line())
         flags = flag_stage(run, pulled)
         # Asked from the flow itself: Prefect pauses flow runs, not task runs.
         earlier = run.wh.read(FLAG_DECISIONS)
         open_flags = tasks.undecided(flags, earlier)
-        publish_markdown("ratings-flags", flags_markdown(flags, pulled["ratings"]),
+        publish_markdown("ratings-flags", flags_markdown(flags, pulled.ratings),
                          "Flagged annotators and ratings, with the evidence")
         if open_flags.height:
             # Stored before asking: while flags wait, their ratings are kept as rows, pending.
-            tuples_stage(run, pulled["ratings"], flags, earlier)
+            tuples_stage(run, pulled.ratings, flags, earlier)
         new = _decide(run, open_flags, decide, curator) if open_flags.height else FLAG_DECISIONS.empty()
         decisions = record_decisions_stage(run, new, open_flags.height)
-        built = tuples_stage(run, pulled["ratings"], flags, decisions)
-        final, pairs = built["ratings"], built["tuples"]
-        stats = tasks.statistics(final)
-        figure = tasks.plot_distributions(stats, report_dir / "distributions.png") if stats.ratings else None
-        md = stats.markdown()
-        report_dir.mkdir(parents=True, exist_ok=True)
-        (report_dir / "statistics.md").write_text(md)
-        status = dict(final.group_by("status").len().iter_rows())
-        kinds = dict(pairs.group_by("kind").len().iter_rows())
-        disp = pulled["dispositions"]
-        counts = {"events pulled": pulled["pulled"], "events already known": found.known, "opt-outs pulled": found.opt_outs,
-                  "events": pulled["events"], "duplicates": disp.get("superseded", 0),
-                  "skips": disp.get("skip", 0), "unknown invitation": disp.get("unknown_invitation", 0),
-                  "unknown paper": disp.get("unknown_paper", 0), "invalid rating": disp.get("invalid_rating", 0),
-                  "ratings": final.height, "kept": status.get("kept", 0),
-                  "dropped": status.get("dropped", 0), "pending": status.get("pending", 0), "flags": flags.height,
-                  "flags asked": open_flags.height, "paper-centric tuples": kinds.get("paper_centric", 0),
-                  "reviewer-centric tuples": kinds.get("reviewer_centric", 0)}
-        publish_table("ratings-counts", [{"what": k, "n": v} for k, v in counts.items()], "Events in, ratings out, by outcome")
-        publish_markdown("ratings-statistics", md + (f"\n\nFigure: `{figure}`" if figure else ""),
-                         "Counts by category and round, agreement")
-        flag_rows = flags.join(decisions.select("flag_id", "evidence_hash", "decision", "decided_by"),
-                               on=["flag_id", "evidence_hash"], how="left")
-        out = {"run_id": run.run_id, "survey store": found.line(), **counts, "alpha": stats.alpha,
-               "alpha_papers": stats.alpha_papers,
-               "statistics": md, "figure": str(figure) if figure else None,
-               "flag_list": [{k: (json.loads(v) if k == "evidence" else v) for k, v in r.items()} for r in flag_rows.to_dicts()]}
-    if run_evaluation and final.filter(pl.col("status") == "kept").height:
+        built = tuples_stage(run, pulled.ratings, flags, decisions)
+        out = _report(run, settings.data_dir / "reports" / "ratings", pulled, found, flags, open_flags.height, decisions,
+                      built)
+    if run_evaluation and built.ratings.filter(pl.col("status") == "kept").height:
         from revbench.flows.evaluate import evaluate_configured
 
-        out["evaluation"] = evaluate_configured(settings, f"warehouse={settings.warehouse_path}",
-                                                settings.data_dir / "reports" / "warehouse")
+        out = dataclasses.replace(out, evaluation=evaluate_configured(
+            settings, f"warehouse={settings.warehouse_path}", settings.data_dir / "reports" / "warehouse"))
     return out

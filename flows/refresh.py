@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -28,6 +28,7 @@ from revbench.flows.common import (
     publish_table,
     revbench_flow,
 )
+from revbench.flows.results import FlowResult, Scalar
 from revbench.schemas.model import Table
 from revbench.schemas.tables import AUTHORS, MENTIONS, PAPERS, RATING_TUPLES, RATINGS, REFRESH_STAGES
 from revbench.settings import REFRESH_STAGES as STAGE_NAMES
@@ -36,6 +37,31 @@ from revbench.tasks.crawl import plan_slices
 from revbench.warehouse import Warehouse, utcnow
 
 log = logging.getLogger("revbench.refresh")
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    """What a refresh did with one stage: ran, skipped or failed, why, the run it started, how
+    long it took and the scalar counts that run reported (as JSON)."""
+
+    position: int
+    stage: str
+    reason: str
+    child_run_id: str | None
+    seconds: float
+    summary: str | None
+    status: str
+
+
+@dataclass(frozen=True)
+class RefreshResult(FlowResult):
+    """A refresh: its window, how it ended and what it did with each stage."""
+
+    run_id: str
+    since: str
+    until: str
+    status: str
+    stages: list[StageOutcome]
 
 
 @dataclass
@@ -193,7 +219,7 @@ def plan_evaluate(settings: Settings, wh: Warehouse) -> Plan:
         True, f"{n} tuples or the scorers changed since the last evaluation (or none ran yet)", fp, {})
 
 
-def run_stage(settings: Settings, stage: str, args: dict[str, Any], synthetic: bool, track: bool) -> dict[str, Any]:
+def run_stage(settings: Settings, stage: str, args: dict[str, Any], synthetic: bool, track: bool) -> FlowResult:
     """Run one stage's flow (a subflow when the refresh is tracked)."""
     if stage == "ingest":
         from revbench.flows.ingest import ingest_flow
@@ -231,11 +257,9 @@ PLANNERS: dict[str, Callable[..., Plan]] = {
 }
 
 
-def summarize(out: Any) -> dict[str, Any]:
+def summarize(out: FlowResult) -> dict[str, Scalar]:
     """The scalar counts a stage reported (nested tables and texts left out)."""
-    if not isinstance(out, dict):
-        return {}
-    return {k: v for k, v in out.items() if isinstance(v, (int, float, bool)) or (isinstance(v, str) and len(v) < 80)}
+    return out.scalars()
 
 
 def _session(settings: Settings) -> contextlib.closing[Warehouse]:
@@ -259,9 +283,41 @@ def shared_cluster(settings: Settings, track: bool) -> Iterator[Settings]:
         yield settings.with_overrides(runner={"dask_address": cluster.scheduler_address})
 
 
+def plan_stage(settings: Settings, stage: str, since: date, until: date) -> Plan:
+    """The plan of one stage, from a warehouse session held only while planning."""
+    with _session(settings) as wh:
+        return plan_ingest(settings, wh, since, until) if stage == "ingest" else PLANNERS[stage](settings, wh)
+
+
+def refresh_stage(settings: Settings, refresh_id: str, position: int, stage: str, since: date, until: date,
+                  synthetic: bool, track: bool, done: list[StageOutcome]) -> None:
+    """Plan one stage, run it when the plan says so, and record what happened in
+    ``refresh_stages`` and in ``done`` (a failed stage too, before its error goes on)."""
+    plan = plan_stage(settings, stage, since, until)
+    log.debug("%s: %s (%s)", stage, "runs" if plan.run else "skipped", plan.reason)
+    if not plan.run:
+        outcome = StageOutcome(position, stage, plan.reason, None, 0.0, None, "skipped")
+    else:
+        t0 = time.monotonic()
+        try:
+            out = run_stage(settings, stage, plan.args, synthetic, track)
+        except BaseException as exc:
+            reason = f"{plan.reason}; failed: {type(exc).__name__}: {exc}"[:2000]
+            failed = StageOutcome(position, stage, reason, None, time.monotonic() - t0, None, "failed")
+            _record(settings, refresh_id, plan.fingerprint, failed)
+            done.append(failed)
+            raise
+        summary = summarize(out)
+        child = summary.get("run_id")
+        outcome = StageOutcome(position, stage, plan.reason, None if child is None else str(child), time.monotonic() - t0,
+                               json.dumps(summary, default=str), "ran")
+    _record(settings, refresh_id, plan.fingerprint, outcome)
+    done.append(outcome)
+
+
 @revbench_flow("refresh")
 def refresh_flow(settings: Settings, stages: list[str] | None = None, synthetic: bool = False,
-                 today: date | None = None) -> dict[str, Any]:
+                 today: date | None = None) -> RefreshResult:
     """Run ``stages`` (default REVBENCH_REFRESH__STAGES) in order, each skipped when its inputs
     did not change; a stage that fails stops the refresh (later stages need its output)."""
     chosen = [s for s in STAGE_NAMES if s in (stages if stages is not None else settings.refresh.stages)]
@@ -276,33 +332,12 @@ def refresh_flow(settings: Settings, stages: list[str] | None = None, synthetic:
     # The refresh's own row is written when it ends: a stage flow marks rows still 'running'
     # as crashed, and the refresh is still running while its stages do.
     started = utcnow()
-    rows: list[dict[str, Any]] = []
+    done: list[StageOutcome] = []
     status, error = "completed", None
     try:
         with shared_cluster(settings, track) as s:
             for position, stage in enumerate(chosen):
-                with _session(s) as wh:
-                    plan = plan_ingest(s, wh, since, until) if stage == "ingest" else PLANNERS[stage](s, wh)
-                log.debug("%s: %s (%s)", stage, "runs" if plan.run else "skipped", plan.reason)
-                row = {"refresh_id": refresh_id, "position": position, "stage": stage, "reason": plan.reason,
-                       "fingerprint": plan.fingerprint, "child_run_id": None, "seconds": 0.0, "summary": None}
-                if plan.run:
-                    t0 = time.monotonic()
-                    try:
-                        out = run_stage(s, stage, plan.args, synthetic, track)
-                    except BaseException as exc:
-                        row.update(status="failed", seconds=time.monotonic() - t0,
-                                   reason=f"{plan.reason}; failed: {type(exc).__name__}: {exc}"[:2000])
-                        _record(s, row)
-                        rows.append(row)
-                        raise
-                    summary = summarize(out)
-                    row.update(status="ran", seconds=time.monotonic() - t0, child_run_id=summary.get("run_id"),
-                               summary=json.dumps(summary, default=str))
-                else:
-                    row["status"] = "skipped"
-                _record(s, row)
-                rows.append(row)
+                refresh_stage(s, refresh_id, position, stage, since, until, synthetic, track, done)
     except KeyboardInterrupt:
         status, error = "cancelled", "interrupted (Ctrl-C or SIGTERM); finished stages are kept"
         raise
@@ -313,22 +348,21 @@ def refresh_flow(settings: Settings, stages: list[str] | None = None, synthetic:
         with _session(settings) as wh:
             wh.record_run(refresh_id, "refresh", {"stages": chosen, "since": since, "until": until}, code_version(),
                           started, status, error)
-        _publish(refresh_id, rows, since, until, status)
-    return {"run_id": refresh_id, "since": since.isoformat(), "until": until.isoformat(), "status": status,
-            "stages": [{k: v for k, v in r.items() if k not in ("refresh_id", "fingerprint")} for r in rows]}
+        _publish(refresh_id, done, since, until, status)
+    return RefreshResult(refresh_id, since.isoformat(), until.isoformat(), status, done)
 
 
-def _record(settings: Settings, row: dict[str, Any]) -> None:
+def _record(settings: Settings, refresh_id: str, fingerprint: str, outcome: StageOutcome) -> None:
     import polars as pl
 
+    row = {"refresh_id": refresh_id, "fingerprint": fingerprint, **asdict(outcome), "finished_at": utcnow()}
     with _session(settings) as wh:
-        wh.upsert(REFRESH_STAGES, pl.DataFrame([{**row, "finished_at": utcnow()}], schema=REFRESH_STAGES.polars_schema))
+        wh.upsert(REFRESH_STAGES, pl.DataFrame([row], schema=REFRESH_STAGES.polars_schema))
 
 
-def _publish(refresh_id: str, rows: list[dict[str, Any]], since: date, until: date, status: str) -> None:
+def _publish(refresh_id: str, done: list[StageOutcome], since: date, until: date, status: str) -> None:
     """One summary for the curator: each stage, whether it ran, why, how long."""
-    table = [{"stage": r["stage"], "status": r["status"], "why": r["reason"], "seconds": round(r["seconds"], 1)}
-             for r in rows]
+    table = [{"stage": r.stage, "status": r.status, "why": r.reason, "seconds": round(r.seconds, 1)} for r in done]
     publish_table("refresh-stages", table, "What this refresh did with each stage, and why")
     md = [f"## Refresh {refresh_id[:8]} ({status})", "", f"Window {since}..{until}.", "",
           "| stage | status | why | seconds |", "|---|---|---|---:|"]

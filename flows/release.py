@@ -12,16 +12,19 @@ warehouse state, settings and code give byte-identical files and manifest.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from revbench.errors import RevbenchError, UsageError
+from revbench.files import write_atomic
 from revbench.flows.common import (
     Run,
     code_version,
@@ -31,8 +34,8 @@ from revbench.flows.common import (
     publish_table,
     revbench_flow,
     stage,
-    write_atomic,
 )
+from revbench.flows.results import FlowResult
 from revbench.schemas.release import RELEASE_TABLES
 from revbench.schemas.tables import RATING_FLAGS, RATINGS, RELEASES, SURVEY_EVENTS
 from revbench.settings import Settings
@@ -42,6 +45,9 @@ from revbench.tasks import release as tasks
 from revbench.templates import bars_scale, render
 from revbench.warehouse import Warehouse, utcnow
 from revbench.warehouse.migrations import LATEST_VERSION
+
+if TYPE_CHECKING:
+    from revbench.flows.evaluate import ConfiguredEvaluation
 
 log = logging.getLogger("revbench.release")
 VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -74,24 +80,83 @@ def audit_markdown(hits: list[privacy.AuditHit], strings: int) -> str:
             f"| file | row | field | kind | form | found | person |\n|---|---|---|---|---|---|---|\n{rows}")
 
 
-def _size_category(n: int) -> str:
-    return "n<1K" if n < 1000 else "1K<n<10K" if n < 10_000 else "10K<n<100K" if n < 100_000 else "100K<n<1M"
+@dataclass(frozen=True, kw_only=True)
+class ReleaseResult(FlowResult):
+    """What a release run made, read from the release's manifest: its version and parent, where
+    it is, its status (``built`` while it waits for a curator's go; None when ``unchanged``: nothing
+    changed since the latest release, which is named, and nothing was written), who decided, its
+    counts and files, the strings audited (when this run built it) and the evaluation of the
+    configured scorers once it is published."""
+
+    version: str
+    parent: str | None
+    dir: str
+    run_id: str
+    status: str | None
+    decided_by: str | None
+    counts: dict[str, int]
+    files: list[dict[str, Any]]
+    audit_strings: int | None = None
+    unchanged: bool = False
+    evaluation: ConfiguredEvaluation | None = None
 
 
-@revbench_flow("release")
-def release_flow(settings: Settings, version: str | None = None, replace: bool = False,
-                 only_if_changed: bool = False, approve: str | None = None, approver: str = "") -> dict[str, Any]:
-    """Build release ``version`` (default: the next ``vN``) from the warehouse's kept ratings,
-    then publish it on a curator's go (``approve`` yes or no, the auto-approve setting, or the
-    Prefect UI form); with ``only_if_changed``, nothing is written when every table equals the
-    latest release's. A release that is built but not yet decided takes ``approve`` alone
-    (same ``version``, no rebuild). Once published, the configured scorers are evaluated on it."""
+@dataclass(frozen=True)
+class ReleaseState:
+    """The warehouse's record of one release."""
+
+    status: str
+    decided_by: str | None
+    manifest_sha256: str | None
+
+    @classmethod
+    def of(cls, row: dict[str, Any] | None) -> ReleaseState | None:
+        """From a ``releases`` row (None stays None)."""
+        return None if row is None else cls(row["status"], row.get("decided_by"), row.get("manifest_sha256"))
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A release built in memory: its parent (and the parent verified, when its folder is there),
+    the warehouse inputs, the release tables and RATE's JSON, and the newest release recorded."""
+
+    parent: str | None
+    parent_release: tasks.VerifiedRelease | None
+    inputs: dict[str, Any]
+    tables: dict[str, pl.DataFrame]
+    rate: dict[str, list[dict[str, Any]]]
+    newest: str | None
+
+
+@dataclass(frozen=True)
+class Written:
+    """A release written in its building folder: the folder, its manifest, its statistics."""
+
+    dir: Path
+    manifest: dict[str, Any]
+    statistics: str
+
+
+def _id_key(settings: Settings, approve: str | None) -> bytes:
+    """The key release ids are derived with, once the arguments are checked."""
     if approve is not None and approve not in ("yes", "no"):
         raise UsageError(f"--approve {approve!r}: expected yes or no")
     key = settings.release.id_key
     if key is None or len(key.get_secret_value()) < 16:
         raise UsageError("REVBENCH_RELEASE__ID_KEY is not set (or shorter than 16 characters): release ids are derived "
                          "with it, and the same key must serve every release")
+    return key.get_secret_value().encode()
+
+
+@revbench_flow("release")
+def release_flow(settings: Settings, version: str | None = None, replace: bool = False,
+                 only_if_changed: bool = False, approve: str | None = None, approver: str = "") -> ReleaseResult:
+    """Build release ``version`` (default: the next ``vN``) from the warehouse's kept ratings,
+    then publish it on a curator's go (``approve`` yes or no, the auto-approve setting, or the
+    Prefect UI form); with ``only_if_changed``, nothing is written when every table equals the
+    latest release's. A release that is built but not yet decided takes ``approve`` alone
+    (same ``version``, no rebuild). Once published, the configured scorers are evaluated on it."""
+    key = _id_key(settings, approve)
     root = settings.releases_dir
     version = version or _next_version(root)
     if not VERSION.match(version):
@@ -106,50 +171,79 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
     _refuse_published(root, version, _recorded_state(settings, version))  # before the run: a refusal writes nothing
     params = {"version": version, "replace": replace, "only_if_changed": only_if_changed, "approve": approve}
     with flow_run(settings, "release", params) as run:
-        _refuse_published(root, version, run.wh.release_state(version))
-        recorded = run.wh.releases()
-        parent = tasks.choose_parent(recorded, version)
-        # CHANGES.md is written against the parent: it is checked before anything is written.
-        parent_release = verify_recorded(settings, root / parent, run.wh) if parent and (root / parent).exists() else None
-        with stage(run, "build") as st:
-            inputs = run.wh.release_inputs()
-            if inputs["ratings"].height == 0:
-                raise UsageError("the warehouse holds no kept ratings: run `revbench ratings` first")
-            tables = tasks.build_tables(inputs, key.get_secret_value().encode(), settings.release.profile_years)
-            rate = tasks.rate_json(tables)
-            st.result.rows_in, st.result.rows_out = inputs["ratings"].height, sum(t.height for t in tables.values())
-        newest = recorded["version"][-1] if recorded.height else None
-        if only_if_changed and newest and (root / newest).exists():
-            diff = tasks.changes(tables, tasks.read_tables(verify_recorded(settings, root / newest, run.wh)))
-            if not any(d["added"] or d["removed"] for d in diff.values()):
-                log.info("nothing changed since release %s: no new release", newest)
-                return _result(root / newest, run.run_id, status=None, decided_by=None, unchanged=True)
-        with stage(run, "audit") as st:
-            hits, strings = privacy.privacy_audit(tables, inputs["people"], inputs["affiliations"])
-            publish_markdown("release-audit", audit_markdown(hits, strings), "Privacy audit of the release")
-            st.result.rows_in, st.result.rejected = strings, len(hits)
-            if hits:
-                raise PrivacyAuditFailed(hits)
-        with stage(run, "write") as st:
-            out = _write(run, settings, version, (parent, parent_release), tables, rate, inputs, strings)
-            st.result.rows_out = len(out["manifest"]["files"])
-        if final.exists():
-            (root / ".replaced").mkdir(parents=True, exist_ok=True)
-            aside = root / ".replaced" / f"{version}-{len(list((root / '.replaced').glob(f'{version}-*'))) + 1}"
-            final.rename(aside)
-            log.warning("release %s was rebuilt; the previous one is kept at %s", version, aside)
-        out["dir"].rename(final)
-        run.wh.upsert(RELEASES, pl.DataFrame([{
-            "version": version, "parent": parent, "status": "built", "counts": json.dumps(out["manifest"]["counts"], sort_keys=True),
-            "manifest_sha256": tasks.sha256_file(final / "manifest.json"), "run_id": run.run_id, "built_at": utcnow(),
-            "superseded_by": None}]), only_if="releases.status <> 'published'")
-        publish_table("release-files", out["manifest"]["files"], f"Release {version}: files with rows, bytes and sha256")
-        publish_markdown("release-manifest", "```json\n" + (final / "manifest.json").read_text() + "```",
-                         f"Release {version}: manifest.json")
-        publish_markdown("release-statistics", out["statistics"], f"Release {version}: counts and agreement")
+        _refuse_published(root, version, ReleaseState.of(run.wh.release_state(version)))
+        draft = _build_stage(run, version, key)
+        same = _unchanged_since(run, draft) if only_if_changed else None
+        if same is not None:
+            log.info("nothing changed since release %s: no new release", same)
+            return _result(root / same, run.run_id, status=None, decided_by=None, unchanged=True)
+        strings = _audit_stage(run, draft)
+        _write_stage(run, version, draft, strings)
         status, who = _ask(run, version, approve, approver)
         result = _result(final, run.run_id, status=status, decided_by=who, audit_strings=strings)
     return _evaluate_if_published(settings, result)
+
+
+def _build_stage(run: Run, version: str, key: bytes) -> Draft:
+    """The release tables from the warehouse, with the parent they are compared against."""
+    root = run.settings.releases_dir
+    recorded = run.wh.releases()
+    parent = tasks.choose_parent(recorded, version)
+    # CHANGES.md is written against the parent: it is checked before anything is written.
+    parent_release = verify_recorded(run.settings, root / parent, run.wh) if parent and (root / parent).exists() else None
+    with stage(run, "build") as st:
+        inputs = run.wh.release_inputs()
+        if inputs["ratings"].height == 0:
+            raise UsageError("the warehouse holds no kept ratings: run `revbench ratings` first")
+        tables = tasks.build_tables(inputs, key, run.settings.release.profile_years)
+        rate = tasks.rate_json(tables)
+        st.result.rows_in, st.result.rows_out = inputs["ratings"].height, sum(t.height for t in tables.values())
+    return Draft(parent, parent_release, inputs, tables, rate, recorded["version"][-1] if recorded.height else None)
+
+
+def _unchanged_since(run: Run, draft: Draft) -> str | None:
+    """The newest release when its tables equal the draft's (its folder checked first), else None."""
+    root = run.settings.releases_dir
+    if not draft.newest or not (root / draft.newest).exists():
+        return None
+    diff = tasks.changes(draft.tables, tasks.read_tables(verify_recorded(run.settings, root / draft.newest, run.wh)))
+    return None if tasks.changed(diff) else draft.newest
+
+
+def _audit_stage(run: Run, draft: Draft) -> int:
+    """The privacy audit of the draft; returns the strings scanned, raises on any hit."""
+    with stage(run, "audit") as st:
+        hits, strings = privacy.privacy_audit(draft.tables, draft.inputs["people"], draft.inputs["affiliations"])
+        publish_markdown("release-audit", audit_markdown(hits, strings), "Privacy audit of the release")
+        st.result.rows_in, st.result.rejected = strings, len(hits)
+        if hits:
+            raise PrivacyAuditFailed(hits)
+    return strings
+
+
+def _write_stage(run: Run, version: str, draft: Draft, strings: int) -> None:
+    """Write the release beside its place, rename it into place (a rebuilt one's predecessor kept
+    aside), record it as built and show its files, manifest and statistics."""
+    root = run.settings.releases_dir
+    final = root / version
+    with stage(run, "write") as st:
+        out = _write(run, version, draft, strings)
+        st.result.rows_out = len(out.manifest["files"])
+    if final.exists():
+        (root / ".replaced").mkdir(parents=True, exist_ok=True)
+        aside = root / ".replaced" / f"{version}-{len(list((root / '.replaced').glob(f'{version}-*'))) + 1}"
+        final.rename(aside)
+        log.warning("release %s was rebuilt; the previous one is kept at %s", version, aside)
+    out.dir.rename(final)
+    run.wh.upsert(RELEASES, pl.DataFrame([{
+        "version": version, "parent": draft.parent, "status": "built",
+        "counts": json.dumps(out.manifest["counts"], sort_keys=True),
+        "manifest_sha256": tasks.sha256_file(final / "manifest.json"), "run_id": run.run_id, "built_at": utcnow(),
+        "superseded_by": None}]), only_if="releases.status <> 'published'")
+    publish_table("release-files", out.manifest["files"], f"Release {version}: files with rows, bytes and sha256")
+    publish_markdown("release-manifest", "```json\n" + (final / "manifest.json").read_text() + "```",
+                     f"Release {version}: manifest.json")
+    publish_markdown("release-statistics", out.statistics, f"Release {version}: counts and agreement")
 
 
 def _ask(run: Run, version: str, approve: str | None, approver: str) -> tuple[str, str | None]:
@@ -185,12 +279,11 @@ def _ask(run: Run, version: str, approve: str | None, approver: str) -> tuple[st
 
 def _next_version(root: Path) -> str:
     """``v<N+1>`` after the highest ``vN`` folder in ``root``."""
-    n = max((int(m.group(1)) for d in root.glob("v*") if (m := re.fullmatch(r"v(\d+)", d.name))), default=0)
-    return f"v{n + 1}"
+    return tasks.next_version(d.name for d in root.glob("v*"))
 
 
-def _refuse_published(root: Path, version: str, state: dict[str, Any] | None) -> None:
-    if state is not None and state["status"] == "published":
+def _refuse_published(root: Path, version: str, state: ReleaseState | None) -> None:
+    if state is not None and state.status == "published":
         raise UsageError(f"{version} is published and cannot be replaced; make a new version, e.g. --version "
                          f"{_next_version(root)}, which supersedes it")
 
@@ -207,12 +300,12 @@ def _advance_latest(root: Path, releases: pl.DataFrame) -> None:
     write_atomic(latest, newest + "\n")  # readers see the old name or the new one, never an empty file
 
 
-def _recorded_state(settings: Settings, version: str) -> dict[str, Any] | None:
+def _recorded_state(settings: Settings, version: str) -> ReleaseState | None:
     """The warehouse's record of release ``version`` (None when there is no warehouse or no record)."""
     if not settings.warehouse_path.exists():
         return None
     with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
-        return wh.release_state(version) if wh.has_table(RELEASES.name) else None
+        return ReleaseState.of(wh.release_state(version)) if wh.has_table(RELEASES.name) else None
 
 
 def verify_recorded(settings: Settings, release_dir: Path, wh: Warehouse | None = None) -> tasks.VerifiedRelease:
@@ -222,8 +315,9 @@ def verify_recorded(settings: Settings, release_dir: Path, wh: Warehouse | None 
     Without ``wh`` the warehouse is opened to read, if there is one."""
     expected = None
     if release_dir.resolve().parent == settings.releases_dir.resolve():
-        state = wh.release_state(release_dir.name) if wh is not None else _recorded_state(settings, release_dir.name)
-        expected = state["manifest_sha256"] if state else None
+        state = ReleaseState.of(wh.release_state(release_dir.name)) if wh is not None else \
+            _recorded_state(settings, release_dir.name)
+        expected = state.manifest_sha256 if state else None
     return tasks.verify_release(release_dir, expected)
 
 
@@ -238,15 +332,15 @@ def release_report(settings: Settings, metric: str, split: str) -> pl.DataFrame:
     return rows
 
 
-def _decide_only(settings: Settings, version: str, approve: str | None, approver: str) -> dict[str, Any]:
+def _decide_only(settings: Settings, version: str, approve: str | None, approver: str) -> ReleaseResult:
     """Record the decision on a release built earlier (no rebuild)."""
     root = settings.releases_dir
     with flow_run(settings, "release", {"version": version, "approve": approve}) as run:
-        state = run.wh.release_state(version)
+        state = ReleaseState.of(run.wh.release_state(version))
         if state is None:
             raise UsageError(f"release {version} at {root / version} is not recorded in this warehouse")
-        if state["status"] != "built":
-            raise UsageError(f"release {version} is already {state['status']} (by {state['decided_by']}); "
+        if state.status != "built":
+            raise UsageError(f"release {version} is already {state.status} (by {state.decided_by}); "
                              "build a new version to change what is published")
         status, who = _ask(run, version, approve, approver)
         result = _result(root / version, run.run_id, status=status, decided_by=who)
@@ -254,68 +348,55 @@ def _decide_only(settings: Settings, version: str, approve: str | None, approver
 
 
 def _result(release_dir: Path, run_id: str, status: str | None, decided_by: str | None, audit_strings: int | None = None,
-            unchanged: bool = False) -> dict[str, Any]:
+            unchanged: bool = False) -> ReleaseResult:
     """What a release run reports, read from the release's manifest."""
     manifest = json.loads((release_dir / "manifest.json").read_text())
-    return {"version": manifest["version"], "parent": manifest.get("parent"), "dir": str(release_dir), "run_id": run_id,
-            "status": status, "decided_by": decided_by, "counts": manifest["counts"], "files": manifest["files"],
-            "audit_strings": audit_strings, "unchanged": unchanged}
+    return ReleaseResult(version=manifest["version"], parent=manifest.get("parent"), dir=str(release_dir), run_id=run_id,
+                         status=status, decided_by=decided_by, counts=manifest["counts"], files=manifest["files"],
+                         audit_strings=audit_strings, unchanged=unchanged)
 
 
-def _evaluate_if_published(settings: Settings, result: dict[str, Any]) -> dict[str, Any]:
+def _evaluate_if_published(settings: Settings, result: ReleaseResult) -> ReleaseResult:
     """Every configured scorer on a newly published release; results kept per release version."""
-    if result["status"] != "published" or not settings.release.evaluate_after:
+    if result.status != "published" or not settings.release.evaluate_after:
         return result
     from revbench.flows.evaluate import evaluate_configured
 
-    return {**result, "evaluation": evaluate_configured(settings, f"release={result['dir']}",
-                                                        settings.data_dir / "reports" / "releases" / result["version"])}
+    return dataclasses.replace(result, evaluation=evaluate_configured(
+        settings, f"release={result.dir}", settings.data_dir / "reports" / "releases" / result.version))
 
 
-def _write(run: Run, settings: Settings, version: str, parent: tuple[str | None, tasks.VerifiedRelease | None],
-           tables: dict[str, pl.DataFrame], rate: dict[str, list[dict[str, Any]]], inputs: dict[str, Any],
-           strings: int) -> dict[str, Any]:
-    """Every file of the release in a building folder beside its final place; ``parent`` is the
-    parent's version and, when its folder is there, the parent verified."""
-    root = settings.releases_dir
-    building = root / f".building-{version}"
+def _write(run: Run, version: str, draft: Draft, strings: int) -> Written:
+    """Every file of the release in a building folder beside its final place."""
+    settings = run.settings
+    building = settings.releases_dir / f".building-{version}"
     if building.exists():
         shutil.rmtree(building)  # left by an interrupted build: never a finished release
-    rows = tasks.write_files(building, tables, rate)
-    parent_tables = tasks.read_tables(parent[1]) if parent[1] else None
-    (building / "CHANGES.md").write_text(tasks.changes_markdown(version, parent[0], tasks.changes(tables, parent_tables)))
+    rows = tasks.write_files(building, draft.tables, draft.rate)
+    parent_tables = tasks.read_tables(draft.parent_release) if draft.parent_release else None
+    (building / "CHANGES.md").write_text(tasks.changes_markdown(version, draft.parent,
+                                                                tasks.changes(draft.tables, parent_tables)))
     ratings = run.wh.read(RATINGS)
-    events = run.wh.read(SURVEY_EVENTS)
-    disp = dict(events.group_by("disposition").len().iter_rows()) if events.height else {}
+    counts = tasks.release_counts(run.wh.read(SURVEY_EVENTS), ratings, run.wh.count(RATING_FLAGS), draft.tables)
     stats = rating_tasks.statistics(ratings)
     figure = rating_tasks.plot_distributions(stats, building / "figures" / "distributions.png") if stats.ratings else None
-    counts = {"events": events.height, "ratings": ratings.height, "duplicates": disp.get("superseded", 0),
-              "skips": disp.get("skip", 0), "flags": run.wh.count(RATING_FLAGS),
-              "kept": ratings.filter(pl.col("status") == "kept").height,
-              "dropped": ratings.filter(pl.col("status") == "dropped").height,
-              **{t.name: tables[t.name].height for t in RELEASE_TABLES}}
-    docs = {t.name: t.doc for t in RELEASE_TABLES} | {"evaluations_pc": "paper-centric tuples in LR-bench's JSON layout",
-                                                      "evaluations_rc": "reviewer-centric tuples in LR-bench's JSON layout"}
-    files_doc = [{"path": p, "rows": n, "doc": docs[p.rsplit("/", 1)[-1].split(".")[0]]} for p, n in sorted(rows.items())]
-    card, card_version = render("release/card.md.j2", name=settings.release.name, version=version, parent=parent[0],
-                                license=settings.release.license, tables=[t.name for t in RELEASE_TABLES],
-                                size_category=_size_category(counts["pointwise"]), files=files_doc,
-                                profile_years=settings.release.profile_years, audit_strings=strings,
+    r = settings.release
+    card, card_version = render("release/card.md.j2", name=r.name, version=version, parent=draft.parent,
+                                license=r.license, tables=[t.name for t in RELEASE_TABLES],
+                                size_category=tasks.size_category(counts["pointwise"]), files=tasks.file_docs(rows),
+                                profile_years=r.profile_years, audit_strings=strings,
                                 levels=bars_scale()["levels"], counts=counts, statistics=stats.markdown(),
                                 figure="figures/distributions.png" if figure else None)
     (building / "README.md").write_text(card)
     published = ratings["rated_at"].max() if ratings.height else None  # from the data: the same state, the same date
-    meta = tasks.croissant(building, settings.release.name, version, settings.release.license,
+    meta = tasks.croissant(building, r.name, version, r.license,
                            f"Reviewer-expertise benchmark {version}: {counts['pointwise']} self-assessed ratings (1-5 BARS) "
                            "of recent arXiv papers by candidate reviewers, with paper-centric and reviewer-centric tuples.",
                            published.date().isoformat() if published else None)
     (building / "croissant.json").write_text(json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
-    files = []
-    for path in sorted(p for p in building.rglob("*") if p.is_file()):
-        rel = path.relative_to(building).as_posix()
-        files.append({"path": rel, "rows": rows.get(rel), "bytes": path.stat().st_size, "sha256": tasks.sha256_file(path)})
-    manifest = {"name": settings.release.name, "version": version, "parent": parent[0], "schema_version": LATEST_VERSION,
+    manifest = {"name": r.name, "version": version, "parent": draft.parent, "schema_version": LATEST_VERSION,
                 "code_version": code_version(), "card_template": card_version,
-                "runs": {f: r for f, r in inputs["runs"].items() if f in SOURCE_FLOWS}, "counts": counts, "files": files}
+                "runs": {f: run_id for f, run_id in draft.inputs["runs"].items() if f in SOURCE_FLOWS}, "counts": counts,
+                "files": tasks.listed_files(building, rows)}
     (building / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    return {"dir": building, "manifest": manifest, "statistics": stats.markdown()}
+    return Written(building, manifest, stats.markdown())

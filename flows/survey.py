@@ -12,20 +12,22 @@ re-run. Opt-outs (from the survey store) are pulled first and honoured in every 
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
 import signal
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from revbench.errors import ServiceUnavailable, UsageError, note_interrupt
-from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.common import Run, Stage, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.results import FlowResult
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import SURVEY_APPROVALS, SURVEY_INVITATIONS, SURVEY_MESSAGES, SURVEY_OPT_OUTS
 from revbench.settings import Settings
@@ -34,7 +36,84 @@ from revbench.tasks import survey as tasks
 from revbench.warehouse import utcnow
 from revbench.warehouse.survey_store import SurveyStore
 
+if TYPE_CHECKING:
+    from revbench.clients.smtp import SmtpSender
+
 log = logging.getLogger("revbench.survey")
+
+
+@dataclass(frozen=True)
+class SendCounts:
+    """What became of the messages one send stage was given."""
+
+    sent: int = 0
+    failed: int = 0
+    deferred: int = 0
+    unconfirmed: int = 0
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What rendering a wave found: its candidates, the messages rendered now, the people left
+    out with the reason and, for reminders, the invitees who answered every paper."""
+
+    candidates: int
+    rendered: int
+    left_out: list[dict[str, Any]]
+    finished: int | None = None
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """How a wave ended: written to an outbox, decided on (and what was sent), or nothing to send."""
+
+    counts: SendCounts = SendCounts()
+    outbox: str | None = None
+    decision: str | None = None
+    approved: int | None = None
+    approver: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SurveyWave(FlowResult):
+    """What one wave did: rendered, waiting, left out, the curator's decision, what was sent,
+    and the messages in doubt. ``finished`` only for reminders; the decision only once asked."""
+
+    round: int
+    kind: str
+    candidates: int
+    rendered: int
+    left_out: list[dict[str, Any]]
+    finished: int | None
+    pending: int
+    interrupted: int
+    opted_out: int
+    sent: int
+    failed: int
+    deferred: int
+    unconfirmed: int
+    outbox: str | None
+    run_id: str
+    decision: str | None
+    approved: int | None
+    approver: str | None
+    unconfirmed_messages: list[dict[str, str]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SurveyResend(FlowResult):
+    """What one resend of named messages did."""
+
+    requested: int
+    opted_out: int
+    interrupted: int
+    sent: int
+    failed: int
+    deferred: int
+    unconfirmed: int
+    approver: str
+    run_id: str
+    unconfirmed_messages: list[dict[str, str]]
 
 
 def parse_approval(approve: str | None) -> tuple[str, int] | None:
@@ -78,32 +157,17 @@ def deferred_interrupts() -> Iterator[None]:
 def opt_out_stage(run: Run, store: SurveyStore) -> set[str]:
     """Opt-outs recorded by the survey server, kept in the warehouse by address for good."""
     with stage(run, "opt-outs") as st:
-        invitations = st.wh.survey_invitations()
-        emails = dict(invitations.select("invitation_id", "email").iter_rows()) if invitations.height else {}
         have = st.wh.opted_out_emails()  # kept as first recorded: a later or replaced store never rewrites them
-        new = [{"email": emails[i], "invitation_id": i, "source": "survey", "opted_out_at": utcnow()}
-               for i in store.opted_out() if i in emails and emails[i] not in have]
-        if new:
-            st.wh.upsert(SURVEY_OPT_OUTS, pl.DataFrame(new))
-        out = have | {r["email"] for r in new}
-        st.result.rows_in, st.result.rows_out = len(new), len(out)
+        new = tasks.new_opt_outs(st.wh.survey_invitations(), store.opted_out(), have, utcnow())
+        if new.height:
+            st.wh.upsert(SURVEY_OPT_OUTS, new)
+        out = have | set(new["email"].to_list())
+        st.result.rows_in, st.result.rows_out = new.height, len(out)
     return out
 
 
-def _render_rows(invs: list[dict[str, Any]], papers: dict[str, dict[str, str]], signer: LinkSigner, settings: Settings,
-                 run_id: str, kind: str, open_counts: dict[str, int] | None = None) -> pl.DataFrame:
-    rows = []
-    for inv in invs:
-        m = tasks.render_message(inv, papers, signer, settings.survey, kind, (open_counts or {}).get(inv["invitation_id"], 0))
-        rows.append({"message_id": m.message_id, "invitation_id": inv["invitation_id"], "kind": kind, "round": inv["round"],
-                     "to_email": inv["email"], "subject": m.subject, "text": m.text, "html": m.html,
-                     "headers": json.dumps(m.headers), "template_version": m.template_version, "state": "rendered",
-                     "attempts": 0, "rendered_at": utcnow(), "run_id": run_id})
-    return pl.DataFrame(rows) if rows else SURVEY_MESSAGES.empty()
-
-
 @stage_task("render-invitations")
-def invitation_stage(run: Run, round: int, signer: LinkSigner, store: SurveyStore, opted_out: set[str]) -> dict[str, Any]:
+def invitation_stage(run: Run, round: int, signer: LinkSigner, store: SurveyStore, opted_out: set[str]) -> Prepared:
     """The round's invitations and their emails (new ones only: a re-run keeps what exists)."""
     with stage(run, "render") as st:
         candidates = st.wh.survey_candidates(round)
@@ -119,52 +183,38 @@ def invitation_stage(run: Run, round: int, signer: LinkSigner, store: SurveyStor
                                     "papers": [{"paper_id": p, **papers[p]} for p in r["paper_ids"]]}
                                    for r in invitations.iter_rows(named=True)])
         have = set(st.wh.survey_messages(round).filter(pl.col("kind") == "invitation")["invitation_id"].to_list())
-        todo = [r for r in invitations.iter_rows(named=True) if r["invitation_id"] not in have]
-        messages = _render_rows(todo, papers, signer, run.settings, run.run_id, "invitation")
+        todo = [tasks.ToRender(r, "invitation") for r in invitations.iter_rows(named=True) if r["invitation_id"] not in have]
+        messages = tasks.message_rows(todo, papers, signer, st.settings.survey, run.run_id, utcnow())
         if messages.height:
             st.wh.upsert(SURVEY_MESSAGES, messages)
         st.result.rows_in, st.result.rows_out, st.result.rejected = candidates.height, messages.height, left_out.height
-    return {"candidates": candidates.height, "rendered": messages.height, "left_out": left_out.to_dicts()}
+    return Prepared(candidates.height, messages.height, left_out.to_dicts())
 
 
 @stage_task("render-reminders")
-def reminder_stage(run: Run, round: int, signer: LinkSigner, store: SurveyStore, opted_out: set[str]) -> dict[str, Any]:
+def reminder_stage(run: Run, round: int, signer: LinkSigner, store: SurveyStore, opted_out: set[str]) -> Prepared:
     """A reminder to each invitee with unanswered papers, the last email long enough ago, who
     has not opted out and has had fewer reminders than allowed."""
     with stage(run, "render") as st:
         sv = st.settings.survey
         invitations = st.wh.survey_invitations(round)
-        messages = st.wh.survey_messages(round)
-        answered = store.answered()
         due_before = utcnow() - timedelta(days=sv.reminder_delay_days)
-        todo, open_counts, finished = [], {}, 0
-        for inv in invitations.iter_rows(named=True):
-            mine = messages.filter(pl.col("invitation_id") == inv["invitation_id"])
-            sent = mine.filter(pl.col("state") == "sent")
-            if sent.filter(pl.col("kind") == "invitation").height == 0 or inv["email"] in opted_out:
-                continue
-            open_papers = [p for p in inv["paper_ids"] if p not in answered.get(inv["invitation_id"], {})]
-            if not open_papers:
-                finished += 1
-                continue
-            reminders = mine.filter(pl.col("kind").str.starts_with("reminder")).height
-            if reminders >= sv.reminder_count or sent["sent_at"].max() > due_before:
-                continue
-            todo.append({**inv, "kind": f"reminder-{reminders + 1}"})
-            open_counts[inv["invitation_id"]] = len(open_papers)
-        papers = st.wh.paper_texts(sorted({p for r in todo for p in r["paper_ids"]}))
-        frames = [_render_rows([r], papers, signer, run.settings, run.run_id, r["kind"], open_counts) for r in todo]
-        rendered = pl.concat(frames) if frames else SURVEY_MESSAGES.empty()
+        reminders = tasks.due_reminders(invitations, st.wh.survey_messages(round), store.answered(), opted_out,
+                                        due_before, sv.reminder_count)
+        papers = st.wh.paper_texts(sorted({p for r in reminders.due for p in r.invitation["paper_ids"]}))
+        rendered = tasks.message_rows(reminders.due, papers, signer, sv, run.run_id, utcnow())
         if rendered.height:
             st.wh.upsert(SURVEY_MESSAGES, rendered)
         st.result.rows_in, st.result.rows_out = invitations.height, rendered.height
-    return {"candidates": invitations.height, "rendered": rendered.height, "finished": finished, "left_out": []}
+    return Prepared(invitations.height, rendered.height, [], reminders.finished)
 
 
-def _pending(run: Run, round: int, kind: str, opted_out: set[str]) -> pl.DataFrame:
-    msgs = run.wh.survey_messages(round)
-    wave = msgs.filter(pl.col("kind") == "invitation") if kind == "invitation" else msgs.filter(pl.col("kind").str.starts_with("reminder"))
-    return wave.filter((pl.col("state") == "rendered") & ~pl.col("to_email").is_in(list(opted_out))).sort("message_id")
+def _publish_wave(round: int, kind: str, pending: pl.DataFrame, left_out: list[dict[str, Any]]) -> None:
+    publish_table("survey-recipients", tasks.recipient_rows(pending), f"Round {round}: {kind} messages waiting to be sent")
+    publish_table("survey-left-out", left_out, "People left out of this wave, with the reason")
+    if pending.height:
+        publish_markdown("survey-sample", "```\n" + pending.row(0, named=True)["text"] + "\n```",
+                         f"A rendered {kind} message (plain-text part)")
 
 
 def _publish_unconfirmed(rows: list[dict[str, Any]]) -> None:
@@ -199,31 +249,79 @@ def _ask_curator(run: Run, round: int, kind: str, pending: pl.DataFrame, approve
     return answer.decision, 0 if answer.decision == "cancel" else n, answer.approver or "Prefect UI"
 
 
+class _Tally:
+    """A wave's outcomes as they come. A server that defers message after message, or loses reply
+    after reply, is in trouble: the wave stops (the rest stay 'rendered' for the next run) instead
+    of spending every message's retries on it or leaving every message in doubt."""
+
+    def __init__(self, breaker: int, url: str):
+        self.counts = {"sent": 0, "failed": 0, "deferred": 0, "unconfirmed": 0}
+        self.breaker = breaker
+        self.url = url
+        self.in_a_row = 0
+        self.streak: set[str] = set()
+
+    def done(self, what: str) -> None:
+        """A message sent, or refused for good (which says nothing of the server's health)."""
+        self.counts[what] += 1
+        if what == "sent":
+            self.in_a_row = 0
+            self.streak.clear()
+
+    def trouble(self, what: str, exc: Exception) -> None:
+        """A message deferred or in doubt; the breaker-th in a row stops the wave."""
+        self.counts[what] += 1
+        self.in_a_row += 1
+        self.streak.add(what)
+        if self.in_a_row >= self.breaker:
+            raise ServiceUnavailable("SMTP server", self.url, f"{self.in_a_row} messages in a row "
+                                     f"{' or '.join(sorted(self.streak))}, the last with {exc}; the rest stay unsent "
+                                     "for the next run") from None
+
+    def result(self) -> SendCounts:
+        return SendCounts(**self.counts)
+
+
+def _send_one(st: Stage, sender: SmtpSender, row: dict[str, Any], tally: _Tally) -> None:
+    """Hand one message to the server and record what became of it, interrupts held meanwhile."""
+    from revbench.clients.smtp import OutcomeUnknown
+
+    msg = tasks.email_message(row, st.settings.survey)
+    with deferred_interrupts():
+        st.wh.set_message_state(row["message_id"], "sending", attempts=row["attempts"] + 1, smtp_server=sender.server)
+        try:
+            reply = sender.send(msg)
+        except PermanentError as exc:
+            st.wh.set_message_state(row["message_id"], "failed", reply=str(exc))
+            tally.done("failed")
+        except OutcomeUnknown as exc:
+            # It may be in the recipient's mailbox: sending it again could make a copy.
+            st.wh.set_message_state(row["message_id"], "unconfirmed", reply=str(exc), unconfirmed_at=utcnow())
+            log.warning("message %s to %s is unconfirmed: %s", row["message_id"], row["to_email"], exc)
+            tally.trouble("unconfirmed", exc)
+        except TransientError as exc:
+            st.wh.set_message_state(row["message_id"], "rendered", reply=str(exc))  # tried again next run
+            tally.trouble("deferred", exc)
+        except BaseException:
+            # Raised before the message's end of data left (``SmtpSender`` turns anything
+            # later into OutcomeUnknown): nothing can have been delivered.
+            st.wh.set_message_state(row["message_id"], "rendered")
+            raise
+        else:
+            st.wh.set_message_state(row["message_id"], "sent", reply=reply, sent_at=utcnow())
+            tally.done("sent")
+
+
 @stage_task("send")
-def send_stage(run: Run, batch: pl.DataFrame) -> dict[str, int]:
+def send_stage(run: Run, batch: pl.DataFrame) -> SendCounts:
     """Send ``batch`` (already approved), paced, committing each message's state as it goes."""
-    from revbench.clients.smtp import OutcomeUnknown, SmtpSender
+    from revbench.clients.smtp import SmtpSender
 
     with stage(run, "send") as st:
         sv = st.settings.survey
         sender = SmtpSender(st.settings.smtp, attempts=sv.smtp_attempts)
         sender.probe()
-        counts = {"sent": 0, "failed": 0, "deferred": 0, "unconfirmed": 0}
-        # A server that defers message after message, or loses reply after reply, is in trouble:
-        # stop the wave (the rest stay 'rendered' for the next run) instead of spending every
-        # message's retries on it or leaving every message in doubt.
-        in_a_row, breaker = 0, st.settings.http.breaker_failures
-        streak: set[str] = set()
-
-        def count_trouble(what: str, exc: Exception) -> None:
-            nonlocal in_a_row
-            counts[what] += 1
-            in_a_row += 1
-            streak.add(what)
-            if in_a_row >= breaker:
-                raise ServiceUnavailable("SMTP server", sender.url, f"{in_a_row} messages in a row {' or '.join(sorted(streak))}, "
-                                         f"the last with {exc}; the rest stay unsent for the next run") from None
-
+        tally = _Tally(st.settings.http.breaker_failures, sender.url)
         interval = 60.0 / sv.messages_per_minute
         with sender, st.progress(batch.height, f"send {batch.height} emails") as progress:
             last = 0.0
@@ -232,35 +330,10 @@ def send_stage(run: Run, batch: pl.DataFrame) -> dict[str, int]:
                 if wait > 0 and last:
                     time.sleep(wait)
                 last = time.monotonic()
-                msg = tasks.email_message(row, sv)
-                with deferred_interrupts():
-                    st.wh.set_message_state(row["message_id"], "sending", attempts=row["attempts"] + 1,
-                                            smtp_server=sender.server)
-                    try:
-                        reply = sender.send(msg)
-                    except PermanentError as exc:
-                        st.wh.set_message_state(row["message_id"], "failed", reply=str(exc))
-                        counts["failed"] += 1
-                    except OutcomeUnknown as exc:
-                        # It may be in the recipient's mailbox: sending it again could make a copy.
-                        st.wh.set_message_state(row["message_id"], "unconfirmed", reply=str(exc), unconfirmed_at=utcnow())
-                        log.warning("message %s to %s is unconfirmed: %s", row["message_id"], row["to_email"], exc)
-                        count_trouble("unconfirmed", exc)
-                    except TransientError as exc:
-                        st.wh.set_message_state(row["message_id"], "rendered", reply=str(exc))  # tried again next run
-                        count_trouble("deferred", exc)
-                    except BaseException:
-                        # Raised before the message's end of data left (``SmtpSender`` turns anything
-                        # later into OutcomeUnknown): nothing can have been delivered.
-                        st.wh.set_message_state(row["message_id"], "rendered")
-                        raise
-                    else:
-                        st.wh.set_message_state(row["message_id"], "sent", reply=reply, sent_at=utcnow())
-                        counts["sent"] += 1
-                        in_a_row = 0
-                        streak.clear()
+                _send_one(st, sender, row, tally)
                 progress.advance()
-        st.result.rows_in, st.result.rows_out, st.result.rejected = batch.height, counts["sent"], counts["failed"]
+        counts = tally.result()
+        st.result.rows_in, st.result.rows_out, st.result.rejected = batch.height, counts.sent, counts.failed
     return counts
 
 
@@ -274,9 +347,25 @@ def write_outbox(settings: Settings, batch: pl.DataFrame, round: int) -> str:
     return str(out)
 
 
+def _deliver(run: Run, round: int, kind: str, pending: pl.DataFrame, dry_run: bool,
+             approve: tuple[str, int] | None, approver: str) -> Delivery:
+    """The pending messages as .eml files (a dry run), or sent as far as the curator says."""
+    if dry_run:
+        return Delivery(outbox=write_outbox(run.settings, pending, round))
+    if pending.height == 0:
+        return Delivery()
+    decision, n, who = _ask_curator(run, round, kind, pending, approve, approver)
+    run.wh.upsert(SURVEY_APPROVALS, pl.DataFrame([{"run_id": run.run_id, "round": round, "kind": kind, "decision": decision,
+                                                     "approved": n, "approver": who, "decided_at": utcnow()}]))
+    decided = Delivery(decision=decision, approved=n, approver=who)
+    if decision == "cancel" or n == 0:
+        return decided
+    return dataclasses.replace(decided, counts=send_stage(run, pending.head(n)))
+
+
 @revbench_flow("survey")
 def survey_flow(settings: Settings, round: int = 1, kind: str = "invitation", dry_run: bool = False,
-                approve: str | None = None, approver: str = "") -> dict[str, Any]:
+                approve: str | None = None, approver: str = "") -> SurveyWave:
     """Render and send one wave of survey emails for a round: ``kind`` is ``invitation`` or
     ``reminder``. Nothing is sent without a curator's go (``approve``, the Prefect UI, or
     REVBENCH_SURVEY__AUTO_APPROVE) or with ``dry_run``."""
@@ -293,36 +382,21 @@ def survey_flow(settings: Settings, round: int = 1, kind: str = "invitation", dr
         interrupted = _recover(run)
         opted_out = opt_out_stage(run, store)
         prep = (invitation_stage if kind == "invitation" else reminder_stage)(run, round, signer, store, opted_out)
-        pending = _pending(run, round, kind, opted_out)
-        recipients = [{"to": r["to_email"], "papers": r["text"].count("\n5 (Top Expert): "), "message": r["message_id"],
-                       "state": r["state"]} for r in pending.iter_rows(named=True)]
-        publish_table("survey-recipients", recipients, f"Round {round}: {kind} messages waiting to be sent")
-        publish_table("survey-left-out", prep["left_out"], "People left out of this wave, with the reason")
-        if pending.height:
-            publish_markdown("survey-sample", "```\n" + pending.row(0, named=True)["text"] + "\n```",
-                             f"A rendered {kind} message (plain-text part)")
-        stats = {"round": round, "kind": kind, **prep, "pending": pending.height, "interrupted": interrupted,
-                 "opted_out": len(opted_out), "sent": 0, "failed": 0, "deferred": 0, "unconfirmed": 0, "outbox": None,
-                 "run_id": run.run_id}
+        pending = tasks.pending_messages(run.wh.survey_messages(round), kind, opted_out)
+        _publish_wave(round, kind, pending, prep.left_out)
         try:
-            if dry_run:
-                stats["outbox"] = write_outbox(settings, pending, round)
-                return stats
-            if pending.height == 0:
-                return stats
-            decision, n, who = _ask_curator(run, round, kind, pending, decision_given, approver)
-            run.wh.upsert(SURVEY_APPROVALS, pl.DataFrame([{"run_id": run.run_id, "round": round, "kind": kind,
-                                                             "decision": decision, "approved": n, "approver": who,
-                                                             "decided_at": utcnow()}]))
-            stats.update(decision=decision, approved=n, approver=who)
-            if decision == "cancel" or n == 0:
-                return stats
-            stats.update(send_stage(run, pending.head(n)))
-            return stats
+            done = _deliver(run, round, kind, pending, dry_run, decision_given, approver)
         finally:
             # Listed however the wave ended: a breaker that stopped it leaves its doubts too.
-            stats["unconfirmed_messages"] = tasks.unconfirmed_rows(run.wh.unconfirmed_messages(round))
-            _publish_unconfirmed(stats["unconfirmed_messages"])
+            unconfirmed = tasks.unconfirmed_rows(run.wh.unconfirmed_messages(round))
+            _publish_unconfirmed(unconfirmed)
+        c = done.counts
+        return SurveyWave(round=round, kind=kind, candidates=prep.candidates, rendered=prep.rendered,
+                          left_out=prep.left_out, finished=prep.finished, pending=pending.height,
+                          interrupted=interrupted, opted_out=len(opted_out), sent=c.sent, failed=c.failed,
+                          deferred=c.deferred, unconfirmed=c.unconfirmed, outbox=done.outbox, run_id=run.run_id,
+                          decision=done.decision, approved=done.approved, approver=done.approver,
+                          unconfirmed_messages=unconfirmed)
 
 
 def _recover(run: Run) -> int:
@@ -340,8 +414,19 @@ def message_id(given: str) -> str:
     return given if given.startswith("<") else f"<{given}>"
 
 
+def _check_resendable(wanted: list[str], msgs: pl.DataFrame) -> None:
+    """Only messages that exist and are unconfirmed are sent again by name."""
+    states = dict(msgs.select("message_id", "state").iter_rows())
+    for m in wanted:
+        if m not in states:
+            raise UsageError(f"no message {m} in the warehouse: `revbench survey status` lists the unconfirmed ones")
+        if states[m] != "unconfirmed":
+            raise UsageError(f"message {m} is {states[m]}, not unconfirmed: only an unconfirmed message is sent "
+                             "again by name (a rendered one goes with its wave)")
+
+
 @revbench_flow("survey-resend")
-def survey_resend_flow(settings: Settings, message_ids: list[str], approver: str = "") -> dict[str, Any]:
+def survey_resend_flow(settings: Settings, message_ids: list[str], approver: str = "") -> SurveyResend:
     """Send again the unconfirmed messages a curator names (after checking they did not arrive):
     the only way a message that may have left goes out again. Each keeps its Message-ID, so a
     mailbox that has the first copy can recognise the second."""
@@ -354,22 +439,14 @@ def survey_resend_flow(settings: Settings, message_ids: list[str], approver: str
     with flow_run(settings, "survey-resend", {"message_ids": wanted, "approver": approver}) as run:
         interrupted = _recover(run)
         msgs = run.wh.survey_messages().filter(pl.col("message_id").is_in(wanted))
-        states = dict(msgs.select("message_id", "state").iter_rows())
-        for m in wanted:
-            if m not in states:
-                raise UsageError(f"no message {m} in the warehouse: `revbench survey status` lists the unconfirmed ones")
-            if states[m] != "unconfirmed":
-                raise UsageError(f"message {m} is {states[m]}, not unconfirmed: only an unconfirmed message is sent "
-                                 "again by name (a rendered one goes with its wave)")
+        _check_resendable(wanted, msgs)
         opted_out = opt_out_stage(run, store)
         batch = msgs.filter(~pl.col("to_email").is_in(list(opted_out))).sort("message_id")
-        stats: dict[str, Any] = {"requested": len(wanted), "opted_out": msgs.height - batch.height,
-                                 "interrupted": interrupted, "sent": 0, "failed": 0, "deferred": 0, "unconfirmed": 0,
-                                 "approver": approver or "command line", "run_id": run.run_id}
         try:
-            if batch.height:
-                stats.update(send_stage(run, batch))
-            return stats
+            c = send_stage(run, batch) if batch.height else SendCounts()
         finally:
-            stats["unconfirmed_messages"] = tasks.unconfirmed_rows(run.wh.unconfirmed_messages())
-            _publish_unconfirmed(stats["unconfirmed_messages"])
+            unconfirmed = tasks.unconfirmed_rows(run.wh.unconfirmed_messages())
+            _publish_unconfirmed(unconfirmed)
+        return SurveyResend(requested=len(wanted), opted_out=msgs.height - batch.height, interrupted=interrupted,
+                            sent=c.sent, failed=c.failed, deferred=c.deferred, unconfirmed=c.unconfirmed,
+                            approver=approver or "command line", run_id=run.run_id, unconfirmed_messages=unconfirmed)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,27 +24,30 @@ import numpy as np
 import polars as pl
 
 from revbench.clients.llm import LlmClient, LlmUnavailable
-from revbench.embeddings import check_model
 from revbench.errors import InputError, UsageError
 from revbench.evaluation.scorers.base import paper_text
+from revbench.files import write_atomic
 from revbench.flows.common import (
     Run,
+    Stage,
     flow_run,
     publish_markdown,
     publish_table,
     revbench_flow,
     stage,
     stage_task,
-    write_atomic,
 )
 from revbench.flows.embed import encode_texts
-from revbench.keywords import KEYWORD_TEMPLATE, KeywordCall, keyword_profiles, llm_keywords, paper_keywords
+from revbench.flows.results import FlowResult
+from revbench.ml.embeddings import check_model
+from revbench.ml.keywords import KEYWORD_TEMPLATE, KeywordCall, keyword_profiles, llm_keywords, paper_keywords
+from revbench.ml.training import TrainConfig, train
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import KEYWORD_PROFILES, PAPER_KEYWORDS
 from revbench.settings import Settings, TrainSettings
-from revbench.tasks.weak_supervision import RecipeParams, build_training_set
+from revbench.tasks import profiles as tasks
+from revbench.tasks.weak_supervision import RecipeParams, build_training_set, count_by
 from revbench.templates import render
-from revbench.training import TrainConfig, train
 from revbench.warehouse import Warehouse, utcnow
 
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
@@ -70,96 +73,176 @@ def settings_digest(t: TrainSettings) -> str:
     return hashlib.sha256(json.dumps(t.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class HeldOut:
+    """The rated papers kept out of training: their count and a digest of their sorted ids."""
+
+    papers: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class KeywordCounts:
+    """Paper keywords of one profiles stage: extracted now (by extractor), reused from earlier
+    runs, rejected LLM answers by reason, and the prompt version asked."""
+
+    extracted: dict[str, int]
+    reused: int
+    rejected: dict[str, int]
+    template_version: str
+
+
+@dataclass(frozen=True)
+class ProfileInputs:
+    """What weak supervision is built from: the papers (rated ones held out), who wrote what,
+    the reviewers' keyword profiles, how their keywords were found, and the rated paper ids."""
+
+    papers: pl.DataFrame
+    authored: pl.DataFrame
+    profiles: pl.DataFrame
+    keywords: KeywordCounts
+    held_out: list[str]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a weak-supervision set came from and the settings that made it (``provenance.json``)."""
+
+    warehouse: str
+    run_id: str
+    built_at: str
+    settings: dict[str, Any]
+    settings_sha256: str
+    papers: int
+    reviewers: int
+    triplets: int
+    by_view: dict[str, int]
+    skipped: dict[str, int]
+    keywords: KeywordCounts
+    embedding_model: str
+    encoded: int
+    held_out: HeldOut
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Provenance:
+        """As written to ``provenance.json``."""
+        return cls(**{**data, "keywords": KeywordCounts(**data["keywords"]), "held_out": HeldOut(**data["held_out"])})
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """What the training did (the loss of every step is in the model card)."""
+
+    adapter: str
+    steps: int
+    resumed_from: int
+    pairs: int
+    seconds: float
+    pairs_per_second: float
+    first_loss: float | None
+    last_loss: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainResult(FlowResult):
+    """What one train run did: ``trained``, with the set's provenance and what the training did,
+    or ``skipped``, with the reason (an adapter trained with these settings exists); the scorer
+    to evaluate either way."""
+
+    status: str
+    scorer: str
+    reason: str | None = None
+    provenance: Provenance | None = None
+    adapter: str | None = None
+    steps: int | None = None
+    resumed_from: int | None = None
+    pairs: int | None = None
+    seconds: float | None = None
+    pairs_per_second: float | None = None
+    first_loss: float | None = None
+    last_loss: float | None = None
+
+
+def _keyword_client(st: Stage) -> LlmClient | None:
+    """The LLM that extracts keywords, when the settings want one and one is configured."""
+    t = st.settings.train
+    if t.keywords not in ("auto", "llm"):
+        return None
+    try:
+        return LlmClient(st.settings.llm, st.settings.http, cache_dir=st.settings.cache_dir)
+    except LlmUnavailable:
+        if t.keywords == "llm":
+            raise UsageError("TRAIN__KEYWORDS=llm but no LLM is configured (set REVBENCH_LLM__BASE_URL, "
+                             "or TRAIN__KEYWORDS=yake)") from None
+        return None
+
+
+def _ask_llm(run: Run, client: LlmClient, todo: pl.DataFrame) -> tuple[dict[str, list[str]], str, dict[str, int]]:
+    """The LLM's keywords of ``todo`` by paper, the prompt version, and the rejected answers by reason."""
+    run.require("llm")
+    rejected: dict[str, int] = {}
+
+    def note(call: KeywordCall) -> None:
+        if call.error:
+            reason = "service_failed" if call.answer is None else "not_the_json_asked_for"
+            rejected[reason] = rejected.get(reason, 0) + 1
+
+    llm, version = llm_keywords(client, todo, render, on_call=note, errors=(TransientError, PermanentError))
+    return llm, version, rejected
+
+
 @stage_task("keyword-profiles")
-def profiles_stage(run: Run) -> dict[str, Any]:
+def profiles_stage(run: Run) -> ProfileInputs:
     """Keywords of every paper in a recent-papers profile (LLM, else YAKE; earlier answers
     reused) and a keyword profile per reviewer, both stored with the prompt version."""
     with stage(run, "profiles") as st:
         t = st.settings.train
         inputs = st.wh.training_inputs(t.profile_years, t.profile_max_papers)
-        need = inputs["papers"].filter(pl.col("paper_id").is_in(inputs["recent"]["paper_id"].unique().implode()))
-        client: LlmClient | None = None
-        if t.keywords in ("auto", "llm"):
-            try:
-                client = LlmClient(st.settings.llm, st.settings.http, cache_dir=st.settings.cache_dir)
-            except LlmUnavailable:
-                if t.keywords == "llm":
-                    raise UsageError("TRAIN__KEYWORDS=llm but no LLM is configured (set REVBENCH_LLM__BASE_URL, "
-                                     "or TRAIN__KEYWORDS=yake)") from None
+        need = tasks.papers_to_profile(inputs["papers"], inputs["recent"])
+        client = _keyword_client(st)
         extractor = "llm" if client is not None else "yake"
-        stored = st.wh.read(PAPER_KEYWORDS).filter(pl.col("extractor") == extractor)
-        if extractor == "llm":  # answers of another model or another prompt version are asked again
-            current = render(KEYWORD_TEMPLATE, paper={"title": "", "abstract": ""})[1]
-            stored = stored.filter((pl.col("model") == st.settings.llm.model) & (pl.col("template_version") == current))
-        known = stored.select(pl.col("arxiv_id").alias("paper_id"), "keywords", "extractor", "template_version")
-        todo = need.filter(~pl.col("paper_id").is_in(known["paper_id"].implode()))
-        llm: dict[str, list[str]] = {}
-        version = ""
-        rejected: dict[str, int] = {}
-        if client is not None and todo.height:
-            run.require("llm")
-
-            def note(call: KeywordCall) -> None:
-                if call.error:
-                    reason = "service_failed" if call.answer is None else "not_the_json_asked_for"
-                    rejected[reason] = rejected.get(reason, 0) + 1
-
-            llm, version = llm_keywords(client, todo, render, on_call=note, errors=(TransientError, PermanentError))
+        current = render(KEYWORD_TEMPLATE, paper={"title": "", "abstract": ""})[1] if extractor == "llm" else None
+        known = tasks.reusable_keywords(st.wh.read(PAPER_KEYWORDS), extractor, st.settings.llm.model, current)
+        todo = tasks.without_keywords(need, known)
+        llm, version, rejected = _ask_llm(run, client, todo) if client is not None and todo.height else ({}, "", {})
         fresh = paper_keywords(todo, llm=llm, template_version=version, per_paper=t.keywords_per_paper)
         now = utcnow()
-        model = st.settings.llm.model
-        st.wh.upsert(PAPER_KEYWORDS, fresh.select(
-            pl.col("paper_id").alias("arxiv_id"), "extractor", "keywords",
-            pl.when(pl.col("extractor") == "llm").then(pl.lit(model)).otherwise(pl.lit("")).alias("model"),
-            "template_version", pl.lit(run.run_id).alias("run_id"), pl.lit(now).alias("extracted_at")))
+        st.wh.upsert(PAPER_KEYWORDS, tasks.keyword_rows(fresh, st.settings.llm.model, run.run_id, now))
         every = pl.concat([known, fresh]) if known.height else fresh
         profiles = keyword_profiles(inputs["recent"], every)
-        used = inputs["recent"].join(every.select("paper_id", "extractor", "template_version"), on="paper_id")
-        mix = used.group_by("reviewer_id").agg(
-            pl.col("extractor").unique().sort().str.join("+").alias("extractor"),
-            pl.col("template_version").filter(pl.col("template_version") != "").unique().sort().str.join(",")
-            .alias("template_version"))
-        rows = profiles.join(mix, on="reviewer_id", how="left").with_columns(
-            pl.lit(run.run_id).alias("run_id"), pl.lit(now).alias("built_at"))
-        st.wh.upsert(KEYWORD_PROFILES, rows.select(KEYWORD_PROFILES.names))
-        st.result.rows_in = need.height
-        st.result.rows_out = profiles.height
-        st.result.rejected = sum(rejected.values())
-        st.result.notes = {"extracted": {extractor: fresh.filter(pl.col("extractor") == extractor).height,
-                                         "yake": fresh.filter(pl.col("extractor") == "yake").height},
-                           "reused": known.height, "rejected": rejected, "template_version": version}
-        return {"papers": inputs["papers"], "authored": inputs["authored"], "profiles": profiles,
-                "keywords": st.result.notes, "held_out": inputs["held_out"]}
+        st.wh.upsert(KEYWORD_PROFILES, tasks.profile_rows(profiles, inputs["recent"], every, run.run_id, now))
+        counts = KeywordCounts(tasks.extracted(fresh, extractor), known.height, rejected, version)
+        st.result.rows_in, st.result.rows_out, st.result.rejected = need.height, profiles.height, sum(rejected.values())
+        st.result.notes = asdict(counts)
+        return ProfileInputs(inputs["papers"], inputs["authored"], profiles, counts, inputs["held_out"])
 
 
 @stage_task("weak-supervision")
-def supervise_stage(run: Run, inputs: dict[str, Any], out: Path) -> dict[str, Any]:
+def supervise_stage(run: Run, inputs: ProfileInputs, out: Path) -> Provenance:
     """Embed papers and profiles with the base model (cached), build the triplets, write them
     with their provenance."""
     with stage(run, "supervise") as st:
         t = st.settings.train
-        papers = inputs["papers"].select("paper_id", pl.Series("text", paper_text(inputs["papers"]), dtype=pl.Utf8))
-        profiles = inputs["profiles"]
+        papers = inputs.papers.select("paper_id", pl.Series("text", paper_text(inputs.papers), dtype=pl.Utf8))
+        profiles = inputs.profiles
         if papers.height == 0 or profiles.height == 0:
             raise InputError("no papers or no reviewer profiles to train on: run `revbench ingest` and "
                              "`revbench disambiguate` first")
         pv, enc_p, _ = encode_texts(st, t.base_model, papers["text"].to_list(), "papers")
         rv, enc_r, _ = encode_texts(st, t.base_model, profiles["profile"].to_list(), "profiles")
         pairs, skipped = build_training_set(papers, pv, profiles.select("reviewer_id", "profile"), rv,
-                                            inputs["authored"], recipe(t))
+                                            inputs.authored, recipe(t))
         out.mkdir(parents=True, exist_ok=True)
         pairs.write_parquet(out / "pairs.parquet")
         skipped.write_parquet(out / "skipped.parquet")
-        by_view = dict(pairs.group_by("view").len().iter_rows()) if pairs.height else {}
-        reasons = dict(skipped.group_by("reason").len().iter_rows()) if skipped.height else {}
-        provenance = {
-            "warehouse": str(st.settings.warehouse_path), "run_id": run.run_id, "built_at": utcnow().isoformat(),
-            "settings": t.model_dump(mode="json"), "settings_sha256": settings_digest(t),
-            "papers": papers.height, "reviewers": profiles.height, "triplets": pairs.height, "by_view": by_view,
-            "skipped": reasons, "keywords": inputs["keywords"], "embedding_model": t.base_model,
-            "encoded": enc_p + enc_r, "held_out": held_out_digest(inputs["held_out"]),
-        }
-        write_json(out / "provenance.json", provenance)
+        by_view, reasons = count_by(pairs, "view"), count_by(skipped, "reason")
+        provenance = Provenance(
+            warehouse=str(st.settings.warehouse_path), run_id=run.run_id, built_at=utcnow().isoformat(),
+            settings=t.model_dump(mode="json"), settings_sha256=settings_digest(t),
+            papers=papers.height, reviewers=profiles.height, triplets=pairs.height, by_view=by_view,
+            skipped=reasons, keywords=inputs.keywords, embedding_model=t.base_model,
+            encoded=enc_p + enc_r, held_out=held_out_digest(inputs.held_out))
+        write_json(out / "provenance.json", asdict(provenance))
         st.result.rows_in = papers.height + profiles.height
         st.result.rows_out = pairs.height
         st.result.rejected = skipped.height
@@ -168,7 +251,7 @@ def supervise_stage(run: Run, inputs: dict[str, Any], out: Path) -> dict[str, An
 
 
 @stage_task("lora-training")
-def train_stage(run: Run, out: Path) -> dict[str, Any]:
+def train_stage(run: Run, out: Path) -> Fitted:
     """LoRA training on the written triplets, resumable from ``out/checkpoints``."""
     with stage(run, "train") as st:
         try:
@@ -184,11 +267,14 @@ def train_stage(run: Run, out: Path) -> dict[str, Any]:
                 bar.advance(step - bar.done)  # a resumed run starts past its checkpoint
 
             result = train(pairs, out, cfg, card={"revbench_run": run.run_id}, progress=tick)
+        fit = Fitted(adapter=str(result.adapter), steps=result.steps, resumed_from=result.resumed_from,
+                     pairs=result.pairs, seconds=result.seconds, pairs_per_second=result.pairs_per_second,
+                     first_loss=result.first_loss, last_loss=result.last_loss)
         st.result.rows_in = pairs.height
         st.result.rows_out = result.steps - result.resumed_from
-        st.result.notes = {k: v for k, v in asdict(result).items() if k != "losses"} | {"adapter": str(result.adapter)}
+        st.result.notes = asdict(fit)
         write_card(out, result.adapter, st.settings.train, result.losses)
-        return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(result).items() if k != "losses"}
+        return fit
 
 
 def write_card(out: Path, adapter: Path, t: TrainSettings, losses: list[float]) -> None:
@@ -230,12 +316,12 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
-def held_out_digest(paper_ids: list[str]) -> dict[str, Any]:
+def held_out_digest(paper_ids: list[str]) -> HeldOut:
     """The rated papers kept out of training: their count and a digest of their sorted ids."""
-    return {"papers": len(paper_ids), "sha256": hashlib.sha256("\n".join(sorted(paper_ids)).encode()).hexdigest()}
+    return HeldOut(len(paper_ids), hashlib.sha256("\n".join(sorted(paper_ids)).encode()).hexdigest())
 
 
-def _prepare(out: Path, digest: str, held_out: dict[str, Any], replace: bool) -> str | None:
+def _prepare(out: Path, digest: str, held_out: HeldOut, replace: bool) -> str | None:
     """Decide what to do with an existing model folder: ``"done"`` when it holds a complete
     adapter trained with these settings and the same rated papers held out, ``None`` to
     (re)start or resume. Other settings, or papers rated since (they may have been training
@@ -248,11 +334,11 @@ def _prepare(out: Path, digest: str, held_out: dict[str, Any], replace: bool) ->
     except ValueError:
         recorded = {}
     same = recorded.get("settings_sha256") == digest
-    if same and recorded.get("held_out") == held_out and not replace:
+    if same and recorded.get("held_out") == asdict(held_out) and not replace:
         return "done" if (out / "adapter" / "README.md").exists() else None
     if not replace:
         why = ("other TRAIN__* settings" if not same else
-               f"{held_out['papers']} rated papers held out now, {recorded.get('held_out', {}).get('papers')} then: "
+               f"{held_out.papers} rated papers held out now, {recorded.get('held_out', {}).get('papers')} then: "
                "papers rated since may have been its training data")
         raise UsageError(f"{out} holds a model trained with {why}: pass --replace to train again "
                          f"(the old folder is kept under {out.parent / '.replaced'}), or choose another --name")
@@ -262,8 +348,21 @@ def _prepare(out: Path, digest: str, held_out: dict[str, Any], replace: bool) ->
     return None
 
 
+def _publish_summary(provenance: Provenance, fit: Fitted, scorer: str) -> None:
+    rows = [{"step": "triplets", "value": provenance.triplets},
+            {"step": "skipped anchors", "value": sum(provenance.skipped.values())},
+            {"step": "training steps", "value": fit.steps},
+            {"step": "resumed from step", "value": fit.resumed_from},
+            {"step": "first loss", "value": fit.first_loss},
+            {"step": "last loss", "value": fit.last_loss},
+            {"step": "pairs per second", "value": fit.pairs_per_second}]
+    publish_table("train-summary", rows, "What the training used and did")
+    publish_markdown("train-scorer", f"Evaluate it beside the others:\n\n`revbench evaluate -b warehouse --scorer "
+                     f"rate --scorer '{scorer}' --baseline rate`", "The trained scorer")
+
+
 @revbench_flow("train")
-def train_flow(settings: Settings, name: str = "rate", replace: bool = False) -> dict[str, Any]:
+def train_flow(settings: Settings, name: str = "rate", replace: bool = False) -> TrainResult:
     """Train a RATE-style adapter on the warehouse and register it as a scorer."""
     if not name or set(name) - NAME_CHARS or name.startswith("."):
         raise UsageError(f"--name {name!r}: lower-case letters, digits, '-', '_' and '.' only")
@@ -276,28 +375,20 @@ def train_flow(settings: Settings, name: str = "rate", replace: bool = False) ->
         held_out = held_out_digest(wh.rated_papers())
     if _prepare(out, settings_digest(t), held_out, replace) == "done":
         adapter = out / "adapter"
-        return {"status": "skipped", "reason": f"{adapter} was trained with these settings already (--replace to "
-                "train again)", "scorer": f"rate:model={adapter}"}
+        return TrainResult(status="skipped", reason=f"{adapter} was trained with these settings already (--replace to "
+                           "train again)", scorer=f"rate:model={adapter}")
     check_model(t.base_model, "TRAIN__BASE_MODEL")
     with flow_run(settings, "train", {"name": name, "replace": replace}) as run:
         if (out / "pairs.parquet").exists() and (out / "provenance.json").exists():
-            provenance = json.loads((out / "provenance.json").read_text())  # a resumed run keeps its data
+            # A resumed run keeps its data.
+            provenance = Provenance.from_json(json.loads((out / "provenance.json").read_text()))
         else:
             inputs = profiles_stage(run)
             provenance = supervise_stage(run, inputs, out)
-        if provenance["triplets"] == 0:
-            raise InputError(f"the weak-supervision set is empty ({provenance['skipped']}): more papers, more "
+        if provenance.triplets == 0:
+            raise InputError(f"the weak-supervision set is empty ({provenance.skipped}): more papers, more "
                              "TRAIN__CANDIDATES, or TRAIN__ANCHORS are needed")
-        result = train_stage(run, out)
+        fit = train_stage(run, out)
         scorer = f"rate:model={out / 'adapter'}"
-        rows = [{"step": "triplets", "value": provenance["triplets"]},
-                {"step": "skipped anchors", "value": sum(provenance["skipped"].values())},
-                {"step": "training steps", "value": result["steps"]},
-                {"step": "resumed from step", "value": result["resumed_from"]},
-                {"step": "first loss", "value": result["first_loss"]},
-                {"step": "last loss", "value": result["last_loss"]},
-                {"step": "pairs per second", "value": result["pairs_per_second"]}]
-        publish_table("train-summary", rows, "What the training used and did")
-        publish_markdown("train-scorer", f"Evaluate it beside the others:\n\n`revbench evaluate -b warehouse --scorer "
-                         f"rate --scorer '{scorer}' --baseline rate`", "The trained scorer")
-        return {"status": "trained", "scorer": scorer, "provenance": provenance, **result}
+        _publish_summary(provenance, fit, scorer)
+        return TrainResult(status="trained", scorer=scorer, provenance=provenance, **asdict(fit))

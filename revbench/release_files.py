@@ -7,24 +7,15 @@ read from it. This module sits below the evaluation importers and the release ta
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from revbench.errors import ReleaseTampered
+from revbench.files import file_sha256
 
 MANIFEST = "manifest.json"
-
-
-def sha256_file(path: Path) -> str:
-    """The hex sha256 of a file, read in 1 MiB pieces."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -76,7 +67,7 @@ def verify_release(release_dir: Path, manifest_sha256: str | None = None) -> Ver
         raise ReleaseTampered(f"{release_dir}: no release folder there")
     if not where.is_file():
         raise _refuse(where, "missing, so nothing in the folder can be checked")
-    digest = sha256_file(where)
+    digest = file_sha256(where)
     if manifest_sha256 is not None and digest != manifest_sha256:
         raise _refuse(where, f"sha256 {digest[:12]}... differs from {manifest_sha256[:12]}... recorded in the warehouse "
                              "when it was built")
@@ -92,7 +83,7 @@ def verify_release(release_dir: Path, manifest_sha256: str | None = None) -> Ver
         size = path.stat().st_size
         if size != f["bytes"]:
             raise _refuse(path, f"{size} bytes where manifest.json lists {f['bytes']}")
-        got = sha256_file(path)
+        got = file_sha256(path)
         if got != f["sha256"]:
             raise _refuse(path, f"sha256 {got[:12]}... differs from {f['sha256'][:12]}... in manifest.json")
     for path in sorted(release_dir.rglob("*")):

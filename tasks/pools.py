@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -297,3 +299,74 @@ def changed_pairs(old: pl.DataFrame, new: pl.DataFrame) -> int:
     a = set(old.select("query_id", "author_id").iter_rows())
     b = set(new.select("query_id", "author_id").iter_rows())
     return len(a ^ b)
+
+
+PAIR = ["query_id", "author_id"]
+
+
+def paper_texts(papers: pl.DataFrame) -> list[str]:
+    """Each paper's title and abstract as one text (what the pools embed)."""
+    return (papers["title"].fill_null("") + " " + papers["abstract"].fill_null("")).to_list()
+
+
+def without_pairs(frame: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``frame`` whose (query, candidate) pair is not in ``pairs`` (an exclusion list)."""
+    return frame.join(pairs.select(PAIR), on=PAIR, how="anti")
+
+
+def author_names(authors: pl.DataFrame) -> dict[str, str]:
+    """Each author's name, by author id."""
+    return dict(authors.select("author_id", "name").iter_rows())
+
+
+def first_emails(authors: pl.DataFrame) -> dict[str, str | None]:
+    """Each author's first email (``None`` for an author with none), by author id: where the
+    invitation goes."""
+    return {a: (e[0] if e else None) for a, e in authors.select("author_id", "emails").iter_rows()}
+
+
+def candidate_s2_ids(candidates: pl.DataFrame, authors: pl.DataFrame) -> list[str]:
+    """The Semantic Scholar author ids of every candidate in ``candidates``, sorted, each once."""
+    chosen = set(candidates["author_id"].to_list())
+    return sorted({sid for a, ids in authors.select("author_id", "s2_author_ids").iter_rows()
+                   if a in chosen for sid in (ids or [])})
+
+
+def first_recent_year(papers: pl.DataFrame, recent_years: int) -> int:
+    """The first year that counts as recent: ``recent_years`` back from the corpus's newest paper."""
+    return int(papers["year"].max()) - recent_years + 1
+
+
+def query_sample_rows(samples: pl.DataFrame, seed: int, sampled_at: datetime) -> pl.DataFrame:
+    """The sampled queries as ``query_samples`` rows: with the seed that drew them and when."""
+    return samples.with_columns(pl.lit(seed).alias("seed"), pl.lit(sampled_at).alias("sampled_at"))
+
+
+@dataclass(frozen=True)
+class RoundStats:
+    """A round in numbers: queries and corpus papers; candidates per query before COI, after COI
+    and after screening (``median``, ``mean``, ``zero``); exclusions by reason; invitations,
+    invited candidates and the most queries one got; queries below the target."""
+
+    queries: int
+    papers: int
+    pool_before_coi: dict[str, float]
+    pool_after_coi: dict[str, float]
+    pool_after_screening: dict[str, float]
+    exclusions: dict[str, int]
+    assignments: int
+    invited_candidates: int
+    max_queries_per_candidate: int
+    queries_short_of_target: int
+
+
+def round_stats(query_ids: list[str], papers: int, evidence: pl.DataFrame, after_coi: pl.DataFrame,
+                kept: pl.DataFrame, exclusions: pl.DataFrame, assignments: pl.DataFrame, per_query: int) -> RoundStats:
+    """The numbers of a round from its frames (``kept``: candidates left after screening)."""
+    per_candidate = assignments.group_by("author_id").len()["len"].to_list()
+    return RoundStats(
+        queries=len(query_ids), papers=papers, pool_before_coi=pool_sizes(evidence, query_ids),
+        pool_after_coi=pool_sizes(after_coi, query_ids), pool_after_screening=pool_sizes(kept, query_ids),
+        exclusions=dict(Counter(exclusions["reason"].to_list())), assignments=assignments.height,
+        invited_candidates=assignments["author_id"].n_unique(), max_queries_per_candidate=max(per_candidate, default=0),
+        queries_short_of_target=queries_short_of_target(assignments, query_ids, per_query))

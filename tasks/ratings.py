@@ -15,13 +15,14 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from revbench.schemas.tables import EVENT_REJECTS, RATING_TUPLES, RATINGS
+from revbench.schemas.tables import EVENT_REJECTS, RATING_FLAGS, RATING_TUPLES, RATINGS, SURVEY_EPOCHS
 from revbench.settings import RatingsSettings
 
 EVENT_COLUMNS = ("epoch", "event_id", "invitation_id", "paper_id", "rating", "skipped", "source", "created_at", "digest")
@@ -71,6 +72,23 @@ def restored_up_to(events: pl.DataFrame, known: set[str], high_water: int) -> in
     return high_water
 
 
+def fresh_events(read: pl.DataFrame, known: set[str]) -> pl.DataFrame:
+    """The events of ``read`` whose answer was never pulled (by digest), each answer once."""
+    return read.filter(~pl.col("digest").is_in(list(known))).unique("digest", keep="first", maintain_order=True)
+
+
+def event_history(old: pl.DataFrame, incoming: pl.DataFrame, run_id: str, now: datetime) -> pl.DataFrame:
+    """Every event pulled so far: the rows pulled before, then ``incoming`` stamped with this run."""
+    incoming = incoming.with_columns(pl.lit(run_id).alias("run_id"), pl.lit(now).alias("pulled_at"))
+    cols = [*EVENT_COLUMNS, "run_id", "pulled_at"]
+    return pl.concat([old.select(cols), incoming.select(cols)], how="vertical_relaxed")
+
+
+def dispositions(resolved: pl.DataFrame) -> dict[str, int]:
+    """How many events got each disposition."""
+    return dict(resolved.group_by("disposition").len().iter_rows())
+
+
 @dataclass(frozen=True)
 class PullFound:
     """What one pull found in the survey store, for the one line the run says."""
@@ -110,6 +128,23 @@ class PullFound:
         else:
             text = f"survey store epoch {self.epoch}: {counts} after event {self.after}"
         return text + (f"; {self.opt_outs} new opt-outs" if self.opt_outs else "")
+
+
+def epoch_row(identity: dict[str, Any], read: pl.DataFrame, found: PullFound, epochs: pl.DataFrame,
+              mark_digest: str | None, now: datetime, run_id: str) -> pl.DataFrame:
+    """The ``survey_epochs`` row of the epoch just pulled (``identity``: the store's, as read with
+    the events ``read``): its high-water mark moves to the newest event read (it stays where it was,
+    with ``mark_digest``, when nothing was read), and its first pull time stays as ``epochs`` has it."""
+    top = read.sort("event_id").tail(1)
+    seen = epochs.filter(pl.col("epoch") == found.epoch)
+    created = identity["created_at"]
+    return SURVEY_EPOCHS.conform(pl.DataFrame([{
+        "epoch": found.epoch, "high_water": int(top["event_id"][0]) if top.height else found.after,
+        "high_water_digest": top["digest"][0] if top.height else mark_digest,
+        "origin": identity["origin"], "renewed_from": identity["renewed_from"],
+        "store_created_at": datetime.fromisoformat(str(created)) if created else None,
+        "first_pulled_at": seen["first_pulled_at"][0] if seen.height else now, "last_pulled_at": now,
+        "new_events": found.new, "known_events": found.known, "summary": found.line(), "run_id": run_id}]))
 
 
 def resolve_events(events: pl.DataFrame, invitations: pl.DataFrame) -> pl.DataFrame:
@@ -255,6 +290,22 @@ def find_flags(ratings: pl.DataFrame, resolved: pl.DataFrame, similarity: pl.Dat
     return pl.DataFrame(rows, schema=FLAG_SCHEMA).sort("flag_id") if rows else pl.DataFrame(schema=FLAG_SCHEMA)
 
 
+def flag_rows(flags: pl.DataFrame, known: pl.DataFrame, run_id: str, now: datetime) -> pl.DataFrame:
+    """``rating_flags`` rows: every flag firing now (active, first flagged when its evidence was
+    first seen, else ``now``) and the flags on record that no longer fire, marked inactive."""
+    gone = known.filter(~pl.col("flag_id").is_in(flags["flag_id"].implode()) & pl.col("active"))
+    rows = flags.join(known.select("flag_id", "evidence_hash", "flagged_at"), on=["flag_id", "evidence_hash"], how="left")
+    rows = rows.with_columns(pl.lit(True).alias("active"), pl.lit(run_id).alias("run_id"), pl.col("flagged_at").fill_null(now))
+    return pl.concat([RATING_FLAGS.conform(rows), gone.with_columns(pl.lit(False).alias("active"))])
+
+
+def flag_list(flags: pl.DataFrame, decisions: pl.DataFrame) -> list[dict[str, Any]]:
+    """Each flag with its evidence (parsed) and the decision on it, if any, and who made it."""
+    rows = flags.join(decisions.select("flag_id", "evidence_hash", "decision", "decided_by"),
+                      on=["flag_id", "evidence_hash"], how="left")
+    return [{k: (json.loads(v) if k == "evidence" else v) for k, v in r.items()} for r in rows.to_dicts()]
+
+
 def undecided(flags: pl.DataFrame, decisions: pl.DataFrame) -> pl.DataFrame:
     """Flags with no decision on their current evidence (a decision on older evidence does not count)."""
     return flags.join(decisions.select("flag_id", "evidence_hash"), on=["flag_id", "evidence_hash"], how="anti")
@@ -292,6 +343,36 @@ def tuples(ratings: pl.DataFrame) -> pl.DataFrame:
 
     out = pl.concat([pairs("paper_id", "reviewer_id", "paper_centric"), pairs("reviewer_id", "paper_id", "reviewer_centric")])
     return RATING_TUPLES.conform(out).sort("kind", "anchor_id", "positive_id", "negative_id")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Events by what became of them, ratings by status and tuples by kind."""
+
+    duplicates: int
+    skips: int
+    unknown_invitation: int
+    unknown_paper: int
+    invalid_rating: int
+    ratings: int
+    kept: int
+    dropped: int
+    pending: int
+    paper_centric_tuples: int
+    reviewer_centric_tuples: int
+
+
+def outcome(by_disposition: dict[str, int], ratings: pl.DataFrame, tuples: pl.DataFrame) -> Outcome:
+    """The counts of :class:`Outcome` (``by_disposition``: see :func:`dispositions`)."""
+    status = dict(ratings.group_by("status").len().iter_rows())
+    kinds = dict(tuples.group_by("kind").len().iter_rows())
+    return Outcome(duplicates=by_disposition.get("superseded", 0), skips=by_disposition.get("skip", 0),
+                   unknown_invitation=by_disposition.get("unknown_invitation", 0),
+                   unknown_paper=by_disposition.get("unknown_paper", 0),
+                   invalid_rating=by_disposition.get("invalid_rating", 0), ratings=ratings.height,
+                   kept=status.get("kept", 0), dropped=status.get("dropped", 0), pending=status.get("pending", 0),
+                   paper_centric_tuples=kinds.get("paper_centric", 0),
+                   reviewer_centric_tuples=kinds.get("reviewer_centric", 0))
 
 
 @dataclass

@@ -10,12 +10,14 @@ import hashlib
 import hmac
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from revbench.release_files import VerifiedRelease, sha256_file, verify_release
+from revbench.files import file_sha256 as sha256_file
+from revbench.release_files import VerifiedRelease, verify_release
 from revbench.schemas.release import PAPER_CENTRIC, PAPERS, POINTWISE, RELEASE_TABLES, REVIEWER_CENTRIC, REVIEWERS
 
 
@@ -208,3 +210,48 @@ def choose_parent(releases: pl.DataFrame, version: str) -> str | None:
         if p != version:
             return candidate
     return None
+
+
+def next_version(names: Iterable[str]) -> str:
+    """``v<N+1>`` after the highest ``vN`` among folder ``names`` (``v1`` when there is none)."""
+    n = max((int(m.group(1)) for name in names if (m := re.fullmatch(r"v(\d+)", name))), default=0)
+    return f"v{n + 1}"
+
+
+def changed(diff: dict[str, dict[str, list[Any]]]) -> bool:
+    """Whether :func:`changes` found any row added or removed."""
+    return any(d["added"] or d["removed"] for d in diff.values())
+
+
+def size_category(n: int) -> str:
+    """The Hugging Face size category of a dataset of ``n`` rows."""
+    return "n<1K" if n < 1000 else "1K<n<10K" if n < 10_000 else "10K<n<100K" if n < 100_000 else "100K<n<1M"
+
+
+def release_counts(events: pl.DataFrame, ratings: pl.DataFrame, flags: int, tables: dict[str, pl.DataFrame]) -> dict[str, int]:
+    """What the manifest and the card count: survey events (duplicates and skips among them), the
+    ratings by status, the quality ``flags``, and the rows of each release table."""
+    disp = dict(events.group_by("disposition").len().iter_rows()) if events.height else {}
+    return {"events": events.height, "ratings": ratings.height, "duplicates": disp.get("superseded", 0),
+            "skips": disp.get("skip", 0), "flags": flags,
+            "kept": ratings.filter(pl.col("status") == "kept").height,
+            "dropped": ratings.filter(pl.col("status") == "dropped").height,
+            **{t.name: tables[t.name].height for t in RELEASE_TABLES}}
+
+
+def file_docs(rows: dict[str, int]) -> list[dict[str, Any]]:
+    """The data files for the card (``rows``: path -> rows, see :func:`write_files`), each with
+    its row count and what it holds."""
+    docs = {t.name: t.doc for t in RELEASE_TABLES} | {"evaluations_pc": "paper-centric tuples in LR-bench's JSON layout",
+                                                      "evaluations_rc": "reviewer-centric tuples in LR-bench's JSON layout"}
+    return [{"path": p, "rows": n, "doc": docs[p.rsplit("/", 1)[-1].split(".")[0]]} for p, n in sorted(rows.items())]
+
+
+def listed_files(folder: Path, rows: dict[str, int]) -> list[dict[str, Any]]:
+    """Every file under ``folder`` for the manifest, in path order: path, rows (data files only),
+    bytes and sha256."""
+    files = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = path.relative_to(folder).as_posix()
+        files.append({"path": rel, "rows": rows.get(rel), "bytes": path.stat().st_size, "sha256": sha256_file(path)})
+    return files

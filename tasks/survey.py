@@ -6,15 +6,18 @@ warehouse and the survey store, and writes what these functions return.
 
 from __future__ import annotations
 
+import json
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from email.message import EmailMessage
 from email.utils import formataddr, formatdate
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 
+from revbench.schemas.tables import SURVEY_MESSAGES
 from revbench.settings import SurveySettings
 from revbench.survey.tokens import Claim, LinkSigner
 from revbench.templates import bars_scale, read, render, version
@@ -116,8 +119,6 @@ def render_message(inv: dict[str, Any], papers: dict[str, dict[str, str]], signe
 def email_message(row: dict[str, Any], survey: SurveySettings) -> EmailMessage:
     """A stored message (``survey_messages`` row with its ``headers``) as a MIME message:
     multipart/alternative, plain text first."""
-    import json
-
     msg = EmailMessage()
     msg["From"] = formataddr((survey.sender_name, survey.sender_email))
     msg["To"] = row["to_email"]
@@ -137,3 +138,80 @@ def unconfirmed_rows(messages: pl.DataFrame) -> list[dict[str, Any]]:
     return [{"message": r["message_id"], "to": r["to_email"], "kind": r["kind"], "round": str(r["round"]),
              "since": r["unconfirmed_at"].isoformat(timespec="seconds") if r["unconfirmed_at"] else "",
              "server": r["smtp_server"] or "", "why": r["smtp_reply"] or ""} for r in messages.iter_rows(named=True)]
+
+
+def new_opt_outs(invitations: pl.DataFrame, opted_out_ids: Iterable[str], have: set[str], now: datetime) -> pl.DataFrame:
+    """Opt-outs the survey store recorded (``opted_out_ids``, by invitation) as ``survey_opt_outs``
+    rows for addresses not already in ``have``: the warehouse keeps each as first recorded."""
+    emails = dict(invitations.select("invitation_id", "email").iter_rows()) if invitations.height else {}
+    rows = [{"email": emails[i], "invitation_id": i, "source": "survey", "opted_out_at": now}
+            for i in opted_out_ids if i in emails and emails[i] not in have]
+    return pl.DataFrame(rows) if rows else pl.DataFrame(schema={"email": pl.Utf8, "invitation_id": pl.Utf8,
+                                                                 "source": pl.Utf8, "opted_out_at": pl.Datetime("us", "UTC")})
+
+
+class ToRender(NamedTuple):
+    """One message to render: the invitation (a ``survey_invitations`` row), the kind
+    (``invitation`` or ``reminder-<n>``) and, for a reminder, how many papers are still open."""
+
+    invitation: dict[str, Any]
+    kind: str
+    open_papers: int = 0
+
+
+def message_rows(todo: list[ToRender], papers: dict[str, dict[str, str]], signer: LinkSigner, survey: SurveySettings,
+                 run_id: str, now: datetime) -> pl.DataFrame:
+    """The ``survey_messages`` rows of ``todo``, rendered and waiting to be sent."""
+    rows = []
+    for inv, kind, open_papers in todo:
+        m = render_message(inv, papers, signer, survey, kind, open_papers)
+        rows.append({"message_id": m.message_id, "invitation_id": inv["invitation_id"], "kind": kind, "round": inv["round"],
+                     "to_email": inv["email"], "subject": m.subject, "text": m.text, "html": m.html,
+                     "headers": json.dumps(m.headers), "template_version": m.template_version, "state": "rendered",
+                     "attempts": 0, "rendered_at": now, "run_id": run_id})
+    return pl.DataFrame(rows) if rows else SURVEY_MESSAGES.empty()
+
+
+@dataclass(frozen=True)
+class Reminders:
+    """Who gets a reminder now, and how many invitees answered every paper."""
+
+    due: list[ToRender]
+    finished: int
+
+
+def due_reminders(invitations: pl.DataFrame, messages: pl.DataFrame, answered: dict[str, dict[str, Any]],
+                  opted_out: set[str], due_before: datetime, most: int) -> Reminders:
+    """A reminder for each invitee whose invitation was sent, who has not opted out, has papers
+    unanswered (``answered``: invitation -> paper -> answer), had fewer than ``most`` reminders,
+    and was last emailed before ``due_before``."""
+    due, finished = [], 0
+    for inv in invitations.iter_rows(named=True):
+        mine = messages.filter(pl.col("invitation_id") == inv["invitation_id"])
+        sent = mine.filter(pl.col("state") == "sent")
+        if sent.filter(pl.col("kind") == "invitation").height == 0 or inv["email"] in opted_out:
+            continue
+        open_papers = [p for p in inv["paper_ids"] if p not in answered.get(inv["invitation_id"], {})]
+        if not open_papers:
+            finished += 1
+            continue
+        reminders = mine.filter(pl.col("kind").str.starts_with("reminder")).height
+        if reminders >= most or sent["sent_at"].max() > due_before:
+            continue
+        due.append(ToRender(inv, f"reminder-{reminders + 1}", len(open_papers)))
+    return Reminders(due, finished)
+
+
+def pending_messages(messages: pl.DataFrame, kind: str, opted_out: set[str]) -> pl.DataFrame:
+    """The wave's messages still to send (``kind``: ``invitation`` or ``reminder``), none to an
+    address that opted out, in Message-ID order."""
+    wave = messages.filter(pl.col("kind") == "invitation") if kind == "invitation" else \
+        messages.filter(pl.col("kind").str.starts_with("reminder"))
+    return wave.filter((pl.col("state") == "rendered") & ~pl.col("to_email").is_in(list(opted_out))).sort("message_id")
+
+
+def recipient_rows(pending: pl.DataFrame) -> list[dict[str, Any]]:
+    """The curator's list of a wave's recipients: address, papers asked about (one top-rating link
+    each in the plain text), message, state."""
+    return [{"to": r["to_email"], "papers": r["text"].count(" 5 (Top Expert): "), "message": r["message_id"],
+             "state": r["state"]} for r in pending.iter_rows(named=True)]

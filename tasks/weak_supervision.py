@@ -143,3 +143,8 @@ def build_training_set(papers: pl.DataFrame, paper_vecs: np.ndarray, reviewers: 
     out = pl.DataFrame(rows, schema=TRAINING_SCHEMA) if rows else pl.DataFrame(schema=TRAINING_SCHEMA)
     skips = pl.DataFrame(skipped, schema=SKIPPED_SCHEMA) if skipped else pl.DataFrame(schema=SKIPPED_SCHEMA)
     return out, skips
+
+
+def count_by(frame: pl.DataFrame, column: str) -> dict[str, int]:
+    """Rows of ``frame`` per value of ``column`` (empty for an empty frame)."""
+    return dict(frame.group_by(column).len().iter_rows()) if frame.height else {}

@@ -10,11 +10,25 @@ from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
 
+import httpx
+
+from revbench.flows.disambiguate import disambiguate_flow
+from revbench.flows.ingest import ingest_flow
+from revbench.flows.pools import pools_flow
+from revbench.flows.survey import survey_flow
+from revbench.replay.mailsink import MailSink
+from revbench.replay.server import AppServer, free_port
+from revbench.survey.server import create_app
+from revbench.synth.respondents import confirm, parse_email
+from tests.support.common import FAST, WORLD_SINCE, WORLD_UNTIL, on_replay
+from tests.support.survey import KEY, POOLS, RULES
+
 # Prefect reads its home and server settings when first imported: isolate before any import.
 _SESSION_HOME = tempfile.mkdtemp(prefix="revbench-prefect-")
 atexit.register(shutil.rmtree, _SESSION_HOME, ignore_errors=True)
 os.environ["PREFECT_HOME"] = _SESSION_HOME
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ["PREFECT_SERVER_TASKS_TAG_CONCURRENCY_SLOT_WAIT_SECONDS"] = "1"  # as revbench.app.entry sets it
 os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "120"
 os.environ["GX_ANALYTICS_ENABLED"] = "false"
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -29,64 +43,14 @@ import pytest  # noqa: E402
 # would bind a handler to the stderr of that moment, which pytest closes after the test.
 logging.getLogger().addHandler(logging.NullHandler())
 
-from revbench.replay.server import ReplayApp, ReplayServer, replay_overrides  # noqa: E402
+from revbench.replay.server import ReplayApp, ReplayServer  # noqa: E402
 from revbench.settings import ReplaySettings, Settings  # noqa: E402
 from revbench.synth.world import WorldSpec, generate_world  # noqa: E402
 
-FIXTURES = Path(__file__).parent / "clients" / "fixtures"
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--screenshots", default=None, metavar="DIR",
                      help="where the browser test saves its screenshots (the README's come from `make screenshots`)")
-
-
-WORLD_SINCE = date(2026, 9, 1)
-WORLD_UNTIL = date(2026, 9, 20)
-
-FAST = {
-    "http": {"timeout_seconds": 0.5, "backoff_initial_seconds": 0.01, "backoff_max_seconds": 0.05, "max_attempts": 6},
-    "grobid": {"timeout_seconds": 0.5},
-    "arxiv": {"categories": ["cs.AI", "cs.CL", "cs.CV", "cs.IR", "cs.LG"]},
-}
-
-
-def on_replay(settings: Settings, app: ReplayApp) -> Settings:
-    """``settings`` with every client pointed at the replay server ``app`` (fast timeouts)."""
-    overrides = replay_overrides(app.base)  # type: ignore[attr-defined]
-    for section, values in FAST.items():
-        overrides[section] = {**overrides.get(section, {}), **values}
-    return settings.with_overrides(**overrides)
-
-
-def run_cli(*args: str) -> tuple[int, str, str]:
-    """The command line in this process: (exit code, stdout, stderr), as a user sees them."""
-    import io
-    from contextlib import redirect_stderr, redirect_stdout
-
-    from revbench.app.cli import run
-
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = run(list(args))
-    return code, out.getvalue(), err.getvalue()
-
-
-def settings_env(settings: Settings) -> dict[str, str]:
-    """``settings`` as the REVBENCH_ variables a command-line process would read them from."""
-    import json
-
-    from pydantic import SecretStr
-
-    out: dict[str, str] = {}
-    for name, value in settings.model_dump().items():
-        items = value.items() if isinstance(value, dict) else [(None, value)]
-        for sub, v in items:
-            key = f"REVBENCH_{name.upper()}" + (f"__{sub.upper()}" if sub else "")
-            if v is None:
-                continue
-            if isinstance(v, SecretStr):
-                v = v.get_secret_value()
-            out[key] = json.dumps(v) if isinstance(v, (list, dict, bool)) else str(v)
-    return out
 
 
 @pytest.fixture(autouse=True)
@@ -147,3 +111,61 @@ def replay() -> Iterator[Callable[..., ReplayApp]]:
     yield start
     for s in servers:
         s.stop()
+
+
+@pytest.fixture(scope="session")
+def round_warehouse(tmp_path_factory: pytest.TempPathFactory, small_world: Path) -> Path:
+    """A data folder holding round 1 of the small world's pools."""
+    data = tmp_path_factory.mktemp("round") / "data"
+    app = ReplayApp(ReplaySettings(timeout_delay_seconds=1.0, retry_after_seconds=0), world_dir=small_world)
+    with ReplayServer(app) as server:
+        app.base = server.base  # type: ignore[attr-defined]
+        s = on_replay(Settings(data_dir=data).with_overrides(**FAST), app).with_overrides(
+            pools=POOLS, disambiguate={"use_llm": False})
+        ingest_flow.fn(s, date(2026, 9, 1), date(2026, 9, 20))
+        disambiguate_flow.fn(s)
+        pools_flow.fn(s, round=1)
+    return data
+
+
+@pytest.fixture
+def sink() -> Iterator[MailSink]:
+    with MailSink() as s:
+        yield s
+
+
+@pytest.fixture
+def survey_settings(round_warehouse: Path, tmp_path: Path, sink: MailSink) -> Settings:
+    """Settings on a fresh copy of the round, sending to ``sink``, approving nothing by itself."""
+    data = tmp_path / "data"
+    shutil.copytree(round_warehouse, data, ignore=shutil.ignore_patterns("*.run.json", "prefect"))
+    return Settings(data_dir=data).with_overrides(
+        **FAST, pools=POOLS, smtp=sink.smtp_overrides(),
+        survey={"signing_key": KEY, "base_url": "http://127.0.0.1:9", "messages_per_minute": 60000, "team": "Test Team",
+                "lab": "Test Lab", "institution": "Test University", "sender_email": "survey@test.example"})
+
+
+@pytest.fixture
+def answered(survey_settings: Settings, sink: MailSink) -> Iterator[tuple[Settings, dict[str, list[str]]]]:
+    """Round 1 sent and answered over HTTP: the first person with two or more papers gives 3 to
+    each (straight-lining), everyone else rates by position (5, 4, 3...) and changes their first
+    answer once (a duplicate); returns the settings and each straight-liner's invitation papers."""
+    port = free_port()
+    s = survey_settings.with_overrides(survey={"base_url": f"http://127.0.0.1:{port}"}, ratings=RULES)
+    survey_flow.fn(s, round=1, approve="all", approver="tester")
+    emails = [parse_email(m) for m in sink.messages]
+    liner = next(i for i, e in enumerate(emails) if len(e.papers) >= 2)
+    server = AppServer(create_app(s), port=port).start()
+    try:
+        with httpx.Client(follow_redirects=True, timeout=30) as http:
+            for i, e in enumerate(emails):
+                for j, (_title, links) in enumerate(e.papers):
+                    if i == liner:
+                        confirm(http, links[3])
+                        continue
+                    if j == 0:
+                        confirm(http, links[1])  # answered, then changed just below
+                    confirm(http, links[max(1, 5 - j)])
+        yield s, {"liner": emails[liner].to, "emails": emails}
+    finally:
+        server.stop()

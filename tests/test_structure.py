@@ -125,3 +125,157 @@ def test_one_off_commands_import_nothing_heavy() -> None:
             "print(','.join(m for m in heavy if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == ""
+
+
+def test_warehouse_modules_stay_small() -> None:
+    """No warehouse module over 250 lines: each stage's queries live in their own module (db.py
+    held all of them in 885 lines before it was split)."""
+    lines = {path.relative_to(ROOT).as_posix(): len(path.read_text().splitlines())
+             for path in sorted((ROOT / "warehouse").rglob("*.py"))}
+    assert {name: n for name, n in lines.items() if n > 250} == {}
+
+
+def load_time_imports(name: str) -> set[str]:
+    """The modules of ours that ``name`` imports while it loads: statements at module level,
+    including those inside ``if``/``try``/``with`` blocks and class bodies, resolved to the
+    module they name (``from pkg import mod`` is ``pkg.mod`` when that is a module, relative
+    imports from the module's own package). Imports inside functions are left out: a
+    function-level import runs only when the function is called, after every module has loaded,
+    and is the standard way to defer a heavy or upward dependency. ``if TYPE_CHECKING:`` blocks
+    are left out too: they never run."""
+    path, tree = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    named: list[str] = []
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            if isinstance(node, ast.Import):
+                named.extend(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parts, *([node.module] if node.module else [])])
+                named.extend(f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names)
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                visit(node.orelse)
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    for child in getattr(node, field, []):
+                        visit(child.body if isinstance(child, ast.ExceptHandler) else [child])
+
+    visit(tree.body)
+    found = set()
+    for target in named:
+        while target and target not in MODULES:  # ``import a.b.name`` of a function: its module
+            target = target.rpartition(".")[0]
+        if target and target != name:
+            found.add(target)
+    return found
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    component.append(top)
+                    if top == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_import_cycle_finder_sees_a_cycle() -> None:
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles() -> None:
+    """No two modules need each other to load (see :func:`load_time_imports` for what counts):
+    in a cycle, whichever loads first sees the other half-initialised. A package's
+    ``__init__`` importing its own modules is no cycle; one of them importing names from the
+    ``__init__`` back is."""
+    graph = {name: load_time_imports(name) for name in MODULES}
+    assert import_cycles(graph) == []
+
+
+def test_the_ml_package_imports_nothing_above_it() -> None:
+    """Models, embeddings, keywords and training serve the flows, tasks and scorers: they import
+    none of them, nor the application, not even inside a function."""
+    above = ("revbench.flows", "revbench.tasks", "revbench.app", "revbench.evaluation", "revbench.warehouse")
+    bad = [(name, imp) for name, (_, tree) in MODULES.items() if name.startswith("revbench.ml")
+           for imp in imports(tree) if imp.startswith(above)]
+    assert bad == []
+
+
+def _flow_functions() -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    return [(name, node) for name, (_, tree) in MODULES.items() if name.startswith("revbench.flows")
+            for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def test_flow_functions_stay_short() -> None:
+    """No function of a flow module over 50 lines: a flow reads as its stages, and the data work
+    lives in ``revbench.tasks`` as pure functions over frames, each tested on its own."""
+    long = [(name, node.name, node.end_lineno - node.lineno) for name, node in _flow_functions()
+            if node.end_lineno - node.lineno > 50]
+    assert long == []
+
+
+def _decorated_as_flow(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(d, ast.Call) and getattr(d.func, "id", getattr(d.func, "attr", None)) == "revbench_flow"
+               for d in node.decorator_list)
+
+
+def _returned_types(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """The members of a function's return annotation (``A | B`` gives both), as source text."""
+    members: list[ast.expr] = [node.returns] if node.returns else []
+    while any(isinstance(m, ast.BinOp) for m in members):
+        members = [x for m in members for x in ((m.left, m.right) if isinstance(m, ast.BinOp) else (m,))]
+    return [ast.unparse(m) for m in members]
+
+
+def test_no_flow_returns_a_dict() -> None:
+    """Flows return typed results (``revbench.flows.results.FlowResult``), read by attribute: a flow
+    is never annotated to return a dict (or ``Any``), and no function of a flow module returns an
+    untyped ``dict[str, Any]`` (rows inside a list, as artifacts take them, are rows, not results)."""
+    bad = []
+    for name, node in _flow_functions():
+        returned = _returned_types(node)
+        untyped = [t for t in returned if re.fullmatch(r"(dict|Dict)\[str, *Any\]", t)]
+        loose = _decorated_as_flow(node) and (not returned or any(re.match(r"(dict|Dict|Mapping|Any)\b", t) for t in returned))
+        if untyped or loose:
+            bad.append((name, node.name, " | ".join(returned)))
+    assert bad == []

@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import traceback
+from dataclasses import asdict
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
@@ -86,7 +87,8 @@ def ingest(
     summary = ingest_flow.run(settings, s, u, track=resolve_track(track, long_flow=True))
     print_ingest_summary(summary)
     if json_out:
-        json_out.write_text(json.dumps({k: v for k, v in summary.items() if k != "summary_markdown"}, indent=2, default=str))
+        json_out.write_text(json.dumps({k: v for k, v in asdict(summary).items() if k != "summary_markdown"}, indent=2,
+                                       default=str))
 
 
 @app.command()
@@ -147,11 +149,11 @@ def evaluate(
         json_out=str(json_out) if json_out else None, plot=report is not None if plot is None else plot,
         track=resolve_track(track, long_flow=False),
     )
-    print_report(out["tables"])
-    for name, dropped in out.get("dropped", {}).items():
+    print_report(out.tables)
+    for name, dropped in out.dropped.items():
         console.print(f"{name}: left out " + ", ".join(f"{n} ({reason})" for reason, n in sorted(dropped.items())))
-    console.print(f"Report: [cyan]{out['report_dir']}[/] (report.md, results.json, predictions/"
-                  + (", loss.png)" if out["plot"] else ")") + f"; run {out['run_id']}")
+    console.print(f"Report: [cyan]{out.report_dir}[/] (report.md, results.json, predictions/"
+                  + (", loss.png)" if out.plot else ")") + f"; run {out.run_id}")
 
 
 @app.command()

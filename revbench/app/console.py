@@ -3,51 +3,62 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table as RichTable
+
+if TYPE_CHECKING:  # the flows load only when a command runs one
+    from revbench.flows.disambiguate import DisambiguationResult
+    from revbench.flows.embed import EmbedResult
+    from revbench.flows.ingest import IngestResult
+    from revbench.flows.pools import PoolsResult
+    from revbench.flows.ratings import RatingsResult
+    from revbench.flows.refresh import RefreshResult
+    from revbench.flows.release import ReleaseResult
+    from revbench.flows.survey import SurveyResend, SurveyWave
+    from revbench.flows.train import TrainResult
 
 console = Console()
 err_console = Console(stderr=True)
 
 
-def print_ingest_summary(summary: dict[str, Any]) -> None:
+def print_ingest_summary(summary: IngestResult) -> None:
     """Stages, rejects by reason and totals."""
     t = RichTable(title="Ingest stages")
     for col in ("stage", "in", "out", "rejected", "seconds"):
         t.add_column(col, justify="left" if col == "stage" else "right")
-    for s in summary["stages"]:
+    for s in summary.stages:
         t.add_row(s["stage"], str(s["rows_in"]), str(s["rows_out"]), str(s["rejected"]), f"{s['seconds']:.1f}")
     console.print(t)
     r = RichTable(title="Papers rejected, by reason")
     r.add_column("reason")
     r.add_column("this run", justify="right")
     r.add_column("in warehouse", justify="right")
-    for reason, n in summary["rejects_in_warehouse"].items():
-        r.add_row(reason, str(summary["rejects_this_run"].get(reason, 0)), str(n))
+    for reason, n in summary.rejects_in_warehouse.items():
+        r.add_row(reason, str(summary.rejects_this_run.get(reason, 0)), str(n))
     console.print(r)
-    tot = summary["totals"]
+    tot = summary.totals
     console.print(
         f"[bold]{tot['papers']}[/] papers and [bold]{tot['mentions']}[/] author mentions in the warehouse; "
         f"{tot['rejects']} papers rejected."
     )
-    console.print(f"Warehouse: [cyan]{summary['warehouse']}[/]")
+    console.print(f"Warehouse: [cyan]{summary.warehouse}[/]")
 
 
-def print_disambiguation(res: dict[str, Any], quality: dict[str, float] | None = None) -> None:
+def print_disambiguation(res: DisambiguationResult, quality: dict[str, float] | None = None) -> None:
     """Authors and merges by method; with ``quality``, the scores against a SYNTHETIC truth."""
-    t = RichTable(title=f"Author disambiguation (decider {res['decider']})")
+    t = RichTable(title=f"Author disambiguation (decider {res.decider})")
     t.add_column("method")
     t.add_column("merges this run", justify="right")
     t.add_column("mentions linked by", justify="right")
     for m in ("orcid", "email", "affiliation", "llm", "fallback", "singleton"):
-        t.add_row(m, str(res["merges"].get(m, 0)), str(res["links_by_method"].get(m, 0)))
+        t.add_row(m, str(res.merges.get(m, 0)), str(res.links_by_method.get(m, 0)))
     console.print(t)
     console.print(
-        f"{res['mentions']} mentions -> [bold]{res['authors']}[/] authors, {res['edges']} co-authorship edges; "
-        f"{res['blocks_decided']} of {res['blocks']} name blocks decided this run; LLM calls {res['llm_calls']} "
-        f"({res['llm_cached']} from cache)."
+        f"{res.mentions} mentions -> [bold]{res.authors}[/] authors, {res.edges} co-authorship edges; "
+        f"{res.blocks_decided} of {res.blocks} name blocks decided this run; LLM calls {res.llm_calls} "
+        f"({res.llm_cached} from cache)."
     )
     if quality is not None:
         q = quality
@@ -58,21 +69,21 @@ def print_disambiguation(res: dict[str, Any], quality: dict[str, float] | None =
         )
 
 
-def print_pools(stats: dict[str, Any], coi_violations: int | None = None, tau_report: bool = False,
+def print_pools(stats: PoolsResult, coi_violations: int | None = None, tau_report: bool = False,
                 planted: list[dict[str, Any]] | None = None) -> None:
     """Pool sizes through the filters, exclusions, invitations; the COI audit of a SYNTHETIC world."""
-    t = RichTable(title=f"Candidate pools, round {stats['round']} ({stats['queries']} queries)")
+    t = RichTable(title=f"Candidate pools, round {stats.round} ({stats.queries} queries)")
     for col in ("stage", "median", "mean", "queries with none"):
         t.add_column(col, justify="left" if col == "stage" else "right")
-    for key, label in (("pool_before_coi", "recalled"), ("pool_after_coi", "after COI"), ("pool_after_screening", "after screening")):
-        v = stats[key]
+    for v, label in ((stats.pool_before_coi, "recalled"), (stats.pool_after_coi, "after COI"),
+                     (stats.pool_after_screening, "after screening")):
         t.add_row(label, f"{v['median']:.0f}", f"{v['mean']:.1f}", str(v["zero"]))
     console.print(t)
     console.print(
-        "exclusions: " + ", ".join(f"{k} {v}" for k, v in sorted(stats["exclusions"].items())) +
-        f"; {stats['assignments']} invitations to {stats['invited_candidates']} candidates (at most "
-        f"{stats['max_queries_per_candidate']} queries each); {stats['queries_short_of_target']} queries below target; "
-        f"{stats['embedded_now']} papers embedded now; files in {stats['out_dir']}"
+        "exclusions: " + ", ".join(f"{k} {v}" for k, v in sorted(stats.exclusions.items())) +
+        f"; {stats.assignments} invitations to {stats.invited_candidates} candidates (at most "
+        f"{stats.max_queries_per_candidate} queries each); {stats.queries_short_of_target} queries below target; "
+        f"{stats.embedded_now} papers embedded now; files in {stats.out_dir}"
     )
     if coi_violations is not None:
         console.print(f"COI audit against the SYNTHETIC truth: {coi_violations} invitations pair a reviewer with a "
@@ -85,7 +96,7 @@ def print_pools(stats: dict[str, Any], coi_violations: int | None = None, tau_re
         tr = RichTable(title="Pool size by threshold (to choose tau)")
         for col in ("tau", "median", "mean", "p90", "queries without candidates"):
             tr.add_column(col, justify="right")
-        for r in stats["tau_report"]:
+        for r in stats.tau_report:
             tr.add_row(f"{r['tau']:.2f}", f"{r['median']:.0f}", f"{r['mean']:.1f}", f"{r['p90']:.0f}",
                        str(r["queries_without_candidates"]))
         console.print(tr)
@@ -155,28 +166,27 @@ def print_status(st: Any) -> None:
         console.print(f"run {h.get('run_id')} ({h.get('flow')}) stopped without finishing; the next run marks it crashed.")
 
 
-def print_survey_wave(stats: dict[str, Any]) -> None:
+def print_survey_wave(stats: SurveyWave) -> None:
     """What one survey wave did."""
-    kind = stats["kind"]
-    line = (f"round {stats['round']} {kind}s: {stats['rendered']} rendered now, {stats['pending']} waiting to be sent, "
-            f"{len(stats.get('left_out') or [])} people left out, {stats['opted_out']} opted out in all")
-    if stats.get("outbox"):
-        line += f"; dry run: .eml files in {stats['outbox']}, nothing sent"
-    elif "decision" in stats:
-        line += (f"; {stats['decision']} by {stats['approver']}: {stats['sent']} sent, {stats['failed']} failed, "
-                 f"{stats['deferred']} deferred to the next run, {stats['unconfirmed']} unconfirmed")
-    if stats.get("interrupted"):
-        line += f"; {stats['interrupted']} found unconfirmed after an interrupted run"
+    line = (f"round {stats.round} {stats.kind}s: {stats.rendered} rendered now, {stats.pending} waiting to be sent, "
+            f"{len(stats.left_out)} people left out, {stats.opted_out} opted out in all")
+    if stats.outbox:
+        line += f"; dry run: .eml files in {stats.outbox}, nothing sent"
+    elif stats.decision is not None:
+        line += (f"; {stats.decision} by {stats.approver}: {stats.sent} sent, {stats.failed} failed, "
+                 f"{stats.deferred} deferred to the next run, {stats.unconfirmed} unconfirmed")
+    if stats.interrupted:
+        line += f"; {stats.interrupted} found unconfirmed after an interrupted run"
     console.print(line)
-    print_unconfirmed(stats.get("unconfirmed_messages") or [])
+    print_unconfirmed(stats.unconfirmed_messages)
 
 
-def print_survey_resend(stats: dict[str, Any]) -> None:
+def print_survey_resend(stats: SurveyResend) -> None:
     """What one resend did."""
-    console.print(f"resend of {stats['requested']} named messages by {stats['approver']}: {stats['sent']} sent, "
-                  f"{stats['failed']} failed, {stats['deferred']} deferred (they wait with their wave), "
-                  f"{stats['unconfirmed']} unconfirmed again, {stats['opted_out']} not sent (opted out)")
-    print_unconfirmed(stats.get("unconfirmed_messages") or [])
+    console.print(f"resend of {stats.requested} named messages by {stats.approver}: {stats.sent} sent, "
+                  f"{stats.failed} failed, {stats.deferred} deferred (they wait with their wave), "
+                  f"{stats.unconfirmed} unconfirmed again, {stats.opted_out} not sent (opted out)")
+    print_unconfirmed(stats.unconfirmed_messages)
 
 
 def print_unconfirmed(rows: list[dict[str, Any]]) -> None:
@@ -203,23 +213,23 @@ def print_survey_status(counts: dict[str, Any], unconfirmed: list[dict[str, Any]
     print_unconfirmed(unconfirmed or [])
 
 
-def print_ratings(out: dict[str, Any], quality: dict[str, Any] | None = None) -> None:
+def print_ratings(out: RatingsResult, quality: dict[str, Any] | None = None) -> None:
     """What one ratings run did: events in, ratings out by status, flags and their decisions,
     tuples, statistics, and the evaluation when it ran; with ``quality``, the flags judged
     against a SYNTHETIC truth."""
-    if out.get("survey store"):
-        line = out["survey store"]
+    if out.survey_store:
+        line = out.survey_store
         console.print(line[0].upper() + line[1:], markup=False, highlight=False, soft_wrap=True)  # one greppable line
     console.print(
-        f"Ratings: {out['events pulled']} new survey events ({out['events']} in all: {out['duplicates']} duplicates "
-        f"superseded, {out['skips']} skips, {out['unknown invitation'] + out['unknown paper'] + out['invalid rating']} rejected) -> "
-        f"[bold]{out['ratings']}[/] ratings: {out['kept']} kept, {out['dropped']} dropped, {out['pending']} pending; "
-        f"{out['paper-centric tuples']} paper-centric and {out['reviewer-centric tuples']} reviewer-centric tuples.")
-    if out["flag_list"]:
-        t = RichTable(title=f"Quality flags ({out['flags asked']} asked this run)", title_justify="left")
+        f"Ratings: {out.events_pulled} new survey events ({out.events} in all: {out.duplicates} duplicates "
+        f"superseded, {out.skips} skips, {out.unknown_invitation + out.unknown_paper + out.invalid_rating} rejected) -> "
+        f"[bold]{out.ratings}[/] ratings: {out.kept} kept, {out.dropped} dropped, {out.pending} pending; "
+        f"{out.paper_centric_tuples} paper-centric and {out.reviewer_centric_tuples} reviewer-centric tuples.")
+    if out.flag_list:
+        t = RichTable(title=f"Quality flags ({out.flags_asked} asked this run)", title_justify="left")
         for col in ("flag", "ratings", "evidence", "decision"):
             t.add_column(col)
-        for f in out["flag_list"]:
+        for f in out.flag_list:
             ev = ", ".join(f"{k}={v}" for k, v in f["evidence"].items() if k != "ratings")
             t.add_row(f["flag_id"], str(len(f["paper_ids"])), ev, f"{f['decision'] or 'undecided'} ({f['decided_by'] or '-'})")
         console.print(t)
@@ -228,30 +238,30 @@ def print_ratings(out: dict[str, Any], quality: dict[str, Any] | None = None) ->
             f"Flags against the [yellow]SYNTHETIC[/] truth: {quality['flagged']} respondents flagged, "
             f"{quality['planted']} planted low-effort respondents answered; precision {quality['precision']:.2f}, "
             f"recall {quality['recall']:.2f}")
-    print_markdown(out["statistics"])
-    if out.get("figure"):
-        console.print(f"Figure: [cyan]{out['figure']}[/]")
-    if out.get("evaluation"):
+    print_markdown(out.statistics)
+    if out.figure:
+        console.print(f"Figure: [cyan]{out.figure}[/]")
+    if out.evaluation:
         console.print("Evaluation on the warehouse benchmark:")
-        print_report(out["evaluation"]["tables"])
-        console.print(f"Evaluation report: [cyan]{out['evaluation']['report_dir']}[/]")
+        print_report(out.evaluation.tables)
+        console.print(f"Evaluation report: [cyan]{out.evaluation.report_dir}[/]")
 
 
-def print_release(out: dict[str, Any]) -> None:
+def print_release(out: ReleaseResult) -> None:
     """One line on what a release run made."""
-    c = out["counts"]
-    if out.get("unchanged"):
-        console.print(f"Nothing changed since release [bold]{out['version']}[/]: no new release ({out['dir']})")
+    c = out.counts
+    if out.unchanged:
+        console.print(f"Nothing changed since release [bold]{out.version}[/]: no new release ({out.dir})")
         return
-    status = {"published": f"published by {out.get('decided_by')}", "rejected": f"rejected by {out.get('decided_by')}",
-              "built": "built; it waits for a curator's go (--approve yes|no)"}[out.get("status", "built")]
-    audited = f" ({out['audit_strings']} strings)" if out.get("audit_strings") is not None else " (when it was built)"
-    console.print(f"Release [bold]{out['version']}[/] (parent {out['parent'] or 'none'}): {c['pointwise']} ratings, "
+    status = {"published": f"published by {out.decided_by}", "rejected": f"rejected by {out.decided_by}",
+              "built": "built; it waits for a curator's go (--approve yes|no)"}[out.status or "built"]
+    audited = f" ({out.audit_strings} strings)" if out.audit_strings is not None else " (when it was built)"
+    console.print(f"Release [bold]{out.version}[/] (parent {out.parent or 'none'}): {c['pointwise']} ratings, "
                   f"{c['paper_centric']} paper-centric and {c['reviewer_centric']} reviewer-centric tuples, {c['papers']} papers, "
-                  f"{c['reviewers']} reviewers; privacy audit passed{audited} -> [cyan]{out['dir']}[/]; {status}")
-    if out.get("evaluation"):
-        console.print(f"Evaluation of release {out['version']}:")
-        print_report(out["evaluation"]["tables"])
+                  f"{c['reviewers']} reviewers; privacy audit passed{audited} -> [cyan]{out.dir}[/]; {status}")
+    if out.evaluation:
+        console.print(f"Evaluation of release {out.version}:")
+        print_report(out.evaluation.tables)
 
 
 def print_release_verified(release: Any) -> None:
@@ -278,38 +288,38 @@ def print_release_report(rows: Any, metric: str, split: str, png: Any) -> None:
 
 
 
-def print_refresh(out: dict[str, Any]) -> None:
+def print_refresh(out: RefreshResult) -> None:
     """Each stage of a refresh: ran or skipped, why, and how long it took."""
-    t = RichTable(title=f"Refresh {out['run_id'][:8]} over {out['since']}..{out['until']} ({out['status']})")
+    t = RichTable(title=f"Refresh {out.run_id[:8]} over {out.since}..{out.until} ({out.status})")
     for col in ("stage", "status", "why", "seconds"):
         t.add_column(col, justify="right" if col == "seconds" else "left")
-    for r in out["stages"]:
-        colour = {"ran": "green", "skipped": "dim", "failed": "red"}.get(r["status"], "")
-        t.add_row(r["stage"], f"[{colour}]{r['status']}[/]", r["reason"], f"{r['seconds']:.1f}")
+    for r in out.stages:
+        colour = {"ran": "green", "skipped": "dim", "failed": "red"}.get(r.status, "")
+        t.add_row(r.stage, f"[{colour}]{r.status}[/]", r.reason, f"{r.seconds:.1f}")
     console.print(t)
 
 
-def print_embed(out: dict[str, Any]) -> None:
+def print_embed(out: EmbedResult) -> None:
     """Texts per benchmark and model: encoded now, reused, and where the export is."""
-    t = RichTable(title=f"Embeddings on {out['device']}")
+    t = RichTable(title=f"Embeddings on {out.device}")
     for col in ("benchmark", "model", "texts", "encoded now", "reused", "export"):
         t.add_column(col, justify="right" if col in ("texts", "encoded now", "reused") else "left")
-    for r in out["rows"]:
-        t.add_row(r["benchmark"], r["model"], str(r["texts"]), str(r["encoded"]), str(r["reused"]), r["export"])
+    for r in out.rows:
+        t.add_row(r.benchmark, r.model, str(r.texts), str(r.encoded), str(r.reused), r.export)
     console.print(t)
 
 
-def print_train(out: dict[str, Any]) -> None:
+def print_train(out: TrainResult) -> None:
     """What the training did and the scorer it registered."""
-    if out["status"] == "skipped":
-        console.print(f"Nothing to do: {out['reason']}.\nScorer: [cyan]{out['scorer']}[/]")
+    if out.status == "skipped" or out.provenance is None:
+        console.print(f"Nothing to do: {out.reason}.\nScorer: [cyan]{out.scorer}[/]")
         return
-    p = out["provenance"]
+    p = out.provenance
     console.print(
-        f"{p['triplets']} triplets ({', '.join(f'{k} {v}' for k, v in sorted(p['by_view'].items()))}) from "
-        f"{p['papers']} papers and {p['reviewers']} keyword profiles; skipped anchors: "
-        + (", ".join(f"{k} {v}" for k, v in sorted(p["skipped"].items())) or "none"))
-    resumed = f", resumed at step {out['resumed_from']}" if out["resumed_from"] else ""
-    console.print(f"{out['steps']} steps{resumed}: loss {out['first_loss']:.4f} -> {out['last_loss']:.4f}, "
-                  f"{out['pairs_per_second']:.1f} triplets/s")
-    console.print(f"Scorer: [cyan]{out['scorer']}[/] (evaluate it with --scorer rate --scorer '{out['scorer']}' --baseline rate)")
+        f"{p.triplets} triplets ({', '.join(f'{k} {v}' for k, v in sorted(p.by_view.items()))}) from "
+        f"{p.papers} papers and {p.reviewers} keyword profiles; skipped anchors: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(p.skipped.items())) or "none"))
+    resumed = f", resumed at step {out.resumed_from}" if out.resumed_from else ""
+    console.print(f"{out.steps} steps{resumed}: loss {out.first_loss:.4f} -> {out.last_loss:.4f}, "
+                  f"{out.pairs_per_second:.1f} triplets/s")
+    console.print(f"Scorer: [cyan]{out.scorer}[/] (evaluate it with --scorer rate --scorer '{out.scorer}' --baseline rate)")

@@ -97,7 +97,7 @@ def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, tra
                            recorded, pace_seconds=DEMO_PACE_SECONDS)
     counts = survey_counts(s.warehouse_path, s.survey_store_path)
     console.print(
-        f"Survey round 1: {wave['sent']} invitations sent now ({wave['rendered']} rendered, {len(wave['left_out'])} left out); "
+        f"Survey round 1: {wave.sent} invitations sent now ({wave.rendered} rendered, {len(wave.left_out)} left out); "
         f"the [yellow]SYNTHETIC[/] panel read {panel['emails']} emails: {panel['answered']} answered "
         f"({panel['ratings']} ratings, {panel['skips']} skipped papers, {panel['changes']} changed ratings), "
         f"{panel['silent']} silent, {panel['opt_outs']} opted out. In the survey store: "
@@ -127,7 +127,7 @@ def run_ratings(settings: Settings, track: bool) -> None:
     by_reviewer: dict[str, set[str]] = {}
     for inv, reviewer in rated:
         by_reviewer.setdefault(reviewer, set()).add(email_of[inv].lower())
-    flagged = {e for f in out["flag_list"] for e in by_reviewer.get(f["reviewer_id"], set())}
+    flagged = {e for f in out.flag_list for e in by_reviewer.get(f["reviewer_id"], set())}
     quality = flag_quality(respondents, flagged, {email_of[i].lower() for i, _ in rated})
     (settings.data_dir / "reports" / "ratings").mkdir(parents=True, exist_ok=True)
     (settings.data_dir / "reports" / "ratings" / "flag_quality.json").write_text(json.dumps(quality, indent=1))
@@ -172,9 +172,9 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
             print_disambiguation(dis, disambiguation_quality(truth, links))
         stats = pools_flow.run(s.with_overrides(pools=DEMO_POOLS), round=1, track=track)
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        assignments = wh.read_round(ASSIGNMENTS, stats["round"])
-        planted = planted_conflicts_caught(truth, wh.read_round(POOL_EVIDENCE, stats["round"]),
-                                           wh.read_round(POOL_EXCLUSIONS, stats["round"]), assignments, links)
+        assignments = wh.read_round(ASSIGNMENTS, stats.round)
+        planted = planted_conflicts_caught(truth, wh.read_round(POOL_EVIDENCE, stats.round),
+                                           wh.read_round(POOL_EXCLUSIONS, stats.round), assignments, links)
         corpus = wh.corpus_papers()
     print_pools(stats, coi_violations(truth, assignments, links), planted=planted)
     run_survey_round(s, truth, corpus, seed, track)

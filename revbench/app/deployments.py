@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from dataclasses import asdict
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
@@ -22,7 +23,7 @@ from prefect.types.entrypoint import EntrypointType
 
 from revbench.app.entry import build_settings, prepare_process
 from revbench.flows.common import quiet_expected_errors
-from revbench.flows.refresh import refresh_flow
+from revbench.flows.refresh import RefreshResult, refresh_flow
 from revbench.settings import Settings
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def run_settings() -> Settings:
 
 
 @flow(name=REFRESH_FLOW, log_prints=True)
-def scheduled_refresh(stages: list[str] | None = None) -> dict[str, Any]:
+def scheduled_refresh(stages: list[str] | None = None) -> RefreshResult:
     """The refresh: ``stages`` in order (default REVBENCH_REFRESH__STAGES), each skipped when its
     inputs did not change."""
     return refresh_flow.fn(run_settings(), stages=stages)
@@ -78,7 +79,7 @@ def ratings_pull() -> dict[str, Any]:
     out = refresh_flow.fn(settings, stages=["ratings"])
     if failure is not None:
         raise failure
-    return {**out, "reminders": reminders}
+    return {**asdict(out), "reminders": reminders}
 
 
 def send_reminders(settings: Settings) -> dict[str, Any] | str:

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from revbench.errors import UsageError, interrupt_noted, note_interrupt
+from revbench.files import write_atomic
 from revbench.settings import Settings, check_environment, settings_error
 
 DEMO_SINCE = date(2026, 9, 1)
@@ -88,9 +89,7 @@ def save_demo_settings(data_dir: Path, changes: dict[str, dict[str, Any]], key_f
     path = data_dir / DEMO_SETTINGS
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps({"settings": changes, "key_files": key_files}, indent=1, sort_keys=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text + "\n")
-    tmp.replace(path)
+    write_atomic(path, text + "\n")
     return path
 
 
@@ -187,6 +186,10 @@ def prepare_process(settings: Settings) -> None:
         # The temporary Prefect server cold-starts in ~20 s on two cores; its default timeout is shorter.
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        # A piece that finds its service's slots taken sleeps what the server's Retry-After says
+        # (10 s by default) before asking again: slots then sit idle, and after Ctrl-C the run
+        # waits for those sleeps. Our temporary server answers 1 s.
+        "PREFECT_SERVER_TASKS_TAG_CONCURRENCY_SLOT_WAIT_SECONDS": "1",
         "GX_ANALYTICS_ENABLED": "false",
         # The default embedding model ships inside a package; other models are named by path or
         # by a hub name the user makes available (set HF_HUB_OFFLINE=0 to download).

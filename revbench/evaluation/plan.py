@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from revbench.errors import UsageError
+from revbench.evaluation.importers.registry import KIND_MODULES
 from revbench.evaluation.scorers.base import Context, make_scorer
 from revbench.settings import Settings
 
-BENCHMARK_KINDS = ("goldstandard", "lrbench", "openreview", "warehouse", "release")
+BENCHMARK_KINDS = tuple(KIND_MODULES)
 DEFAULT_SCORERS = ("trivial", "tpms")
 
 
@@ -68,7 +69,7 @@ def check_scorers(settings: Settings, specs: list[str], flag: str = "--scorer") 
 
 def trained_scorers(settings: Settings) -> list[str]:
     """``rate:model=PATH`` of every adapter ``revbench train`` left under ``DATA_DIR/models/``."""
-    from revbench.training import is_adapter
+    from revbench.ml.models import is_adapter
 
     return [f"rate:model={p}" for p in sorted((settings.data_dir / "models").glob("*/adapter")) if is_adapter(str(p))]
 

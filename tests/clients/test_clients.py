@@ -13,7 +13,7 @@ from revbench.clients.pdf import PdfClient
 from revbench.clients.semantic_scholar import SemanticScholarClient
 from revbench.retry import PermanentError, TransientError, parse_retry_after
 from revbench.settings import Settings
-from tests.conftest import FIXTURES, on_replay
+from tests.support.common import FIXTURES, on_replay
 
 START = datetime(2025, 9, 1, tzinfo=UTC)
 END = datetime(2025, 9, 1, 23, 59, tzinfo=UTC)
@@ -152,7 +152,7 @@ def test_short_ids() -> None:
 
 
 def _window(s: Settings, category: str = "cs.LG") -> list:
-    from tests.conftest import WORLD_SINCE, WORLD_UNTIL
+    from tests.support.common import WORLD_SINCE, WORLD_UNTIL
 
     start, end = datetime.combine(WORLD_SINCE, datetime.min.time(), UTC), datetime.combine(WORLD_UNTIL, datetime.min.time(), UTC)
     return ArxivClient(s.arxiv, s.http).search_window(category, start, end)[0]

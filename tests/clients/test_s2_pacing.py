@@ -15,7 +15,7 @@ from revbench.retry import AdaptivePacer, RateLimited, TransientError
 from revbench.schemas.tables import ARXIV_RECORDS, REJECTS, S2_PAPERS
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
-from tests.conftest import FIXTURES, WORLD_SINCE, WORLD_UNTIL, on_replay
+from tests.support.common import FIXTURES, WORLD_SINCE, WORLD_UNTIL, on_replay
 
 
 class _Clock:
@@ -146,7 +146,7 @@ def test_persistent_5xx_trips_the_breaker(replay, settings) -> None:
 def test_ingest_throttled_for_20_seconds_slows_down_and_completes(small_world, replay, settings) -> None:
     """The issue's case: S2 answers 429 without Retry-After for 20 s; the run slows, completes,
     rejects nothing beyond the planted bad records and exits 0."""
-    from tests.test_trust_runs import cli
+    from tests.support.cli import cli
 
     app = replay(world=small_world, s2_throttle_seconds=20.0)
     s = on_replay(settings, app).with_overrides(s2={"batch_size": 40, "throttle_max_delay_seconds": 2.0,
@@ -171,7 +171,7 @@ def test_ingest_throttled_for_20_seconds_slows_down_and_completes(small_world, r
 
 @pytest.mark.slow
 def test_unreachable_s2_still_fails_fast_naming_it(small_world, replay, settings) -> None:
-    from tests.test_trust_runs import cli, error_line
+    from tests.support.cli import cli, error_line
 
     url = f"http://127.0.0.1:{free_port()}/s2/graph/v1"
     s = on_replay(settings, replay(world=small_world)).with_overrides(s2={"base_url": url})

@@ -12,7 +12,7 @@ import pytest
 from revbench.clients.arxiv_api import ArxivClient, ArxivRecord
 from revbench.retry import PermanentError
 from revbench.settings import ArxivSettings, HttpSettings
-from tests.conformance.conftest import REAL, expected, needs_samples
+from tests.support.conformance import REAL, expected, needs_samples
 
 pytestmark = needs_samples
 

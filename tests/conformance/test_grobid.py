@@ -11,7 +11,7 @@ import pytest
 from revbench.clients.grobid import GrobidHeaderClient
 from revbench.clients.tei import TeiHeader
 from revbench.settings import Settings
-from tests.conformance.conftest import REAL, expected, needs_samples
+from tests.support.conformance import REAL, expected, needs_samples
 
 pytestmark = needs_samples
 EXPECTED = expected("grobid") if REAL.exists() else {}

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from revbench.errors import InputError
-from revbench.evaluation.importers import load_openreview, read_openreview_notes
-from tests.conformance.conftest import REAL, expected, needs_samples
-from tests.conftest import run_cli
+from revbench.evaluation.importers.openreview import load_openreview, read_openreview_notes
+from tests.support.common import run_cli
+from tests.support.conformance import REAL, expected, needs_samples
 
 pytestmark = needs_samples
 SAMPLES = REAL / "openreview"

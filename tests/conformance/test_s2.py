@@ -14,7 +14,7 @@ from revbench.clients.semantic_scholar import SemanticScholarClient
 from revbench.retry import PermanentError
 from revbench.settings import Settings
 from revbench.tasks import enrich
-from tests.conformance.conftest import REAL, expected, needs_samples
+from tests.support.conformance import REAL, expected, needs_samples
 
 pytestmark = needs_samples
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.conformance.conftest import REAL
+from tests.support.conformance import REAL
 
 
 @pytest.mark.skipif(os.environ.get("CI") != "true", reason="only CI insists on ../shared")

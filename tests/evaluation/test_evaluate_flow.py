@@ -11,26 +11,12 @@ import pytest
 from revbench.flows.evaluate import evaluate_flow
 from revbench.schemas.tables import EVAL_RESULTS
 from revbench.warehouse import Warehouse
-from tests.conftest import run_cli
-from tests.evaluation.test_scorers import bench
+from tests.support.common import run_cli
+from tests.support.evaluation import write_openreview
 
 pytestmark = pytest.mark.slow
 KEYS = {"benchmark", "benchmark_version", "split", "scorer", "metric", "value", "ci_low", "ci_high", "n", "run_id",
         "evaluated_at", "spec", "predictions_sha256", "coverage", "benchmark_digest"}
-
-
-def write_openreview(d: Path) -> Path:
-    b = bench()
-    (d / "archives").mkdir(parents=True)
-    (d / "submissions.json").write_text(json.dumps(
-        {p: {"id": p, "content": {"title": t, "abstract": a}} for p, t, a in b.submissions.select("paper_id", "title", "abstract").iter_rows()}
-    ))
-    for (r,), g in b.draws[0].group_by("reviewer_id"):
-        (d / "archives" / f"~{r}.jsonl").write_text("\n".join(
-            json.dumps({"id": p, "content": {"title": t, "abstract": a, "year": 2024}})
-            for p, t, a in g.select("paper_id", "title", "abstract").iter_rows()) + "\n")
-    b.splits[0].ratings.rename({"reviewer_id": "reviewer", "paper_id": "paper"}).write_csv(d / "ratings.csv")
-    return d
 
 
 def test_evaluate_flow_end_to_end(prefect_server, settings, tmp_path: Path) -> None:
@@ -54,7 +40,7 @@ def test_evaluate_flow_end_to_end(prefect_server, settings, tmp_path: Path) -> N
     assert by[("tpms", "loss")]["spec"] == "tpms:compat=revbench,regime=title+abstract"
     assert by[("oracle", "loss")]["spec"] == "predictions:gold_style.json"
     assert {"P_hard@5", "NDCG@10", "MRR_hard@10", "Recall_soft@5", "WKTD@5"} <= {m for _, m in by}
-    report = Path(result["report_dir"])
+    report = Path(result.report_dir)
     assert (report / "report.md").read_text().count("**") >= 2 and (report / "loss.png").stat().st_size > 1000
     exported = json.loads((report / "predictions" / "openreview" / "tpms.json").read_text())
     assert set(exported) == {"ir", "gnn"} and set(exported["ir"]) == {"s1", "s2"}
@@ -65,7 +51,7 @@ def test_evaluate_flow_end_to_end(prefect_server, settings, tmp_path: Path) -> N
     with Warehouse.open(settings.warehouse_path) as wh:
         second = wh.read(EVAL_RESULTS)
     # Append-only: the second run adds its own rows; the first run's stay as they were.
-    assert second["run_id"].n_unique() == 2 and second.filter(pl.col("run_id") == result["run_id"]).equals(first)
+    assert second["run_id"].n_unique() == 2 and second.filter(pl.col("run_id") == result.run_id).equals(first)
     assert first.filter((first["scorer"] == "tpms") & (first["metric"] == "loss"))["benchmark_version"].len() == 1
 
 
@@ -87,5 +73,5 @@ def test_a_baseline_written_with_its_defaults_is_the_same_scorer(settings, tmp_p
     data = write_openreview(tmp_path / "or")
     out = evaluate_flow.fn(settings, benchmarks=[f"openreview={data}"], scorers=["trivial", "tpms"],
                            baseline="tpms:compat=revbench", bootstrap=20, plot=False)
-    paired = [r for r in out["rows"] if r["scorer"] == "trivial - tpms"]
+    paired = [r for r in out.rows if r["scorer"] == "trivial - tpms"]
     assert paired and all(r["ci_low"] is not None for r in paired if r["value"] is not None)

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from revbench.evaluation.evaluate import Evaluator
-from revbench.evaluation.importers import load_goldstandard, load_lr_flat, load_lrbench, load_predictions
+from revbench.evaluation.importers import load_lr_flat, load_predictions
+from revbench.evaluation.importers.goldstandard import load_goldstandard
+from revbench.evaluation.importers.lrbench import load_lrbench
 from revbench.evaluation.model import Benchmark, Scores
 
 EXTERNAL = Path(__file__).resolve().parents[3] / "shared" / "external"

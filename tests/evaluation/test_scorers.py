@@ -9,33 +9,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from revbench.embeddings import EmbeddingCache
-from revbench.evaluation.model import PAPERS_SCHEMA, PROFILE_SCHEMA, RATINGS_SCHEMA, Benchmark, Split, frame
+from revbench.evaluation.model import Benchmark
 from revbench.evaluation.scorers import Context, make_scorer
 from revbench.evaluation.scorers.base import pool
 from revbench.evaluation.scorers.llm import parse_score
 from revbench.evaluation.scorers.tpms import tokens
-from revbench.keywords import PROFILE_PREFIX as PREFIX
-from revbench.keywords import yake_keywords as offline_keywords
+from revbench.ml.embeddings import EmbeddingCache
+from revbench.ml.keywords import PROFILE_PREFIX as PREFIX
+from revbench.ml.keywords import yake_keywords as offline_keywords
 from revbench.settings import Settings
-from tests.conftest import on_replay
+from tests.support.common import on_replay
+from tests.support.evaluation import bench
 
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def bench() -> Benchmark:
-    subs = frame([
-        dict(paper_id="s1", title="Dense retrieval for reviewer assignment", abstract="Matching submissions to reviewers with dense retrieval."),
-        dict(paper_id="s2", title="Graph neural networks for molecules", abstract="Message passing predicts molecular properties."),
-    ], PAPERS_SCHEMA)
-    profile = frame([
-        dict(reviewer_id="ir", paper_id="a", title="Learning to rank for expert finding", abstract="Reviewer assignment via retrieval of experts."),
-        dict(reviewer_id="ir", paper_id="b", title="Dense passage retrieval", abstract="Dual encoders for retrieval."),
-        dict(reviewer_id="gnn", paper_id="c", title="Message passing neural networks", abstract="Graph networks for molecular property prediction."),
-    ], PROFILE_SCHEMA)
-    ratings = frame([dict(reviewer_id=r, paper_id=p, rating=x) for r, p, x in
-                     [("ir", "s1", 5.0), ("ir", "s2", 1.0), ("gnn", "s1", 1.0), ("gnn", "s2", 5.0)]], RATINGS_SCHEMA)
-    return Benchmark("hand", "1", subs, [profile], [Split("pointwise", ratings=ratings, candidate_lists=True)])
 
 
 def scores(spec: str, settings: Settings) -> dict[tuple[str, str], float]:

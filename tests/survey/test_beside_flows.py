@@ -18,8 +18,8 @@ from revbench.replay.mailsink import MailSink
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
 from revbench.warehouse.survey_store import SurveyStore
-from tests.conftest import on_replay
-from tests.survey.conftest import survey_server_process
+from tests.support.common import on_replay
+from tests.support.survey import survey_server_process
 
 pytestmark = pytest.mark.slow
 RATE = re.compile(r"http://127\.0\.0\.1:9(/r/[A-Za-z0-9_.\-]+)")
@@ -69,7 +69,7 @@ def test_a_refresh_writes_the_warehouse_while_the_server_takes_answers(
         alive = proc.poll() is None
     assert not errors and alive
     assert set(codes) == {303} and during  # answers were taken while the flows wrote
-    assert ingest["run_id"] and pools["round"] == 2
+    assert ingest.run_id and pools.round == 2
     events = SurveyStore(survey_settings.survey_store_path).events_since()
     assert len(events) == len(clicked) and all(e["source"] == "click" for e in events)
     with Warehouse.open(survey_settings.warehouse_path, read_only=True) as wh:

@@ -26,8 +26,8 @@ from revbench.synth.respondents import confirm
 from revbench.templates import bars_scale, version
 from revbench.warehouse import Warehouse
 from revbench.warehouse.survey_store import SurveyStore
-from tests.conftest import settings_env
-from tests.survey.conftest import paused_run_id
+from tests.support.common import settings_env
+from tests.support.survey import paused_run_id
 
 pytestmark = pytest.mark.slow
 LINK = re.compile(r"http://127\.0\.0\.1:9(/[riu]/[A-Za-z0-9_.\-]+)")
@@ -45,7 +45,7 @@ def _parts(msg: EmailMessage) -> tuple[str, str]:
 def test_every_invitation_arrives_complete_with_links_that_verify(survey_settings: Settings, sink: MailSink) -> None:
     stats = survey_flow.fn(survey_settings, round=1, approve="all", approver="tester")
     msgs = _messages(survey_settings)
-    assert stats["sent"] == msgs.height == len(sink.messages) > 3
+    assert stats.sent == msgs.height == len(sink.messages) > 3
     signer = LinkSigner(survey_settings.survey.signing_key)
     for m in sink.messages:
         text, html = _parts(m)
@@ -68,7 +68,7 @@ def test_every_invitation_arrives_complete_with_links_that_verify(survey_setting
         approvals = wh.read(__import__("revbench.schemas.tables", fromlist=["SURVEY_APPROVALS"]).SURVEY_APPROVALS)
     assert approvals.select("decision", "approver").rows() == [("approve_all", "tester")]
     again = survey_flow.fn(survey_settings, round=1, approve="all")
-    assert again["sent"] == 0 and again["pending"] == 0 and len(sink.messages) == msgs.height  # never twice
+    assert again.sent == 0 and again.pending == 0 and len(sink.messages) == msgs.height  # never twice
 
 
 def test_nothing_goes_out_without_a_go(survey_settings: Settings, sink: MailSink) -> None:
@@ -76,17 +76,17 @@ def test_nothing_goes_out_without_a_go(survey_settings: Settings, sink: MailSink
         survey_flow.fn(survey_settings, round=1)
     assert sink.messages == []
     first = survey_flow.fn(survey_settings, round=1, approve="2")
-    assert first["sent"] == 2 and len(sink.messages) == 2
+    assert first.sent == 2 and len(sink.messages) == 2
     cancelled = survey_flow.fn(survey_settings, round=1, approve="cancel")
-    assert cancelled["sent"] == 0 and cancelled["decision"] == "cancel" and len(sink.messages) == 2
+    assert cancelled.sent == 0 and cancelled.decision == "cancel" and len(sink.messages) == 2
     with pytest.raises(UsageError, match="--approve"):
         survey_flow.fn(survey_settings, round=1, approve="some")
 
 
 def test_a_dry_run_writes_eml_files_and_sends_nothing(survey_settings: Settings, sink: MailSink) -> None:
     stats = survey_flow.fn(survey_settings.with_overrides(smtp={"host": ""}), round=1, dry_run=True)
-    files = sorted(Path(stats["outbox"]).glob("*.eml"))
-    assert len(files) == stats["pending"] > 0 and sink.messages == []
+    files = sorted(Path(stats.outbox or "").glob("*.eml"))
+    assert len(files) == stats.pending > 0 and sink.messages == []
     assert b"multipart/alternative" in files[0].read_bytes()
 
 
@@ -108,7 +108,7 @@ def test_temporary_replies_are_retried_and_permanent_ones_recorded(survey_settin
     msgs = _messages(s)
     failed = msgs.filter(pl.col("state") == "failed")
     assert failed["to_email"].to_list() == [first_to] and failed["smtp_reply"][0].startswith("SMTP 550 5.1.1")
-    assert stats["failed"] == 1 and stats["sent"] == msgs.height - 1 == len(flaky.messages)
+    assert stats.failed == 1 and stats.sent == msgs.height - 1 == len(flaky.messages)
     assert all(n == 2 for to, n in seen.items() if to != first_to)  # each 451 answered by one retry
 
 
@@ -119,7 +119,7 @@ def test_a_mail_server_that_is_down_fails_the_wave_and_loses_nothing(survey_sett
     assert set(_messages(survey_settings)["state"]) == {"rendered"}  # rendered, waiting, none failed
     with MailSink(port=sink.port) as back:
         stats = survey_flow.fn(survey_settings, round=1, approve="all")
-    assert stats["sent"] == _messages(survey_settings).height == len(back.messages)
+    assert stats.sent == _messages(survey_settings).height == len(back.messages)
 
 
 def test_a_server_deferring_everything_stops_the_wave(survey_settings: Settings) -> None:
@@ -158,7 +158,7 @@ def test_an_interrupted_wave_resumes_and_sends_each_message_once(survey_settings
         assert (msgs["state"] == "sent").sum() == before and not (msgs["state"] == "sending").any()
         again = survey_flow.fn(s, round=1, approve="all")
         ids = [m["Message-ID"] for m in slow.messages]
-        assert len(ids) == len(set(ids)) == msgs.height and again["sent"] == msgs.height - before
+        assert len(ids) == len(set(ids)) == msgs.height and again.sent == msgs.height - before
 
 
 def test_a_killed_wave_never_sends_twice_and_reports_what_it_cannot_know(survey_settings: Settings) -> None:
@@ -174,14 +174,14 @@ def test_a_killed_wave_never_sends_twice_and_reports_what_it_cannot_know(survey_
         ids = [m["Message-ID"] for m in slow.messages]
         assert len(ids) == len(set(ids))  # at most once, whatever instant the kill hit
         msgs = _messages(s)
-        assert (msgs["state"] == "sent").sum() + again["interrupted"] == msgs.height
+        assert (msgs["state"] == "sent").sum() + again.interrupted == msgs.height
         doubtful = msgs.filter(pl.col("state") == "unconfirmed")
-        assert doubtful.height == again["interrupted"] and doubtful["unconfirmed_at"].null_count() == 0
-        assert [r["message"] for r in again["unconfirmed_messages"]] == doubtful["message_id"].to_list()
-        assert survey_flow.fn(s, round=1, approve="all")["sent"] == 0  # a re-run leaves them be
-        if again["interrupted"]:
+        assert doubtful.height == again.interrupted and doubtful["unconfirmed_at"].null_count() == 0
+        assert [r["message"] for r in again.unconfirmed_messages] == doubtful["message_id"].to_list()
+        assert survey_flow.fn(s, round=1, approve="all").sent == 0  # a re-run leaves them be
+        if again.interrupted:
             resent = survey_resend_flow.fn(s, doubtful["message_id"].to_list())
-            assert resent["sent"] == again["interrupted"]
+            assert resent.sent == again.interrupted
 
 
 def test_opted_out_people_get_nothing_later(survey_settings: Settings, sink: MailSink) -> None:
@@ -199,15 +199,15 @@ def test_opted_out_people_get_nothing_later(survey_settings: Settings, sink: Mai
     sent_before = len(sink.messages)
     reminders = survey_flow.fn(s, round=1, kind="reminder", approve="all")
     reminded = {str(m["To"]) for m in sink.messages[sent_before:]}
-    assert reminders["sent"] == len(reminded) == len(emails) - 2
+    assert reminders.sent == len(reminded) == len(emails) - 2
     assert quitter not in reminded and finisher not in reminded
     assert all(m["Subject"].startswith("Reminder: ") for m in sink.messages[sent_before:])
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         assert quitter in wh.opted_out_emails()
     # A rebuilt round and a second reminder still leave them out.
     second = survey_flow.fn(s, round=1, kind="reminder", approve="all")
-    assert quitter not in {str(m["To"]) for m in sink.messages[sent_before + reminders["sent"]:]}
-    assert second["sent"] <= reminders["sent"]
+    assert quitter not in {str(m["To"]) for m in sink.messages[sent_before + reminders.sent:]}
+    assert second.sent <= reminders.sent
 
 
 def test_a_tracked_wave_waits_for_the_curator_in_the_ui(prefect_server, survey_settings: Settings, sink: MailSink) -> None:
@@ -223,5 +223,5 @@ def test_a_tracked_wave_waits_for_the_curator_in_the_ui(prefect_server, survey_s
     resume_flow_run(run_id, run_input={"decision": "approve_first_n", "first_n": 1, "approver": "curator ada"})
     runner.join(timeout=120)
     out = result["out"]
-    assert out["decision"] == "approve_first_n" and out["approver"] == "curator ada"  # type: ignore[index]
+    assert out.decision == "approve_first_n" and out.approver == "curator ada"  # type: ignore[attr-defined]
     assert len(sink.messages) == 1

@@ -24,7 +24,7 @@ from revbench.survey.server import RateLimiter, create_app
 from revbench.survey.tokens import Claim, LinkSigner
 from revbench.synth.respondents import confirm, message_links, opt_out, scan
 from revbench.warehouse.survey_store import SurveyStore
-from tests.survey.conftest import survey_server_process
+from tests.support.survey import survey_server_process
 
 KEY = "server-test-key-" + "s" * 24
 A, B = "inv_" + "a" * 20, "inv_" + "b" * 20

@@ -20,7 +20,7 @@ from revbench.flows.survey import survey_flow
 from revbench.replay.mailsink import DROP, HANG, MUTE, Fault, MailSink, slow_reply
 from revbench.settings import Settings, SmtpSettings
 from revbench.warehouse import Warehouse
-from tests.conftest import run_cli, settings_env
+from tests.support.common import run_cli, settings_env
 
 pytestmark = pytest.mark.slow
 DEADLINE = 2.0
@@ -84,19 +84,19 @@ def test_each_fault_mode_gives_every_recipient_one_copy_across_three_runs(survey
     assert sum(copies.values()) == len(sink.messages) == len(others) + 2 * end_copies
     ends = dict(msgs.select("to_email", "state").iter_rows())
     assert [ends[v] for v in victims] == [end_state] * 2 and all(ends[e] == "sent" for e in others)
-    assert sum(r["sent"] for r in runs) == len(others) + (2 if end_state == "sent" else 0)
-    assert runs[2]["pending"] == runs[2]["sent"] == 0  # the last re-run had nothing left to send
+    assert sum(r.sent for r in runs) == len(others) + (2 if end_state == "sent" else 0)
+    assert runs[2].pending == runs[2].sent == 0  # the last re-run had nothing left to send
     doubtful = msgs.filter(pl.col("state") == "unconfirmed")
     if end_state == "unconfirmed":
-        assert runs[0]["unconfirmed"] == 2 and all(tried[v] == 1 for v in victims)  # never tried a second time
+        assert runs[0].unconfirmed == 2 and all(tried[v] == 1 for v in victims)  # never tried a second time
         assert doubtful["smtp_server"].to_list() == [f"127.0.0.1:{sink.port}"] * 2
         assert doubtful["unconfirmed_at"].null_count() == 0
         assert all("may have stored it" in r for r in doubtful["smtp_reply"])
-        assert all([m["message"] for m in r["unconfirmed_messages"]] == doubtful["message_id"].to_list() for r in runs)
+        assert all([m["message"] for m in r.unconfirmed_messages] == doubtful["message_id"].to_list() for r in runs)
     elif end_state == "sent":  # deferred by the first run (2 tries each), sent by the second
-        assert runs[0]["deferred"] == 2 and runs[1]["sent"] == 2 and all(tried[v] == 3 for v in victims)
+        assert runs[0].deferred == 2 and runs[1].sent == 2 and all(tried[v] == 3 for v in victims)
     else:  # refused for good, in the server's words, and never tried again
-        assert runs[0]["failed"] == 2 and all(tried[v] == 1 for v in victims)
+        assert runs[0].failed == 2 and all(tried[v] == 1 for v in victims)
         failed = msgs.filter(pl.col("state") == "failed")
         assert all(r.startswith("SMTP 550 5.1.1 mailbox unavailable") for r in failed["smtp_reply"])
     if end_state != "unconfirmed":
@@ -157,7 +157,7 @@ def test_a_server_losing_every_reply_stops_the_wave(survey_settings: Settings) -
     assert (msgs["state"] == "unconfirmed").sum() == 3 and set(msgs["state"]) == {"unconfirmed", "rendered"}
     with MailSink(port=lossy.port) as back:
         again = survey_flow.fn(s, round=1, approve="all")
-    assert again["sent"] == msgs.height - 3 == len(back.messages)
+    assert again.sent == msgs.height - 3 == len(back.messages)
     assert not set(_copies(lossy)) & set(_copies(back))  # nobody got a second copy
 
 
@@ -180,7 +180,7 @@ def test_a_server_that_never_answers_fails_within_the_deadline(survey_settings: 
     assert set(_messages(s)["state"]) == {"rendered"}  # nothing left, nothing lost
     with MailSink(port=silent.port) as back:
         stats = survey_flow.fn(s, round=1, approve="all")
-    assert stats["sent"] == len(back.messages) == _messages(s).height and set(_copies(back).values()) == {1}
+    assert stats.sent == len(back.messages) == _messages(s).height and set(_copies(back).values()) == {1}
 
 
 def test_the_default_deadline_fails_a_silent_server_within_30_seconds() -> None:

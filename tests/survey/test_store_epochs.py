@@ -20,8 +20,8 @@ from revbench.settings import Settings
 from revbench.warehouse import Warehouse
 from revbench.warehouse.migrations import migrations
 from revbench.warehouse.survey_store import SurveyStore
-from tests.conftest import run_cli, settings_env
-from tests.survey.conftest import RULES
+from tests.support.common import run_cli, settings_env
+from tests.support.survey import RULES
 
 Answer = tuple[str, str, int | None, str]  # invitation, paper, rating (None: a skip), created_at
 
@@ -105,7 +105,7 @@ def test_a_restored_backup_loses_no_answer_and_names_the_gap(sent, tmp_path: Pat
     backup(s.survey_store_path, tmp_path / "backup.sqlite")
     acked += answer(store, [(i1, p1[0], 3), (i2, p2[0], None), (i2, p2[-1], 1), (i1, p1[-1], 5)])  # events 4-7
     first = ratings_flow.fn(s, decide="keep")
-    assert first["events pulled"] == 7 and "first pull from the survey store" in first["survey store"]
+    assert first.events_pulled == 7 and "first pull from the survey store" in first.survey_store
 
     store.close()
     replace_file(s.survey_store_path, tmp_path / "backup.sqlite")
@@ -137,7 +137,7 @@ def test_a_restored_backup_loses_no_answer_and_names_the_gap(sent, tmp_path: Pat
     # Nothing new: nothing pulled, nothing changed, the plan rests.
     assert plan(s) == (False, f"no new survey answers since event 9 of epoch {renewed}")
     again = ratings_flow.fn(s, decide="keep")
-    assert again["events pulled"] == 0 and f"survey store epoch {renewed}: 0 new answers" in again["survey store"]
+    assert again.events_pulled == 0 and f"survey store epoch {renewed}: 0 new answers" in again.survey_store
     assert same(pulled(s), acked) and ratings_of(s) == latest(acked)
 
     # The same old backup restored once more: recognised again, nothing counted twice.
@@ -146,7 +146,7 @@ def test_a_restored_backup_loses_no_answer_and_names_the_gap(sent, tmp_path: Pat
     store = SurveyStore(s.survey_store_path)
     acked += answer(store, [(i2, p2[0], 2)])
     out3 = ratings_flow.fn(s, decide="keep")
-    assert out3["events pulled"] == 1 and "holds events up to 3 but 7 were pulled" in out3["survey store"]
+    assert out3.events_pulled == 1 and "holds events up to 3 but 7 were pulled" in out3.survey_store
     assert same(pulled(s), acked) and ratings_of(s) == latest(acked)
 
 
@@ -159,7 +159,7 @@ def test_an_emptied_store_starts_a_new_epoch_and_keeps_answers_and_opt_outs(sent
     acked = answer(store, [(i1, p1[0], 4), (i1, p1[-1], 2), (i2, p2[0], 3)])
     store.opt_out(i3, "link")
     first = ratings_flow.fn(s, decide="keep")  # the ratings run pulls opt-outs too, not only the next wave
-    assert first["opt-outs pulled"] == 1 and "; 1 new opt-outs" in first["survey store"]
+    assert first.opt_outs_pulled == 1 and "; 1 new opt-outs" in first.survey_store
 
     store.close()
     replace_file(s.survey_store_path, None)  # moved aside, as the damaged-store message advises
@@ -201,7 +201,7 @@ def test_a_store_emptied_in_place_keeps_its_file_but_not_its_ids(sent) -> None:
     lite.close()
     acked += answer(store, [(i1, p1[0], 1)])
     out = ratings_flow.fn(s, decide="keep")
-    assert out["survey store"] == (
+    assert out.survey_store == (
         f"the survey store holds none of the events up to 2 pulled from it (epoch {epoch}): it was emptied or restored "
         f"from an older backup; everything pulled from it is kept in the warehouse; its new epoch {store.epoch()}: "
         "1 new answers, 0 already known")
@@ -230,13 +230,13 @@ def test_a_store_and_warehouse_from_before_epochs_count_nothing_twice(sent) -> N
     assert store.identity()["origin"] == "upgraded"
     acked += answer(store, [(i2, p2[-1], 5)])
     out = ratings_flow.fn(s, decide="keep")
-    assert out["survey store"] == f"the survey store got its epoch {store.epoch()} on upgrade: 1 new answers, 3 already known"
-    assert out["events pulled"] == 1 and same(pulled(s), acked) and ratings_of(s) == latest(acked)
+    assert out.survey_store == f"the survey store got its epoch {store.epoch()} on upgrade: 1 new answers, 3 already known"
+    assert out.events_pulled == 1 and same(pulled(s), acked) and ratings_of(s) == latest(acked)
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         ev = wh.read(SURVEY_EVENTS)
     assert ev["digest"].null_count() == 0 and dict(ev.group_by("epoch").len().iter_rows()) == {"legacy": 3, store.epoch(): 1}
     again = ratings_flow.fn(s, decide="keep")
-    assert again["events pulled"] == 0 and "0 new answers, 0 already known after event 4" in again["survey store"]
+    assert again.events_pulled == 0 and "0 new answers, 0 already known after event 4" in again.survey_store
 
 
 def test_migration_12_keys_survey_events_by_epoch_and_keeps_every_row(tmp_path: Path) -> None:

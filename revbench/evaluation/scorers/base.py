@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark, Scores
 
 if TYPE_CHECKING:
-    from revbench.embeddings import EmbeddingCache
+    from revbench.ml.embeddings import EmbeddingCache
     from revbench.settings import Settings
 
 REGISTRY: dict[str, type[Scorer]] = {}
@@ -108,7 +108,7 @@ class Scorer(ABC):
     def embeddings(self, model: str, benchmark: Benchmark) -> EmbeddingCache:
         """The shared embedding cache of ``model``, with the embed flow's export of ``benchmark``
         (when there is one) loaded into it, so its texts are not encoded again."""
-        from revbench.embeddings import EmbeddingCache, export_dir
+        from revbench.ml.embeddings import EmbeddingCache, export_dir
 
         cache = EmbeddingCache.shared(self.context.cache_dir, model)
         cache.preload(export_dir(self.context.settings.data_dir, benchmark.name, benchmark.version, model))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from revbench.embeddings import DEFAULT_MODEL
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
 from revbench.evaluation.scorers.base import Params, Pooling, Scorer, paper_text, pooled_scores, submissions_of
+from revbench.ml.models import DEFAULT_MODEL
 
 
 class EmbeddingParams(Params):

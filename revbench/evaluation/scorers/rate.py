@@ -14,10 +14,10 @@ from typing import Literal
 import polars as pl
 
 from revbench.clients.llm import LlmClient, LlmUnavailable
-from revbench.embeddings import DEFAULT_MODEL
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
 from revbench.evaluation.scorers.base import Params, Scorer, paper_text, submissions_of
-from revbench.keywords import llm_keywords, profile_text, yake_keywords
+from revbench.ml.keywords import llm_keywords, profile_text, yake_keywords
+from revbench.ml.models import DEFAULT_MODEL
 from revbench.retry import PermanentError, TransientError
 from revbench.templates import render
 

@@ -1,0 +1,123 @@
+"""The CLI and settings reference pages, generated from the code at every docs build.
+
+An mkdocs hook (``hooks:`` in mkdocs.yml): ``on_files`` adds ``reference/cli.md`` and
+``reference/settings.md`` as generated pages, so they are never committed and cannot drift from
+the command line or the settings tree. ``python docs/gen_reference.py cli|settings`` prints one.
+
+The CLI page walks the typer app's click command (usage, help, and each option as ``--help``
+shows it); the settings page reads ``render_env_example()``, the same walk of the settings tree
+that writes ``.env.example``.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import sys
+from typing import Any
+
+INTRO_CLI = """# Command line
+
+Every command and option of `revbench`, generated from the code at each docs build.
+`python -m revbench` is the same command line; `revbench COMMAND --help` prints the same text.
+Every command also takes `--debug` (tracebacks with errors). Exit codes are listed in
+[When things go wrong](../troubleshooting.md).
+"""
+
+INTRO_SETTINGS = """# Settings
+
+Every setting, generated at each docs build from the settings tree (`revbench/settings.py`),
+the same walk that writes `.env.example` (`revbench env-example` prints it).
+
+A setting is an environment variable `REVBENCH_<SECTION>__<NAME>` (a double underscore between
+section and name), read from the environment or from `.env` in the working directory; the
+environment wins. A list setting is a JSON list (`REVBENCH_ARXIV__CATEGORIES='["cs.AI", "cs.CL"]'`).
+An unknown `REVBENCH_` name is an error naming the closest real one, and a value of the wrong type
+or range names its variable; see [When things go wrong](../troubleshooting.md). A demo's data
+directory carries the demo's own settings (`data/.demo-settings.json`); a variable you set wins
+over them.
+"""
+
+
+def text(s: str) -> str:
+    """Help text as markdown: code spans kept as they are; outside them HTML, emphasis characters
+    and pipes are escaped, so the text reads as written and a table cell stays one cell (a table
+    already ignores a pipe inside a code span)."""
+    parts = s.replace("``", "`").split("`")  # docstrings write code the reStructuredText way
+    for i in range(0, len(parts), 2):
+        parts[i] = re.sub(r"([*_|\[\]])", r"\\\1", html.escape(parts[i], quote=False))
+    return "`".join(parts)
+
+
+def command_pages() -> str:
+    """Markdown for every command of ``revbench.app.cli.app``, depth first, in the app's order."""
+    import typer.main
+
+    from revbench.app.cli import app
+
+    root = typer.main.get_command(app)
+    out = [INTRO_CLI]
+
+    def walk(cmd: Any, ctx: Any) -> None:
+        if getattr(cmd, "hidden", False):
+            return
+        path = ctx.command_path
+        out.append(f"\n## `{path}`\n")
+        if cmd.help:
+            out.extend(text(p.strip()) + "\n" for p in cmd.help.replace("\b", "").split("\n\n") if p.strip())
+        out.append(f"```text\n{cmd.get_usage(ctx)}\n```\n")
+        rows = [p.get_help_record(ctx) for p in cmd.get_params(ctx)]
+        rows = [r for r in rows if r and not r[0].startswith("--help")]
+        if rows:
+            out.append("| option | meaning |\n|---|---|")
+            out.extend(f"| `{name}` | {text(help_ or '')} |" for name, help_ in rows)
+        subs = getattr(cmd, "commands", {})
+        if subs:
+            out.append("\n" + "".join(f"- [`{path} {n}`](#{anchor(f'{path} {n}')})\n" for n in sorted(subs)))
+            for n, sub in subs.items():
+                walk(sub, sub.context_class(sub, info_name=n, parent=ctx))
+
+    walk(root, root.context_class(root, info_name="revbench"))
+    return "\n".join(out)
+
+
+def anchor(title: str) -> str:
+    """The id mkdocs' table of contents gives a heading ``title``."""
+    return re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", title).strip().lower())
+
+
+def settings_page() -> str:
+    """Markdown tables of every setting, one per section, from ``render_env_example()``."""
+    from revbench.settings import Settings, render_env_example
+
+    out = [INTRO_SETTINGS, "\n## general\n", "| variable | default | meaning |\n|---|---|---|"]
+    comment = ""
+    for line in render_env_example().splitlines()[1:]:
+        section = re.match(r"# \[(\w+)\] ?(.*)", line)
+        if section:
+            name, first = section.groups()
+            field = Settings.model_fields.get(name)
+            doc = " ".join((field.annotation.__doc__ or first).split()) if field is not None else first
+            out += [f"\n## {name}\n", text(doc) + "\n", "| variable | default | meaning |\n|---|---|---|"]
+        elif line.startswith("# "):
+            comment = line[2:]
+        elif "=" in line:
+            var, value = line.split("=", 1)
+            out.append(f"| `{var}` | {f'`{value}`' if value else '(none)'} | {text(comment)} |")
+    return "\n".join(out) + "\n"
+
+
+PAGES = {"reference/cli.md": command_pages, "reference/settings.md": settings_page}
+
+
+def on_files(files: Any, config: Any) -> Any:
+    """mkdocs hook: add the generated reference pages to the site's files."""
+    from mkdocs.structure.files import File
+
+    for uri, make in PAGES.items():
+        files.append(File.generated(config, uri, content=make()))
+    return files
+
+
+if __name__ == "__main__":
+    print(PAGES[f"reference/{sys.argv[1]}.md"]())

@@ -1,0 +1,25 @@
+"""What flows return: frozen dataclasses read by attribute (the console, the demo, the refresh
+and the tests), never dictionaries. Each flow module defines its result as a subclass of
+:class:`FlowResult` beside the flow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+Scalar = int | float | bool | str
+
+
+@dataclass(frozen=True)
+class FlowResult:
+    """The base of every flow's result."""
+
+    def scalars(self) -> dict[str, Scalar]:
+        """The scalar fields (counts, flags, short texts): what the refresh reports of a stage.
+        Nested tables, lists and long texts are left out."""
+        out: dict[str, Scalar] = {}
+        for f in fields(self):
+            value: Any = getattr(self, f.name)
+            if isinstance(value, int | float | bool) or (isinstance(value, str) and len(value) < 80):
+                out[f.name] = value
+        return out

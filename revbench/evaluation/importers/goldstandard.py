@@ -1,0 +1,86 @@
+"""The ``goldstandard`` kind: the CMU expertise gold standard (tab-separated ratings of up to ten
+papers per participant, and ``d_20_<x>`` draws of OpenReview-format profiles)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+
+from revbench.errors import InputError
+from revbench.evaluation.importers.checks import DEFAULT_SCALE, files_digest, number_text, rating
+from revbench.evaluation.importers.openreview import read_openreview_dir
+from revbench.evaluation.importers.registry import benchmark_kind
+from revbench.evaluation.model import RATINGS_SCHEMA, SPLIT_GOLD, Benchmark, Split, frame
+
+GOLD_COLUMNS = ["ParticipantID", *[f"Paper{i}" for i in range(1, 11)], *[f"Expertise{i}" for i in range(1, 11)]]
+
+
+def read_gold_evaluations(path: Path, scale: tuple[float, float] = DEFAULT_SCALE) -> pl.DataFrame:
+    """The gold standard's tab-separated ratings: ``ParticipantID, Paper1..10, Expertise1..10``."""
+    try:
+        table = pl.read_csv(path, separator="\t", infer_schema_length=0)
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(f"{path}: not a readable tab-separated file ({str(exc).splitlines()[0]})") from None
+    missing = [c for c in GOLD_COLUMNS if c not in table.columns]
+    if missing:
+        sep = " (it looks comma-separated)" if "," in (table.columns[0] if table.columns else "") else ""
+        raise InputError(f"{path}: expected tab-separated columns ParticipantID, Paper1..Paper10, Expertise1..Expertise10; "
+                         f"missing {', '.join(missing[:3])}{'...' if len(missing) > 3 else ''}{sep}")
+    ratings = []
+    first_row: dict[str, int] = {}
+    for row_no, row in enumerate(table.iter_rows(named=True), start=2):
+        who = (row["ParticipantID"] or "").strip()
+        if not who:
+            raise InputError(f"{path} row {row_no}: empty ParticipantID")
+        if who in first_row:
+            raise InputError(f"{path} row {row_no}: participant {who!r} also has row {first_row[who]}; "
+                             "give each participant one row (a second one would silently replace ratings)")
+        first_row[who] = row_no
+        papers: dict[str, int] = {}
+        for i in range(1, 11):
+            paper, exp = (row.get(f"Paper{i}") or "").strip(), (row.get(f"Expertise{i}") or "").strip()
+            if bool(paper) != bool(exp):
+                raise InputError(f"{path} row {row_no}: Paper{i} and Expertise{i} must both be given or both be empty")
+            if paper:
+                if paper in papers:
+                    raise InputError(f"{path} row {row_no}: Paper{i} {paper!r} is also Paper{papers[paper]}; "
+                                     "rate each paper once")
+                papers[paper] = i
+                try:
+                    value = number_text(exp, f"{path} row {row_no} Expertise{i}")
+                except ValueError:
+                    raise InputError(f"{path} row {row_no}: Expertise{i} {exp!r} is not a number") from None
+                ratings.append({"reviewer_id": who, "paper_id": paper,
+                                "rating": rating(value, f"{path} row {row_no} Expertise{i}", scale)})
+    return frame(ratings, RATINGS_SCHEMA)
+
+
+@benchmark_kind("goldstandard")
+def load_goldstandard(path: Path) -> Benchmark:
+    """The CMU gold standard: the public repository (``data/evaluations.csv`` and
+    ``evaluation_datasets/d_20_<x>``) or a slice laid out flat (``evaluations.tsv``, ``d_20_<x>``)."""
+    candidates = [path / "data" / "evaluations.csv", path / "evaluations.csv", path / "evaluations.tsv"]
+    ev = next((c for c in candidates if c.exists()), None)
+    if ev is None:
+        raise InputError(f"{path}: none of {', '.join(str(c) for c in candidates)} exists")
+    ratings_df = read_gold_evaluations(ev)
+    base = path / "evaluation_datasets" if (path / "evaluation_datasets").is_dir() else path
+    draw_dirs = sorted(
+        (d for d in base.iterdir() if re.fullmatch(r"d_20_\d+", d.name)), key=lambda d: int(d.name.rsplit("_", 1)[1])
+    )
+    if not draw_dirs:
+        raise InputError(f"{base}: no d_20_<x> evaluation datasets")
+    subs, draws = [], []
+    for d in draw_dirs:
+        s, prof = read_openreview_dir(d)
+        subs.append(s)
+        draws.append(prof)
+    submissions = pl.concat(subs).unique("paper_id", keep="first").sort("paper_id")
+    reviewers = set(draws[0]["reviewer_id"].unique())
+    ratings_df = ratings_df.filter(pl.col("reviewer_id").is_in(list(reviewers)))
+    return Benchmark(
+        name="goldstandard", version=files_digest(ev), submissions=submissions, draws=draws,
+        splits=[Split(SPLIT_GOLD, ratings=ratings_df)], scale=DEFAULT_SCALE,
+    )

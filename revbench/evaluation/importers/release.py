@@ -1,0 +1,53 @@
+"""The ``release`` kind: a published revbench release folder, checked against its manifest first."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import polars as pl
+
+from revbench.errors import InputError
+from revbench.evaluation.importers.registry import benchmark_kind
+from revbench.evaluation.importers.warehouse import pairwise_splits
+from revbench.evaluation.model import PAPERS_SCHEMA, PROFILE_SCHEMA, SPLIT_POINTWISE, Benchmark, Split
+from revbench.release_files import verify_release
+from revbench.schemas.release import RELEASE_TABLES
+
+
+@benchmark_kind("release")
+def load_release(path: Path) -> Benchmark:
+    """A revbench release folder (``data/*.parquet``): the pointwise ratings with candidate lists,
+    the paper-centric and reviewer-centric tuples, the papers as submissions and the reviewers'
+    publications as profiles (a publication's id is the sha1 of its title, as the ``lrbench``
+    importer gives the same publication from the JSON files, so both read the same benchmark).
+    Every file is first checked against the folder's ``manifest.json`` (``ReleaseTampered``
+    names the first that differs); the benchmark carries the manifest's sha256 as its digest."""
+    data = path / "data"
+    missing = [t.name for t in RELEASE_TABLES if not (data / f"{t.name}.parquet").is_file()]
+    if missing and not (path / "manifest.json").is_file():
+        raise InputError(f"{path}: not a revbench release (no data/{missing[0]}.parquet)")
+    release = verify_release(path)  # every file as its manifest lists it, before any is read
+    try:
+        t = {tab.name: tab.conform(pl.read_parquet(data / f"{tab.name}.parquet")) for tab in RELEASE_TABLES}
+    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
+        raise InputError(f"{path}: a release file cannot be read ({str(exc).splitlines()[0]})") from None
+    pubs = t["reviewers"].explode("publications").drop_nulls("publications").unnest("publications")
+    profiles = pubs.select(pl.col("reviewer_id"),
+                           pl.col("title").map_elements(lambda x: hashlib.sha1(str(x).encode()).hexdigest(),
+                                                        return_dtype=pl.Utf8).alias("paper_id"),
+                           "title", "abstract", "year").unique(["reviewer_id", "paper_id"], keep="first", maintain_order=True)
+    tuples = pl.concat([  # the release's two tuple tables in the warehouse's one shape
+        t["paper_centric"].select(pl.lit("paper_centric").alias("kind"), pl.col("paper_id").alias("anchor_id"),
+                                  pl.col("reviewer_pos").alias("positive_id"), pl.col("reviewer_neg").alias("negative_id"),
+                                  "rating_pos", "rating_neg"),
+        t["reviewer_centric"].select(pl.lit("reviewer_centric").alias("kind"), pl.col("reviewer_id").alias("anchor_id"),
+                                     pl.col("paper_pos").alias("positive_id"), pl.col("paper_neg").alias("negative_id"),
+                                     "rating_pos", "rating_neg")])
+    return Benchmark(
+        name="release", version=release.version, digest=release.digest,
+        submissions=t["papers"].select("paper_id", "title", "abstract", "year").cast(PAPERS_SCHEMA),
+        draws=[profiles.cast(PROFILE_SCHEMA)],
+        splits=[Split(SPLIT_POINTWISE, ratings=t["pointwise"].cast({"rating": pl.Float64}), candidate_lists=True),
+                *pairwise_splits(tuples)],
+    )

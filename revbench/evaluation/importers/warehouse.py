@@ -1,0 +1,61 @@
+"""The ``warehouse`` kind: the benchmark the ratings flow builds in revbench's own warehouse."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import polars as pl
+
+from revbench.errors import InputError
+from revbench.evaluation.importers.registry import benchmark_kind
+from revbench.evaluation.model import (
+    PAPERS_SCHEMA,
+    PROFILE_SCHEMA,
+    RATINGS_SCHEMA,
+    SPLIT_PAPER_CENTRIC,
+    SPLIT_POINTWISE,
+    SPLIT_REVIEWER_CENTRIC,
+    TUPLES_SCHEMA,
+    Benchmark,
+    Split,
+)
+
+
+@benchmark_kind("warehouse")
+def load_warehouse(path: Path, profile_max_papers: int = 20) -> Benchmark:
+    """The warehouse's own benchmark, built by the ratings flow: the kept ratings as the
+    pointwise split (each rated paper with its list of rated candidates), the paper-centric and
+    reviewer-centric tuples as two more splits, the rated papers as submissions, and each rater's
+    most recent corpus papers (at most ``profile_max_papers``; rated papers left out) as profile."""
+    from revbench.warehouse import Warehouse  # DuckDB loads only when this kind is read
+
+    with Warehouse.open(path, read_only=True) as wh:
+        if not wh.has_table("rating_tuples"):
+            raise InputError(f"the warehouse at {path} predates the ratings stage: run `revbench ratings` first")
+        f = wh.benchmark_frames(profile_max_papers)
+    if f["ratings"].height == 0:
+        raise InputError(f"the warehouse at {path} holds no kept ratings yet: send a survey round (`revbench survey send`) "
+                         "and pull its answers (`revbench ratings`) first")
+    digest = hashlib.sha256()
+    for name in ("ratings", "tuples"):
+        digest.update(f[name].write_csv().encode())
+    return Benchmark(
+        name="warehouse", version=digest.hexdigest()[:12], submissions=f["papers"].cast(PAPERS_SCHEMA),
+        draws=[f["profiles"].cast(PROFILE_SCHEMA)],
+        splits=[Split(SPLIT_POINTWISE, ratings=f["ratings"].cast(RATINGS_SCHEMA), candidate_lists=True),
+                *pairwise_splits(f["tuples"])],
+    )
+
+
+def pairwise_splits(t: pl.DataFrame) -> list[Split]:
+    """The paper-centric and reviewer-centric splits of revbench's tuples (``kind, anchor_id,
+    positive_id, negative_id, rating_pos, rating_neg``); the anchor is the resampled cluster."""
+    anchor, pos, neg = pl.col("anchor_id"), pl.col("positive_id"), pl.col("negative_id")
+    ratings = (pl.col("rating_pos").cast(pl.Float64), pl.col("rating_neg").cast(pl.Float64), anchor.alias("cluster"))
+    pc = t.filter(pl.col("kind") == "paper_centric").select(
+        pos.alias("reviewer_pos"), anchor.alias("paper_pos"), neg.alias("reviewer_neg"), anchor.alias("paper_neg"), *ratings)
+    rc = t.filter(pl.col("kind") == "reviewer_centric").select(
+        anchor.alias("reviewer_pos"), pos.alias("paper_pos"), anchor.alias("reviewer_neg"), neg.alias("paper_neg"), *ratings)
+    return [Split(SPLIT_PAPER_CENTRIC, tuples=pc.cast(TUPLES_SCHEMA)),
+            Split(SPLIT_REVIEWER_CENTRIC, tuples=rc.cast(TUPLES_SCHEMA))]

@@ -1,0 +1,283 @@
+"""LoRA fine-tuning of a sentence-transformers model on weak preference triplets (RATE style).
+
+Loss per batch of B triplets (anchor a, positive p, negative n), with cosine similarity s and
+temperature t:
+
+    pairwise = mean_i softplus(-(s(a_i, p_i) - s(a_i, n_i)) / t)         (pairwise logistic)
+    infonce  = mean_i -log softmax_j(s(a_i, c_j) / t)[j = p_i]           (c: every p and n of the batch)
+    loss     = pairwise_weight * pairwise + ce_weight * infonce
+
+In-batch candidates that are the same item as a row's positive (two triplets of one anchor share
+it) are masked out of that row's softmax, so a duplicate is never pushed away as a negative.
+
+Training is seeded and checkpointed: every ``checkpoint_every`` steps the LoRA weights, the
+optimizer, the RNG states and the step are written atomically; a run started again on the same
+folder resumes from the newest checkpoint and ends with the weights an uninterrupted run has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from revbench.errors import RevbenchError
+from revbench.ml.models import CARD_FILE, load_model, quiet_peft
+
+ADAPTER_DIR = "adapter"
+
+
+class TrainingDiverged(RevbenchError):
+    """The loss stopped being a number; nothing after the last good checkpoint is saved."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that decides the trained weights (``TRAIN__*`` settings)."""
+
+    base_model: str
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.1
+    target_modules: tuple[str, ...] = ("query", "value")
+    learning_rate: float = 2.3e-5
+    temperature: float = 0.0634
+    ce_weight: float = 0.915
+    pairwise_weight: float = 1.0
+    batch_size: int = 4
+    epochs: int = 15
+    max_steps: int = 0
+    checkpoint_every: int = 50
+    max_seq_length: int = 256
+    seed: int = 0
+
+    def steps_per_epoch(self, n: int) -> int:
+        return -(-n // self.batch_size)
+
+    def total_steps(self, n: int) -> int:
+        total = self.epochs * self.steps_per_epoch(n)
+        return min(total, self.max_steps) if self.max_steps else total
+
+
+@dataclass
+class TrainResult:
+    """What a training run did: steps, losses, speed, where the adapter is."""
+
+    adapter: Path
+    steps: int
+    resumed_from: int
+    pairs: int
+    seconds: float
+    pairs_per_second: float
+    first_loss: float | None
+    last_loss: float | None
+    losses: list[float] = field(default_factory=list)
+
+
+def data_digest(pairs: pl.DataFrame) -> str:
+    """sha256 of the triplets' texts in order: the identity of the training data."""
+    h = hashlib.sha256()
+    for a, p, n in pairs.select("anchor_text", "positive_text", "negative_text").iter_rows():
+        h.update(f"{a}\x1f{p}\x1f{n}\x1e".encode())
+    return h.hexdigest()
+
+
+def _seed_all(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _encode(model: Any, texts: list[str]) -> Any:
+    import torch
+
+    prep = getattr(model, "preprocess", None) or model.tokenize  # tokenize before sentence-transformers 6
+    features = prep(texts)
+    features = {k: v.to(model.device) if hasattr(v, "to") else v for k, v in features.items()}
+    return torch.nn.functional.normalize(model(features)["sentence_embedding"], dim=-1)
+
+
+def batch_loss(model: Any, batch: pl.DataFrame, cfg: TrainConfig) -> Any:
+    """The loss above for one batch of triplets."""
+    import torch
+
+    a = _encode(model, batch["anchor_text"].to_list())
+    p = _encode(model, batch["positive_text"].to_list())
+    n = _encode(model, batch["negative_text"].to_list())
+    t = cfg.temperature
+    pairwise = torch.nn.functional.softplus(-((a * p).sum(-1) - (a * n).sum(-1)) / t).mean()
+    logits = a @ torch.cat([p, n]).T / t
+    logits = logits.masked_fill(infonce_mask(batch).to(logits.device), float("-inf"))
+    b = batch.height
+    infonce = torch.nn.functional.cross_entropy(logits, torch.arange(b, device=logits.device))
+    return cfg.pairwise_weight * pairwise + cfg.ce_weight * infonce
+
+
+def infonce_mask(batch: pl.DataFrame) -> Any:
+    """Which in-batch candidates (every positive, then every negative) leave row i's softmax:
+    its own positive seen again in another row, an item of the other kind (a paper-centric row
+    ranks profiles, a reviewer-centric row papers), and the row's own anchor."""
+    import torch
+
+    pos, neg = batch["positive_id"].to_list(), batch["negative_id"].to_list()
+    view, anchor = batch["view"].to_list(), batch["anchor_id"].to_list()
+    cand, kind = pos + neg, view + view
+    b = len(pos)
+    return torch.tensor([[j != i and (cand[j] == pos[i] or kind[j] != view[i] or cand[j] == anchor[i])
+                          for j in range(2 * b)] for i in range(b)], dtype=torch.bool)
+
+
+def _lora(model: Any, cfg: TrainConfig) -> Any:
+    from peft import LoraConfig, get_peft_model
+
+    hf = model[0].auto_model
+    missing = [m for m in cfg.target_modules if not any(name.endswith(m) for name, _ in hf.named_modules())]
+    if missing:
+        raise ValueError(f"TRAIN__TARGET_MODULES: {missing} name no layer of {cfg.base_model} "
+                         "(BERT-style models call them query/value, Qwen-style q_proj/v_proj)")
+    # get_peft_model swaps LoRA layers into ``hf`` in place, so the sentence-transformers
+    # pipeline around it trains them without being rebuilt.
+    return get_peft_model(hf, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+                                         target_modules=list(cfg.target_modules), bias="none"))
+
+
+def _checkpoints(folder: Path) -> list[Path]:
+    return sorted(folder.glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+
+
+def _save_checkpoint(folder: Path, step: int, peft_model: Any, optimizer: Any, losses: list[float], keep: int = 2) -> None:
+    import torch
+
+    target = folder / f"step-{step:07d}"
+    tmp = folder / f".tmp-{step:07d}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    trainable = {k: v.detach().clone() for k, v in peft_model.named_parameters() if v.requires_grad}
+    torch.save({"step": step, "weights": trainable, "optimizer": optimizer.state_dict(), "losses": losses,
+                "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                "threads": torch.get_num_threads()},
+               tmp / "state.pt")
+    tmp.rename(target)  # a checkpoint is whole or absent
+    for old in _checkpoints(folder)[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _load_checkpoint(path: Path, peft_model: Any, optimizer: Any) -> tuple[int, list[float]]:
+    import torch
+
+    state = torch.load(path / "state.pt", weights_only=False)
+    params = dict(peft_model.named_parameters())
+    with torch.no_grad():
+        for k, v in state["weights"].items():
+            params[k].copy_(v)
+    optimizer.load_state_dict(state["optimizer"])
+    if state.get("threads") and state["threads"] != torch.get_num_threads():
+        # Float sums split over another number of threads round differently: resume on the
+        # thread count the run started with, so its weights come out as if never stopped.
+        torch.set_num_threads(int(state["threads"]))
+    torch.set_rng_state(state["torch_rng"])
+    if state.get("cuda_rng") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
+    np.random.set_state(state["numpy_rng"])
+    random.setstate(state["python_rng"])
+    return int(state["step"]), list(state["losses"])
+
+
+def batches(n: int, cfg: TrainConfig, step: int) -> np.ndarray:
+    """Row indices of the batch at ``step``: each epoch is its own seeded permutation."""
+    per = cfg.steps_per_epoch(n)
+    epoch, k = divmod(step, per)
+    order = np.random.default_rng([cfg.seed, epoch]).permutation(n)
+    return order[k * cfg.batch_size:(k + 1) * cfg.batch_size]
+
+
+def train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any] | None = None,
+          progress: Callable[[int, int, float], None] | None = None) -> TrainResult:
+    """Train LoRA adapters on ``pairs`` (weak-supervision triplets) into ``out``; resume from
+    ``out/checkpoints`` when a run left one there. The adapter and its card land in
+    ``out/adapter``."""
+    import torch
+
+    if pairs.height == 0:
+        raise ValueError("no training triplets: the weak-supervision set is empty")
+    quiet_peft()
+    threads = torch.get_num_threads()
+    try:
+        return _train(pairs, out, cfg, card, progress)
+    finally:
+        torch.set_num_threads(threads)  # a resume may have pinned another count for the run
+
+
+def _train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any] | None,
+           progress: Callable[[int, int, float], None] | None) -> TrainResult:
+    import torch
+
+    _seed_all(cfg.seed)
+    model = load_model(cfg.base_model, half=False)  # full precision for training, also where inference runs in half
+    model.max_seq_length = cfg.max_seq_length
+    peft_model = _lora(model, cfg)
+    optimizer = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad], lr=cfg.learning_rate)
+    ckpt_dir = out / "checkpoints"
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    step, losses = 0, []
+    found = _checkpoints(ckpt_dir)
+    if found:
+        step, losses = _load_checkpoint(found[-1], peft_model, optimizer)
+    resumed_from = step
+    total = cfg.total_steps(pairs.height)
+    model.train()
+    t0 = time.perf_counter()
+    while step < total:
+        batch = pairs[batches(pairs.height, cfg, step).tolist()]
+        loss = batch_loss(model, batch, cfg)
+        if not torch.isfinite(loss):
+            raise TrainingDiverged(f"the loss is {float(loss)} at step {step + 1}: lower TRAIN__LEARNING_RATE or raise "
+                                   f"TRAIN__TEMPERATURE (checkpoints up to step {step} are kept)")
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        step += 1
+        losses.append(float(loss.detach()))
+        if progress is not None:
+            progress(step, total, losses[-1])
+        if step % cfg.checkpoint_every == 0 or step == total:
+            _save_checkpoint(ckpt_dir, step, peft_model, optimizer, losses)
+    seconds = time.perf_counter() - t0
+    done_pairs = sum(len(batches(pairs.height, cfg, s)) for s in range(resumed_from, total))
+    adapter = out / ADAPTER_DIR
+    tmp = out / ".adapter-tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    peft_model.save_pretrained(str(tmp))
+    (tmp / "README.md").unlink(missing_ok=True)  # peft's stub card; the flow writes ours last, as the completion mark
+    result = TrainResult(adapter, total, resumed_from, pairs.height, round(seconds, 2),
+                         round(done_pairs / seconds, 2) if seconds > 0 else 0.0,
+                         losses[0] if losses else None, losses[-1] if losses else None, losses)
+    (tmp / CARD_FILE).write_text(json.dumps({
+        "base_model": cfg.base_model, "config": asdict(cfg), "data_sha256": data_digest(pairs), "pairs": pairs.height,
+        "steps": total, "first_loss": result.first_loss, "last_loss": result.last_loss, **(card or {}),
+    }, indent=2, default=str) + "\n")
+    shutil.rmtree(adapter, ignore_errors=True)
+    tmp.rename(adapter)
+    return result
+
+
+def training_ids(adapter: str) -> set[str]:
+    """Every paper and reviewer id in the triplets an adapter was trained on (``pairs.parquet``
+    beside its folder; empty when that file is gone)."""
+    pairs = Path(adapter).parent / "pairs.parquet"
+    if not pairs.exists():
+        return set()
+    df = pl.read_parquet(pairs, columns=["anchor_id", "positive_id", "negative_id"])
+    return set(df["anchor_id"].to_list()) | set(df["positive_id"].to_list()) | set(df["negative_id"].to_list())

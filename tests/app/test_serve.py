@@ -1,0 +1,314 @@
+"""`revbench serve` and prefect.yaml against a real Prefect server with its scheduler: the cron
+deployments get scheduled runs, a triggered run completes in a subprocess of the serving process,
+Ctrl-C and SIGTERM stop it cleanly (schedules paused, resumed on the next serve), and the worker
+route declared in prefect.yaml deploys and runs the same flows. The ratings pull sends reminders
+only when unattended sending is configured, and a failed wave never keeps answers from being pulled."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from revbench.app.deployments import DEPLOYMENT, RATINGS_FLOW, REFRESH_FLOW, deployments, schedule_of
+from revbench.replay.server import free_port
+from revbench.settings import ScheduleSettings, Settings
+from revbench.warehouse import Warehouse
+
+ROOT = Path(__file__).resolve().parents[2]
+REFRESH = f"{REFRESH_FLOW}/{DEPLOYMENT}"
+RATINGS = f"{RATINGS_FLOW}/{DEPLOYMENT}"
+
+
+def clean_env(home: Path, **extra: str) -> dict[str, str]:
+    """A child's environment: nothing of the developer's Prefect or revbench set-up, its own Prefect home."""
+    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")}
+    return {**keep, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "HF_HUB_OFFLINE": "1", "GX_ANALYTICS_ENABLED": "false", **extra}
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float, alive: subprocess.Popen[Any] | None = None,
+             log: Path | None = None) -> Any:
+    """Poll ``check`` until it returns something truthy; fail naming ``what`` (with the log of
+    ``alive`` if that process died meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if alive is not None and alive.poll() is not None:
+            pytest.fail(f"the process exited ({alive.returncode}) while waiting for {what}:\n"
+                        + (log.read_text() if log else ""))
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {what} within {timeout:.0f} s" + (f":\n{log.read_text()}" if log else ""))
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def scheduler_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A `prefect server start` of its own: the session's test server runs in ephemeral mode,
+    where the scheduler service is off and cron deployments never get runs. The tests of this
+    module share it and run in file order."""
+    home = tmp_path_factory.mktemp("prefect-server")
+    port = free_port()
+    env = clean_env(home, PREFECT_SERVER_DATABASE_CONNECTION_URL=f"sqlite+aiosqlite:///{home / 'prefect.db'}",
+                    PREFECT_SERVER_UI_ENABLED="false",
+                    PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS="2",
+                    PREFECT_SERVER_SERVICES_SCHEDULER_RECENT_DEPLOYMENTS_LOOP_SECONDS="1")
+    log = home / "server.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+                                 "--port", str(port)], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=home,
+                                start_new_session=True)
+    url = f"http://127.0.0.1:{port}/api"
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{url}/health", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        # A cold start with its database migrations takes about 20 s on two cores.
+        wait_for("Prefect server", healthy, 150, alive=proc, log=log)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@contextmanager
+def client_of(url: str) -> Iterator[Any]:
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: url}), get_client(sync_client=True) as client:
+        yield client
+
+
+def read_deployment(client: Any, name: str) -> Any:
+    from prefect.exceptions import ObjectNotFound
+
+    try:
+        return client.read_deployment_by_name(name)
+    except ObjectNotFound:
+        return None
+
+
+def auto_scheduled_runs(client: Any, deployment_id: Any) -> list[Any]:
+    from prefect.client.schemas.filters import (
+        DeploymentFilter,
+        DeploymentFilterId,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+
+    runs = client.read_flow_runs(
+        deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id])),
+        flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.SCHEDULED]))))
+    return [r for r in runs if r.auto_scheduled]
+
+
+# The refresh fires every minute, so its scheduled runs are due during the test (and stay offline
+# and fast). The ratings pull is triggered by hand: were it due every minute too, a triggered run
+# could meet a scheduled one that the runner prefetched (10 s ahead), find the deployment's one
+# concurrency slot taken, and wait about 30 s for the next try.
+CRONS = {"refresh": "* * * * *", "ratings": "0 0 1 1 *"}
+
+
+def start_serve(tmp_path: Path, url: str, log: Path) -> subprocess.Popen[Any]:
+    env = clean_env(tmp_path / "prefect-home", PREFECT_API_URL=url, REVBENCH_DATA_DIR=str(tmp_path / "data"),
+                    REVBENCH_SCHEDULE__REFRESH_CRON=CRONS["refresh"], REVBENCH_SCHEDULE__RATINGS_CRON=CRONS["ratings"],
+                    REVBENCH_REFRESH__STAGES='["ratings"]', PREFECT_RUNNER_POLL_FREQUENCY="2")
+    with log.open("a") as out:
+        return subprocess.Popen([sys.executable, "-m", "revbench", "serve"], env=env, stdout=out,
+                                stderr=subprocess.STDOUT, cwd=tmp_path)
+
+
+def stop(proc: subprocess.Popen[Any], sig: int, log: Path) -> int:
+    proc.send_signal(sig)
+    try:
+        return proc.wait(timeout=45)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"`revbench serve` did not stop on signal {sig}:\n{log.read_text()}")
+
+
+def served(client: Any, since: datetime) -> tuple[Any, Any] | None:
+    """Both deployments, once active and polled by a runner since ``since`` (a signal that comes
+    earlier finds the runner still starting: it would stop it before it could pause anything)."""
+    found = read_deployment(client, REFRESH), read_deployment(client, RATINGS)
+    ok = all(d is not None and not d.paused and d.last_polled and d.last_polled > since for d in found)
+    return found if ok else None
+
+
+@pytest.mark.slow
+def test_serve_schedules_runs_and_stops_cleanly(scheduler_api: str, tmp_path: Path) -> None:
+    from prefect.deployments import run_deployment
+
+    log = tmp_path / "serve.log"
+    started = datetime.now(UTC)
+    proc = start_serve(tmp_path, scheduler_api, log)
+    try:
+        with client_of(scheduler_api) as client:
+            refresh, ratings = wait_for("served deployments", lambda: served(client, started), 60, proc, log)
+            for d, cron in ((refresh, CRONS["refresh"]), (ratings, CRONS["ratings"])):
+                assert [(s.schedule.cron, s.schedule.timezone, s.active) for s in d.schedules] == [(cron, "UTC", True)]
+                assert d.tags == ["revbench"] and d.work_pool_name is None
+            assert refresh.entrypoint == "revbench.app.deployments.scheduled_refresh"
+            wait_for("scheduled run of the refresh", lambda: auto_scheduled_runs(client, refresh.id), 30, proc, log)
+
+            run = run_deployment(RATINGS, timeout=120, poll_interval=1)
+            assert run.state is not None and run.state.is_completed(), (run.state, log.read_text())
+            assert proc.poll() is None, log.read_text()
+
+        # The run was a refresh of this data dir, recorded under the flow run's id.
+        with Warehouse.open(tmp_path / "data" / "warehouse.duckdb", read_only=True, lock_wait=30) as wh:
+            runs = {r["run_id"]: r for r in wh.latest_runs(50).to_dicts()}
+        assert runs[str(run.id)]["flow"] == "refresh" and runs[str(run.id)]["status"] == "completed"
+
+        assert stop(proc, signal.SIGINT, log) == 0, log.read_text()
+        out = log.read_text()
+        assert f"{REFRESH}  cron '* * * * *' (UTC), next run" in out and f"{RATINGS}  cron '0 0 1 1 *' (UTC)" in out
+        assert f"prefect deployment run '{RATINGS}'" in out and "Stopped serving" in out
+        assert "Traceback" not in out, out
+        with client_of(scheduler_api) as client:
+            assert read_deployment(client, REFRESH).paused and read_deployment(client, RATINGS).paused
+
+        # Serving again resumes the schedules; SIGTERM (a service manager's stop) ends it like Ctrl-C.
+        started = datetime.now(UTC)
+        proc = start_serve(tmp_path, scheduler_api, log)
+        with client_of(scheduler_api) as client:
+            wait_for("resumed deployments", lambda: served(client, started), 60, proc, log)
+        assert stop(proc, signal.SIGTERM, log) == 0, log.read_text()
+        assert log.read_text().count("Stopped serving") == 2 and "RuntimeWarning" not in log.read_text(), log.read_text()
+        with client_of(scheduler_api) as client:
+            assert read_deployment(client, REFRESH).paused and read_deployment(client, RATINGS).paused
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_serve_without_a_prefect_api_says_how_to_start_one(tmp_path: Path) -> None:
+    env = clean_env(tmp_path / "prefect-home", REVBENCH_DATA_DIR=str(tmp_path / "data"))
+    out = subprocess.run([sys.executable, "-m", "revbench", "serve"], env=env, cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2 and out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "prefect server start" in lines[0] and "PREFECT_API_URL" in lines[0], out.stderr
+
+    env["PREFECT_API_URL"] = f"http://127.0.0.1:{free_port()}/api"
+    out = subprocess.run([sys.executable, "-m", "revbench", "serve"], env=env, cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 3 and len(lines) == 1 and env["PREFECT_API_URL"] in lines[0], out.stderr
+
+
+def test_prefect_yaml_declares_the_served_deployments() -> None:
+    from prefect.flows import load_flow_from_entrypoint
+
+    spec = yaml.safe_load((ROOT / "prefect.yaml").read_text())
+    defaults = ScheduleSettings()
+    built = {f"{d.flow_name}/{d.name}": d for d in deployments(Settings())}
+    declared = {}
+    for d in spec["deployments"]:
+        path, _, func = d["entrypoint"].partition(":")
+        assert (ROOT / path).is_file()
+        flow = load_flow_from_entrypoint(f"{ROOT / path}:{func}")
+        declared[f"{flow.name}/{d['name']}"] = d
+    assert declared.keys() == built.keys() == {REFRESH, RATINGS}
+    assert schedule_of(built[REFRESH]) == (defaults.refresh_cron, defaults.timezone)
+    for name, d in declared.items():
+        assert [(s["cron"], s["timezone"]) for s in d["schedules"]] == [schedule_of(built[name])]
+        assert built[name].entrypoint.rsplit(".", 1)[1] == d["entrypoint"].rsplit(":", 1)[1]
+        assert d["tags"] == built[name].tags and d["concurrency_limit"] == built[name].concurrency_limit
+        assert d["work_pool"]["name"] == "revbench"
+    assert spec["pull"] == [{"prefect.deployments.steps.set_working_directory": {"directory": "{{ project.stdout }}"}}]
+
+
+@pytest.mark.slow
+def test_prefect_yaml_deploys_and_a_worker_runs_it(scheduler_api: str, tmp_path: Path) -> None:
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.workers.process import ProcessWorker
+
+    env = clean_env(tmp_path / "prefect-home", PREFECT_API_URL=scheduler_api, REVBENCH_DATA_DIR=str(tmp_path / "data"),
+                    REVBENCH_REFRESH__STAGES='["ratings"]')
+    prefect = [sys.executable, "-m", "prefect"]
+
+    def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        out = subprocess.run([*prefect, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return out
+
+    # What `prefect work-pool create revbench --type process` does, without starting a CLI.
+    with client_of(scheduler_api) as client:
+        client.create_work_pool(WorkPoolCreate(name="revbench", type="process",
+                                               base_job_template=ProcessWorker.get_default_base_job_template()),
+                                overwrite=True)
+    run("--no-prompt", "deploy", "--all")
+    with client_of(scheduler_api) as client:
+        for name, func in ((REFRESH, "scheduled_refresh"), (RATINGS, "ratings_pull")):
+            d = read_deployment(client, name)
+            assert d.entrypoint == f"revbench/app/deployments.py:{func}" and d.work_pool_name == "revbench"
+            assert d.pull_steps == [{"prefect.deployments.steps.set_working_directory": {"directory": str(ROOT)}}]
+            assert d.schedules and all(s.active for s in d.schedules) and not d.paused
+            # The worker below takes every run due within its prefetch window: none but ours.
+            client.pause_deployment(d.id)
+        triggered = client.create_flow_run_from_deployment(read_deployment(client, RATINGS).id)
+    # One polling pass: the worker starts the flow-run process (pull step, then the entrypoint)
+    # and waits for it.
+    run("worker", "start", "--pool", "revbench", "--run-once", timeout=180)
+    with client_of(scheduler_api) as client:
+        state = client.read_flow_run(triggered.id).state
+    assert state is not None and state.is_completed(), state
+    with Warehouse.open(tmp_path / "data" / "warehouse.duckdb", read_only=True) as wh:
+        assert str(triggered.id) in wh.latest_runs(50)["run_id"].to_list()
+
+
+def test_reminders_are_sent_only_when_configured_and_unattended(settings: Settings) -> None:
+    from revbench.app.deployments import send_reminders
+
+    assert "REVBENCH_SMTP__HOST" in send_reminders(settings)
+    mail = settings.with_overrides(smtp={"host": "127.0.0.1"})
+    assert "REVBENCH_SURVEY__SIGNING_KEY" in send_reminders(mail)
+    keyed = mail.with_overrides(survey={"signing_key": "k" * 40})
+    assert "REVBENCH_SURVEY__AUTO_APPROVE" in send_reminders(keyed)
+    unattended = keyed.with_overrides(survey={"auto_approve": True})
+    assert send_reminders(unattended) == "skipped: no warehouse yet"
+    with Warehouse.open(unattended.warehouse_path):
+        pass
+    assert send_reminders(unattended) == "skipped: no pools round yet"
+
+
+def test_failed_reminders_still_pull_the_answers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import revbench.app.deployments as dep
+    from revbench.errors import ServiceUnavailable
+
+    def down(settings: Settings) -> None:
+        raise ServiceUnavailable("SMTP", "smtp://127.0.0.1:25", "connection refused")
+
+    monkeypatch.setattr(dep, "send_reminders", down)
+    with pytest.raises(ServiceUnavailable):
+        dep.ratings_pull.fn()  # in this process, without the engine: the same body a served run executes
+    with Warehouse.open(tmp_path / "data" / "warehouse.duckdb", read_only=True) as wh:
+        runs = wh.latest_runs(5).to_dicts()
+    assert [(r["flow"], r["status"]) for r in runs] == [("refresh", "completed")]

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from revbench.settings import Settings, env_names, render_env_example
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_env_example_lists_every_setting_and_nothing_else() -> None:
+    listed = re.findall(r"^([A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), flags=re.M)
+    assert sorted(listed) == sorted(env_names())
+    assert len(listed) == len(set(listed))
+
+
+def test_env_example_is_what_the_generator_writes() -> None:
+    # Descriptions and defaults drift too, not only names.
+    assert (ROOT / ".env.example").read_text() == render_env_example()
+
+
+def test_nested_env_and_dotenv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".env").write_text("REVBENCH_S2__BATCH_SIZE=123\nREVBENCH_ARXIV__CATEGORIES=[\"cs.IR\"]\n")
+    monkeypatch.setenv("REVBENCH_GROBID__CONCURRENCY", "7")
+    s = Settings()
+    assert s.s2.batch_size == 123
+    assert s.arxiv.categories == ["cs.IR"]
+    assert s.grobid.concurrency == 7
+    assert s.warehouse_path == Path(s.data_dir) / "warehouse.duckdb"
+
+
+def test_secrets_never_print(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REVBENCH_S2__API_KEY", "sk-very-secret")
+    s = Settings()
+    assert "sk-very-secret" not in repr(s) and "sk-very-secret" not in str(s.model_dump())
+    assert s.s2.api_key is not None and s.s2.api_key.get_secret_value() == "sk-very-secret"
+
+
+def test_data_lives_under_data_dir(tmp_path: Path) -> None:
+    s = Settings()
+    for p in (s.warehouse_path, s.cache_dir, s.worlds_dir, s.releases_dir):
+        assert Path(s.data_dir) in p.parents

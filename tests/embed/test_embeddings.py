@@ -1,0 +1,63 @@
+"""The embedding cache and its pieces: only texts never seen are encoded, each piece is kept as
+it completes, and the weightless hashing encoder gives the same vector to the same text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from revbench.ml.embeddings import EmbeddingCache, encode_piece, text_hash
+from revbench.ml.models import CARD_FILE, DEFAULT_MODEL, HASHING_MODEL, model_key, resolve_model
+
+TEXTS = ["graph neural networks for molecules", "neural networks on graphs of molecules",
+         "a survey of medieval poetry", "graph neural networks for molecules"]
+
+
+def test_hashing_vectors_are_unit_stable_and_lexical() -> None:
+    hashes, vecs = encode_piece(HASHING_MODEL, [(text_hash(t), t) for t in TEXTS])
+    assert hashes == [text_hash(t) for t in TEXTS]
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(vecs[0], vecs[3])
+    assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2] + 0.2
+
+
+def test_pieces_are_kept_as_they_complete_and_never_encoded_twice(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path, HASHING_MODEL)
+    todo = cache.missing(TEXTS)
+    assert len(todo) == 3 and len(todo[0][1]) >= len(todo[-1][1])  # each text once, longest first
+    first = encode_piece(HASHING_MODEL, todo[:2])
+    cache.add(*first)
+    # A run killed here keeps the finished piece: a new process reads it back and encodes the rest only.
+    (cache.dir / "999999-partial.tmp").write_bytes(b"half a shard")
+    again = EmbeddingCache(tmp_path, HASHING_MODEL)
+    assert [h for h, _ in again.missing(TEXTS)] == [todo[2][0]]
+    calls: list[int] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        calls.append(len(texts))
+        return encode_piece(HASHING_MODEL, [(text_hash(t), t) for t in texts])[1]
+
+    vecs = again.embed(TEXTS, encode)
+    assert calls == [1] and vecs.shape[0] == 4
+    assert np.array_equal(vecs[0], first[1][[h for h, _ in todo].index(text_hash(TEXTS[0]))])
+    again.embed(TEXTS, encode)
+    assert calls == [1]
+
+
+def test_a_model_name_resolves_to_one_spec(tmp_path: Path) -> None:
+    """``hashing``, the packaged default and an adapter folder each mean one model: the adapter
+    loads on the base its card names, and its cache key changes when its weights do."""
+    assert resolve_model(HASHING_MODEL).backend == "hashing"
+    default = resolve_model(DEFAULT_MODEL, half=False)
+    assert default.adapter is None and default.precision == "float32" and Path(default.base_model).is_dir()
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / CARD_FILE).write_text('{"base_model": "all-MiniLM-L6-v2"}')
+    (adapter / "adapter_config.json").write_text("{}")
+    (adapter / "adapter_model.safetensors").write_bytes(b"weights one")
+    spec = resolve_model(str(adapter), half=False)
+    assert (spec.base_model, spec.adapter, spec.backend) == (DEFAULT_MODEL, str(adapter), "sentence-transformers")
+    first = model_key(str(adapter))
+    (adapter / "adapter_model.safetensors").write_bytes(b"weights two, retrained")
+    assert model_key(str(adapter)) != first

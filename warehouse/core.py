@@ -1,0 +1,186 @@
+"""The plumbing every stage's queries stand on: the connection's statements (an interrupt
+becomes a cancellation, a damaged file a message saying how to recover), transactions, and the
+generic table operations (upsert by natural key, delete, read, count, replace, digest).
+
+Owns no table; each stage module (runs, ingest, identity, pools, survey, ratings, release,
+training) inherits :class:`WarehouseBase` and keeps its own SQL beside the tables it owns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from revbench.errors import WarehouseDamaged
+from revbench.schemas.model import Table
+from revbench.schemas.tables import TABLES
+
+
+def _q(name: str) -> str:
+    return f'"{name}"'
+
+
+_DAMAGE = re.compile(r"could not read enough bytes|corrupt database|not a valid duckdb database|checksum|"
+                     r"failed to deserialize|serialization error", re.IGNORECASE)
+"""What DuckDB says when a query reaches a block a truncated or damaged file no longer holds
+(opening such a file can succeed: only the blocks a query reads are checked)."""
+
+
+@contextmanager
+def _interruptible(path: Path | None = None) -> Iterator[None]:
+    """DuckDB answers Ctrl-C during a query by cancelling it and raising its own error; it is
+    an interrupt, and the run must end as cancelled, not failed. A query that finds the file
+    damaged ends with the damaged-warehouse message naming ``path``."""
+    try:
+        yield
+    except (RuntimeError, duckdb.Error) as exc:
+        # A KeyboardInterrupt raised while DuckDB scanned a registered frame comes back wrapped
+        # ("... failed: KeyboardInterrupt: signal 15").
+        if (isinstance(exc, duckdb.InterruptException) or "interrupted" in str(exc).lower()
+                or "KeyboardInterrupt" in str(exc)):
+            raise KeyboardInterrupt("interrupted during a warehouse query") from exc
+        if path is not None and isinstance(exc, duckdb.Error) and _DAMAGE.search(str(exc)):
+            raise WarehouseDamaged(_damaged(path, exc)) from exc
+        raise
+
+
+def _damaged(path: Path, exc: BaseException) -> str:
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return (f"the warehouse {path} cannot be read ({first}); restore it from a backup, or move it aside "
+            f"(mv {path} {path}.broken) and the next run starts a new one")
+
+
+def utcnow() -> datetime:
+    """Timezone-aware now, the only clock the warehouse stamps rows with."""
+    return datetime.now(UTC)
+
+
+class WarehouseBase:
+    """An open connection and the operations every stage's queries use (opened by
+    :class:`revbench.warehouse.lifecycle.Lifecycle`)."""
+
+    path: Path
+    read_only: bool
+    con: duckdb.DuckDBPyConnection
+    _in_tx: bool
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic unit; nested use joins the outer transaction."""
+        if self._in_tx:
+            yield
+            return
+        self._in_tx = True
+        try:
+            self._exec("BEGIN TRANSACTION")
+            yield
+            self._exec("COMMIT")
+        except BaseException:
+            self._abandon()
+            raise
+        finally:
+            self._in_tx = False
+
+    def _abandon(self) -> None:
+        """Roll back whatever is open. An interrupt can land between BEGIN and the block, after
+        COMMIT, or cancel the ROLLBACK itself; a transaction left open would make the run's
+        'cancelled' record fail, so try again until DuckDB says none is open."""
+        for _ in range(5):
+            try:
+                self.con.execute("ROLLBACK")
+                return
+            except duckdb.TransactionException:
+                return  # none was open (never begun, committed, or already rolled back)
+            except (KeyboardInterrupt, duckdb.InterruptException):
+                continue
+            except duckdb.Error:
+                return
+
+    def _exec(self, query: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+        # DuckDB 2 refuses new work while a result is unfetched, so every statement is drained.
+        with _interruptible(self.path):
+            return self.con.execute(query, params).fetchall()
+
+    def _frame(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
+        """Run a query and return its rows as a polars frame."""
+        with _interruptible(self.path):
+            return self.con.sql(query, params=params).pl()
+
+    def _register(self, table: Table, df: pl.DataFrame) -> str:
+        name = f"_incoming_{table.name}"
+        with _interruptible():
+            self.con.register(name, table.conform(df).to_arrow())
+        return name
+
+    def upsert(self, table: Table, df: pl.DataFrame, only_if: str | None = None) -> int:
+        """Insert or update rows by the table's natural key; ``only_if`` guards updates (SQL on
+        ``excluded`` and the table)."""
+        if df.height == 0:
+            return 0
+        df = df.unique(subset=list(table.primary_key), keep="last", maintain_order=True)
+        src = self._register(table, df)
+        cols = ", ".join(_q(c) for c in table.names)
+        pk = ", ".join(_q(c) for c in table.primary_key)
+        updates = [c for c in table.names if c not in table.primary_key]
+        if updates:
+            sets = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in updates)
+            action = f"DO UPDATE SET {sets}" + (f" WHERE {only_if}" if only_if else "")
+        else:
+            action = "DO NOTHING"
+        with self.transaction():
+            self._frame(
+                f"INSERT INTO {_q(table.name)} ({cols}) SELECT {cols} FROM {src} ON CONFLICT ({pk}) {action}"
+            )
+        self.con.unregister(src)
+        return df.height
+
+    def delete_where_in(self, table: Table, column: str, values: Sequence[Any]) -> None:
+        """Delete rows whose ``column`` is one of ``values``."""
+        if not values:
+            return
+        self.con.register("_keys", pl.DataFrame({"k": list(values)}).to_arrow())
+        with self.transaction():
+            self._exec(f"DELETE FROM {_q(table.name)} WHERE {_q(column)} IN (SELECT k FROM _keys)")
+        self.con.unregister("_keys")
+
+    def read(self, table: Table, order_by: Sequence[str] | None = None) -> pl.DataFrame:
+        """A whole table as a frame with its declared schema."""
+        order = ", ".join(_q(c) for c in (order_by or table.primary_key))
+        cols = ", ".join(_q(c) for c in table.names)
+        df = self._frame(f"SELECT {cols} FROM {_q(table.name)} ORDER BY {order}")
+        return table.conform(df) if df.height else table.empty()
+
+    def count(self, table: Table) -> int:
+        return int(self._exec(f"SELECT count(*) FROM {_q(table.name)}")[0][0])
+
+    def table_counts(self) -> dict[str, int]:
+        """Row counts of every declared table."""
+        return {name: self.count(t) for name, t in TABLES.items() if name != "schema_version"}
+
+    def replace_all(self, table: Table, df: pl.DataFrame) -> int:
+        """Replace every row of a derived table with ``df`` in one transaction (a crash keeps the old rows)."""
+        with self.transaction():
+            self._exec(f"DELETE FROM {_q(table.name)}")
+            if df.height:
+                src = self._register(table, df)
+                cols = ", ".join(_q(c) for c in table.names)
+                self._exec(f"INSERT INTO {_q(table.name)} ({cols}) SELECT {cols} FROM {src}")
+                self.con.unregister(src)
+        return df.height
+
+    def has_table(self, name: str) -> bool:
+        return bool(self._exec("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])[0][0])
+
+    def digest(self, table: Table, columns: Sequence[str]) -> str:
+        """Row count and an order-free hash of ``columns`` over ``table``: equal digests mean
+        (with overwhelming probability) equal contents, at the cost of one scan."""
+        cols = ", ".join(_q(c) for c in columns)
+        n, h = self._exec(f"SELECT count(*), coalesce(bit_xor(hash({cols})), 0) FROM {_q(table.name)}")[0]
+        return f"{n}:{int(h):016x}"

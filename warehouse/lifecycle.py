@@ -1,0 +1,128 @@
+"""Opening and closing a warehouse: waiting out another process's lock, refusing a file that
+is not a revbench warehouse (or is newer than this revbench), and migrating on open.
+
+Owns ``schema_version``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Self
+
+import duckdb
+
+from revbench.errors import WarehouseBusy, WarehouseDamaged
+from revbench.schemas.tables import SCHEMA_VERSION_TABLE
+from revbench.warehouse.core import WarehouseBase, _damaged, utcnow
+from revbench.warehouse.ddl import create_table_sql
+from revbench.warehouse.holder import describe, read_holder
+from revbench.warehouse.migrations import LATEST_VERSION, migrations
+
+
+class Lifecycle(WarehouseBase):
+    """A DuckDB file with the revbench schema, migrated on open."""
+
+    def __init__(self, path: Path | str, read_only: bool = False, lock_wait: float = 0.0, memory_limit: str = "",
+                 threads: int = 0):
+        self.path = Path(path)
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        elif not self.path.exists():
+            raise FileNotFoundError(f"no warehouse at {self.path}; run an ingest first")
+        self.read_only = read_only
+        self.con = self._connect(lock_wait)
+        self._in_tx = False
+        try:
+            self._exec("SET TimeZone = 'UTC'")
+            # Beyond the limit DuckDB spills joins and sorts to <file>.tmp instead of failing or
+            # growing without bound (the authors rebuild at full size wants ~5 GB otherwise).
+            if memory_limit:
+                self._exec(f"SET memory_limit = '{memory_limit}'")
+            if threads:
+                self._exec(f"SET threads = {int(threads)}")
+            self._check_identity()
+            if not read_only:
+                self.migrate()
+        except duckdb.Error as exc:
+            self.con.close()
+            raise WarehouseDamaged(_damaged(self.path, exc)) from exc
+        except BaseException:
+            self.con.close()
+            raise
+
+    def _connect(self, lock_wait: float) -> duckdb.DuckDBPyConnection:
+        """Connect, waiting up to ``lock_wait`` seconds (bounded backoff) while another process
+        holds the file; a file that is not a DuckDB database is named with how to recover."""
+        deadline = time.monotonic() + lock_wait
+        delay = 0.05
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=self.read_only)
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise WarehouseDamaged(_damaged(self.path, exc)) from exc
+                if time.monotonic() >= deadline:
+                    holder = read_holder(self.path)
+                    pid = re.search(r"PID (\d+)", str(exc))
+                    who = describe(holder) if holder and holder.get("alive") else (
+                        f"another process (pid {pid.group(1)})" if pid else "another process")
+                    waited = f" after waiting {lock_wait:.0f} s" if lock_wait else ""
+                    raise WarehouseBusy(f"the warehouse {self.path} is in use by {who}{waited}; "
+                                        "run again when it has finished (`revbench status` shows its progress)") from exc
+                time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+                delay = min(delay * 2, 1.0)
+            except duckdb.Error as exc:
+                raise WarehouseDamaged(_damaged(self.path, exc)) from exc
+
+    def _check_identity(self) -> None:
+        """Refuse a DuckDB file that is not a revbench warehouse, or one from a newer revbench."""
+        tables = {r[0] for r in self._exec("SELECT table_name FROM information_schema.tables")}
+        if tables and "schema_version" not in tables:
+            shown = ", ".join(sorted(tables)[:5])
+            raise WarehouseDamaged(f"{self.path} is a DuckDB database but not a revbench warehouse (tables: {shown}); "
+                                   "point REVBENCH_DATA_DIR elsewhere, or move the file aside")
+        if "schema_version" in tables:
+            version = self._exec("SELECT max(version) FROM schema_version")[0][0] or 0
+            if version > LATEST_VERSION:
+                raise WarehouseDamaged(f"{self.path} has schema version {version}, newer than this revbench "
+                                       f"knows ({LATEST_VERSION}); upgrade revbench to use it")
+
+    @classmethod
+    @contextmanager
+    def open(cls, path: Path | str, read_only: bool = False, lock_wait: float = 0.0, memory_limit: str = "",
+             threads: int = 0) -> Iterator[Self]:
+        """Open, yield, and always close (DuckDB holds a file lock while open)."""
+        wh = cls(path, read_only=read_only, lock_wait=lock_wait, memory_limit=memory_limit, threads=threads)
+        try:
+            yield wh
+        finally:
+            wh.close()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def schema_version(self) -> int:
+        if not self.read_only:
+            self._exec(create_table_sql(SCHEMA_VERSION_TABLE))
+        row = self._exec("SELECT max(version) FROM schema_version")[0]
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def migrate(self) -> list[int]:
+        """Apply pending migrations; returns the versions applied."""
+        current = self.schema_version()
+        applied: list[int] = []
+        for m in migrations():
+            if m.version <= current:
+                continue
+            with self.transaction():
+                for stmt in m.statements:
+                    self._exec(stmt)
+                self._frame(
+                    "INSERT INTO schema_version VALUES (?, ?, ?)", [m.version, utcnow(), m.description]
+                )
+            applied.append(m.version)
+        return applied

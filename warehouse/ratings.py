@@ -1,0 +1,80 @@
+"""Ratings: survey events pulled by store epoch, the ratings and tuples made from them, and the
+benchmark they form.
+
+Owns ``survey_events``, ``survey_epochs``, ``ratings``, ``rating_flags``, ``flag_decisions`` and
+``rating_tuples``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import polars as pl
+
+from revbench.schemas.tables import TABLES
+from revbench.warehouse.core import WarehouseBase
+
+
+class RatingQueries(WarehouseBase):
+    """Epoch marks, what turning events into ratings needs, and the rated benchmark."""
+
+    def survey_epoch_marks(self) -> dict[str, tuple[int, str | None]]:
+        """Each survey store epoch pulled from -> ``(high_water, digest of that event)``: the
+        marks recorded by pulls, else (events pulled before epochs had marks) the highest id in
+        ``survey_events``, whichever is higher."""
+        rows = self._exec(
+            """SELECT epoch, max(high_water), arg_max(digest, high_water) FROM (
+                   SELECT epoch, high_water, high_water_digest AS digest FROM survey_epochs
+                   UNION ALL SELECT epoch, event_id, digest FROM survey_events) GROUP BY epoch""")
+        return {e: (int(h), d) for e, h, d in rows}
+
+    def ratings_context(self) -> dict[str, pl.DataFrame]:
+        """What turning survey events into ratings needs: ``invitations`` (``invitation_id,
+        reviewer_id, round, paper_ids``), ``categories`` (``paper_id, category``) and
+        ``similarity`` (``reviewer_id, paper_id, similarity``: the candidate's strongest pool
+        evidence for the paper, over every revision of its round)."""
+        return {
+            "invitations": self._frame(
+                """SELECT invitation_id, author_id AS reviewer_id, round, paper_ids FROM survey_invitations
+                   ORDER BY invitation_id"""),
+            "categories": self._frame("SELECT arxiv_id AS paper_id, primary_category AS category FROM papers"),
+            "similarity": self._frame(
+                """SELECT author_id AS reviewer_id, query_id AS paper_id, max(similarity) AS similarity
+                   FROM pool_evidence GROUP BY ALL ORDER BY ALL"""),
+        }
+
+    def ratings_since(self, when: datetime | None) -> int:
+        """Ratings answered after ``when`` (all of them when ``None``)."""
+        if when is None:
+            return int(self._exec("SELECT count(*) FROM ratings")[0][0])
+        return int(self._exec("SELECT count(*) FROM ratings WHERE rated_at > ?", [when])[0][0])
+
+    def rated_papers(self) -> list[str]:
+        """Every paper with a rating (kept or dropped), sorted."""
+        return [r[0] for r in self._exec("SELECT DISTINCT paper_id FROM ratings ORDER BY paper_id")]
+
+    def benchmark_frames(self, profile_max_papers: int | None) -> dict[str, pl.DataFrame]:
+        """The warehouse benchmark: kept ``ratings`` (``reviewer_id, paper_id, rating``), their
+        ``papers`` (``paper_id, title, abstract, year``), each rater's ``profiles`` (their most
+        recent corpus papers, at most ``profile_max_papers`` or all with None, rated papers left
+        out) and the ``tuples``."""
+        ratings = self._frame(
+            """SELECT reviewer_id, paper_id, rating::DOUBLE AS rating FROM ratings WHERE status = 'kept'
+               ORDER BY reviewer_id, paper_id""")
+        papers = self._frame(
+            """SELECT arxiv_id AS paper_id, title, abstract, year FROM papers
+               WHERE arxiv_id IN (SELECT paper_id FROM ratings WHERE status = 'kept') ORDER BY arxiv_id""")
+        profiles = self._frame(
+            """WITH raters AS (SELECT DISTINCT reviewer_id FROM ratings WHERE status = 'kept'),
+                    authored AS (
+                        SELECT DISTINCT l.author_id AS reviewer_id, p.arxiv_id AS paper_id, p.title, p.abstract, p.year,
+                               p.updated
+                        FROM author_links l JOIN raters r ON r.reviewer_id = l.author_id
+                        JOIN papers p ON p.arxiv_id = l.arxiv_id
+                        WHERE p.arxiv_id NOT IN (SELECT paper_id FROM ratings)),
+                    ranked AS (SELECT *, row_number() OVER (PARTITION BY reviewer_id ORDER BY updated DESC, paper_id) AS k
+                               FROM authored)
+               SELECT reviewer_id, paper_id, title, abstract, year FROM ranked WHERE k <= coalesce(?, k)
+               ORDER BY reviewer_id, paper_id""", [profile_max_papers])
+        tuples = self.read(TABLES["rating_tuples"])
+        return {"ratings": ratings, "papers": papers, "profiles": profiles, "tuples": tuples}

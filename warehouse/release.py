@@ -1,0 +1,97 @@
+"""Releases: what one is built from, the curator's decision, and the results on published ones.
+
+Owns ``releases`` and the reads of ``eval_results``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from revbench.warehouse.core import utcnow
+from revbench.warehouse.ratings import RatingQueries
+
+
+class ReleaseQueries(RatingQueries):
+    """Release inputs (the rated benchmark with people and affiliations to audit), states and results."""
+
+    def release_inputs(self) -> dict[str, Any]:
+        """What a release is built from: the benchmark frames (papers with their category, every
+        rater's corpus papers as profile), the people (``person_id, name, email``) and affiliations
+        the privacy audit looks for, and the latest completed run of each flow (the runs the
+        release came from)."""
+        f = self.benchmark_frames(profile_max_papers=None)
+        f["papers"] = f["papers"].join(self._frame("SELECT arxiv_id AS paper_id, primary_category AS category FROM papers"),
+                                       on="paper_id", how="left")
+        # Every spelling of every person the warehouse knows, with an id to name in the audit: a
+        # mention not linked to an author yet is named by its paper and position.
+        people = self._frame(
+            """WITH m AS (SELECT coalesce(l.author_id, m.arxiv_id || '#' || m.position) AS person_id, m.name, m.pdf_name,
+                                 m.email
+                          FROM mentions m LEFT JOIN author_links l USING (arxiv_id, position))
+               SELECT DISTINCT person_id, name, email FROM (
+                   SELECT author_id AS person_id, name, NULL AS email FROM authors
+                   UNION ALL SELECT author_id, name, unnest(emails) FROM authors
+                   UNION ALL SELECT person_id, name, email FROM m
+                   UNION ALL SELECT person_id, pdf_name, email FROM m
+                   UNION ALL SELECT author_id, name, email FROM survey_invitations
+                   UNION ALL SELECT author_id, name, email FROM invitations)
+               WHERE name IS NOT NULL OR email IS NOT NULL
+               ORDER BY ALL""")
+        affiliations = {r[0] for r in self._exec(
+            """SELECT institution FROM mentions UNION SELECT department FROM mentions UNION SELECT affiliation FROM mentions
+               UNION SELECT unnest(affiliations) FROM authors""") if r[0]}
+        runs = dict(self._exec(
+            "SELECT flow, arg_max(run_id, started_at) FROM runs WHERE status = 'completed' GROUP BY flow ORDER BY flow"))
+        return {**f, "people": people, "affiliations": affiliations, "runs": runs}
+
+    def release_state(self, version: str) -> dict[str, Any] | None:
+        """A release's row in ``releases`` (status, who decided, manifest hash), or None."""
+        df = self._frame("SELECT * FROM releases WHERE version = ?", [version])
+        return df.row(0, named=True) if df.height else None
+
+    def releases(self) -> pl.DataFrame:
+        """Every release recorded, oldest build first: ``version, parent, status, manifest_sha256,
+        built_at, superseded_by``."""
+        return self._frame("SELECT version, parent, status, manifest_sha256, built_at, superseded_by FROM releases "
+                           "ORDER BY built_at, version")
+
+    def set_release_status(self, version: str, status: str, decided_by: str, reason: str, run_id: str) -> None:
+        """Record the curator's decision on a release. A release published supersedes every
+        published one built before it that nothing superseded yet, and is itself superseded by
+        the first published one built after it, if any (all stay published)."""
+        with self.transaction():
+            self._exec("UPDATE releases SET status = ?, decided_by = ?, reason = ?, decided_at = ?, run_id = ? "
+                       "WHERE version = ?", [status, decided_by, reason, utcnow(), run_id, version])
+            if status != "published":
+                return
+            self._exec(
+                """UPDATE releases SET superseded_by = ? WHERE status = 'published' AND superseded_by IS NULL
+                   AND version <> ? AND built_at < (SELECT built_at FROM releases WHERE version = ?)""",
+                [version, version, version])
+            self._exec(
+                """UPDATE releases SET superseded_by = (
+                       SELECT n.version FROM releases n, releases me WHERE me.version = ? AND n.status = 'published'
+                       AND n.version <> me.version AND n.built_at > me.built_at ORDER BY n.built_at, n.version LIMIT 1)
+                   WHERE version = ?""", [version, version])
+
+    def latest_release(self) -> dict[str, Any] | None:
+        """The newest release built: ``version, status, built_at``."""
+        rows = self._exec("SELECT version, status, built_at FROM releases ORDER BY built_at DESC LIMIT 1")
+        return dict(zip(("version", "status", "built_at"), rows[0], strict=True)) if rows else None
+
+    def release_results(self, metric: str, split: str) -> pl.DataFrame:
+        """``scorer, version, manifest_sha256, value, ci_low, ci_high`` of ``metric`` on ``split``
+        for every published release evaluated (the latest evaluation of each), releases in the
+        order they were built. Only rows evaluated on the release's recorded manifest count: a
+        version's name alone does not attach results to it."""
+        return self._frame(
+            """WITH latest AS (
+                   SELECT e.*, r.built_at, r.manifest_sha256,
+                          row_number() OVER (PARTITION BY e.benchmark_version, e.scorer ORDER BY e.evaluated_at DESC) AS k
+                   FROM eval_results e JOIN releases r
+                     ON r.version = e.benchmark_version AND r.manifest_sha256 = e.benchmark_digest
+                   WHERE e.benchmark = 'release' AND e.metric = ? AND e.split = ? AND r.status = 'published')
+               SELECT scorer, benchmark_version AS version, manifest_sha256, value, ci_low, ci_high
+               FROM latest WHERE k = 1 ORDER BY built_at, version, scorer""", [metric, split])

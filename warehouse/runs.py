@@ -1,0 +1,85 @@
+"""Run bookkeeping: every flow's run, its stages' row counts, and what a refresh last ran.
+
+Owns ``runs``, ``run_stages`` and the reads of ``refresh_stages``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+
+from revbench.schemas.tables import RUN_STAGES, RUNS
+from revbench.warehouse.core import WarehouseBase, utcnow
+
+
+class RunQueries(WarehouseBase):
+    """Starting, recording and finishing runs; the refresh's fingerprints."""
+
+    def mark_crashed_runs(self) -> int:
+        """Runs still 'running' when a new run starts died without finishing (DuckDB's lock
+        means no other writer can be alive)."""
+        with self.transaction():
+            n = self._exec("SELECT count(*) FROM runs WHERE status = 'running'")[0][0]
+            self._exec(
+                "UPDATE runs SET status = 'crashed', finished_at = ? WHERE status = 'running'", [utcnow()]
+            )
+        return int(n)
+
+    def start_run(self, run_id: str, flow: str, parameters: dict[str, Any], code_version: str) -> None:
+        row = {
+            "run_id": run_id,
+            "flow": flow,
+            "status": "running",
+            "started_at": utcnow(),
+            "parameters": json.dumps(parameters, default=str, sort_keys=True),
+            "code_version": code_version,
+        }
+        self.upsert(RUNS, pl.DataFrame([row]))
+
+    def record_run(self, run_id: str, flow: str, parameters: dict[str, Any], code_version: str, started_at: datetime,
+                   status: str, error: str | None = None) -> None:
+        """A finished run in one write (a run that holds no warehouse session while it works)."""
+        row = {"run_id": run_id, "flow": flow, "status": status, "started_at": started_at, "finished_at": utcnow(),
+               "parameters": json.dumps(parameters, default=str, sort_keys=True), "code_version": code_version,
+               "error": error}
+        self.upsert(RUNS, pl.DataFrame([row], schema=RUNS.polars_schema))
+
+    def finish_run(self, run_id: str, status: str, error: str | None = None) -> None:
+        with self.transaction():
+            self._exec(
+                "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE run_id = ?",
+                [status, utcnow(), error, run_id],
+            )
+
+    def record_stage(
+        self, run_id: str, stage: str, rows_in: int, rows_out: int, rejected: int, seconds: float
+    ) -> None:
+        row = dict(run_id=run_id, stage=stage, rows_in=rows_in, rows_out=rows_out, rejected=rejected, seconds=seconds)
+        self.upsert(RUN_STAGES, pl.DataFrame([row]))
+
+    def run_stages(self, run_id: str) -> pl.DataFrame:
+        return self._frame(
+            "SELECT stage, rows_in, rows_out, rejected, seconds FROM run_stages WHERE run_id = ? ORDER BY rowid",
+            [run_id],
+        )
+
+    def latest_runs(self, n: int = 5) -> pl.DataFrame:
+        """The ``n`` most recently started runs: ``run_id, flow, status, started_at, finished_at``."""
+        return self._frame(
+            "SELECT run_id, flow, status, started_at, finished_at FROM runs ORDER BY started_at DESC LIMIT ?", [n]
+        )
+
+    def last_refresh_fingerprint(self, stage: str) -> tuple[str, str, datetime] | None:
+        """``(fingerprint, refresh_id, finished_at)`` of the last refresh that ran ``stage``."""
+        rows = self._exec(
+            "SELECT fingerprint, refresh_id, finished_at FROM refresh_stages WHERE stage = ? AND status = 'ran' "
+            "ORDER BY finished_at DESC LIMIT 1", [stage])
+        return tuple(rows[0]) if rows else None  # type: ignore[return-value]
+
+    def papers_loaded_since(self, when: datetime) -> int:
+        """Corpus papers (new, or a new version) loaded by runs that started after ``when``."""
+        return int(self._exec("SELECT count(*) FROM papers p JOIN runs r USING (run_id) WHERE r.started_at > ?",
+                              [when])[0][0])
