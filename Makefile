@@ -44,9 +44,10 @@ browser:
 			|| echo "could not install chromium: the browser test will skip (and fail under CI=true)"; \
 	fi
 
-# The pictures of the survey email, Confirm page, page and phone view (docs/), taken by the browser test.
+# The pictures of the survey email, Confirm page, page and phone view, and of the results page
+# (docs/), taken by the browser tests.
 screenshots: $(STAMP) browser
-	$(BIN)/python -m pytest -q tests/survey/test_browser.py --screenshots docs
+	$(BIN)/python -m pytest -q tests/survey/test_browser.py tests/evaluation/test_results_page.py --screenshots docs
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.cli_bench

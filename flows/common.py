@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Generic, ParamSpec, TypeVar
@@ -28,7 +29,7 @@ import revbench
 from revbench.errors import RevbenchError, clear_interrupt, interrupt_noted
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
-from revbench.warehouse.holder import clear_holder, write_holder
+from revbench.warehouse.holder import clear_holder, clear_waiting, describe_waiting, write_holder, write_waiting
 
 log = logging.getLogger("revbench.flows")
 P = ParamSpec("P")
@@ -214,6 +215,55 @@ class Run:
                     self.settings = self.settings.with_overrides(**{service: {"api_key": None}})
 
 
+class PauseExpired(RevbenchError):
+    """A tracked run waited for a curator until its timeout; it ends as ``paused-expired``, its
+    committed work kept (what waited for the decision stays pending for the next run)."""
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """What a paused run waits for, and the command that decides it without the UI."""
+
+    what: str
+    command: str
+    timeout_seconds: int
+
+
+def run_url(run_id: str) -> str | None:
+    """The run's page in the Prefect UI (None without a configured UI, e.g. a temporary server)."""
+    from prefect.utilities.urls import url_for
+
+    return url_for("flow-run", obj_id=run_id)
+
+
+def wait_for_curator(run: Run, form: Any, waiting: Waiting) -> Any:
+    """Pause the tracked run for ``form`` (a Prefect ``RunInput``), letting go of the warehouse:
+    says once what it waits for, where and until when, records it for ``revbench status`` (the
+    runs row reads ``waiting``), and turns the timeout into ``PauseExpired``."""
+    from prefect.exceptions import FlowPauseTimeout
+    from prefect.flow_runs import pause_flow_run
+
+    now = datetime.now(UTC)
+    info = {"run_id": run.run_id, "flow": run.flow, "what": waiting.what, "url": run_url(run.run_id),
+            "command": waiting.command, "timeout_seconds": waiting.timeout_seconds,
+            "since": now.isoformat(timespec="seconds"),
+            "until": (now + timedelta(seconds=waiting.timeout_seconds)).isoformat(timespec="seconds")}
+    path = run.wh.path
+    run.wh.set_run_status(run.run_id, "waiting")
+    write_waiting(path, info)
+    log.warning("%s", describe_waiting(info))
+    try:
+        with run.released(waiting.timeout_seconds):
+            answer = pause_flow_run(wait_for_input=form, timeout=waiting.timeout_seconds, poll_interval=2)
+    except FlowPauseTimeout:
+        raise PauseExpired(f"{run.flow} run {run.run_id}: nobody answered within {waiting.timeout_seconds} s "
+                           f"({waiting.what}); the run ended as paused-expired, `{waiting.command}` decides") from None
+    finally:
+        clear_waiting(path, run.run_id)
+    run.wh.set_run_status(run.run_id, "running")
+    return answer
+
+
 def open_warehouse(settings: Settings, lock_wait: float | None = None) -> Warehouse:
     """The warehouse for writing, with the settings' memory and thread limits; waits
     ``lock_wait`` (default: the setting) for another process to let go of it."""
@@ -247,6 +297,9 @@ def flow_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Itera
             yield run
         except KeyboardInterrupt:
             run.wh.finish_run(run_id, "cancelled", "interrupted (Ctrl-C or SIGTERM); committed work is kept")
+            raise
+        except PauseExpired as exc:
+            run.wh.finish_run(run_id, "paused-expired", str(exc))
             raise
         except BaseException as exc:
             if interrupt_noted():  # the interrupt, wrapped by a library on its way out

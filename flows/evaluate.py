@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +13,14 @@ import polars as pl
 
 from revbench.errors import InputError, UsageError
 from revbench.evaluation.evaluate import Evaluator, cross_benchmark_average
+from revbench.evaluation.exports import export_formats
 from revbench.evaluation.importers import coverage, is_lr_flat, load_benchmark, load_lr_flat, load_predictions
 from revbench.evaluation.importers.warehouse import load_warehouse
 from revbench.evaluation.model import Benchmark, MetricValue, Scores
 from revbench.evaluation.plan import EvaluationPlan, plan_evaluation
 from revbench.evaluation.report import ReportTable, plot_loss, report_tables, results_frame
 from revbench.evaluation.scorers import Context, make_scorer
+from revbench.evaluation.separation import Separation, separation_rows, separation_table, split_separations
 from revbench.files import file_sha256
 from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage
 from revbench.flows.pieces import map_pieces
@@ -146,6 +148,8 @@ class EvaluateResult(FlowResult):
     report_dir: str
     plot: str | None
     dropped: dict[str, dict[str, int]]
+    separation: list[dict[str, Any]] = field(default_factory=list)
+    """Every two scorers' paired difference in loss per split (``separation.json``)."""
 
 
 @dataclass(frozen=True)
@@ -168,10 +172,12 @@ class Comparison:
 
 
 def metric_rows(loaded: list[Benchmark], scored: dict[tuple[int, str], Scores], preds: list[tuple[int, Scores]],
-                plan: EvaluationPlan, how: Comparison, report: Path) -> tuple[list[MetricValue], SameAs]:
+                plan: EvaluationPlan, how: Comparison, report: Path) -> tuple[list[MetricValue], SameAs, list[Separation]]:
     """Every scorer's metrics on every benchmark (each scorer's predictions exported beside the
-    report), then the cross-benchmark average; with the splits that repeat another's pairs."""
+    report), then the cross-benchmark average; with the splits that repeat another's pairs and
+    every two scorers' paired difference in loss."""
     rows: list[MetricValue] = []
+    seps: list[Separation] = []
     same_as: SameAs = {}  # (benchmark, split) holding the same pairs as another
     for i, bench in enumerate(loaded):
         runs: list[Scores] = [scored[(i, spec)] for spec in plan.scorers if (i, spec) in scored]
@@ -183,36 +189,41 @@ def metric_rows(loaded: list[Benchmark], scored: dict[tuple[int, str], Scores], 
         same_as |= {(bench.name, split): (bench.name, other) for split, other in evaluator.same_as.items()}
         for s in runs:
             export_predictions(s, bench, report)
+        export_formats(bench, runs, report)  # RATE and TREC files, with what each left out
         # Together: every scorer is compared on the pairs all of them cover.
         rows += evaluator.evaluate_all(runs, base)
+        seps += split_separations(evaluator, runs)
     rows += cross_benchmark_average(rows, set(same_as))
-    return rows, same_as
+    return rows, same_as, seps
 
 
 def metrics_stage(run: Run, loaded: list[Benchmark], preds: list[tuple[int, Scores]], plan: EvaluationPlan,
-                  how: Comparison, report: Path) -> tuple[pl.DataFrame, pl.DataFrame, SameAs]:
+                  how: Comparison, report: Path) -> tuple[pl.DataFrame, pl.DataFrame, SameAs, list[Separation]]:
     """Score, compute the metrics and append them to ``eval_results``. Returns the results, the
-    rows stored and the splits that repeat another's pairs."""
+    rows stored, the splits that repeat another's pairs and the scorer pairs' differences."""
     with stage(run, "metrics") as st:
         scored = score_all(run, loaded, plan.scorers)
-        rows, same_as = metric_rows(loaded, scored, preds, plan, how, report)
+        rows, same_as, seps = metric_rows(loaded, scored, preds, plan, how, report)
         df = results_frame(rows)
         stored = stored_results(df, loaded, run.run_id, utcnow())
         run.wh.upsert(EVAL_RESULTS, stored)
         st.result.rows_in, st.result.rows_out = len(loaded), df.height
         st.result.rejected = sum(n for b in loaded for n in b.dropped.values())
         st.result.notes["dropped"] = dropped_by_benchmark(loaded)
-    return df, stored, same_as
+    return df, stored, same_as, seps
 
 
 def write_report(report: Path, df: pl.DataFrame, markdown: str, rows: list[dict[str, Any]], same_as: SameAs,
-                 plot: bool, json_out: str | None) -> Path | None:
-    """``report.md``, ``loss.png`` (with ``plot``) and ``results.json`` in ``report``, the rows
-    also in ``json_out``; returns the plot's path when one was drawn."""
+                 plot: bool, json_out: str | None, separation: list[dict[str, Any]] | None = None) -> Path | None:
+    """``report.md``, ``loss.png`` (with ``plot``), ``results.json`` and the scorer pairs'
+    ``separation.json`` in ``report``, the rows also in ``json_out``; returns the plot's path
+    when one was drawn."""
     report.mkdir(parents=True, exist_ok=True)
     (report / "report.md").write_text(markdown + "\n")
     png = plot_loss(df, report / "loss.png", same_as=same_as) if plot else None
     (report / "results.json").write_text(json.dumps(rows, indent=1))
+    # Beside the result rows, not among them: their readers expect one scorer per row.
+    (report / "separation.json").write_text(json.dumps(separation or [], indent=1))
     if json_out:
         Path(json_out).write_text(json.dumps(rows, indent=1))
     return png
@@ -248,16 +259,18 @@ def evaluate_flow(
                   bootstrap=bootstrap, seed=seed, allow_partial=allow_partial)
     report = Path(report_dir) if report_dir else settings.data_dir / "reports" / "evaluate"
     with flow_run(settings, "evaluate", params) as run:
-        df, stored, same_as = metrics_stage(run, loaded, preds, plan, Comparison(baseline, bootstrap, seed), report)
+        df, stored, same_as, seps = metrics_stage(run, loaded, preds, plan, Comparison(baseline, bootstrap, seed), report)
         rows_out = json_rows(stored)
-        tables = report_tables(df, same_as=same_as)
+        tables = report_tables(df, same_as=same_as) + ([separation_table(seps, same_as)] if seps else [])
         md = "\n".join(t.to_markdown() for t in tables)
-        png = write_report(report, df, md, rows_out, same_as, plot, json_out)
+        sep_rows = separation_rows(seps)
+        png = write_report(report, df, md, rows_out, same_as, plot, json_out, sep_rows)
         publish_markdown("evaluation-report", md, "Loss and accuracy per split (best in bold)")
         publish_table("evaluation-results", df.filter(pl.col("metric").is_in(["loss", "accuracy"])).to_dicts(),
                       "Loss and accuracy with 95% intervals")
+        publish_table("evaluation-separation", sep_rows, "Scorer pairs: paired loss difference, 95% CI, tuples needed")
         return EvaluateResult(run.run_id, rows_out, md, tables, str(report), str(png) if png else None,
-                              dropped_by_benchmark(loaded))
+                              dropped_by_benchmark(loaded), sep_rows)
 
 
 def evaluate_configured(settings: Settings, benchmark: str, report_dir: Path) -> ConfiguredEvaluation:

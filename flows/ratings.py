@@ -19,7 +19,18 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import polars as pl
 
 from revbench.errors import UsageError
-from revbench.flows.common import Run, flow_run, prefect_active, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.common import (
+    Run,
+    Waiting,
+    flow_run,
+    prefect_active,
+    publish_markdown,
+    publish_table,
+    revbench_flow,
+    stage,
+    stage_task,
+    wait_for_curator,
+)
 from revbench.flows.results import FlowResult
 from revbench.flows.survey import opt_out_stage
 from revbench.schemas.quality import DataQualityError, validate_frames
@@ -33,6 +44,7 @@ from revbench.schemas.tables import (
     SURVEY_EVENTS,
 )
 from revbench.settings import Settings
+from revbench.tasks import curator_forms as forms
 from revbench.tasks import ratings as tasks
 from revbench.warehouse import utcnow
 from revbench.warehouse.survey_store import SurveyStore
@@ -195,7 +207,7 @@ def flags_markdown(flags: pl.DataFrame, ratings: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def _decide(run: Run, open_flags: pl.DataFrame, decide: str | None, curator: str) -> pl.DataFrame:
+def _decide(run: Run, open_flags: pl.DataFrame, ratings: pl.DataFrame, decide: str | None, curator: str) -> pl.DataFrame:
     """Decisions for the undecided flags: given on the command line, by the unattended policy,
     or asked of the curator in the Prefect UI (the run pauses, letting go of the warehouse)."""
     now = utcnow()
@@ -217,21 +229,32 @@ def _decide(run: Run, open_flags: pl.DataFrame, decide: str | None, curator: str
         raise UsageError(f"{open_flags.height} flags wait for a curator's decision (their ratings are pending): pass "
                          "--decide keep or --decide drop, set REVBENCH_RATINGS__UNATTENDED_DECISION, or run tracked "
                          "and answer in the Prefect UI")
-    from prefect.flow_runs import pause_flow_run
+    decided, who = _ask_curator(run, open_flags, ratings)
+    return rows(decided, who)
 
-    from revbench.flows.ratings_input import FlagDecisions
 
-    form = FlagDecisions.with_initial_data(
-        description=f"{open_flags.height} flags wait for a decision. Review the 'ratings-flags' artifact, then keep or drop "
-                    "each flag's ratings.",
-        decisions=[{"flag_id": f, "decision": "keep", "reason": ""} for f in open_flags["flag_id"].to_list()])
-    with run.released(run.settings.ratings.decision_timeout_seconds):
-        answer = pause_flow_run(wait_for_input=form, timeout=run.settings.ratings.decision_timeout_seconds, poll_interval=2)
-    decided = {d.flag_id: (d.decision, d.reason) for d in answer.decisions if d.flag_id in set(every)}
-    unknown = [d.flag_id for d in answer.decisions if d.flag_id not in decided]
+def _ask_curator(run: Run, open_flags: pl.DataFrame, ratings: pl.DataFrame) -> tuple[dict[str, tuple[str, str]], str]:
+    """The curator's decisions from the Prefect UI form (flag id -> (decision, reason)) and who
+    made them; flags the answer does not reach stay pending."""
+    from revbench.flows.ratings_input import choices, flag_form
+
+    cfg = run.settings.ratings
+    rules, respondents = forms.rule_entries(open_flags, cfg), forms.respondent_entries(open_flags, ratings)
+    form = flag_form(rules, respondents).with_initial_data(
+        description=forms.flag_form_markdown(open_flags, ratings, cfg))
+    answer = wait_for_curator(run, form, Waiting(
+        f"a curator's decisions on {open_flags.height} flags (their ratings are pending)",
+        "revbench ratings --decide keep|drop --curator NAME", cfg.decision_timeout_seconds))
+    by_flag = {d.flag_id: (d.decision, d.reason) for d in answer.decisions}
+    unknown = forms.unknown_ids(by_flag, open_flags["flag_id"].to_list())
     if unknown:
         log.warning("decisions on unknown flags ignored: %s", ", ".join(unknown))
-    return rows(decided, answer.curator or "Prefect UI")
+    by_rule, by_respondent = choices(answer, rules, respondents)
+    decided = forms.resolve_flag_decisions(open_flags, answer.all_flags, by_rule, by_respondent, by_flag, answer.reason)
+    if len(decided) < open_flags.height:
+        log.warning("%d of %d flags left undecided: their ratings stay pending and are asked about next run",
+                    open_flags.height - len(decided), open_flags.height)
+    return decided, answer.curator or "Prefect UI"
 
 
 @stage_task("record-decisions")
@@ -313,7 +336,7 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
         if open_flags.height:
             # Stored before asking: while flags wait, their ratings are kept as rows, pending.
             tuples_stage(run, pulled.ratings, flags, earlier)
-        new = _decide(run, open_flags, decide, curator) if open_flags.height else FLAG_DECISIONS.empty()
+        new = _decide(run, open_flags, pulled.ratings, decide, curator) if open_flags.height else FLAG_DECISIONS.empty()
         decisions = record_decisions_stage(run, new, open_flags.height)
         built = tuples_stage(run, pulled.ratings, flags, decisions)
         out = _report(run, settings.data_dir / "reports" / "ratings", pulled, found, flags, open_flags.height, decisions,

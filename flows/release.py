@@ -18,6 +18,7 @@ import logging
 import re
 import shutil
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from revbench.errors import RevbenchError, UsageError
 from revbench.files import write_atomic
 from revbench.flows.common import (
     Run,
+    Waiting,
     code_version,
     flow_run,
     prefect_active,
@@ -34,15 +36,16 @@ from revbench.flows.common import (
     publish_table,
     revbench_flow,
     stage,
+    wait_for_curator,
 )
 from revbench.flows.results import FlowResult
-from revbench.schemas.release import RELEASE_TABLES
 from revbench.schemas.tables import RATING_FLAGS, RATINGS, RELEASES, SURVEY_EVENTS
 from revbench.settings import Settings
 from revbench.tasks import privacy
 from revbench.tasks import ratings as rating_tasks
 from revbench.tasks import release as tasks
-from revbench.templates import bars_scale, render
+from revbench.tasks import release_card as card_text
+from revbench.templates import bars_scale
 from revbench.warehouse import Warehouse, utcnow
 from revbench.warehouse.migrations import LATEST_VERSION
 
@@ -179,7 +182,7 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
             return _result(root / same, run.run_id, status=None, decided_by=None, unchanged=True)
         strings = _audit_stage(run, draft)
         _write_stage(run, version, draft, strings)
-        status, who = _ask(run, version, approve, approver)
+        status, who = _ask(run, version, approve, approver, audit_markdown([], strings))
         result = _result(final, run.run_id, status=status, decided_by=who, audit_strings=strings)
     return _evaluate_if_published(settings, result)
 
@@ -246,7 +249,23 @@ def _write_stage(run: Run, version: str, draft: Draft, strings: int) -> None:
     publish_markdown("release-statistics", out.statistics, f"Release {version}: counts and agreement")
 
 
-def _ask(run: Run, version: str, approve: str | None, approver: str) -> tuple[str, str | None]:
+def _ask_in_ui(run: Run, version: str, audit: str) -> Any:
+    """The release form's answer: the run waits, the audit result and the changes against the
+    parent (``CHANGES.md``) shown with it, publishing off until switched on."""
+    from revbench.flows.release_input import ReleaseApproval
+    from revbench.tasks.curator_forms import release_form_markdown
+
+    folder = run.settings.releases_dir / version
+    parent = json.loads((folder / "manifest.json").read_text()).get("parent")
+    changes = (folder / "CHANGES.md").read_text() if (folder / "CHANGES.md").exists() else "(no CHANGES.md)"
+    form = ReleaseApproval.with_initial_data(description=release_form_markdown(
+        version, parent, audit or "see the 'release-audit' artifact", changes))
+    return wait_for_curator(run, form, Waiting(f"a curator's go to publish release {version}",
+                                               f"revbench release --version {version} --approve yes|no",
+                                               run.settings.release.approval_timeout_seconds))
+
+
+def _ask(run: Run, version: str, approve: str | None, approver: str, audit: str = "") -> tuple[str, str | None]:
     """The curator's go on a built release: given, automatic by setting, or asked in the Prefect
     UI (the run lets go of the warehouse while it waits); in-process with none, it stays built."""
     reason = ""
@@ -255,15 +274,7 @@ def _ask(run: Run, version: str, approve: str | None, approver: str) -> tuple[st
     elif run.settings.release.auto_approve:
         status, who = "published", "REVBENCH_RELEASE__AUTO_APPROVE"
     elif prefect_active():
-        from prefect.flow_runs import pause_flow_run
-
-        from revbench.flows.release_input import ReleaseApproval
-
-        form = ReleaseApproval.with_initial_data(description=(
-            f"Publish release {version}? Review the 'release-files', 'release-audit' and 'release-statistics' artifacts."))
-        timeout = run.settings.release.approval_timeout_seconds
-        with run.released(timeout):
-            answer = pause_flow_run(wait_for_input=form, timeout=timeout, poll_interval=2)
+        answer = _ask_in_ui(run, version, audit)
         status, who, reason = ("published" if answer.publish else "rejected"), answer.approver or "Prefect UI", answer.reason
     else:
         log.warning("release %s is built and waits for a curator's go: `revbench release --version %s --approve yes` "
@@ -380,23 +391,39 @@ def _write(run: Run, version: str, draft: Draft, strings: int) -> Written:
     counts = tasks.release_counts(run.wh.read(SURVEY_EVENTS), ratings, run.wh.count(RATING_FLAGS), draft.tables)
     stats = rating_tasks.statistics(ratings)
     figure = rating_tasks.plot_distributions(stats, building / "figures" / "distributions.png") if stats.ratings else None
-    r = settings.release
-    card, card_version = render("release/card.md.j2", name=r.name, version=version, parent=draft.parent,
-                                license=r.license, tables=[t.name for t in RELEASE_TABLES],
-                                size_category=tasks.size_category(counts["pointwise"]), files=tasks.file_docs(rows),
-                                profile_years=r.profile_years, audit_strings=strings,
-                                levels=bars_scale()["levels"], counts=counts, statistics=stats.markdown(),
-                                figure="figures/distributions.png" if figure else None)
-    (building / "README.md").write_text(card)
     published = ratings["rated_at"].max() if ratings.height else None  # from the data: the same state, the same date
-    meta = tasks.croissant(building, r.name, version, r.license,
-                           f"Reviewer-expertise benchmark {version}: {counts['pointwise']} self-assessed ratings (1-5 BARS) "
-                           "of recent arXiv papers by candidate reviewers, with paper-centric and reviewer-centric tuples.",
-                           published.date().isoformat() if published else None)
-    (building / "croissant.json").write_text(json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    card_version = _describe(run, version, draft, building, rows, counts, stats.markdown(), strings,
+                             published.date() if published else None,
+                             "figures/distributions.png" if figure else None)
+    r, synthetic = settings.release, draft.inputs["synthetic"]
     manifest = {"name": r.name, "version": version, "parent": draft.parent, "schema_version": LATEST_VERSION,
+                "synthetic": synthetic, "title": card_text.title(r.name, version, synthetic),
+                **({"notice": card_text.SYNTHETIC_NOTICE} if synthetic else {}),
                 "code_version": code_version(), "card_template": card_version,
                 "runs": {f: run_id for f, run_id in draft.inputs["runs"].items() if f in SOURCE_FLOWS}, "counts": counts,
                 "files": tasks.listed_files(building, rows)}
     (building / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return Written(building, manifest, stats.markdown())
+
+
+def _describe(run: Run, version: str, draft: Draft, building: Path, rows: dict[str, int], counts: dict[str, int],
+              statistics: str, strings: int, published: date | None, figure: str | None) -> str:
+    """The dataset card (``README.md``) and ``croissant.json`` of a release in ``building``: both
+    say SYNTHETIC when an ingest run recorded a simulated world. Returns the card template's version."""
+    r, s = run.settings.release, run.settings.survey
+    synthetic = draft.inputs["synthetic"]
+    curators = card_text.Curators(s.team, s.lab, s.institution)
+    url = f"https://huggingface.co/datasets/{r.name}"
+    citation = card_text.citation(r.name, version, synthetic, curators, published.year if published else None, url)
+    card, card_version = card_text.render_card(
+        name=r.name, version=version, parent=draft.parent, license=r.license, synthetic=synthetic, curators=curators,
+        collection=draft.inputs["collection"], counts=counts, files=tasks.file_docs(rows), profile_years=r.profile_years,
+        audit_strings=strings, levels=bars_scale()["levels"], statistics=statistics, figure=figure,
+        size_category=tasks.size_category(counts["pointwise"]), citation=citation)
+    (building / "README.md").write_text(card)
+    meta = tasks.croissant(building, r.name, version, r.license,
+                           card_text.croissant_description(version, counts["pointwise"], synthetic),
+                           published.isoformat() if published else None,
+                           title=card_text.title(r.name, version, synthetic), cite_as=citation)
+    (building / "croissant.json").write_text(json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    return card_version

@@ -236,15 +236,16 @@ def _ask_curator(run: Run, round: int, kind: str, pending: pl.DataFrame, approve
     if not prefect_active():
         raise UsageError(f"{pending.height} {kind} messages of round {round} wait for a curator's go: pass --approve all, "
                          "--approve N (the first N) or --approve cancel, or run tracked and answer in the Prefect UI")
-    from prefect.flow_runs import pause_flow_run
-
+    from revbench.flows.common import Waiting, wait_for_curator
     from revbench.flows.survey_input import SendApproval
 
     form = SendApproval.with_initial_data(description=(
         f"Send {pending.height} {kind} emails of round {round}? Review the 'survey-recipients' and "
         "'survey-sample' artifacts first."))
-    with run.released(run.settings.survey.approval_timeout_seconds):  # refreshes may write meanwhile
-        answer = pause_flow_run(wait_for_input=form, timeout=run.settings.survey.approval_timeout_seconds, poll_interval=2)
+    command = f"revbench survey {'send' if kind == 'invitation' else 'remind'} --round {round} --approve all|N|cancel"
+    # Refreshes may write the warehouse while the run waits.
+    answer = wait_for_curator(run, form, Waiting(f"a curator's go to send {pending.height} {kind} emails of round {round}",
+                                                 command, run.settings.survey.approval_timeout_seconds))
     n = pending.height if answer.decision == "approve_all" else min(answer.first_n, pending.height)
     return answer.decision, 0 if answer.decision == "cancel" else n, answer.approver or "Prefect UI"
 

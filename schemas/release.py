@@ -13,52 +13,66 @@ REVIEWER_ID = r"^r_[0-9a-f]{16}$"
 PAPER_ID = r"^p_[0-9a-f]{16}$"
 FREE_TEXT: frozenset[str] = frozenset({"title", "abstract"})
 PUBLICATION = pl.Struct({"title": pl.Utf8, "abstract": pl.Utf8, "year": pl.Int64})
+PUBLICATION_DOCS: dict[str, str] = {"title": "the publication's title", "abstract": "its abstract",
+                                    "year": "the year it first appeared on arXiv"}
+"""What each field of a reviewer's publication holds (the card and Croissant describe them)."""
 _RATING = {"min_value": 1, "max_value": 5}
+_R_ID = "release id of a reviewer (r_ + 16 hex of a keyed hash; the same person in every release)"
+_P_ID = "release id of a paper (p_ + 16 hex of a keyed hash; the same paper in every release)"
+_GAP = "rating_pos - rating_neg (1-4)"
 
 POINTWISE = Table(
     name="pointwise",
-    columns=(Column("reviewer_id", pl.Utf8, nullable=False, pattern=REVIEWER_ID),
-             Column("paper_id", pl.Utf8, nullable=False, pattern=PAPER_ID),
-             Column("rating", pl.Int64, nullable=False, **_RATING)),
+    columns=(Column("reviewer_id", pl.Utf8, nullable=False, pattern=REVIEWER_ID, doc="the rater: " + _R_ID),
+             Column("paper_id", pl.Utf8, nullable=False, pattern=PAPER_ID, doc="the rated paper: " + _P_ID),
+             Column("rating", pl.Int64, nullable=False, doc="self-assessed expertise on the five-level BARS scale "
+                                                            "(1 not familiar .. 5 expert)", **_RATING)),
     primary_key=("reviewer_id", "paper_id"),
     doc="Every kept rating: a reviewer's self-assessed expertise (1-5 BARS) for a paper.",
 )
 PAPER_CENTRIC = Table(
     name="paper_centric",
-    columns=(Column("paper_id", pl.Utf8, nullable=False, pattern=PAPER_ID),
-             Column("reviewer_pos", pl.Utf8, nullable=False, pattern=REVIEWER_ID),
-             Column("reviewer_neg", pl.Utf8, nullable=False, pattern=REVIEWER_ID),
-             Column("rating_pos", pl.Int64, nullable=False, **_RATING),
-             Column("rating_neg", pl.Int64, nullable=False, **_RATING),
-             Column("gap", pl.Int64, nullable=False, min_value=1, max_value=4)),
+    columns=(Column("paper_id", pl.Utf8, nullable=False, pattern=PAPER_ID, doc="the anchor paper: " + _P_ID),
+             Column("reviewer_pos", pl.Utf8, nullable=False, pattern=REVIEWER_ID,
+                    doc="the reviewer who rated the paper higher (reviewer id)"),
+             Column("reviewer_neg", pl.Utf8, nullable=False, pattern=REVIEWER_ID,
+                    doc="the reviewer who rated the paper lower (reviewer id)"),
+             Column("rating_pos", pl.Int64, nullable=False, doc="reviewer_pos's rating of the paper", **_RATING),
+             Column("rating_neg", pl.Int64, nullable=False, doc="reviewer_neg's rating of the paper", **_RATING),
+             Column("gap", pl.Int64, nullable=False, min_value=1, max_value=4, doc=_GAP)),
     primary_key=("paper_id", "reviewer_pos", "reviewer_neg"),
     doc="(p, r+, r-): two reviewers of one paper whose ratings differ, the higher one positive.",
 )
 REVIEWER_CENTRIC = Table(
     name="reviewer_centric",
-    columns=(Column("reviewer_id", pl.Utf8, nullable=False, pattern=REVIEWER_ID),
-             Column("paper_pos", pl.Utf8, nullable=False, pattern=PAPER_ID),
-             Column("paper_neg", pl.Utf8, nullable=False, pattern=PAPER_ID),
-             Column("rating_pos", pl.Int64, nullable=False, **_RATING),
-             Column("rating_neg", pl.Int64, nullable=False, **_RATING),
-             Column("gap", pl.Int64, nullable=False, min_value=1, max_value=4)),
+    columns=(Column("reviewer_id", pl.Utf8, nullable=False, pattern=REVIEWER_ID, doc="the anchor reviewer: " + _R_ID),
+             Column("paper_pos", pl.Utf8, nullable=False, pattern=PAPER_ID,
+                    doc="the paper the reviewer rated higher (paper id)"),
+             Column("paper_neg", pl.Utf8, nullable=False, pattern=PAPER_ID,
+                    doc="the paper the reviewer rated lower (paper id)"),
+             Column("rating_pos", pl.Int64, nullable=False, doc="the reviewer's rating of paper_pos", **_RATING),
+             Column("rating_neg", pl.Int64, nullable=False, doc="the reviewer's rating of paper_neg", **_RATING),
+             Column("gap", pl.Int64, nullable=False, min_value=1, max_value=4, doc=_GAP)),
     primary_key=("reviewer_id", "paper_pos", "paper_neg"),
     doc="(r, p+, p-): two papers of one reviewer whose ratings differ, the higher one positive.",
 )
 PAPERS = Table(
     name="papers",
-    columns=(Column("paper_id", pl.Utf8, nullable=False, pattern=PAPER_ID),
-             Column("arxiv_id", pl.Utf8, nullable=False, pattern=ARXIV_ID_PATTERN),
-             Column("title", pl.Utf8, nullable=False),
-             Column("abstract", pl.Utf8, nullable=False),
-             Column("category", pl.Utf8, nullable=False, pattern=r"^[a-z\-]+(?:\.[A-Za-z\-]+)?$"),
-             Column("year", pl.Int64, nullable=False, min_value=1991, max_value=2100)),
+    columns=(Column("paper_id", pl.Utf8, nullable=False, pattern=PAPER_ID, doc=_P_ID),
+             Column("arxiv_id", pl.Utf8, nullable=False, pattern=ARXIV_ID_PATTERN,
+                    doc="the paper's arXiv identifier, without version"),
+             Column("title", pl.Utf8, nullable=False, doc="the paper's title as on arXiv"),
+             Column("abstract", pl.Utf8, nullable=False, doc="the paper's abstract as on arXiv"),
+             Column("category", pl.Utf8, nullable=False, pattern=r"^[a-z\-]+(?:\.[A-Za-z\-]+)?$",
+                    doc="the paper's primary arXiv category (e.g. cs.LG)"),
+             Column("year", pl.Int64, nullable=False, min_value=1991, max_value=2100,
+                    doc="the year the paper first appeared on arXiv")),
     primary_key=("paper_id",),
     doc="The rated papers: title and abstract only (no authors).",
 )
 REVIEWERS = Table(
     name="reviewers",
-    columns=(Column("reviewer_id", pl.Utf8, nullable=False, pattern=REVIEWER_ID),
+    columns=(Column("reviewer_id", pl.Utf8, nullable=False, pattern=REVIEWER_ID, doc=_R_ID),
              Column("publications", pl.List(PUBLICATION), nullable=False,
                     doc="title, abstract and year of their papers of the last years (the profile)")),
     primary_key=("reviewer_id",),

@@ -71,7 +71,8 @@ RUNS = Table(
     columns=(
         Column("run_id", pl.Utf8, nullable=False, doc="Prefect flow run id (or a local uuid)"),
         Column("flow", pl.Utf8, nullable=False),
-        Column("status", pl.Utf8, nullable=False, allowed=("running", "completed", "failed", "cancelled", "crashed")),
+        Column("status", pl.Utf8, nullable=False,
+               allowed=("running", "waiting", "completed", "failed", "cancelled", "crashed", "paused-expired")),
         Column("started_at", _TS, nullable=False),
         Column("finished_at", _TS),
         Column("parameters", pl.Utf8, doc="JSON of the flow parameters (never secrets)"),

@@ -18,7 +18,15 @@ import polars as pl
 
 from revbench.files import file_sha256 as sha256_file
 from revbench.release_files import VerifiedRelease, verify_release
-from revbench.schemas.release import PAPER_CENTRIC, PAPERS, POINTWISE, RELEASE_TABLES, REVIEWER_CENTRIC, REVIEWERS
+from revbench.schemas.release import (
+    PAPER_CENTRIC,
+    PAPERS,
+    POINTWISE,
+    PUBLICATION_DOCS,
+    RELEASE_TABLES,
+    REVIEWER_CENTRIC,
+    REVIEWERS,
+)
 
 
 def release_id(key: bytes, kind: str, natural: str) -> str:
@@ -132,11 +140,14 @@ def semver(version: str) -> str:
     return version if re.fullmatch(r"\d+\.\d+\.\d+", version) else "0.0.0"
 
 
-def croissant(out: Path, name: str, version: str, license: str, description: str, published: str | None) -> dict[str, Any]:
+def croissant(out: Path, name: str, version: str, license: str, description: str, published: str | None,
+              title: str | None = None, cite_as: str | None = None) -> dict[str, Any]:
     """Croissant (ML Commons) JSON-LD for the parquet files of a release in ``out``: one
     FileObject per file with its sha256, one RecordSet per table with a typed field per column
     (the reviewers' publications as a repeated field of title, abstract and year), built and
-    checked with ``mlcroissant``. ``published`` is a date taken from the data, not the clock."""
+    checked with ``mlcroissant``. ``published`` is a date taken from the data, not the clock;
+    ``title`` (default ``name``) is Croissant's name and ``cite_as`` its citation (default
+    ``name version``); the URL is made of ``name``."""
     import logging
 
     # mlcroissant reports through the root logger, whose first use would bind a handler to
@@ -145,12 +156,13 @@ def croissant(out: Path, name: str, version: str, license: str, description: str
     logging.getLogger().addHandler(quiet)
     logging.getLogger("absl").setLevel(logging.ERROR)
     try:
-        return _croissant(out, name, version, license, description, published)
+        return _croissant(out, name, version, license, description, published, title, cite_as)
     finally:
         logging.getLogger().removeHandler(quiet)
 
 
-def _croissant(out: Path, name: str, version: str, license: str, description: str, published: str | None) -> dict[str, Any]:
+def _croissant(out: Path, name: str, version: str, license: str, description: str, published: str | None,
+               title: str | None, cite_as: str | None) -> dict[str, Any]:
     import datetime as dt
 
     import mlcroissant as mlc
@@ -168,7 +180,8 @@ def _croissant(out: Path, name: str, version: str, license: str, description: st
         for c in t.columns:
             src = mlc.Source(file_object=fid, extract=mlc.Extract(column=c.name))
             if isinstance(c.dtype, pl.List):
-                subs = [mlc.Field(id=f"{t.name}/{c.name}/{k}", name=k, data_types=[kind(v)],
+                subs = [mlc.Field(id=f"{t.name}/{c.name}/{k}", name=k, description=PUBLICATION_DOCS[k],
+                                  data_types=[kind(v)],
                                   source=mlc.Source(file_object=fid, extract=mlc.Extract(column=c.name),
                                                     transforms=[mlc.Transform(json_path=k)]))
                         for k, v in c.dtype.inner.to_schema().items()]  # type: ignore[attr-defined]
@@ -178,10 +191,10 @@ def _croissant(out: Path, name: str, version: str, license: str, description: st
                 fields.append(mlc.Field(id=f"{t.name}/{c.name}", name=c.name, description=c.doc or None,
                                         data_types=[kind(c.dtype)], source=src))
         record_sets.append(mlc.RecordSet(id=t.name, name=t.name, description=t.doc, fields=fields, key=list(t.primary_key)))
-    meta = mlc.Metadata(name=name, description=description, license=LICENSE_URLS.get(license, license),
+    meta = mlc.Metadata(name=title or name, description=description, license=LICENSE_URLS.get(license, license),
                         url=f"https://huggingface.co/datasets/{name}", version=semver(version),
                         date_published=dt.datetime.fromisoformat(published) if published else None,
-                        cite_as=f"{name} {version}", distribution=files, record_sets=record_sets)
+                        cite_as=cite_as or f"{name} {version}", distribution=files, record_sets=record_sets)
     if meta.ctx.issues.errors:
         raise ValueError(f"the Croissant metadata does not validate: {meta.ctx.issues.report()}")
     return meta.to_json()

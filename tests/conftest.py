@@ -122,7 +122,7 @@ def round_warehouse(tmp_path_factory: pytest.TempPathFactory, small_world: Path)
         app.base = server.base  # type: ignore[attr-defined]
         s = on_replay(Settings(data_dir=data).with_overrides(**FAST), app).with_overrides(
             pools=POOLS, disambiguate={"use_llm": False})
-        ingest_flow.fn(s, date(2026, 9, 1), date(2026, 9, 20))
+        ingest_flow.fn(s, date(2026, 9, 1), date(2026, 9, 20), synthetic=True)  # a SYNTHETIC world, recorded as one
         disambiguate_flow.fn(s)
         pools_flow.fn(s, round=1)
     return data

@@ -8,6 +8,7 @@ and removes it when it ends; ``revbench status`` and a second writer read it ins
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -70,3 +71,54 @@ def describe(info: dict[str, Any] | None) -> str:
     if progress:
         stage += f" ({progress['done']}/{progress['total']})"
     return f"run {info.get('run_id')} ({info.get('flow')}, pid {info.get('pid')}, since {info.get('started_at')}{stage})"
+
+
+# A run waiting for a curator lets go of the warehouse (and so of the holder file): what it waits
+# for is kept in a file of its own, one per run, so that runs waiting at once never overwrite
+# each other and ``revbench status`` can list them all.
+def waiting_dir(db: Path) -> Path:
+    """``warehouse.duckdb`` -> ``warehouse.duckdb.waiting/`` (one JSON file per waiting run)."""
+    return db.with_name(db.name + ".waiting")
+
+
+def write_waiting(db: Path, info: dict[str, Any]) -> None:
+    """Record that run ``info['run_id']`` waits for a curator (what for, where, until when)."""
+    folder = waiting_dir(db)
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{info['run_id']}.json"
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({**info, "pid": os.getpid(), "host": socket.gethostname()}, default=str))
+    os.replace(tmp, path)
+
+
+def clear_waiting(db: Path, run_id: str) -> None:
+    """The run no longer waits (answered, expired or stopped)."""
+    (waiting_dir(db) / f"{run_id}.json").unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # another run still waits, or it is gone already
+        waiting_dir(db).rmdir()
+
+
+def read_waiting(db: Path) -> list[dict[str, Any]]:
+    """The runs waiting for a curator, oldest first, each with ``alive`` as in ``read_holder``."""
+    out = []
+    for path in sorted(waiting_dir(db).glob("*.json")) if waiting_dir(db).is_dir() else []:
+        try:
+            info = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(info, dict):
+            info["alive"] = info.get("host") != socket.gethostname() or _alive(int(info.get("pid") or 0))
+            out.append(info)
+    return sorted(out, key=lambda i: str(i.get("since", "")))
+
+
+def describe_waiting(info: dict[str, Any]) -> str:
+    """The block a waiting run prints and ``revbench status`` repeats: what it waits for, where
+    to answer, the command that decides instead, and when the wait ends."""
+    gone = "" if info.get("alive", True) else " (its process is gone: nobody will act on an answer)"
+    return "\n".join([
+        f"{info.get('flow')} run {info.get('run_id')} waits for {info.get('what')}{gone}",
+        f"  answer in the Prefect UI: {info.get('url') or 'no UI (a temporary Prefect server): use the command'}",
+        f"  or decide on the command line: {info.get('command')}",
+        f"  waits until {info.get('until')} ({info.get('timeout_seconds')} s), then ends as paused-expired",
+    ])

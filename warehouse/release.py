@@ -5,6 +5,8 @@ Owns ``releases`` and the reads of ``eval_results``.
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
 from typing import Any
 
 import polars as pl
@@ -44,7 +46,41 @@ class ReleaseQueries(RatingQueries):
                UNION SELECT unnest(affiliations) FROM authors""") if r[0]}
         runs = dict(self._exec(
             "SELECT flow, arg_max(run_id, started_at) FROM runs WHERE status = 'completed' GROUP BY flow ORDER BY flow"))
-        return {**f, "people": people, "affiliations": affiliations, "runs": runs}
+        return {**f, "people": people, "affiliations": affiliations, "runs": runs, "synthetic": self.synthetic_corpus(),
+                "collection": self.collection_facts()}
+
+    def synthetic_corpus(self) -> bool:
+        """Whether any ingest run recorded ``synthetic`` among its parameters (the demo's and the
+        tests' worlds): one such run makes every paper, person and answer suspect."""
+        rows = self._exec("SELECT parameters FROM runs WHERE flow = 'ingest' AND parameters IS NOT NULL")
+        return any(json.loads(p).get("synthetic") is True for (p,) in rows)
+
+    def collection_facts(self) -> dict[str, Any]:
+        """How the ratings were collected, as the card tells it: survey rounds, invitation emails
+        that left (and the first and last day), reminders, invitations answered (a rating or a
+        skip), the first and last answer day, and the curators' decisions on active flags (the
+        latest per flag). Days only, from the data: the same warehouse gives the same facts."""
+        sent = self._exec(
+            """SELECT count(DISTINCT invitation_id) FILTER (WHERE kind = 'invitation'),
+                      count(*) FILTER (WHERE kind LIKE 'reminder%'),
+                      min(sent_at) FILTER (WHERE kind = 'invitation'), max(sent_at) FILTER (WHERE kind = 'invitation')
+               FROM survey_messages WHERE state IN ('sent', 'unconfirmed')""")[0]
+        answered = self._exec(
+            """SELECT count(DISTINCT invitation_id), min(created_at), max(created_at) FROM survey_events
+               WHERE disposition IN ('latest', 'superseded', 'skip')""")[0]
+        rounds = [r for (r,) in self._exec("SELECT DISTINCT round FROM survey_invitations ORDER BY round")]
+        decisions = dict(self._exec(
+            """SELECT d.decision, count(*) FROM rating_flags f
+               JOIN (SELECT flag_id, arg_max(decision, decided_at) AS decision FROM flag_decisions GROUP BY flag_id) d
+                 USING (flag_id)
+               WHERE f.active GROUP BY d.decision ORDER BY d.decision"""))
+        def day(t: datetime | None) -> str | None:  # in UTC, whatever the session's time zone
+            return None if t is None else (t.astimezone(UTC) if t.tzinfo else t).date().isoformat()
+
+        return {"rounds": rounds, "invitations_sent": int(sent[0]), "reminders_sent": int(sent[1]),
+                "first_sent": day(sent[2]), "last_sent": day(sent[3]), "invitations_answered": int(answered[0]),
+                "first_answer": day(answered[1]), "last_answer": day(answered[2]),
+                "flags_kept": int(decisions.get("keep", 0)), "flags_dropped": int(decisions.get("drop", 0))}
 
     def release_state(self, version: str) -> dict[str, Any] | None:
         """A release's row in ``releases`` (status, who decided, manifest hash), or None."""
@@ -95,3 +131,20 @@ class ReleaseQueries(RatingQueries):
                    WHERE e.benchmark = 'release' AND e.metric = ? AND e.split = ? AND r.status = 'published')
                SELECT scorer, benchmark_version AS version, manifest_sha256, value, ci_low, ci_high
                FROM latest WHERE k = 1 ORDER BY built_at, version, scorer""", [metric, split])
+
+    def evaluation_results(self) -> pl.DataFrame:
+        """Every metric of the latest evaluation of each scorer on each benchmark version:
+        ``benchmark, version, split, scorer, metric, value, ci_low, ci_high, n, coverage, run_id,
+        evaluated_at, release_status`` (the status of the release a ``release`` row was evaluated
+        on, when its manifest is the one recorded; null otherwise), oldest version first."""
+        return self._frame(
+            """WITH latest AS (
+                   SELECT benchmark, benchmark_version, scorer, arg_max(run_id, evaluated_at) AS run_id
+                   FROM eval_results GROUP BY ALL)
+               SELECT e.benchmark, e.benchmark_version AS version, e.split, e.scorer, e.metric, e.value, e.ci_low,
+                      e.ci_high, e.n, e.coverage, e.run_id, e.evaluated_at, r.status AS release_status
+               FROM eval_results e JOIN latest l USING (benchmark, benchmark_version, scorer, run_id)
+               LEFT JOIN releases r ON e.benchmark = 'release' AND r.version = e.benchmark_version
+                                   AND r.manifest_sha256 = e.benchmark_digest
+               ORDER BY e.benchmark, min(e.evaluated_at) OVER (PARTITION BY e.benchmark, e.benchmark_version),
+                        version, e.scorer, e.split, e.metric""")

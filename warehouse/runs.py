@@ -54,6 +54,12 @@ class RunQueries(WarehouseBase):
                 [status, utcnow(), error, run_id],
             )
 
+    def set_run_status(self, run_id: str, status: str) -> None:
+        """A live run's state changes: ``waiting`` for a curator (it lets go of the warehouse
+        meanwhile, and a new run must not take it for crashed), ``running`` again once answered."""
+        with self.transaction():
+            self._exec("UPDATE runs SET status = ? WHERE run_id = ?", [status, run_id])
+
     def record_stage(
         self, run_id: str, stage: str, rows_in: int, rows_out: int, rejected: int, seconds: float
     ) -> None:

@@ -14,7 +14,7 @@ import polars as pl
 
 from revbench.errors import WarehouseBusy
 from revbench.warehouse.db import Warehouse
-from revbench.warehouse.holder import read_holder
+from revbench.warehouse.holder import read_holder, read_waiting
 
 
 @dataclass
@@ -29,19 +29,21 @@ class WarehouseStatus:
     rejects: list[dict[str, Any]] = field(default_factory=list)
     runs: list[dict[str, Any]] = field(default_factory=list)
     holder: dict[str, Any] | None = None
+    waiting: list[dict[str, Any]] = field(default_factory=list)
 
 
 def read_status(path: Path) -> WarehouseStatus:
-    """The warehouse's state, or the running flow's own account of it when it is busy."""
+    """The warehouse's state, or the running flow's own account of it when it is busy; either
+    way the runs waiting for a curator (they let go of the warehouse while they wait)."""
     if not path.exists():
         return WarehouseStatus(path, missing=True)
     try:
         with Warehouse.open(path, read_only=True) as wh:
             return WarehouseStatus(path, version=wh.schema_version(), counts=wh.table_counts(),
                                    rejects=wh.reject_counts().to_dicts(), runs=wh.latest_runs(5).to_dicts(),
-                                   holder=read_holder(path))
+                                   holder=read_holder(path), waiting=read_waiting(path))
     except WarehouseBusy:
-        return WarehouseStatus(path, busy=True, holder=read_holder(path))
+        return WarehouseStatus(path, busy=True, holder=read_holder(path), waiting=read_waiting(path))
 
 
 def survey_counts(warehouse: Path, store_path: Path) -> dict[str, Any]:

@@ -126,7 +126,7 @@ def evaluate(
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap")] = 0,
     allow_partial: Annotated[bool, typer.Option("--allow-partial", help="Evaluate predictions that cover only part of a benchmark (coverage is reported)")] = False,
     json_out: Annotated[Path | None, typer.Option(help="Write the results as a JSON list of rows")] = None,
-    report: Annotated[Path | None, typer.Option(help="Directory for report.md, loss.png and predictions")] = None,
+    report: Annotated[Path | None, typer.Option(help="Directory for report.md, loss.png and predictions (OpenReview, RATE and TREC formats)")] = None,
     plot: Annotated[bool | None, typer.Option("--plot/--no-plot", help="Draw loss.png (default: when --report is given)")] = None,
     track: Track = None,
 ) -> None:
@@ -152,7 +152,7 @@ def evaluate(
     print_report(out.tables)
     for name, dropped in out.dropped.items():
         console.print(f"{name}: left out " + ", ".join(f"{n} ({reason})" for reason, n in sorted(dropped.items())))
-    console.print(f"Report: [cyan]{out.report_dir}[/] (report.md, results.json, predictions/"
+    console.print(f"Report: [cyan]{out.report_dir}[/] (report.md, results.json, separation.json, predictions/, trec/, exports.json"
                   + (", loss.png)" if out.plot else ")") + f"; run {out.run_id}")
 
 
@@ -313,11 +313,24 @@ def report(
     releases: Annotated[bool, typer.Option("--releases", help="Each metric of each scorer across the published releases")] = False,
     metric: Annotated[str, typer.Option(help="The metric to follow (loss, accuracy, easy_accuracy, hard_accuracy, ...)")] = "loss",
     split: Annotated[str, typer.Option(help="The split (average, pointwise, paper_centric, reviewer_centric)")] = "average",
+    html: Annotated[Path | None, typer.Option("--html", metavar="DIR", help="Write DIR/index.html: every benchmark x scorer x version evaluated, one self-contained page to share")] = None,
+    evaluation_report: Annotated[list[Path], typer.Option("--evaluation-report", metavar="DIR", help="With --html: a folder `revbench evaluate --report` wrote; its scorer pairs (separation.json) join the page")] = [],  # noqa: B006
 ) -> None:
-    """Results across releases: a table, and a plot in data/reports/releases/."""
-    if not releases:
-        raise UsageError("say what to report: --releases")
+    """Results across releases: a table, and a plot in data/reports/releases/; with --html, a page to share."""
+    if evaluation_report and html is None:
+        raise UsageError("--evaluation-report adds the scorer pairs to the page: give --html DIR too")
+    if not releases and html is None:
+        raise UsageError("say what to report: --releases, or --html DIR")
+    if html is not None:
+        check_output_dir(html, "--html")
+        from revbench.app.results_page import read_evaluation_report, write_results_page
+
+        pairs = [read_evaluation_report(d) for d in evaluation_report]
     settings = _setup()
+    if html is not None:
+        write_results_page(settings, html.expanduser(), pairs)
+        if not releases:
+            return
     from revbench.app.console import print_release_report
     from revbench.evaluation.report import plot_across_releases
     from revbench.flows.release import release_report

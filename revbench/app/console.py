@@ -124,7 +124,16 @@ def print_markdown(markdown: str) -> None:
 
 def print_status(st: Any) -> None:
     """Rows per table, rejects by reason and the latest runs; while a flow holds the warehouse,
-    what that flow reports of itself (``revbench.warehouse.status.WarehouseStatus``)."""
+    what that flow reports of itself (``revbench.warehouse.status.WarehouseStatus``); then the runs
+    waiting for a curator, each as the block it printed when it paused."""
+    from revbench.warehouse.holder import describe_waiting
+
+    _print_status(st)
+    for info in st.waiting:
+        console.print(describe_waiting(info), markup=False, highlight=False)
+
+
+def _print_status(st: Any) -> None:
     h = st.holder
     if st.busy:
         if h:

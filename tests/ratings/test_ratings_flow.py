@@ -12,9 +12,11 @@ from revbench.flows.ratings import ratings_flow
 from revbench.schemas.tables import FLAG_DECISIONS, RATING_TUPLES, RATINGS, SURVEY_EVENTS
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
+from revbench.warehouse.status import read_status
 from revbench.warehouse.survey_store import SurveyStore
 from tests.support.common import run_cli, settings_env
 from tests.support.survey import paused_run_id
+from tests.support.waiting import assert_waiting, flow_messages, form_of
 
 
 def test_events_become_ratings_tuples_and_a_rerun_changes_nothing(answered) -> None:
@@ -88,16 +90,24 @@ def test_a_curator_decides_in_the_prefect_ui_and_a_rerun_asks_nothing(prefect_se
     s, who = answered
     result: dict[str, object] = {}
     runner = threading.Thread(target=lambda: result.update(out=ratings_flow(s)))
-    runner.start()
-    run_id = paused_run_id(runner, result)
+    with flow_messages() as said:
+        runner.start()
+        run_id = paused_run_id(runner, result)
+        assert_waiting(s, run_id, said, "decisions on", "revbench ratings --decide keep|drop")
+    description, schema = form_of(run_id)
+    assert "straight_lining" in description and "Nothing is preset" in description
+    props = schema["properties"]  # nothing preset: every choice offered starts undecided, the evidence beside it
+    choices = {k: v for k, v in props.items() if k.startswith(("all_flags", "rule_", "respondent_"))}
+    assert len(choices) >= 3 and {v["default"] for v in choices.values()} == {"undecided"}
+    assert all("answers" in v["description"] for k, v in choices.items() if k.startswith("respondent_"))
     # The paused run has let go of the warehouse: another process could read it meanwhile.
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         flags = wh.read(RATINGS).explode("flags")["flags"].drop_nulls().unique().to_list()
     assert flags
-    resume_flow_run(run_id, run_input={"curator": "curator ada",
-                                       "decisions": [{"flag_id": f, "decision": "drop", "reason": "one value for all"}
-                                                     for f in flags]})
+    # The bulk choice, through the form's schema on the server.
+    resume_flow_run(run_id, run_input={"curator": "curator ada", "all_flags": "drop all", "reason": "one value for all"})
     runner.join(timeout=120)
+    assert read_status(s.warehouse_path).waiting == []
     out = result["out"]
     assert out.flags_asked == len(flags) and out.dropped >= 2  # type: ignore[attr-defined]
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
@@ -105,3 +115,28 @@ def test_a_curator_decides_in_the_prefect_ui_and_a_rerun_asks_nothing(prefect_se
     assert set(d["decided_by"]) == {"curator ada"} and set(d["reason"]) == {"one value for all"} and set(d["decision"]) == {"drop"}
     again = ratings_flow.fn(s)  # unattended policy is 'wait', yet nothing is asked: every flag is decided
     assert again.flags_asked == 0 and again.dropped == out.dropped  # type: ignore[attr-defined]
+
+
+def test_a_pause_nobody_answers_ends_the_run_as_paused_expired_in_one_line(prefect_server, answered) -> None:
+    from revbench.flows.common import PauseExpired
+
+    s, _ = answered
+    # Below the setting's floor on purpose (validation skipped): a wait of seconds, not a day.
+    s = s.model_copy(update={"ratings": s.ratings.model_copy(update={"decision_timeout_seconds": 3})})
+    result: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            result["out"] = ratings_flow(s)
+        except PauseExpired as exc:
+            result["error"] = exc
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    runner.join(timeout=180)
+    error = result["error"]
+    assert "\n" not in str(error) and "paused-expired" in str(error) and "revbench ratings --decide" in str(error)
+    st = read_status(s.warehouse_path)
+    assert st.waiting == [] and st.runs[0]["status"] == "paused-expired"
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        assert wh.read(FLAG_DECISIONS).height == 0 and "pending" in set(wh.read(RATINGS)["status"])

@@ -19,6 +19,7 @@ from revbench.schemas.release import FREE_TEXT, RELEASE_TABLES
 from revbench.tasks.release import read_tables, verify_release
 from revbench.warehouse import Warehouse
 from tests.support.survey import paused_run_id, run_cli_env
+from tests.support.waiting import assert_waiting, flow_messages, form_of
 
 KEY = "release-test-key-" + "k" * 20
 
@@ -61,7 +62,7 @@ def test_a_rebuild_is_byte_identical_checksummed_and_readable_as_lrbench(rated) 
         tables["reviewer_centric"]["paper_neg"])  # a paper rated once, or only with ties, is in no tuple
     assert set(bench.submissions["paper_id"]) == in_tuples and in_tuples <= set(tables["papers"]["paper_id"])
     card = (new / "README.md").read_text()
-    assert card.startswith("---\nlicense: cc-by-4.0") and "config_name: paper_centric" in card and "{{" not in card
+    assert card.startswith("---\nlicense: cc-by-4.0") and "config_name: paper_centric" in card and "{{ " not in card  # BibTeX braces stay
 
 
 def test_planted_identifiers_stop_the_release_each_named_and_nothing_written(rated) -> None:
@@ -219,8 +220,14 @@ def test_a_tracked_release_waits_for_the_curator_and_lets_go_of_the_warehouse(pr
     s = s.with_overrides(release={"evaluate_after": False})
     result: dict[str, object] = {}
     runner = threading.Thread(target=lambda: result.update(out=release_flow(s)))
-    runner.start()
-    run_id = paused_run_id(runner, result)
+    with flow_messages() as said:
+        runner.start()
+        run_id = paused_run_id(runner, result)
+        assert_waiting(s, run_id, said, "go to publish release v1", "revbench release --version v1 --approve yes|no")
+    description, schema = form_of(run_id)
+    assert "Privacy audit passed" in description and "every row is new" in description
+    assert "| table | added | removed |" in description
+    assert schema["properties"]["publish"]["default"] is False
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:  # released while it waits
         assert wh.release_state("v1")["status"] == "built"
     resume_flow_run(run_id, run_input={"publish": False, "approver": "curator bo", "reason": "numbers look off"})

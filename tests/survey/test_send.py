@@ -28,6 +28,7 @@ from revbench.warehouse import Warehouse
 from revbench.warehouse.survey_store import SurveyStore
 from tests.support.common import settings_env
 from tests.support.survey import paused_run_id
+from tests.support.waiting import assert_waiting, flow_messages
 
 pytestmark = pytest.mark.slow
 LINK = re.compile(r"http://127\.0\.0\.1:9(/[riu]/[A-Za-z0-9_.\-]+)")
@@ -217,8 +218,11 @@ def test_a_tracked_wave_waits_for_the_curator_in_the_ui(prefect_server, survey_s
 
     result: dict[str, object] = {}
     runner = threading.Thread(target=lambda: result.update(out=survey_flow(survey_settings, round=1)))
-    runner.start()
-    run_id = paused_run_id(runner, result)
+    with flow_messages() as said:
+        runner.start()
+        run_id = paused_run_id(runner, result)
+        assert_waiting(survey_settings, run_id, said, "invitation emails of round 1",
+                       "revbench survey send --round 1 --approve all|N|cancel")
     assert sink.messages == []
     resume_flow_run(run_id, run_input={"decision": "approve_first_n", "first_n": 1, "approver": "curator ada"})
     runner.join(timeout=120)

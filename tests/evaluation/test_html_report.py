@@ -1,0 +1,103 @@
+"""The results page as text: every name escaped, loss drawn as error bars inside the plot, the
+template's version written, runs linked when the Prefect UI knows them."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import polars as pl
+
+from revbench.evaluation.html_report import (
+    LABEL_W,
+    PLOT_W,
+    TEMPLATE,
+    loss_chart,
+    overview,
+    results_page,
+    sections,
+    separation_by_version,
+)
+from revbench.templates import version
+
+EVIL_SCORER = '<script>alert("x")</script>'
+EVIL_BENCH = 'a&b"<i>'
+
+
+def rows() -> pl.DataFrame:
+    """Two versions of a benchmark with a hostile name; the second lacks an interval and a hard-pair value."""
+    when = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+    out = []
+    for version_, run, scorers in [("v1", "run-1", {"tpms": (0.28, 0.24, 0.33), EVIL_SCORER: (0.5, 0.45, 0.55)}),
+                                   ("v2", "run-2", {"tpms": (0.30, None, None)})]:
+        for scorer, (loss, low, high) in scorers.items():
+            for metric, value, lo, hi in [("loss", loss, low, high), ("accuracy", 1 - loss, None, None),
+                                          ("hard_accuracy", None, None, None), ("NDCG@10", 0.7, None, None)]:
+                out.append(dict(benchmark=EVIL_BENCH, version=version_, split="average", scorer=scorer, metric=metric,
+                                value=value, ci_low=lo, ci_high=hi, n=40, coverage=0.9 if version_ == "v2" else 1.0,
+                                run_id=run, evaluated_at=when, release_status="published" if version_ == "v1" else None))
+    return pl.DataFrame(out)
+
+
+def test_names_are_escaped_everywhere() -> None:
+    page, _ = results_page(rows(), {}, "now", "0.1.0")
+    assert "<script>" not in page and "<i>" not in page
+    assert "&lt;script&gt;" in page and "a&amp;b&#34;&lt;i&gt;" in page
+
+
+def test_the_page_holds_its_template_version_and_nothing_from_outside() -> None:
+    page, v = results_page(rows(), {}, "now", "0.1.0")
+    assert v == version(TEMPLATE) and f'class="template-version">{v}<' in page
+    assert not re.search(r'(src|href)="(https?:)?//', page)  # nothing fetched: no CDN, no remote font
+    assert "<script" not in page
+
+
+def test_every_version_and_scorer_has_a_row_and_an_error_bar() -> None:
+    page, _ = results_page(rows(), {}, "now", "0.1.0")
+    assert page.count('<section id="b') == 2
+    assert page.count('class="whisker error-bar"') == 2  # v2's tpms has no interval: a dot only
+    assert page.count('class="dot"') == 3
+    assert 'class="num partial">90.0%<' in page and '<span class="status">published</span>' in page
+
+
+def test_runs_link_to_the_prefect_ui_only_when_tracked() -> None:
+    url = "http://127.0.0.1:4200/runs/flow-run/run-1"
+    page, _ = results_page(rows(), {"run-1": url}, "now", "0.1.0")
+    assert f'<a href="{url}">run <code>run-1</code> in the Prefect UI</a>' in page
+    assert "run <code>run-2</code>: tpms" in page and 'flow-run/run-2"' not in page
+
+
+def test_error_bars_stay_inside_the_plot() -> None:
+    chart = loss_chart([
+        {"scorer": "a", "split": "average", "loss": 0.3, "loss_low": 0.25, "loss_high": 0.62},
+        {"scorer": "b", "split": "average", "loss": None, "loss_low": None, "loss_high": None},
+    ])
+    a, b = chart.bars
+    assert LABEL_W <= chart.plot_x <= a.x_low < a.x < a.x_high <= chart.plot_x + PLOT_W  # type: ignore[operator]
+    assert chart.ticks[-1][1] == "1" and b.x is None and b.x_low is None
+    assert chart.height > chart.axis_y > b.y > a.y
+
+
+def test_the_overview_puts_versions_side_by_side_on_one_axis() -> None:
+    secs = sections(rows(), {})
+    (bench,) = overview(secs)
+    assert [s.version for s in bench["versions"]] == ["v1", "v2"]
+    by_scorer = {r["scorer"]: r["cells"] for r in bench["rows"]}
+    assert by_scorer[EVIL_SCORER] == [("0.500", "[0.450, 0.550]"), None]  # not evaluated on v2
+    assert by_scorer["tpms"] == [("0.280", "[0.240, 0.330]"), ("0.300", "")]
+    assert [t for _, t in secs[0].chart.ticks] == [t for _, t in secs[1].chart.ticks]  # one axis for every chart
+
+
+def test_scorer_pairs_join_the_version_their_results_name() -> None:
+    pairs = [dict(benchmark=EVIL_BENCH, split="average", scorer_a="tpms", scorer_b=EVIL_SCORER, value=-0.22, ci_low=-0.3,
+                  ci_high=-0.1, order_holds=1.0, n=40, separated=True, more_needed=None),
+             dict(benchmark=EVIL_BENCH, split="pointwise", scorer_a="tpms", scorer_b=EVIL_SCORER, value=-0.02,
+                  ci_low=-0.1, ci_high=0.05, order_holds=0.7, n=40, separated=False, more_needed=1),
+             dict(benchmark="elsewhere", split="average", scorer_a="a", scorer_b="b", value=0.0, n=1)]
+    results = [dict(benchmark=EVIL_BENCH, benchmark_version="v1", run_id="run-1")]
+    sep = separation_by_version(pairs, results, {"run-1": "http://ui/runs/flow-run/run-1"})
+    assert list(sep) == [(EVIL_BENCH, "v1")]  # a benchmark the results do not name is left out
+    assert [r["verdict"] for r in sep[(EVIL_BENCH, "v1")]["rows"]] == ["separated", "1 more tuple"]
+    page, _ = results_page(rows(), {}, "now", "0.1.0", sep)
+    assert page.count('<table class="separation">') == 1 and "<script>" not in page
+    assert 'class="separated">separated<' in page and '<a href="http://ui/runs/flow-run/run-1">run <code>run-1' in page

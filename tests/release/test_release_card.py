@@ -1,0 +1,116 @@
+"""The dataset card, Croissant file and manifest tell the truth: a release built from a SYNTHETIC
+world says so in each; the card describes every field of every table (from the release schema),
+how the data was collected, its curators, a citation and load snippets; ``datasets`` loads every
+configuration its YAML names; and its words pass the privacy audit."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from revbench.flows.release import release_flow
+from revbench.schemas.release import PUBLICATION_DOCS, RELEASE_TABLES
+from revbench.tasks import privacy
+from revbench.tasks import release_card as card_text
+from revbench.templates import version as template_version
+from revbench.warehouse import Warehouse
+
+COLLECTION = {"rounds": [1], "invitations_sent": 40, "reminders_sent": 3, "first_sent": "2026-10-01",
+              "last_sent": "2026-10-01", "invitations_answered": 10, "first_answer": "2026-10-01",
+              "last_answer": "2026-10-04", "flags_kept": 1, "flags_dropped": 2}
+COUNTS = {"events": 30, "ratings": 28, "duplicates": 2, "skips": 1, "flags": 3, "kept": 25, "dropped": 3,
+          **{t.name: 5 for t in RELEASE_TABLES}}
+
+
+def front_matter(card: str) -> dict:
+    assert card.startswith("---\n")
+    return yaml.safe_load(card.split("---\n", 2)[1])
+
+
+def body_lines(card: str) -> list[str]:
+    """The card after its YAML, non-empty lines only."""
+    return [line for line in card.split("---\n", 2)[2].splitlines() if line.strip()]
+
+
+def card(synthetic: bool) -> tuple[str, str]:
+    curators = card_text.Curators("the survey team", "a lab", "")
+    return card_text.render_card(
+        name="bench", version="v2", parent="v1", license="cc-by-4.0", synthetic=synthetic, curators=curators,
+        collection=COLLECTION, counts=COUNTS, files=[], profile_years=2, audit_strings=9, levels=[], statistics="",
+        figure=None, size_category="n<1K",
+        citation=card_text.citation("bench", "v2", synthetic, curators, 2026, "https://example.org/bench"))
+
+
+@pytest.mark.parametrize("synthetic", [True, False])
+def test_the_card_says_synthetic_exactly_when_the_world_was(synthetic: bool) -> None:
+    text, version = card(synthetic)
+    assert version == template_version(card_text.CARD_TEMPLATE) and version.startswith("3-")
+    meta, lines = front_matter(text), body_lines(text)
+    assert lines[0] == f"# {'SYNTHETIC ' if synthetic else ''}bench v2" and meta["pretty_name"] == lines[0][2:]
+    assert ("SYNTHETIC" in lines[1]) is synthetic and ("SYNTHETIC" in text) is synthetic
+    assert ("synthetic" in meta["tags"]) is synthetic
+    assert ("collected by email survey" not in text) and ("simulated panel" in text) is synthetic
+    assert "Curated by the survey team, a lab." in text and "| response rate | 25.0% |" in text
+    assert "| invitation emails sent | 40 (2026-10-01 to 2026-10-01) |" in text
+    assert "(2 dropped and 1 kept by a curator)" in text
+
+
+def test_the_card_carries_hugging_faces_metadata_every_field_a_citation_and_load_snippets() -> None:
+    text, _ = card(True)
+    meta = front_matter(text)
+    assert meta["license"] == "cc-by-4.0" and meta["language"] == ["en"] and meta["size_categories"] == ["n<1K"]
+    assert meta["task_categories"] == ["text-retrieval"]
+    assert [(c["config_name"], c["data_files"]) for c in meta["configs"]] == [
+        (t.name, f"data/{t.name}.parquet") for t in RELEASE_TABLES]
+    assert_every_field_described(text)
+    bib = re.search(r"```bibtex\n(.*?)\n```", text, re.S)
+    assert bib and bib.group(1).startswith("@misc{bench_v2,") and "year = {2026}" in bib.group(1)
+    assert "author = {{the survey team, a lab}}" in bib.group(1) and bib.group(1).count("{") == bib.group(1).count("}")
+    for snippet in ("from datasets import load_dataset", "import polars as pl", "FROM 'data/paper_centric.parquet'"):
+        assert snippet in text
+    assert "## Intended use and limitations" in text and "{{ " not in text and "{%" not in text
+
+
+def assert_every_field_described(text: str) -> None:
+    for t in RELEASE_TABLES:
+        assert f"### `{t.name}`" in text and t.doc in text
+        for c in t.columns:
+            assert c.doc and f"| `{c.name}` |" in text and f"| {c.doc} |" in text, (t.name, c.name)
+    for k, doc in PUBLICATION_DOCS.items():
+        assert f"| `publications[].{k}` |" in text and f"| {doc} |" in text
+
+
+def test_a_release_of_the_synthetic_world_says_so_everywhere_and_loads_by_its_cards_configs(rated, tmp_path,
+                                                                                            monkeypatch) -> None:
+    import datasets
+
+    s, _ = rated
+    out = release_flow.fn(s)
+    d = s.releases_dir / out.version
+    text = (d / "README.md").read_text()
+    lines = body_lines(text)
+    assert lines[0] == f"# SYNTHETIC {s.release.name} v1" and lines[1].startswith("**SYNTHETIC data:")
+    assert "collected by email survey" not in text and "simulated panel" in text
+    assert "Curated by Test Team, Test Lab, Test University." in text
+    assert_every_field_described(text)
+    croissant = json.loads((d / "croissant.json").read_text())
+    assert croissant["name"].startswith("SYNTHETIC ") and croissant["description"].startswith("SYNTHETIC data:")
+    assert croissant["citeAs"].startswith("@misc{")
+    manifest = json.loads((d / "manifest.json").read_text())
+    assert manifest["synthetic"] is True and manifest["title"].startswith("SYNTHETIC ")
+    assert "SYNTHETIC" in manifest["notice"] and manifest["card_template"] == template_version(card_text.CARD_TEMPLATE)
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        facts, inputs = wh.collection_facts(), wh.release_inputs()
+    assert facts["invitations_sent"] > 0 and 0 < facts["invitations_answered"] <= facts["invitations_sent"]
+    assert f"| invitation emails sent | {facts['invitations_sent']} (" in text
+    # The card's own words (curators, citation, prose) name none of the warehouse's people or places.
+    auditor = privacy.Auditor(inputs["people"], inputs["affiliations"])
+    assert [hit for line in text.splitlines() for hit in auditor.scan(line)] == []
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    for config in front_matter(text)["configs"]:
+        name = config["config_name"]
+        loaded = datasets.load_dataset(str(d), name=name, split="train", cache_dir=str(tmp_path / "hf-cache"))
+        assert loaded.num_rows == out.counts[name]

@@ -1,0 +1,40 @@
+"""Runs waiting for a curator, as ``revbench status`` lists them: one record per run beside the
+warehouse (the run lets go of the warehouse while it waits), gone once it stops waiting."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from revbench.app.console import console, print_status
+from revbench.warehouse.holder import clear_waiting, describe_waiting, read_waiting, write_waiting
+from revbench.warehouse.status import WarehouseStatus
+
+
+def _info(run_id: str, since: str) -> dict[str, object]:
+    return {"run_id": run_id, "flow": "release", "what": "a curator's go to publish release v3",
+            "url": f"http://127.0.0.1:4200/runs/flow-run/{run_id}", "command": "revbench release --version v3 --approve yes|no",
+            "timeout_seconds": 86400, "since": since, "until": "2026-01-02T00:00:00+00:00"}
+
+
+def test_each_waiting_run_is_listed_with_its_block_until_it_stops_waiting(tmp_path: Path) -> None:
+    db = tmp_path / "warehouse.duckdb"
+    assert read_waiting(db) == []
+    write_waiting(db, _info("b", "2026-01-01T00:00:02+00:00"))
+    write_waiting(db, _info("a", "2026-01-01T00:00:01+00:00"))
+    listed = read_waiting(db)
+    assert [w["run_id"] for w in listed] == ["a", "b"] and all(w["alive"] and w["pid"] == os.getpid() for w in listed)
+    block = describe_waiting(listed[0])
+    assert block.splitlines() == [
+        "release run a waits for a curator's go to publish release v3",
+        "  answer in the Prefect UI: http://127.0.0.1:4200/runs/flow-run/a",
+        "  or decide on the command line: revbench release --version v3 --approve yes|no",
+        "  waits until 2026-01-02T00:00:00+00:00 (86400 s), then ends as paused-expired"]
+    with console.capture() as out:
+        print_status(WarehouseStatus(db, busy=True, waiting=listed))
+    assert block in out.get() and "release run b waits for" in out.get()
+    clear_waiting(db, "a")
+    assert [w["run_id"] for w in read_waiting(db)] == ["b"]
+    clear_waiting(db, "b")
+    assert not (tmp_path / "warehouse.duckdb.waiting").exists()  # nothing left beside the warehouse
+    assert "process is gone" in describe_waiting({**listed[1], "alive": False})
