@@ -29,7 +29,7 @@ import revbench
 from revbench.errors import RevbenchError, clear_interrupt, interrupt_noted
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
-from revbench.warehouse.holder import clear_holder, clear_waiting, describe_waiting, write_holder, write_waiting
+from revbench.warehouse.holder import clear_holder, clear_waiting, describe_waiting, read_waiting, write_holder, write_waiting
 
 log = logging.getLogger("revbench.flows")
 P = ParamSpec("P")
@@ -264,6 +264,18 @@ def wait_for_curator(run: Run, form: Any, waiting: Waiting) -> Any:
     return answer
 
 
+def alive_waiting_runs(db: Path) -> frozenset[str]:
+    """The runs waiting for a curator whose process still lives; the files of the others are
+    removed (their runs are marked crashed with the other leftovers)."""
+    alive = set()
+    for info in read_waiting(db):
+        if info["alive"]:
+            alive.add(str(info.get("run_id")))
+        else:
+            clear_waiting(db, str(info.get("run_id")))
+    return frozenset(alive)
+
+
 def open_warehouse(settings: Settings, lock_wait: float | None = None) -> Warehouse:
     """The warehouse for writing, with the settings' memory and thread limits; waits
     ``lock_wait`` (default: the setting) for another process to let go of it."""
@@ -280,7 +292,7 @@ def flow_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Itera
     run_id = current_run_id()
     clear_interrupt()
     with contextlib.closing(open_warehouse(settings)) as wh:
-        crashed = wh.mark_crashed_runs()
+        crashed = wh.mark_crashed_runs(alive_waiting_runs(wh.path))
         if crashed:
             log.warning("%d earlier run(s) never finished; marked crashed", crashed)
         wh.start_run(run_id, flow, parameters, code_version())

@@ -41,6 +41,13 @@ def load_inputs(plan: EvaluationPlan, allow_partial: bool,
     ``allow_partial`` (then every row reports its coverage)."""
     loaded = [load_warehouse(path, profile_max_papers) if kind == "warehouse" else load_benchmark(kind, path)
               for kind, path in plan.benchmarks]
+    names = [b.name for b in loaded]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        # Reports, exports and scorer pairs are kept by benchmark name: a second one would overwrite the first.
+        raise UsageError(f"-b: {len(loaded)} benchmarks but {', '.join(twice)} named twice ("
+                         + ", ".join(f"{k}={p}" for (k, p), b in zip(plan.benchmarks, loaded, strict=True) if b.name in twice)
+                         + "); evaluate them in separate runs, each with its own --report folder")
     preds: list[tuple[int, Scores]] = []
     for p in plan.predictions:
         if is_lr_flat(p.path):

@@ -261,10 +261,17 @@ def _ask_curator(run: Run, open_flags: pl.DataFrame, ratings: pl.DataFrame) -> t
 def record_decisions_stage(run: Run, new: pl.DataFrame, asked: int) -> pl.DataFrame:
     """Store the new decisions; returns every decision on record."""
     with stage(run, "decide") as st:
+        # A flag decided by another run while this one waited keeps that decision.
+        new = tasks.undecided(new, st.wh.read(FLAG_DECISIONS))
         if new.height:
             st.wh.upsert(FLAG_DECISIONS, new)
         st.result.rows_in, st.result.rows_out = asked, new.height
         return st.wh.read(FLAG_DECISIONS)
+
+
+def _waited(settings: Settings, open_flags: pl.DataFrame, decide: str | None) -> bool:
+    """Whether the decisions were asked in the Prefect UI (the run let go of the warehouse meanwhile)."""
+    return bool(open_flags.height) and decide is None and settings.ratings.unattended_decision == "wait" and prefect_active()
 
 
 @stage_task("tuples")
@@ -337,6 +344,8 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
             # Stored before asking: while flags wait, their ratings are kept as rows, pending.
             tuples_stage(run, pulled.ratings, flags, earlier)
         new = _decide(run, open_flags, pulled.ratings, decide, curator) if open_flags.height else FLAG_DECISIONS.empty()
+        if _waited(settings, open_flags, decide):  # another run may have pulled answers while this one waited
+            pulled = pull_stage(run, store)
         decisions = record_decisions_stage(run, new, open_flags.height)
         built = tuples_stage(run, pulled.ratings, flags, decisions)
         out = _report(run, settings.data_dir / "reports" / "ratings", pulled, found, flags, open_flags.height, decisions,

@@ -275,6 +275,11 @@ def _ask(run: Run, version: str, approve: str | None, approver: str, audit: str 
         status, who = "published", "REVBENCH_RELEASE__AUTO_APPROVE"
     elif prefect_active():
         answer = _ask_in_ui(run, version, audit)
+        recorded = run.wh.release_state(version)
+        if recorded is not None and recorded["status"] != "built":  # decided by command while this run waited
+            log.warning("release %s was %s by %s while this run waited; the answer in the UI is not recorded",
+                        version, recorded["status"], recorded["decided_by"])
+            return recorded["status"], recorded["decided_by"]
         status, who, reason = ("published" if answer.publish else "rejected"), answer.approver or "Prefect UI", answer.reason
     else:
         log.warning("release %s is built and waits for a curator's go: `revbench release --version %s --approve yes` "

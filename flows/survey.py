@@ -361,7 +361,14 @@ def _deliver(run: Run, round: int, kind: str, pending: pl.DataFrame, dry_run: bo
     decided = Delivery(decision=decision, approved=n, approver=who)
     if decision == "cancel" or n == 0:
         return decided
-    return dataclasses.replace(decided, counts=send_stage(run, pending.head(n)))
+    # While the run waited for the go it let go of the warehouse: another run (the command the
+    # waiting block names) may have sent some of these messages, or their addressees opted out.
+    still = tasks.pending_messages(run.wh.survey_messages(round), kind, run.wh.opted_out_emails())
+    batch = pending.head(n).join(still.select("message_id"), on="message_id", how="semi")
+    if batch.height < min(n, pending.height):
+        log.warning("%d of the %d approved messages were sent or opted out while this run waited; they are not sent again",
+                    min(n, pending.height) - batch.height, min(n, pending.height))
+    return dataclasses.replace(decided, counts=send_stage(run, batch))
 
 
 @revbench_flow("survey")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime
@@ -370,3 +371,35 @@ def round_stats(query_ids: list[str], papers: int, evidence: pl.DataFrame, after
         exclusions=dict(Counter(exclusions["reason"].to_list())), assignments=assignments.height,
         invited_candidates=assignments["author_id"].n_unique(), max_queries_per_candidate=max(per_candidate, default=0),
         queries_short_of_target=queries_short_of_target(assignments, query_ids, per_query))
+
+
+@dataclass(frozen=True)
+class RoundTarget:
+    """How big the next round must be for ``more_anchors`` more paper-centric anchors."""
+
+    more_anchors: int
+    anchors: int
+    queries: int
+    categories: int
+    per_category: int
+
+    def line(self) -> str:
+        """The sizing in one sentence, with the yield it rests on."""
+        return (f"{self.more_anchors} more paper-centric anchors at the rounds' yield so far ({self.anchors} anchors "
+                f"from {self.queries} query papers, {self.anchors / self.queries:.2f} each) -> {self.per_category} query "
+                f"papers in each of {self.categories} categories")
+
+
+def round_target(more_anchors: int, anchors: int, queries: int, categories: int) -> RoundTarget:
+    """Query papers per category for ``more_anchors`` more anchors, at the yield of the rounds so
+    far (a query paper becomes an anchor when two or more of its invitees rate it apart)::
+
+        yield = anchors / queries        per_category = ceil(more_anchors / (yield * categories))
+
+    Raises ValueError when no round has produced an anchor yet (there is no yield to scale)."""
+    if more_anchors < 1 or categories < 1:
+        raise ValueError("more_anchors and categories must be at least 1")
+    if anchors < 1 or queries < 1:
+        raise ValueError("no round has paper-centric tuples yet, so there is no yield to size a round from")
+    per_category = max(1, math.ceil(more_anchors * queries / (anchors * categories)))
+    return RoundTarget(more_anchors, anchors, queries, categories, per_category)

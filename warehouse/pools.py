@@ -103,6 +103,14 @@ class PoolQueries(WarehouseBase):
                 run_id=run_id, created_at=utcnow(), superseded_at=None)]))
         return revision
 
+    def round_yield(self) -> tuple[int, int]:
+        """(query papers of every round's current version, paper-centric anchors with tuples)."""
+        queries = self._exec(
+            "SELECT count(DISTINCT q.arxiv_id) FROM query_samples q JOIN pool_rounds r "
+            "ON q.round = r.round AND q.revision = r.revision AND r.status = 'current'")[0][0]
+        anchors = self._exec("SELECT count(DISTINCT anchor_id) FROM rating_tuples WHERE kind = 'paper_centric'")[0][0]
+        return int(queries), int(anchors)
+
     def latest_round(self) -> dict[str, Any] | None:
         """The newest round's current version: ``round, revision, invitations, created_at``."""
         rows = self._exec("SELECT round, revision, invitations, created_at FROM pool_rounds WHERE status = 'current' "

@@ -18,14 +18,15 @@ from revbench.warehouse.core import WarehouseBase, utcnow
 class RunQueries(WarehouseBase):
     """Starting, recording and finishing runs; the refresh's fingerprints."""
 
-    def mark_crashed_runs(self) -> int:
+    def mark_crashed_runs(self, alive_waiting: frozenset[str] = frozenset()) -> int:
         """Runs still 'running' when a new run starts died without finishing (DuckDB's lock
-        means no other writer can be alive)."""
+        means no other writer can be alive); so did runs 'waiting' for a curator whose process is
+        gone (``alive_waiting``: the waiting runs whose process still lives)."""
+        keep = sorted(alive_waiting) or [""]
+        dead = "status = 'running' OR (status = 'waiting' AND run_id NOT IN (SELECT unnest(?::VARCHAR[])))"
         with self.transaction():
-            n = self._exec("SELECT count(*) FROM runs WHERE status = 'running'")[0][0]
-            self._exec(
-                "UPDATE runs SET status = 'crashed', finished_at = ? WHERE status = 'running'", [utcnow()]
-            )
+            n = self._exec(f"SELECT count(*) FROM runs WHERE {dead}", [keep])[0][0]
+            self._exec(f"UPDATE runs SET status = 'crashed', finished_at = ? WHERE {dead}", [utcnow(), keep])
         return int(n)
 
     def start_run(self, run_id: str, flow: str, parameters: dict[str, Any], code_version: str) -> None:

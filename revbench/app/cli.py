@@ -197,15 +197,48 @@ def pools(
     per_category: Annotated[int | None, typer.Option(help="Query papers per category")] = None,
     tau: Annotated[float | None, typer.Option(help="Similarity threshold of neighbours, 0 < tau <= 1")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Rebuild a round that has invitations with other parameters (the current version is kept as superseded)")] = False,
+    target_from_report: Annotated[Path | None, typer.Option(help="Size the round from an evaluation report folder (its separation.json): the query papers per category that would separate the closest scorer pair on paper-centric tuples, at the yield of the rounds so far")] = None,
+    target_pair: Annotated[str | None, typer.Option(help="With --target-from-report: the scorer pair A,B to separate (default: the one needing the fewest more anchors)")] = None,
     track: Track = None,
 ) -> None:
     """Sample query papers, recall candidates, filter conflicts, screen and assign invitations."""
+    if target_from_report is not None and per_category is not None:
+        raise UsageError("--per-category and --target-from-report both size the round; give one")
+    if target_pair is not None and target_from_report is None:
+        raise UsageError("--target-pair needs --target-from-report DIR")
     changes = {k: v for k, v in {"pools.queries_per_category": per_category, "pools.tau": tau}.items() if v is not None}
     settings = _setup(**changes)
+    if target_from_report is not None:
+        settings = settings.with_overrides(pools={"queries_per_category": _round_target(settings, target_from_report, target_pair)})
     from revbench.flows.pools import pools_flow
 
     stats = pools_flow.run(settings, round=round, replace=replace, track=resolve_track(track, long_flow=True))
     print_pools(stats, tau_report=True)
+
+
+def _round_target(settings: Settings, report: Path, pair: str | None) -> int:
+    """Query papers per category for the next round, from a report's scorer pairs (says how)."""
+    from rich.markup import escape
+
+    from revbench.evaluation.separation import next_round_pair, read_separation
+    from revbench.tasks.pools import round_target
+    from revbench.warehouse import Warehouse
+
+    if pair is not None and "," not in pair:
+        raise UsageError(f"--target-pair {pair!r}: give two scorer names as A,B")
+    chosen = next_round_pair(read_separation(report.expanduser()), pair)
+    if not settings.warehouse_path.exists():
+        raise UsageError(f"no warehouse at {settings.warehouse_path}: run `revbench ingest` and a first round first")
+    with Warehouse.open(settings.warehouse_path, read_only=True) as wh:
+        queries, anchors = wh.round_yield()
+    try:
+        target = round_target(chosen["more_clusters"], anchors, queries, len(settings.arxiv.categories))
+    except ValueError as exc:
+        raise UsageError(f"--target-from-report: {exc}") from None
+    console.print(f"Round size from {escape(str(report))}: {escape(chosen['scorer_a'])} vs {escape(chosen['scorer_b'])} "
+                  f"need {target.line()}; "
+                  "that separates them about half the time if their difference is the true one (x2.04 for 80%)")
+    return target.per_category
 
 
 @app.command()

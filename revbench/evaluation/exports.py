@@ -104,7 +104,9 @@ def rate_items(tuples: pl.DataFrame, scores: pl.DataFrame) -> tuple[list[dict[st
          .rename({"score": "positive_score"})
          .join(s, left_on=["reviewer_neg", "paper_neg"], right_on=["reviewer_id", "paper_id"], how="left")
          .rename({"score": "negative_score"}))
-    scored = j.filter(pl.col("positive_score").is_not_null() & pl.col("negative_score").is_not_null())
+    # A NaN score is no score, as the evaluator counts it: left out, never written as NaN.
+    scored = j.filter(pl.col("positive_score").is_not_null() & pl.col("negative_score").is_not_null()
+                      & pl.col("positive_score").is_not_nan() & pl.col("negative_score").is_not_nan())
     items = scored.select(*RATE_KEYS[:6], pl.col("rating_pos").alias("positive_ref_score"),
                           pl.col("rating_neg").alias("negative_ref_score")).to_dicts()
     for item in items:  # gold levels as RATE's own files write them: 5, not 5.0
@@ -130,7 +132,7 @@ def trec_run(view: pl.DataFrame, scores: pl.DataFrame, tag: str) -> tuple[list[s
     unscored. Each paper's reviewers are ranked by score, equal scores by reviewer id, so the
     rank column never depends on row order."""
     j = view.join(_unique_scores(scores), on=["reviewer_id", "paper_id"], how="left")
-    scored = j.filter(pl.col("score").is_not_null()).sort(
+    scored = j.filter(pl.col("score").is_not_null() & pl.col("score").is_not_nan()).sort(
         ["paper_id", "score", "reviewer_id"], descending=[False, True, False])
     ranked = scored.with_columns(pl.int_range(1, pl.len() + 1).over("paper_id").alias("rank"))
     lines = [f"{p} Q0 {r} {k} {float(s)!r} {tag}"

@@ -28,13 +28,16 @@ the estimate is then optimistic (``benchmarks/power_bench.py`` measures by how m
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass
 from itertools import combinations
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from revbench.errors import UsageError
 from revbench.evaluation.evaluate import Evaluator, _cluster_matrix, _point
 from revbench.evaluation.metrics import bootstrap
 from revbench.evaluation.model import Scores
@@ -184,3 +187,45 @@ def separation_table(seps: list[Separation], same_as: dict[tuple[str, str], tupl
                        "more tuples: for the interval to exclude zero, at today's mix, if the difference is the true one)",
                        ["scorer A", "scorer B", "split", "diff [95% CI]", "order holds", "tuples", "more tuples needed"],
                        rows)
+
+
+def read_separation(report_dir: Path) -> list[dict[str, Any]]:
+    """The scorer pairs an evaluation report wrote (``separation.json`` in ``report_dir``)."""
+    path = report_dir / "separation.json"
+    if not path.is_file():
+        raise UsageError(f"--target-from-report {report_dir}: no separation.json there "
+                         f"(write one with `revbench evaluate -b ... --report {report_dir}`)")
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{path}: not readable JSON ({exc})") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and {"split", "scorer_a", "scorer_b", "separated"} <= r.keys()
+                                             for r in rows):
+        raise UsageError(f"{path}: not a list of scorer pairs as `revbench evaluate --report` writes them")
+    return rows
+
+
+def next_round_pair(rows: list[dict[str, Any]], pair: str | None = None) -> dict[str, Any]:
+    """The paper-centric pair that sizes the next pools round, on revbench's own benchmark (the
+    warehouse, else a release; the rounds extend it, not a public benchmark evaluated beside it):
+    ``pair`` (``A,B`` in either order, as the report names the scorers, parameters included),
+    else the pair not yet separated that needs the fewest more anchors (``more_clusters``)."""
+    own = [r for r in rows if r["split"] == "paper_centric" and r.get("benchmark") in ("warehouse", "release")]
+    if any(r.get("benchmark") == "warehouse" for r in own):
+        own = [r for r in own if r.get("benchmark") == "warehouse"]
+    if not own:
+        raise UsageError("--target-from-report: the report has no scorer pairs on revbench's own paper-centric tuples "
+                         "(evaluate `-b warehouse` with --report DIR)")
+    if pair is not None:
+        own = [r for r in own if pair in (f"{r['scorer_a']},{r['scorer_b']}", f"{r['scorer_b']},{r['scorer_a']}")]
+        if not own:
+            known = sorted({f"{r['scorer_a']},{r['scorer_b']}" for r in rows if r["split"] == "paper_centric"})
+            raise UsageError(f"--target-pair {pair}: no paper-centric pair of these scorers in the report "
+                             f"(it has: {'; '.join(known) or 'none'})")
+        if own[0]["separated"]:
+            raise UsageError(f"--target-pair {pair}: already separated on the paper-centric tuples; no round is needed for it")
+    open_pairs = [r for r in own if not r["separated"] and isinstance(r.get("more_clusters"), int) and r["more_clusters"] > 0]
+    if not open_pairs:
+        raise UsageError("--target-from-report: every paper-centric pair is separated already or cannot be separated by "
+                         f"size alone ({NOT_SEPARABLE}); size the round with --per-category")
+    return min(open_pairs, key=lambda r: r["more_clusters"])

@@ -237,3 +237,29 @@ def test_a_tracked_release_waits_for_the_curator_and_lets_go_of_the_warehouse(pr
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         state = wh.release_state("v1")
     assert state["status"] == "rejected" and state["reason"] == "numbers look off"
+
+
+def test_a_decision_made_by_command_while_a_run_waits_stands(prefect_server, rated) -> None:
+    """The waiting block names a command that decides instead; the answer given in the UI
+    afterwards does not overwrite what that command recorded."""
+    import threading
+
+    from prefect.flow_runs import resume_flow_run
+
+    from tests.support.cli import cli
+
+    s, _ = rated
+    s = s.with_overrides(release={"evaluate_after": False})
+    result: dict[str, object] = {}
+    runner = threading.Thread(target=lambda: result.update(out=release_flow(s)))
+    runner.start()
+    run_id = paused_run_id(runner, result)
+    res = cli(s, "release", "--version", "v1", "--approve", "yes", "--approver", "curator ada", "--no-track")
+    assert res.returncode == 0, res.stderr
+    resume_flow_run(run_id, run_input={"publish": False, "approver": "curator bo", "reason": "late"})
+    runner.join(timeout=120)
+    out = result["out"]
+    assert out.status == "published" and out.decided_by == "curator ada"  # type: ignore[attr-defined]
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        state = wh.release_state("v1")
+    assert state["status"] == "published" and state["decided_by"] == "curator ada"

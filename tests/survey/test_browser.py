@@ -4,9 +4,7 @@ submit; and a rating in two clicks with JavaScript on and off."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,30 +17,15 @@ from revbench.settings import Settings
 from revbench.survey.server import create_app
 from revbench.templates import bars_scale
 from revbench.warehouse.survey_store import SurveyStore
+from tests.support.browser import chromium
 
 pytestmark = pytest.mark.slow
-CHROMIUM = "/usr/bin/chromium"
-# Without the background-networking flags chromium keeps dialling out, and this machine's closed
-# network refuses each attempt.
-ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture
 def browser() -> Iterator[object]:
-    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
-        message = f"{CHROMIUM} is missing (apt-get install -y chromium; `make test` installs it as root)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"the browser test cannot be skipped under CI: {message}")
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:
+        yield b
 
 
 @pytest.fixture
