@@ -207,9 +207,11 @@ def flags_markdown(flags: pl.DataFrame, ratings: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def _decide(run: Run, open_flags: pl.DataFrame, ratings: pl.DataFrame, decide: str | None, curator: str) -> pl.DataFrame:
+def _decide(run: Run, open_flags: pl.DataFrame, ratings: pl.DataFrame, decide: str | None,
+            curator: str) -> tuple[pl.DataFrame, bool]:
     """Decisions for the undecided flags: given on the command line, by the unattended policy,
-    or asked of the curator in the Prefect UI (the run pauses, letting go of the warehouse)."""
+    or asked of the curator in the Prefect UI (the run pauses, letting go of the warehouse);
+    and whether the run waited for them."""
     now = utcnow()
 
     def rows(decided: dict[str, tuple[str, str]], by: str) -> pl.DataFrame:
@@ -220,17 +222,19 @@ def _decide(run: Run, open_flags: pl.DataFrame, ratings: pl.DataFrame, decide: s
                             schema=FLAG_DECISIONS.polars_schema)
 
     every = open_flags["flag_id"].to_list()
+    if not every:
+        return FLAG_DECISIONS.empty(), False
     if decide is not None:
-        return rows(dict.fromkeys(every, (decide, "")), curator or f"command line (--decide {decide})")
+        return rows(dict.fromkeys(every, (decide, "")), curator or f"command line (--decide {decide})"), False
     policy = run.settings.ratings.unattended_decision
     if policy != "wait":
-        return rows(dict.fromkeys(every, (policy, "")), f"policy (REVBENCH_RATINGS__UNATTENDED_DECISION={policy})")
+        return rows(dict.fromkeys(every, (policy, "")), f"policy (REVBENCH_RATINGS__UNATTENDED_DECISION={policy})"), False
     if not prefect_active():
         raise UsageError(f"{open_flags.height} flags wait for a curator's decision (their ratings are pending): pass "
                          "--decide keep or --decide drop, set REVBENCH_RATINGS__UNATTENDED_DECISION, or run tracked "
                          "and answer in the Prefect UI")
     decided, who = _ask_curator(run, open_flags, ratings)
-    return rows(decided, who)
+    return rows(decided, who), True
 
 
 def _ask_curator(run: Run, open_flags: pl.DataFrame, ratings: pl.DataFrame) -> tuple[dict[str, tuple[str, str]], str]:
@@ -267,11 +271,6 @@ def record_decisions_stage(run: Run, new: pl.DataFrame, asked: int) -> pl.DataFr
             st.wh.upsert(FLAG_DECISIONS, new)
         st.result.rows_in, st.result.rows_out = asked, new.height
         return st.wh.read(FLAG_DECISIONS)
-
-
-def _waited(settings: Settings, open_flags: pl.DataFrame, decide: str | None) -> bool:
-    """Whether the decisions were asked in the Prefect UI (the run let go of the warehouse meanwhile)."""
-    return bool(open_flags.height) and decide is None and settings.ratings.unattended_decision == "wait" and prefect_active()
 
 
 @stage_task("tuples")
@@ -343,8 +342,8 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
         if open_flags.height:
             # Stored before asking: while flags wait, their ratings are kept as rows, pending.
             tuples_stage(run, pulled.ratings, flags, earlier)
-        new = _decide(run, open_flags, pulled.ratings, decide, curator) if open_flags.height else FLAG_DECISIONS.empty()
-        if _waited(settings, open_flags, decide):  # another run may have pulled answers while this one waited
+        new, waited = _decide(run, open_flags, pulled.ratings, decide, curator)
+        if waited:  # another run may have pulled answers while this one waited
             pulled = pull_stage(run, store)
         decisions = record_decisions_stage(run, new, open_flags.height)
         built = tuples_stage(run, pulled.ratings, flags, decisions)
