@@ -58,6 +58,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.survey_bench
 	$(BIN)/python -m benchmarks.ratings_bench
 	$(BIN)/python -m benchmarks.privacy_bench
+	$(BIN)/python -m benchmarks.rebuild_bench
 
 # The whole refresh at LR-bench's size, threads and Dask (about an hour on two cores).
 bench-refresh: $(STAMP)

@@ -182,7 +182,8 @@ def recall_stage(run: Run, settings: Settings, inputs: dict[str, pl.DataFrame], 
     find the conflicts of interest."""
     p, papers, links, authors = settings.pools, inputs["papers"], inputs["links"], inputs["authors"]
     with stage(run, "pools") as st:
-        samples = pools.sample_queries(papers, settings.arxiv.categories, p.queries_per_category, p.seed, earlier)
+        samples = pools.sample_queries(papers, p.query_categories or settings.arxiv.categories, p.queries_per_category,
+                                       p.seed, earlier)
         queries = samples["arxiv_id"].to_list()
         neighbors_all = pools.range_neighbors(vectors, papers["arxiv_id"].to_list(), queries,
                                               min([p.tau, *REPORT_TAUS]), p.max_neighbors)

@@ -69,7 +69,10 @@ class PrivacyAuditFailed(RevbenchError):
         shown = "; ".join(f"{h.table} row {h.row} field {h.field}: {h.kind}{' (' + h.form + ')' if h.form else ''} "
                           f"{h.redacted()!r}{' of ' + h.person if h.person else ''}" for h in hits[:5])
         more = f" (and {len(hits) - 5} more)" if len(hits) > 5 else ""
-        super().__init__(f"privacy audit: {len(hits)} identifiers in the release, nothing was written: {shown}{more}")
+        plain = any(h.kind == "email" and h.form == "plain" and h.field.rsplit(".", 1)[-1] in ("abstract", "title") for h in hits)
+        hint = ("; addresses written in abstracts can be replaced by [email] with REVBENCH_RELEASE__REDACT_ADDRESSES=true"
+                if plain else "")
+        super().__init__(f"privacy audit: {len(hits)} identifiers in the release, nothing was written: {shown}{more}{hint}")
 
 
 def audit_markdown(hits: list[privacy.AuditHit], strings: int) -> str:
@@ -198,7 +201,7 @@ def _build_stage(run: Run, version: str, key: bytes) -> Draft:
         inputs = run.wh.release_inputs()
         if inputs["ratings"].height == 0:
             raise UsageError("the warehouse holds no kept ratings: run `revbench ratings` first")
-        tables = tasks.build_tables(inputs, key, run.settings.release.profile_years)
+        tables = tasks.build_tables(inputs, key, run.settings.release.profile_years, run.settings.release.redact_addresses)
         rate = tasks.rate_json(tables)
         st.result.rows_in, st.result.rows_out = inputs["ratings"].height, sum(t.height for t in tables.values())
     return Draft(parent, parent_release, inputs, tables, rate, recorded["version"][-1] if recorded.height else None)

@@ -157,8 +157,15 @@ class DisambiguateSettings(Section):
 class PoolsSettings(Section):
     """Query sampling, candidate recall, conflicts of interest, screening and assignment."""
 
+    @field_validator("query_categories")
+    @classmethod
+    def _known_query_categories(cls, v: list[str]) -> list[str]:
+        return check_categories(v) if v else v
+
     model: str = Field("all-MiniLM-L6-v2", description="Sentence-transformers model (name or path) for paper embeddings, or `hashing` (hashed word counts: no weights, fast on a CPU at full size).")
     queries_per_category: int = Field(800, ge=1, description="Query papers sampled per category and round.")
+    query_categories: list[str] = Field(
+        default_factory=list, description="Primary categories queries are drawn from (JSON list; empty: every crawled category). Candidates come from the whole corpus.")
     reuse_queries: bool = Field(False, description="Allow papers used as queries in earlier rounds.")
     seed: int = Field(0, description="Seed of sampling and assignment tie-breaks.")
     tau: float = Field(0.6, gt=0, le=1, description="Cosine similarity (0 < tau <= 1) above which a paper is a query's neighbour.")
@@ -233,6 +240,7 @@ class ReleaseSettings(Section):
     name: str = Field("revbench-lr", pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Dataset name in the card and Croissant.")
     license: str = Field("cc-by-4.0", description="Licence id written into the dataset card.")
     profile_years: int = Field(2, ge=1, le=20, description="Reviewers' publications released: those of the last N years.")
+    redact_addresses: bool = Field(False, description="Replace e-mail addresses written in papers' titles and abstracts by [email] (real abstracts carry their authors'); off: the privacy audit stops the release on them.")
     auto_approve: bool = Field(False, description="Publish a release without waiting for a curator's go (unattended runs).")
     approval_timeout_seconds: int = Field(86400, ge=60, description="How long a tracked run waits for the curator's go.")
     evaluate_after: bool = Field(True, description="Evaluate REVBENCH_RATINGS__EVALUATE_SCORERS on each release once it is published.")

@@ -281,8 +281,13 @@ def queries_short_of_target(assignments: pl.DataFrame, query_ids: list[str], per
 
 
 def round_parameters(settings: Any, categories: list[str]) -> dict[str, Any]:
-    """Every setting that shapes a round's invitations (``settings`` is ``PoolsSettings``)."""
-    return {**settings.model_dump(), "categories": sorted(categories)}
+    """Every setting that shapes a round's invitations (``settings`` is ``PoolsSettings``); an
+    empty ``query_categories`` (the default) is left out, so rounds built before the setting
+    existed keep their parameters' hash."""
+    dumped = settings.model_dump()
+    if not dumped.get("query_categories"):
+        dumped.pop("query_categories", None)
+    return {**dumped, "categories": sorted(categories)}
 
 
 def parameters_hash(parameters: dict[str, Any]) -> str:

@@ -162,6 +162,13 @@ _GENERIC = frozenset({"com", "net", "org", "edu", "gov", "mil", "int", "info", "
 _WORDISH = frozenset({"in", "it", "is", "at", "no", "me", "us", "be", "id", "my", "so", "to", "do", "go", "am", "as", "by"})
 
 
+_PROSE_BEFORE_AT = frozenset({
+    "available", "accessible", "found", "hosted", "released", "online", "located", "published", "provided",
+    "obtained", "downloaded", "code", "data", "dataset", "demo", "page", "website", "repository", "project", "here"})
+"""Words that stand before "at <host>" in prose about code and data ("the code is available at
+github.com"), never as the local part of an address written with a spelled-out "at"."""
+
+
 def find_emails(folded: str, known: dict[str, str]) -> Iterator[tuple[str, str, str]]:
     """(address, form, person) for each address in ``folded`` text: ``form`` is ``plain`` or
     ``obfuscated``; ``person`` names whose known address it is ("" for an unknown one)."""
@@ -175,6 +182,9 @@ def find_emails(folded: str, known: dict[str, str]) -> Iterator[tuple[str, str, 
         person = known.get(address, "")
         plain = at == "@" and not any(c in m.group(0) for c in (" ", _STRONG_DOT))
         how = "plain" if plain else "word" if at.strip() == "at" and not _WORD_DOT.search(domain) else "marked"
+        if how == "word" and not person and (low[m.end():m.end() + 1] == "/" or local in _PROSE_BEFORE_AT
+                                             or local in _WORDISH):
+            continue  # "code is available at github.com/x": a web address in real abstracts, not a person's
         if person or _unknown_address_ok(address.split("@", 1)[1], how):
             yield address, "plain" if plain else "obfuscated", person
 
@@ -288,8 +298,8 @@ def _parses(name: str) -> list[tuple[list[str], int]]:
     out = [(words, 1)]
     if len(words) >= 2 and re.fullmatch(r"[A-Z]{1,2}\.?|(?:[A-Z]\.-?){2}", words[-1]) and len(words[0]) > 1:
         out.append(([*words[-1:], *words[:-1]], len(words) - 1))
-    elif len(words) == 2:
-        out.append((words[::-1], 1))
+    elif len(words) == 2 and len(words[0].rstrip(".")) > 1:
+        out.append((words[::-1], 1))  # not "E. Ivanov": an initial is no family name (it made "i.e." a hit)
     return out
 
 

@@ -36,11 +36,28 @@ def release_id(key: bytes, kind: str, natural: str) -> str:
     return prefix + hmac.new(key, f"{kind}:{natural}".encode(), hashlib.sha256).hexdigest()[:16]
 
 
-def build_tables(frames: dict[str, pl.DataFrame], key: bytes, profile_years: int) -> dict[str, pl.DataFrame]:
+ADDRESS = re.compile(r"<?\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b>?")
+ADDRESS_MARK = "[email]"
+"""What a written e-mail address in a paper's text becomes in a release: real abstracts carry
+their authors' addresses ("Correspondence to: ... <name@lab.org>"), which no release may hold."""
+
+
+def without_addresses(df: pl.DataFrame, columns: Iterable[str]) -> pl.DataFrame:
+    """``df`` with every plainly written e-mail address in ``columns`` replaced by [email]."""
+    return df.with_columns(pl.col(c).str.replace_all(ADDRESS.pattern, ADDRESS_MARK) for c in columns)
+
+
+def build_tables(frames: dict[str, pl.DataFrame], key: bytes, profile_years: int,
+                 redact_addresses: bool = False) -> dict[str, pl.DataFrame]:
     """The release tables from the warehouse's kept ``ratings`` (``reviewer_id, paper_id, rating``),
     ``tuples`` (``rating_tuples``), ``papers`` (``paper_id, title, abstract, year, category``) and
     ``profiles`` (``reviewer_id, paper_id, title, abstract, year``); reviewers' publications are
-    those of the last ``profile_years`` years up to the newest rated paper."""
+    those of the last ``profile_years`` years up to the newest rated paper. With
+    ``redact_addresses``, e-mail addresses written in titles and abstracts become [email]
+    (:func:`without_addresses`); without it the privacy audit stops the release on them."""
+    if redact_addresses:
+        frames = {**frames, "papers": without_addresses(frames["papers"], ("title", "abstract")),
+                  "profiles": without_addresses(frames["profiles"], ("title", "abstract"))}
     rid = {r: release_id(key, "reviewer", r) for r in frames["ratings"]["reviewer_id"].unique().to_list()}
     pid = {p: release_id(key, "paper", p) for p in frames["ratings"]["paper_id"].unique().to_list()}
     r_, p_ = (lambda c: pl.col(c).replace_strict(rid)), (lambda c: pl.col(c).replace_strict(pid))

@@ -93,19 +93,31 @@ def ingest(
 
 @app.command()
 def demo(
-    papers: Annotated[int, typer.Option(min=20, help="Papers in the synthetic demo world")] = 300,
+    papers: Annotated[int | None, typer.Option(min=20, help="Papers in the synthetic demo world (default 300)")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the synthetic world")] = 7,
     fault_rate: Annotated[float, typer.Option(help="Share of replayed requests that fail transiently (0 to 1)")] = 0.05,
     cassettes: Annotated[Path | None, typer.Option(help="Directory of recorded real answers (routes.json and/or VCR *.yaml cassettes) the replay server gives before the world's")] = None,
+    world: Annotated[str | None, typer.Option(help="KIND=PATH: rebuild a published benchmark (lrbench or goldstandard) from its files instead of a SYNTHETIC world, and compare the rebuild with it")] = None,
     track: Track = None,
 ) -> None:
-    """Offline end-to-end run: a SYNTHETIC world behind a local replay server, through every stage."""
+    """Offline end-to-end run: a SYNTHETIC world behind a local replay server, through every stage;
+    with --world, a world imported from LR-bench or the gold standard, compared with the original."""
     try:
         replay = ReplaySettings(fault_rate=fault_rate, fault_seed=seed, timeout_delay_seconds=3.0, retry_after_seconds=1)
     except ValueError as exc:
         raise UsageError(f"--fault-rate {fault_rate}: expected a share from 0 to 1 ({exc.errors()[0]['msg']})") from None  # type: ignore[attr-defined]
     # The demo sets its own values; the ones it stored for later commands are not for it.
     settings = build_settings(demo_data=False)
+    if world is not None:
+        from revbench.app.rebuild import load_source, run_rebuild
+
+        if cassettes is not None or papers is not None:
+            flag = "--cassettes" if cassettes is not None else "--papers"
+            raise UsageError(f"{flag}: not with --world (the benchmark's files make the whole world)")
+        source = load_source(world)  # a wrong --world or a bad file is one line before anything starts
+        prepare_process(settings)
+        run_rebuild(settings, source, seed, replay, track=resolve_track(track, long_flow=True))
+        return
     prepare_process(settings)
     from revbench.app.demo import run_demo
 
@@ -113,7 +125,7 @@ def demo(
         from revbench.replay.cassettes import load_recordings
 
         load_recordings(cassettes)  # a bad recording is one line here, not a dead replay process later
-    run_demo(settings, papers, seed, replay, track=resolve_track(track, long_flow=True), cassettes=cassettes)
+    run_demo(settings, 300 if papers is None else papers, seed, replay, track=resolve_track(track, long_flow=True), cassettes=cassettes)
 
 
 @app.command()

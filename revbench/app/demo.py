@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,9 @@ def demo_warehouse_for(settings: Settings, manifest: dict[str, Any]) -> None:
     if settings.warehouse_path.exists() and (not marker.exists() or marker.read_text() != key):
         aside = settings.data_dir / f"previous-demo-{time.strftime('%Y%m%d-%H%M%S')}"
         aside.mkdir(parents=True)
-        for p in settings.data_dir.glob("warehouse.duckdb*"):
+        # The survey store goes with it: its answers are to the old world's invitations.
+        for p in [*settings.data_dir.glob("warehouse.duckdb*"), *settings.survey_store_path.parent.glob(
+                f"{settings.survey_store_path.name}*")]:
             p.rename(aside / p.name)
         console.print(f"the demo world changed; the previous demo warehouse was moved to {aside}")
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -69,14 +72,16 @@ def demo_key(settings: Settings, name: str) -> str:
     return path.read_text().strip()
 
 
-def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, track: bool) -> None:
-    """Round 1's invitations through a local SMTP server, the survey server, and a SYNTHETIC
-    panel that reads the emails and follows their links."""
+def survey_round(settings: Settings, panel: Callable[[list[Any], Callable[[], int]], dict[str, int]],
+                 track: bool) -> tuple[Any, dict[str, int], dict[str, int], Settings]:
+    """Round 1's invitations through a local SMTP server and the survey server, answered by
+    ``panel`` (the captured messages, and the survey store's count of what it recorded, which the
+    panel's scanners must not move). Returns the wave, the panel's counts, the survey store's
+    counts and the settings the round ran with."""
     from revbench.flows.survey import survey_flow
     from revbench.replay.mailsink import MailSink
     from revbench.replay.server import AppServer, free_port
     from revbench.survey.server import create_app
-    from revbench.synth.respondents import answer
     from revbench.warehouse.status import survey_counts
     from revbench.warehouse.survey_store import SurveyStore
 
@@ -93,9 +98,25 @@ def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, tra
             "institution": "revbench", "sender_email": "survey@revbench.example"})
         with AppServer(create_app(s), port=port):
             wave = survey_flow.run(s, round=1, track=track)
-            panel = answer(truth, list(sink.messages), corpus, seed, settings.data_dir / "survey" / "demo-panel",
-                           recorded, pace_seconds=DEMO_PACE_SECONDS)
-    counts = survey_counts(s.warehouse_path, s.survey_store_path)
+            answered = panel(list(sink.messages), recorded)
+    return wave, answered, survey_counts(s.warehouse_path, s.survey_store_path), s
+
+
+def print_scanners(panel: dict[str, int]) -> None:
+    """What the mail scanners in front of the panel did, and what they recorded (nothing, rightly)."""
+    console.print(
+        f"Link scanners: {panel['scanner_requests']} requests on {panel['scanned_mailboxes']} mailboxes "
+        f"(every link, HEAD and GET, before the person), {panel['scanner_recorded']} recorded anything.")
+
+
+def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, track: bool) -> None:
+    """Round 1's invitations through a local SMTP server, the survey server, and a SYNTHETIC
+    panel that reads the emails and follows their links."""
+    from revbench.synth.respondents import answer
+
+    wave, panel, counts, _ = survey_round(settings, lambda messages, recorded: answer(
+        truth, messages, corpus, seed, settings.data_dir / "survey" / "demo-panel", recorded,
+        pace_seconds=DEMO_PACE_SECONDS), track)
     console.print(
         f"Survey round 1: {wave.sent} invitations sent now ({wave.rendered} rendered, {len(wave.left_out)} left out); "
         f"the [yellow]SYNTHETIC[/] panel read {panel['emails']} emails: {panel['answered']} answered "
@@ -103,9 +124,7 @@ def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, tra
         f"{panel['silent']} silent, {panel['opt_outs']} opted out. In the survey store: "
         f"{counts.get('ratings', 0)} ratings from {counts.get('invitations with answers', 0)} invitations, "
         f"{counts.get('skipped papers', 0)} skips, {counts.get('opted out', 0)} opt-outs.")
-    console.print(
-        f"Link scanners: {panel['scanner_requests']} requests on {panel['scanned_mailboxes']} mailboxes "
-        f"(every link, HEAD and GET, before the person), {panel['scanner_recorded']} recorded anything.")
+    print_scanners(panel)
 
 
 def run_ratings(settings: Settings, track: bool) -> None:

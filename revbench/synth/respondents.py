@@ -121,7 +121,8 @@ def message_links(msg: EmailMessage) -> list[str]:
 def scan(msg: EmailMessage, seed: int) -> int:
     """A mail security scanner opening every link of ``msg`` before its reader does, as fast as
     it can: HEAD then GET (or GET then HEAD), following redirects or not, fetching the pages'
-    style sheets or not (each seeded per mailbox); returns how many requests it made."""
+    style sheets or not (each seeded per mailbox); returns how many requests it made. A link it
+    cannot reach (a web address in a real paper's title, offline) it passes over, as scanners do."""
     to = str(msg["To"])
     follow = _unit(seed, "scanner-follow", to) < 0.5
     resources = _unit(seed, "scanner-resources", to) < 0.5
@@ -130,7 +131,11 @@ def scan(msg: EmailMessage, seed: int) -> int:
     with httpx.Client(follow_redirects=follow, timeout=30) as http:
         for link in message_links(msg):
             for method in methods:
-                r = http.request(method, link)
+                try:
+                    r = http.request(method, link)
+                except (httpx.TransportError, httpx.InvalidURL):
+                    requests += 1
+                    continue
                 requests += 1 + len(r.history)
                 if resources and method == "GET" and "text/html" in r.headers.get("content-type", ""):
                     for sheet in _STYLESHEET.findall(r.text):

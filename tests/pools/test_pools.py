@@ -90,3 +90,18 @@ def test_range_search_in_batches_equals_brute_force(monkeypatch) -> None:
         want |= {(q, n) for _, n in cands}
     assert set(zip(got["query_id"], got["neighbor_id"], strict=True)) == want
     assert got.height == len(want)
+
+
+def test_query_categories_shape_the_round_only_when_given() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    from revbench.settings import PoolsSettings
+    from revbench.tasks.pools import parameters_hash, round_parameters
+
+    default = round_parameters(PoolsSettings(), ["cs.AI", "cs.LG"])
+    assert "query_categories" not in default  # rounds built before the setting keep their hash
+    narrowed = round_parameters(PoolsSettings(query_categories=["cs.LG"]), ["cs.AI", "cs.LG"])
+    assert narrowed["query_categories"] == ["cs.LG"] and parameters_hash(narrowed) != parameters_hash(default)
+    with pytest.raises(ValidationError, match="cs.NOPE"):
+        PoolsSettings(query_categories=["cs.NOPE"])

@@ -13,7 +13,7 @@ import pytest
 from revbench.flows.ratings import ratings_flow
 from revbench.flows.release import PrivacyAuditFailed, release_flow
 from revbench.settings import Settings
-from revbench.tasks.privacy import Auditor, fold, name_forms, normalise, privacy_audit
+from revbench.tasks.privacy import Auditor, NameIndex, fold, name_forms, normalise, privacy_audit, tokens
 from revbench.warehouse import Warehouse
 from tests.support.common import run_cli, settings_env
 from tests.support.privacy_corpus import clean_sentences, email_respellings, name_respellings, people
@@ -111,6 +111,13 @@ def test_clean_text_holding_surnames_as_words_is_not_flagged(auditor: Auditor) -
 ])
 def test_a_surname_alone_metrics_and_prose_are_not_hits(auditor: Auditor, text: str) -> None:
     assert auditor.scan(text) == []
+
+
+def test_an_initial_is_never_read_as_a_family_name() -> None:
+    # "E. Ivanov" once also read as family name "E", given name "Ivanov": "i.e." was a hit.
+    index = NameIndex([("a1", "E. Ivanov")])
+    assert index.find(tokens("a method (i.e. the one) for graphs")) == []
+    assert [form for _start, _end, form, _who in index.find(tokens("with E. Ivanov and"))] == ["initial_last"]
 
 
 def test_a_namesake_inside_a_compound_or_an_abbreviation_is_not_a_hit() -> None:

@@ -48,3 +48,23 @@ def test_file_docs_and_the_listed_files(tmp_path: Path) -> None:
     listed = tasks.listed_files(tmp_path, rows)
     assert [(f["path"], f["rows"], f["bytes"]) for f in listed] == [("README.md", None, 4), ("data/pointwise.parquet", 3, 3)]
     assert listed[1]["sha256"] == file_sha256(tmp_path / "data" / "pointwise.parquet")
+
+
+def test_written_addresses_become_a_mark_and_metrics_stay() -> None:
+    from revbench.tasks.release import without_addresses
+
+    df = pl.DataFrame({"title": ["Hits@10 and mAP@0.5 for x"], "abstract": [
+        "Correspondence to: Mark Chen <mark@openai.com>, Jerry Tworek <jt@lab.co.uk>."]})
+    out = without_addresses(df, ("title", "abstract"))
+    assert out["title"][0] == "Hits@10 and mAP@0.5 for x"
+    assert out["abstract"][0] == "Correspondence to: Mark Chen [email], Jerry Tworek [email]."
+
+
+def test_an_audit_stopped_by_a_written_address_says_how_to_redact_it() -> None:
+    from revbench.flows.release import PrivacyAuditFailed
+    from revbench.tasks.privacy import AuditHit
+
+    hit = AuditHit("reviewers", 7, "publications[0].abstract", "email", "ada@lab.org", "plain")
+    assert "REVBENCH_RELEASE__REDACT_ADDRESSES=true" in str(PrivacyAuditFailed([hit]))
+    name = AuditHit("papers", 1, "abstract", "person_name", "Ada Byron", "first_last", "author_x")
+    assert "REDACT" not in str(PrivacyAuditFailed([name]))

@@ -57,10 +57,28 @@ def read_gold_evaluations(path: Path, scale: tuple[float, float] = DEFAULT_SCALE
     return frame(ratings, RATINGS_SCHEMA)
 
 
+def _strict_gold(ev: Path, ratings: pl.DataFrame, submissions: pl.DataFrame, first_draw: pl.DataFrame, draw_dir: Path) -> None:
+    """What a world built from the gold standard needs: every rated paper among the submissions
+    with a title, every participant with publications in the first draw."""
+    titled = set(submissions.filter(pl.col("title").str.strip_chars() != "")["paper_id"].to_list())
+    with_pubs = set(first_draw.filter(pl.col("title").str.strip_chars() != "")["reviewer_id"].to_list())
+    ids = pl.read_csv(ev, separator="\t", infer_schema_length=0, columns=["ParticipantID"])["ParticipantID"]
+    row_of = {str(r).strip(): i + 2 for i, r in enumerate(ids.to_list())}  # the header is row 1
+    for who, paper in ratings.select("reviewer_id", "paper_id").iter_rows():
+        if who not in with_pubs:
+            raise InputError(f"{ev} row {row_of[who]}: participant {who!r} has an empty publication list "
+                             f"({draw_dir / 'archives' / f'~{who}.jsonl'} is missing or has no titled paper)")
+        if paper not in titled:
+            raise InputError(f"{ev} row {row_of[who]}: paper {paper!r} is not among {draw_dir / 'submissions.json'} "
+                             "with a title")
+
+
 @benchmark_kind("goldstandard")
-def load_goldstandard(path: Path) -> Benchmark:
+def load_goldstandard(path: Path, strict: bool = False) -> Benchmark:
     """The CMU gold standard: the public repository (``data/evaluations.csv`` and
-    ``evaluation_datasets/d_20_<x>``) or a slice laid out flat (``evaluations.tsv``, ``d_20_<x>``)."""
+    ``evaluation_datasets/d_20_<x>``) or a slice laid out flat (``evaluations.tsv``, ``d_20_<x>``).
+    ``strict`` (a world is to be built from it) refuses rated participants without publications
+    and rated papers missing from the submissions, which evaluation leaves out."""
     candidates = [path / "data" / "evaluations.csv", path / "evaluations.csv", path / "evaluations.tsv"]
     ev = next((c for c in candidates if c.exists()), None)
     if ev is None:
@@ -78,6 +96,8 @@ def load_goldstandard(path: Path) -> Benchmark:
         subs.append(s)
         draws.append(prof)
     submissions = pl.concat(subs).unique("paper_id", keep="first").sort("paper_id")
+    if strict:
+        _strict_gold(ev, ratings_df, submissions, draws[0], draw_dirs[0])
     reviewers = set(draws[0]["reviewer_id"].unique())
     ratings_df = ratings_df.filter(pl.col("reviewer_id").is_in(list(reviewers)))
     return Benchmark(

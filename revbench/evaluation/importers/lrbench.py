@@ -29,11 +29,40 @@ def _lr_file(path: Path, stem: str) -> Path | None:
     return None
 
 
-def _lr_tuples(items: Any, path: Path, scale: tuple[float, float]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+def _strict_item(where: str, t: dict[str, Any], given: dict[tuple[str, str], tuple[float, int]], index: int) -> None:
+    """What a world built from the benchmark needs of one tuple beyond what evaluation needs: a
+    title for every paper, a publication list for every reviewer, one rating per (reviewer, paper)."""
+    pc = "author_id" in t["positive"]
+    for side in ("anchor", "positive", "negative"):
+        x = t[side]
+        is_paper = (side == "anchor") == pc
+        if is_paper and not str(x.get("paper_title") or x.get("title") or "").strip():
+            raise InputError(f"{where}: {side}.paper_title is missing or empty")
+        if not is_paper:
+            if not isinstance(x.get("papers"), list) or not x["papers"]:
+                raise InputError(f"{where}: {side}.papers is missing or an empty publication list "
+                                 f"(reviewer {x.get('author_id')!r})")
+            for j, p in enumerate(x["papers"]):
+                if not isinstance(p, dict) or not str(p.get("title") or "").strip():
+                    raise InputError(f"{where}: {side}.papers[{j}] has no title")
+    anchor = t["anchor"].get("paper_id", t["anchor"].get("author_id"))
+    for side in ("positive", "negative"):
+        x = t[side]
+        key = (str(x["author_id"]), str(anchor)) if pc else (str(anchor), str(x["paper_id"]))
+        score = float(x["score"])
+        if key in given and given[key][0] != score:
+            raise InputError(f"{where}: reviewer {key[0]!r} rates paper {key[1]!r} {score:g} here and "
+                             f"{given[key][0]:g} in item {given[key][1]}; one rating per pair")
+        given.setdefault(key, (score, index))
+
+
+def _lr_tuples(items: Any, path: Path, scale: tuple[float, float],
+               strict: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     if not isinstance(items, list):
         raise InputError(f"{path}: expected a list of {{anchor, positive, negative}} tuples")
     tuples, papers, profiles = [], [], []
     first_item: dict[tuple[str, ...], int] = {}
+    given: dict[tuple[str, str], tuple[float, int]] = {}
     for i, t in enumerate(items):
         where = f"{path} item {i}"
         if not isinstance(t, dict) or not all(isinstance(t.get(k), dict) for k in ("anchor", "positive", "negative")):
@@ -66,20 +95,24 @@ def _lr_tuples(items: Any, path: Path, scale: tuple[float, float]) -> tuple[list
                                "abstract": side.get("abstract", "")})
             tuples.append(dict(reviewer_pos=rid, paper_pos=str(pos["paper_id"]), reviewer_neg=rid,
                                paper_neg=str(neg["paper_id"]), rating_pos=r_pos, rating_neg=r_neg, cluster=rid))
+        if strict:  # after the ids are known to be there
+            _strict_item(where, t, given, i)
     return tuples, papers, profiles
 
 
 @benchmark_kind("lrbench")
-def load_lrbench(path: Path) -> Benchmark:
+def load_lrbench(path: Path, strict: bool = False) -> Benchmark:
     """LR-bench: ``evaluations_pc.json`` and/or ``evaluations_rc.json`` (anchor, positive,
-    negative), with ``keywords.json`` when present."""
+    negative), with ``keywords.json`` when present. ``strict`` (a world is to be built from it)
+    also refuses a paper without a title, a reviewer without publications and a (reviewer, paper)
+    rated twice differently."""
     splits, papers, profiles, files = [], [], [], []
     for stem, split_name in (("evaluations_pc", SPLIT_LR_PC), ("evaluations_rc", SPLIT_LR_RC)):
         f = _lr_file(path, stem)
         if f is None:
             continue
         files.append(f)
-        t, p, prof = _lr_tuples(read_json(f), f, DEFAULT_SCALE)
+        t, p, prof = _lr_tuples(read_json(f), f, DEFAULT_SCALE, strict)
         papers += p
         profiles += prof
         splits.append(Split(split_name, tuples=frame(t, TUPLES_SCHEMA)))

@@ -9,7 +9,7 @@ from pathlib import Path
 from revbench.errors import InputError
 from revbench.evaluation.model import Benchmark
 
-Loader = Callable[[Path], Benchmark]
+Loader = Callable[..., Benchmark]
 
 LOADERS: dict[str, Loader] = {}
 """Loaders by kind, filled as their modules are imported (see :func:`benchmark_kind`)."""
@@ -32,12 +32,13 @@ def benchmark_kind(kind: str) -> Callable[[Loader], Loader]:
     return register
 
 
-def load_benchmark(kind: str, path: Path) -> Benchmark:
-    """A benchmark by kind: ``goldstandard``, ``lrbench``, ``openreview``, ``warehouse`` or ``release``."""
+def load_benchmark(kind: str, path: Path, strict: bool = False) -> Benchmark:
+    """A benchmark by kind: ``goldstandard``, ``lrbench``, ``openreview``, ``warehouse`` or ``release``;
+    ``strict`` (for the kinds a world can be built from) adds the checks a world needs."""
     if not path.exists():
         raise InputError(f"{path} does not exist")
     if kind not in KIND_MODULES:
         raise InputError(f"unknown benchmark kind {kind!r}; expected one of {sorted(KIND_MODULES)}")
     if kind not in LOADERS:
         importlib.import_module(KIND_MODULES[kind])
-    return LOADERS[kind](path)
+    return LOADERS[kind](path, strict=True) if strict else LOADERS[kind](path)

@@ -1,0 +1,220 @@
+"""Rebuild a published benchmark from its real text (``revbench demo --world KIND=PATH``): a world
+imported from the benchmark's files behind the replay server, the whole loop on it (ingest,
+identities, pools with the real embedding model, survey, ratings, release, evaluation), and the
+comparison with the original written to ``reports/rebuild/``."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from revbench.app.console import console, print_disambiguation, print_ingest_summary, print_pools, print_ratings, print_release
+from revbench.app.demo import (
+    DEMO_KEY_FILES,
+    DEMO_PACE_SECONDS,
+    DEMO_RATINGS,
+    demo_settings,
+    demo_warehouse_for,
+    print_scanners,
+    survey_round,
+)
+from revbench.app.entry import DEMO_SINCE, DEMO_UNTIL
+from revbench.errors import UsageError
+from revbench.evaluation.model import Benchmark
+from revbench.settings import ReplaySettings, Settings
+from revbench.synth.imported import PROFILE_CATEGORY, QUERY_CATEGORY, WORLD_KINDS
+
+REBUILD_SCORERS = ["trivial", "tpms", "bm25:pooling=mean", "embedding:pooling=mean", "rate:keywords=offline"]
+"""Every scorer that runs offline (the llm scorer needs a real model behind its endpoint; rate takes
+its keywords from YAKE on both sides, not from LR-bench's keywords file on one of them)."""
+REBUILD_RATINGS = {**DEMO_RATINGS, "unattended_decision": "keep", "evaluate_after": False}
+"""The demo's rules on its fast clock; the answers are the benchmark's own, so flags are
+reported and nothing is dropped (the comparison evaluates the release on its own)."""
+STAGES = ("world", "ingest", "identities", "pools", "survey", "ratings", "release", "evaluation", "comparison")
+
+
+def parse_world(text: str) -> tuple[str, Path]:
+    """``KIND=PATH`` of ``--world``: a kind a world can be imported from and an existing path."""
+    kind, sep, path = text.partition("=")
+    if not sep or not path:
+        raise UsageError(f"--world {text!r}: expected KIND=PATH, e.g. lrbench=../shared/external/lrbench-sample")
+    if kind not in WORLD_KINDS:
+        raise UsageError(f"--world {text!r}: a world can be imported from {', '.join(WORLD_KINDS)}, not {kind!r}")
+    if not Path(path).exists():
+        raise UsageError(f"--world {text!r}: {path} does not exist")
+    return kind, Path(path)
+
+
+def load_source(text: str) -> tuple[str, Path, Benchmark]:
+    """``--world KIND=PATH`` read and checked (strictly: what a world needs) before any work."""
+    from revbench.evaluation.importers.registry import load_benchmark
+
+    kind, source = parse_world(text)
+    return kind, source, load_benchmark(kind, source, strict=True)
+
+
+def rebuild_pools(bench: Benchmark, held: pl.DataFrame) -> dict[str, Any]:
+    """The pools settings of a rebuild: queries drawn from the query papers alone (all of them),
+    tau 0.4 (the lowest threshold the pools report; rated pairs reach down to about 0.25 with
+    MiniLM), candidates with two recent papers, and room for as many invitations per query and per
+    reviewer as the original's survey asked for (at least the product's defaults)."""
+    per_query = held.group_by("paper_id").len()["len"].max() or 0
+    per_reviewer = held.group_by("reviewer_id").len()["len"].max() or 0
+    return {"tau": 0.4, "min_recent_papers": 2, "query_categories": [QUERY_CATEGORY],
+            "queries_per_category": max(1, held["paper_id"].n_unique()),
+            "candidates_per_query": max(10, int(per_query)), "max_queries_per_candidate": max(6, int(per_reviewer))}
+
+
+def rebuild_release_key(manifest: dict[str, Any]) -> str:
+    """The release id key of a rebuild, from its world: the ids (which the bootstrap resamples in
+    their order) and so every interval are the same in every data folder. A rebuild publishes
+    nothing anyone could link back: its people are synthesised."""
+    return hashlib.sha256(f"revbench-rebuild-release\x1f{manifest['spec_key']}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Stages:
+    """Progress over the rebuild's stages, one line each, with the time since the start."""
+
+    t0: float
+
+    def __call__(self, name: str, note: str = "") -> None:
+        i = STAGES.index(name) + 1
+        console.rule(f"[bold]rebuild {i}/{len(STAGES)}: {name}[/] ({time.monotonic() - self.t0:.0f} s){' - ' + note if note else ''}")
+
+
+def run_rebuild(settings: Settings, world: tuple[str, Path, Benchmark], seed: int, replay: ReplaySettings,
+                track: bool) -> dict[str, Any]:
+    """The whole loop on a world imported from ``world`` (kind, path and the benchmark read from
+    it by :func:`load_source`), then the comparison with the original (printed, and written to
+    ``<data>/reports/rebuild/``). Returns the comparison."""
+    from revbench.app.entry import save_demo_settings
+    from revbench.synth.imported import ensure_imported_world, held_ratings
+
+    kind, source, bench = world
+    t0 = time.monotonic()
+    step = Stages(t0)
+    step("world", f"{kind} from {source}")
+    held = held_ratings(bench)
+    data = settings.data_dir / "rebuild" / kind
+    base = settings.with_overrides(data_dir=data)
+    world_dir = base.worlds_dir / f"{kind}-{bench.version[:12]}"
+
+    def progress(what: str, done: int, total: int) -> None:
+        console.print(f"  {what}: {done}/{total}")
+
+    manifest = ensure_imported_world(world_dir, kind, source, bench, seed, DEMO_SINCE, DEMO_UNTIL, progress)
+    demo_warehouse_for(base, manifest)
+    pools_settings = rebuild_pools(bench, held)
+    save_demo_settings(data, {"ratings": REBUILD_RATINGS, "pools": pools_settings}, DEMO_KEY_FILES)
+    imp = manifest["imported"]
+    console.print(f"world from {kind}: {imp['queries']} query papers, {imp['reviewers']} reviewers with "
+                  f"{imp['publications']} publications, {imp['rated_pairs']} rated pairs -> {world_dir}")
+    s, release_dir = _loop(base, world_dir, manifest, pools_settings, replay, seed, track, step)
+    step("evaluation", ", ".join(REBUILD_SCORERS))
+    report = settings.data_dir / "reports" / "rebuild"
+    rows = _evaluate(s, kind, source, release_dir, report / kind / "evaluation", track)
+    step("comparison")
+    from revbench.app.rebuild_report import comparison, write_report
+
+    result = comparison(s, world_dir, bench, kind, source, release_dir, rows, pools_settings["tau"])
+    result["seconds"] = round(time.monotonic() - t0, 1)
+    paths = write_report(result, report / kind)
+    for p in paths:  # the latest rebuild also at the top of reports/rebuild/
+        shutil.copyfile(p, report / p.name)
+    _print_comparison(result, report)
+    return result
+
+
+def _loop(base: Settings, world_dir: Path, manifest: dict[str, Any], pools_settings: dict[str, Any],
+          replay: ReplaySettings, seed: int, track: bool, step: Stages) -> tuple[Settings, Path]:
+    """Ingest, identities, pools, survey, ratings and release on the imported world."""
+    from revbench.flows.disambiguate import disambiguate_flow
+    from revbench.flows.ingest import ingest_flow
+    from revbench.flows.pools import pools_flow
+    from revbench.flows.ratings import ratings_flow
+    from revbench.flows.release import release_flow
+    from revbench.replay import spawn_replay
+    from revbench.schemas.tables import AUTHOR_LINKS
+    from revbench.synth.benchmark_panel import answer_held, held_levels
+    from revbench.synth.truth import disambiguation_quality, load_truth
+    from revbench.warehouse import Warehouse
+
+    truth = load_truth(world_dir)
+    with spawn_replay(world_dir, replay) as url:
+        s = demo_settings(base, url).with_overrides(arxiv={"categories": [QUERY_CATEGORY, PROFILE_CATEGORY]})
+        step("ingest", f"replay server on {url}")
+        print_ingest_summary(ingest_flow.run(s, DEMO_SINCE, DEMO_UNTIL, synthetic=True, track=track))
+        step("identities")
+        for decider in ("fallback", "llm"):
+            dis = disambiguate_flow.run(s.with_overrides(disambiguate={"use_llm": decider == "llm"}), track=track)
+            with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+                links = wh.read(AUTHOR_LINKS)
+            print_disambiguation(dis, disambiguation_quality(truth, links))
+        step("pools", f"tau {pools_settings['tau']}, model {s.pools.model}")
+        s = s.with_overrides(pools=pools_settings)
+        print_pools(pools_flow.run(s, round=1, track=track))
+    step("survey")
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        corpus = wh.corpus_papers()
+    held = held_levels(world_dir, corpus)
+    wave, panel, counts, _ = survey_round(s, lambda messages, recorded: answer_held(
+        held, messages, seed, s.data_dir / "survey" / "rebuild-panel", recorded, pace_seconds=DEMO_PACE_SECONDS), track)
+    console.print(f"Survey round 1: {wave.sent} invitations sent; the panel answered {panel['ratings']} papers the "
+                  f"benchmark rates, left {panel['unheld']} it does not unanswered ({panel['silent']} emails silent). "
+                  f"In the survey store: {counts.get('ratings', 0)} ratings.")
+    print_scanners(panel)
+    step("ratings")
+    s = s.with_overrides(ratings=REBUILD_RATINGS)
+    print_ratings(ratings_flow.run(s, track=track))
+    step("release")
+    # Real abstracts carry their authors' addresses ("Correspondence to: ... <x@lab.org>").
+    out = release_flow.run(s.with_overrides(release={"id_key": rebuild_release_key(manifest), "auto_approve": True,
+                                                     "redact_addresses": True}),
+                           only_if_changed=True, track=track)
+    print_release(out)
+    return s, Path(out.dir)
+
+
+def _evaluate(s: Settings, kind: str, source: Path, release_dir: Path, out: Path, track: bool) -> list[dict[str, Any]]:
+    """Every offline scorer on the original benchmark and on the rebuilt release, in one run (so
+    both share the bootstrap's seed and the scorers their caches)."""
+    from revbench.flows.evaluate import evaluate_flow
+
+    out.mkdir(parents=True, exist_ok=True)
+    res = evaluate_flow.run(s, benchmarks=[f"{kind}={source}", f"release={release_dir}"], scorers=REBUILD_SCORERS,
+                            predictions=[], baseline=None, bootstrap=s.ratings.bootstrap, seed=0, report_dir=str(out),
+                            allow_partial=False, json_out=None, plot=True, track=track)
+    return res.rows
+
+
+def _print_comparison(result: dict[str, Any], report: Path) -> None:
+    from rich.table import Table as RichTable
+
+    r = result["pool_recall"]
+    console.print(f"Pool recall of the original's rated pairs: {r['recalled']}/{r['pairs']} "
+                  f"({(r['recall'] or 0):.0%}) at tau {r['tau']}; missed: "
+                  + (", ".join(f"{n} {k}" for k, n in r["missed_by_reason"].items() if n) or "none"))
+    t = result["tuples"]
+    console.print(f"Tuples: original {t['original']}, rebuilt {t['rebuilt']}; of the {t['recalled']} original tuples "
+                  f"whose pairs were both rated, {t['matched']} rebuilt with the same label, {t['reversed']} reversed, "
+                  f"{t['tied']} tied by the 1-5 scale: labels identical: {t['labels_identical']}")
+    table = RichTable(title="Loss (95% interval) on the original and on the rebuild", title_justify="left")
+    for col in ("scorer", "original", "pairs", "rebuilt", "pairs "):
+        table.add_column(col)
+
+    def cell(x: Any, ci: list[Any]) -> str:
+        return "-" if x is None else f"{x:.3f} ({ci[0]:.3f}-{ci[1]:.3f})" if ci[0] is not None else f"{x:.3f}"
+    for sc in result["scorers"]:
+        table.add_row(sc["name"], cell(sc["original_loss"], sc["original_ci"]), str(sc["original_n"]),
+                      cell(sc["rebuilt_loss"], sc["rebuilt_ci"]), str(sc["rebuilt_n"]))
+    console.print(table)
+    tau = result["kendall_tau"]
+    console.print(f"Kendall tau between the two orderings: {'-' if tau is None else f'{tau:.2f}'}; "
+                  f"rebuild finished in {result['seconds']:.0f} s. Report: [cyan]{report}[/] (rebuild.json, rebuild.md, rebuild.png)")

@@ -1,0 +1,212 @@
+"""What a world cannot be built from is refused before any work, in one line that names the file
+and the item or row: the strict importers, and ``revbench demo --world`` on the command line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from revbench.errors import InputError
+from revbench.evaluation.importers.registry import load_benchmark
+from revbench.settings import Settings
+from tests.support.rebuild import copy_sample, write_lrbench
+from tests.support.cli import cli, error_line, one_line_error, write_gold
+from tests.support.common import run_cli
+
+Items = list[dict[str, Any]]
+
+
+def _shared_pair(items: Items) -> tuple[int, str, int]:
+    """The first item that rates a (reviewer, paper) an earlier item rates too: its index, the side
+    and the earlier item's index."""
+    seen: dict[tuple[str, str], int] = {}
+    for i, t in enumerate(items):
+        for side in ("positive", "negative"):
+            key = (t[side]["author_id"], t["anchor"]["paper_id"])
+            if key in seen and seen[key] != i:
+                return i, side, seen[key]
+            seen.setdefault(key, i)
+    raise AssertionError("no reviewer rates one paper in two items")
+
+
+def _drop_title(items: Items) -> tuple[int, str]:
+    del items[1]["anchor"]["paper_title"]
+    return 1, "anchor.paper_title is missing or empty"
+
+
+def _blank_title(items: Items) -> tuple[int, str]:
+    items[2]["anchor"]["paper_title"] = "  "
+    return 2, "anchor.paper_title is missing or empty"
+
+
+def _drop_score(items: Items) -> tuple[int, str]:
+    del items[2]["positive"]["score"]
+    return 2, "positive.score"
+
+
+def _score_seven(items: Items) -> tuple[int, str]:
+    items[0]["negative"]["score"] = 7
+    return 0, "negative.score: rating 7 is outside the benchmark's 1-5 scale"
+
+
+def _duplicate(items: Items) -> tuple[int, str]:
+    items.append(json.loads(json.dumps(items[1])))
+    return len(items) - 1, "the same tuple as item 1"
+
+
+def _no_publications(items: Items) -> tuple[int, str]:
+    items[1]["positive"]["papers"] = []
+    return 1, f"positive.papers is missing or an empty publication list (reviewer {items[1]['positive']['author_id']!r})"
+
+
+def _untitled_publication(items: Items) -> tuple[int, str]:
+    items[0]["negative"]["papers"][0]["title"] = ""
+    return 0, "negative.papers[0] has no title"
+
+
+def _rated_twice(items: Items) -> tuple[int, str]:
+    i, side, earlier = _shared_pair(items)
+    old = items[i][side]["score"]
+    items[i][side]["score"] = new = old - 1 if old > 1 else old + 1
+    who, paper = items[i][side]["author_id"], items[i]["anchor"]["paper_id"]
+    return i, f"reviewer {who!r} rates paper {paper!r} {new:g} here and {old:g} in item {earlier}; one rating per pair"
+
+
+# (change, refused without strict too)
+CASES: dict[str, tuple[Callable[[Items], tuple[int, str]], bool]] = {
+    "missing title": (_drop_title, False), "blank title": (_blank_title, False), "missing score": (_drop_score, True),
+    "score 7": (_score_seven, True), "duplicate tuple": (_duplicate, True), "no publications": (_no_publications, False),
+    "untitled publication": (_untitled_publication, False), "rated twice differently": (_rated_twice, False),
+}
+
+
+@pytest.fixture(params=["hand-written", "sample"])
+def lr_source(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, Items]:
+    """A writable LR-bench folder (the hand-written one, or a copy of the real sample) and its items."""
+    if request.param == "hand-written":
+        d = write_lrbench(tmp_path / "lr")
+    else:
+        d = copy_sample(request.getfixturevalue("external") / "lrbench-sample", tmp_path / "lr")
+    f = next(d.glob("evaluations_pc*.json"))
+    return f, json.loads(f.read_text())
+
+
+def _refusal(kind: str, path: Path) -> str:
+    with pytest.raises(InputError) as caught:
+        load_benchmark(kind, path, strict=True)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def test_the_unchanged_folders_load_strictly(lr_source: tuple[Path, Items]) -> None:
+    f, _ = lr_source
+    assert load_benchmark("lrbench", f.parent, strict=True).splits[0].tuples.height >= 3
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_lrbench_refusals(lr_source: tuple[Path, Items], case: str) -> None:
+    f, items = lr_source
+    change, always = CASES[case]
+    index, says = change(items)
+    f.write_text(json.dumps(items))
+    message = _refusal("lrbench", f.parent)
+    assert message.startswith(f"{f} item {index}"), message
+    assert says in message, message
+    if not always:  # evaluation alone takes the file: only a world needs more of it
+        load_benchmark("lrbench", f.parent)
+    else:
+        with pytest.raises(InputError):
+            load_benchmark("lrbench", f.parent)
+
+
+def test_a_candidate_without_its_id_is_one_line(tiny_lrbench: Path) -> None:
+    f = tiny_lrbench / "evaluations_pc.json"
+    items = json.loads(f.read_text())
+    del items[1]["negative"]["author_id"]
+    f.write_text(json.dumps(items))
+    message = _refusal("lrbench", tiny_lrbench)
+    assert message.startswith(f"{f} item 1") and "author_id" in message
+
+
+@pytest.fixture(params=["hand-written", "sample"])
+def gold_source(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """A writable gold-standard folder: the hand-written one (``tests.support.cli.write_gold``), or
+    a copy of the real sample."""
+    if request.param == "hand-written":
+        return write_gold(tmp_path / "gold")
+    return copy_sample(request.getfixturevalue("external") / "goldstandard-sample", tmp_path / "gold")
+
+
+def _participants(d: Path) -> list[tuple[str, list[str]]]:
+    """Each participant of ``evaluations.tsv`` with their rated papers, in row order."""
+    lines = (d / "evaluations.tsv").read_text().splitlines()[1:]
+    return [(cells[0], [p for p in cells[1:11] if p]) for cells in (ln.split("\t") for ln in lines)]
+
+
+@pytest.mark.parametrize("how", ["missing", "empty"])
+def test_a_participant_without_an_archive_is_refused(gold_source: Path, how: str) -> None:
+    assert load_benchmark("goldstandard", gold_source, strict=True)
+    row, (who, _) = 3, _participants(gold_source)[1]  # the second participant: row 3 (the header is row 1)
+    archive = gold_source / "d_20_1" / "archives" / f"~{who}.jsonl"
+    if how == "missing":
+        archive.unlink()
+    else:
+        archive.write_text("")
+    message = _refusal("goldstandard", gold_source)
+    assert message.startswith(f"{gold_source / 'evaluations.tsv'} row {row}: participant {who!r} has an empty publication list")
+    assert str(archive) in message
+    load_benchmark("goldstandard", gold_source)  # evaluation leaves the participant out
+
+
+def test_a_rated_paper_missing_from_the_submissions_is_refused(gold_source: Path) -> None:
+    participants = _participants(gold_source)
+    paper = participants[-1][1][0]
+    row = next(i for i, (_, papers) in enumerate(participants, start=2) if paper in papers)  # the first to rate it
+    for subs in sorted(gold_source.glob("d_20_*/submissions.json")):
+        held = json.loads(subs.read_text())
+        held.pop(paper, None)
+        subs.write_text(json.dumps(held))
+    message = _refusal("goldstandard", gold_source)
+    assert message.startswith(f"{gold_source / 'evaluations.tsv'} row {row}: paper {paper!r} is not among "
+                              f"{gold_source / 'd_20_1' / 'submissions.json'}"), message
+    load_benchmark("goldstandard", gold_source)
+
+
+# The command line: one line, exit 2, nothing written.
+
+
+def test_demo_world_on_a_bad_copy_is_one_line_and_writes_nothing(settings: Settings, tmp_path: Path) -> None:
+    d = write_lrbench(tmp_path / "bad")
+    items = json.loads((d / "evaluations_pc.json").read_text())
+    items[2]["positive"]["papers"] = []
+    (d / "evaluations_pc.json").write_text(json.dumps(items))
+    result = cli(settings, "demo", "--world", f"lrbench={d}", "--no-track",
+                 extra={"PREFECT_HOME": str(tmp_path / "prefect")})
+    assert result.returncode == 2, result.stdout + result.stderr
+    line = error_line(result)
+    assert str(d / "evaluations_pc.json") in line and "item 2" in line and "positive.papers" in line, line
+    assert not list(settings.data_dir.rglob("*.duckdb")) and not list(settings.data_dir.rglob("worlds"))
+    assert not list(settings.data_dir.rglob("world.json"))
+
+
+@pytest.mark.parametrize(("world", "needles"), [
+    ("bogus=x", ("--world 'bogus=x'", "lrbench, goldstandard", "not 'bogus'")),
+    ("lrbench", ("--world 'lrbench'", "expected KIND=PATH")),
+    ("lrbench=", ("--world 'lrbench='", "expected KIND=PATH")),
+    ("lrbench=/nonexistent", ("--world 'lrbench=/nonexistent'", "/nonexistent does not exist")),
+])
+def test_demo_world_arguments(data_dir: Path, world: str, needles: tuple[str, ...]) -> None:
+    one_line_error(*run_cli("demo", "--world", world, "--no-track"), 2, *needles)
+    assert not data_dir.exists()
+
+
+@pytest.mark.parametrize("flag", ["--cassettes", "--papers"])
+def test_demo_world_takes_no_cassettes_nor_papers(data_dir: Path, tiny_lrbench: Path, tmp_path: Path, flag: str) -> None:
+    value = str(tmp_path) if flag == "--cassettes" else "50"
+    one_line_error(*run_cli("demo", "--world", f"lrbench={tiny_lrbench}", flag, value), 2, f"{flag}: not with --world")
+    assert not data_dir.exists()
