@@ -18,11 +18,12 @@ STRATA = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
 paper and any of the reviewer's papers, with the pools' model)."""
 COI_REASONS = ("query_author", "coauthor", "same_affiliation")
 SCREENING_REASONS = ("screening", "unreachable")
-MISS_REASONS = ("not_ingested", "not_linked", "not_sampled", "below_tau", "coi", "screening", "cap")
+MISS_REASONS = ("not_ingested", "not_linked", "not_sampled", "coi", "screening", "cap", "below_tau")
 """Why an original rated pair was not invited, in the order they are tested: its query paper is
-not in the corpus; none of the reviewer's mentions was linked to an author; its query paper was
-not drawn as a query; no paper of the reviewer reached tau; a conflict of interest; screening
-(too few recent papers, no usable email); the per-query or per-candidate cap."""
+not in the corpus; none of the reviewer's mentions was linked to an author of theirs alone; its
+query paper was not drawn as a query; then, among the query's candidates: a conflict of interest,
+screening (too few recent papers, no usable email), the per-query or per-candidate cap; and, for
+a reviewer who was never a candidate of the query, no paper of theirs reached tau."""
 TUPLE_SCHEMA = {"kind": pl.Utf8, "anchor": pl.Utf8, "positive": pl.Utf8, "negative": pl.Utf8,
                 "rating_pos": pl.Float64, "rating_neg": pl.Float64}
 HELD_SCHEMA = {"reviewer_id": pl.Utf8, "paper_id": pl.Utf8, "rating": pl.Float64}
@@ -34,7 +35,8 @@ def pair_fates(held: pl.DataFrame, identities: pl.DataFrame, corpus_ids: set[str
     """One row per original rated pair (``held``: ``reviewer_id, paper_id, rating, person_id,
     arxiv_id``) with ``recalled`` and, when it was not, ``reason`` (one of :data:`MISS_REASONS`)
     and ``detail``; ``similarity`` (``person_id, arxiv_id, similarity``) adds each pair's cosine.
-    ``identities`` maps the world's people to the warehouse's authors (``person_id, author_id``)."""
+    ``identities`` maps the world's people to the warehouse's authors (``person_id, author_id``),
+    each author to one person only (an author merged from two people's mentions is left out)."""
     authors: dict[str, set[str]] = {}
     for person, author in identities.select("person_id", "author_id").iter_rows():
         authors.setdefault(person, set()).add(author)
@@ -52,7 +54,7 @@ def pair_fates(held: pl.DataFrame, identities: pl.DataFrame, corpus_ids: set[str
         if arxiv_id is None or arxiv_id not in corpus_ids:
             reason, detail = "not_ingested", "the query paper is not in the corpus"
         elif not ids:
-            reason, detail = "not_linked", "no mention of the reviewer was linked to an author"
+            reason, detail = "not_linked", "no mention of the reviewer was linked to an author of theirs alone"
         elif arxiv_id not in queries:
             reason, detail = "not_sampled", "the paper was not drawn as a query"
         elif any(p in invited for p in pairs):
@@ -132,9 +134,13 @@ class TupleComparison:
     """Recalled original tuples the rebuild holds the other way round (a label that differs)."""
     tied: int
     """Recalled original tuples whose two ratings the rebuild's 1-5 scale makes equal (no tuple)."""
+    unpaired: int
+    """Recalled original tuples rated differently that the rebuild never paired (its two ratings
+    are under two authors of one reviewer, a disambiguation split)."""
     extra: int
     """Rebuilt tuples the original does not have (pairs it rated but never paired)."""
-    labels_identical: bool
+    labels_identical: bool | None
+    """No recalled tuple reversed; None when no tuple was recalled (nothing was compared)."""
     disagreements: list[dict[str, Any]]
 
     def as_dict(self) -> dict[str, Any]:
@@ -155,7 +161,7 @@ def compare_tuples(original: pl.DataFrame, rebuilt: pl.DataFrame, rebuilt_rating
         return (anchor, item) if kind == "reviewer_centric" else (item, anchor)
 
     same = set(b.select("anchor", "positive", "negative").iter_rows())
-    recalled = matched = rev = tied = 0
+    recalled = matched = rev = tied = unpaired = 0
     disagreements = []
     for anchor, pos, neg, rp, rn in o.select("anchor", "positive", "negative", "rating_pos", "rating_neg").iter_rows():
         a, c = pair(anchor, pos), pair(anchor, neg)
@@ -168,12 +174,15 @@ def compare_tuples(original: pl.DataFrame, rebuilt: pl.DataFrame, rebuilt_rating
             rev += 1
             disagreements.append({"anchor": anchor, "positive": pos, "negative": neg, "original": [rp, rn],
                                   "rebuilt": [rated[a], rated[c]]})
-        else:
+        elif rated[a] == rated[c]:
             tied += 1
+        else:
+            unpaired += 1
     either_way = set(o.select("anchor", "positive", "negative").iter_rows())
     either_way |= {(x, n, p) for x, p, n in either_way}
     extra = sum(1 for t in same if t not in either_way)
-    return TupleComparison(kind, o.height, recalled, b.height, matched, rev, tied, extra, rev == 0, disagreements)
+    return TupleComparison(kind, o.height, recalled, len(same), matched, rev, tied, unpaired, extra,
+                           rev == 0 if recalled else None, disagreements)
 
 
 def scorer_rows(rows: list[dict[str, Any]], original: tuple[str, str], rebuilt: tuple[str, str]) -> list[dict[str, Any]]:

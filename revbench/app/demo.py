@@ -47,14 +47,18 @@ def demo_warehouse_for(settings: Settings, manifest: dict[str, Any]) -> None:
     by days past its window is the same world, so it keeps its warehouse."""
     marker = settings.data_dir / ".demo-world"
     key = f"{manifest.get('base_key', manifest['spec_key'])}-format{manifest['format']}"
-    if settings.warehouse_path.exists() and (not marker.exists() or marker.read_text() != key):
+    # The survey store and the releases go with the warehouse: they hold the old world's answers
+    # and benchmark, and a store alone would be pulled into the new world's warehouse.
+    store = settings.survey_store_path
+    held = [*settings.data_dir.glob("warehouse.duckdb*"), *store.parent.glob(f"{store.name}*")]
+    if settings.releases_dir.is_dir():
+        held.append(settings.releases_dir)
+    if held and (not marker.exists() or marker.read_text() != key):
         aside = settings.data_dir / f"previous-demo-{time.strftime('%Y%m%d-%H%M%S')}"
         aside.mkdir(parents=True)
-        # The survey store goes with it: its answers are to the old world's invitations.
-        for p in [*settings.data_dir.glob("warehouse.duckdb*"), *settings.survey_store_path.parent.glob(
-                f"{settings.survey_store_path.name}*")]:
+        for p in held:
             p.rename(aside / p.name)
-        console.print(f"the demo world changed; the previous demo warehouse was moved to {aside}")
+        console.print(f"the demo world changed; the previous demo warehouse, survey store and releases were moved to {aside}")
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     marker.write_text(key)
 

@@ -95,7 +95,7 @@ def run_rebuild(settings: Settings, world: tuple[str, Path, Benchmark], seed: in
     it by :func:`load_source`), then the comparison with the original (printed, and written to
     ``<data>/reports/rebuild/``). Returns the comparison."""
     from revbench.app.entry import save_demo_settings
-    from revbench.synth.imported import ensure_imported_world, held_ratings
+    from revbench.synth.imported import ensure_imported_world, held_ratings, world_key
 
     kind, source, bench = world
     t0 = time.monotonic()
@@ -104,7 +104,7 @@ def run_rebuild(settings: Settings, world: tuple[str, Path, Benchmark], seed: in
     held = held_ratings(bench)
     data = settings.data_dir / "rebuild" / kind
     base = settings.with_overrides(data_dir=data)
-    world_dir = base.worlds_dir / f"{kind}-{bench.version[:12]}"
+    world_dir = base.worlds_dir / world_key(kind, bench, seed)
 
     def progress(what: str, done: int, total: int) -> None:
         console.print(f"  {what}: {done}/{total}")
@@ -204,7 +204,8 @@ def _print_comparison(result: dict[str, Any], report: Path) -> None:
     t = result["tuples"]
     console.print(f"Tuples: original {t['original']}, rebuilt {t['rebuilt']}; of the {t['recalled']} original tuples "
                   f"whose pairs were both rated, {t['matched']} rebuilt with the same label, {t['reversed']} reversed, "
-                  f"{t['tied']} tied by the 1-5 scale: labels identical: {t['labels_identical']}")
+                  f"{t['tied']} tied by the 1-5 scale, {t['unpaired']} never paired: labels identical: "
+                  f"{'n/a (none compared)' if t['labels_identical'] is None else t['labels_identical']}")
     table = RichTable(title="Loss (95% interval) on the original and on the rebuild", title_justify="left")
     for col in ("scorer", "original", "pairs", "rebuilt", "pairs "):
         table.add_column(col)

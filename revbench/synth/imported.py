@@ -39,6 +39,7 @@ from typing import Any
 import polars as pl
 
 from revbench.evaluation.model import Benchmark
+from revbench.files import write_atomic
 from revbench.synth.vocab import FIRST_NAMES, INSTITUTIONS
 from revbench.synth.world import Generator, WorldSpec, _email_local, _Paper, _Person, _Rendered, render_paper, write_world
 
@@ -158,8 +159,11 @@ def plan_world(bench: Benchmark, seed: int) -> tuple[list[_Person], list[Importe
         for j in range(1 + _unit(seed, "team", pid) % 3):
             who = f"query:{pid}:{j}"
             team.append(len(people))
-            people.append(_person(len(people), names.draw(who), _unit(seed, "inst", who) % len(INSTITUTIONS),
-                                  str(40_000_000 + len(people))))
+            sid = str(40_000_000 + len(people))
+            while sid in taken:  # a reviewer's own id may lie in this range
+                sid = str(int(sid) + 1_000_000)
+            taken.add(sid)
+            people.append(_person(len(people), names.draw(who), _unit(seed, "inst", who) % len(INSTITUTIONS), sid))
         team += sorted(listed.get(k, []))  # a reviewer who lists the query paper wrote it
         papers.append(ImportedPaper(f"query:{pid}", title, abstract or "", True, pid, team))
     for k in sorted(listed):
@@ -231,7 +235,7 @@ def import_world(out_dir: Path, kind: str, source: Path, bench: Benchmark, seed:
                      "queries": sum(p.query for p in planned), "reviewers": len(person_of),
                      "publications": sum(not p.query for p in planned), "rated_pairs": held.height},
     })
-    (out_dir / "world.json").write_text(json.dumps(manifest, indent=2))
+    write_atomic(out_dir / "world.json", json.dumps(manifest, indent=2))  # a killed import leaves no half manifest
     return manifest
 
 
@@ -240,7 +244,10 @@ def ensure_imported_world(out_dir: Path, kind: str, source: Path, bench: Benchma
     """The world built from ``bench``, reused when ``out_dir`` already holds it."""
     path = out_dir / "world.json"
     if path.exists():
-        manifest = json.loads(path.read_text())
+        try:
+            manifest = json.loads(path.read_text())
+        except ValueError:
+            manifest = {}  # damaged: built again
         if manifest.get("spec_key") == world_key(kind, bench, seed):
             return manifest
     return import_world(out_dir, kind, source, bench, seed, start, end, progress)

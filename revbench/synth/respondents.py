@@ -121,21 +121,26 @@ def message_links(msg: EmailMessage) -> list[str]:
 def scan(msg: EmailMessage, seed: int) -> int:
     """A mail security scanner opening every link of ``msg`` before its reader does, as fast as
     it can: HEAD then GET (or GET then HEAD), following redirects or not, fetching the pages'
-    style sheets or not (each seeded per mailbox); returns how many requests it made. A link it
-    cannot reach (a web address in a real paper's title, offline) it passes over, as scanners do."""
+    style sheets or not (each seeded per mailbox); returns how many requests it made. Only links
+    to the survey server (the host of the opt-out link every invitation carries) are opened: a web
+    address in a real paper's title is passed over, so a simulated panel makes no request beyond
+    the machine and a survey server that does not answer still fails loudly."""
     to = str(msg["To"])
+    links = message_links(msg)
+    survey = {httpx.URL(u).host for u in links if "/u/" in u}
     follow = _unit(seed, "scanner-follow", to) < 0.5
     resources = _unit(seed, "scanner-resources", to) < 0.5
     methods = ("HEAD", "GET") if _unit(seed, "scanner-order", to) < 0.5 else ("GET", "HEAD")
     requests = 0
     with httpx.Client(follow_redirects=follow, timeout=30) as http:
-        for link in message_links(msg):
-            for method in methods:
-                try:
-                    r = http.request(method, link)
-                except (httpx.TransportError, httpx.InvalidURL):
-                    requests += 1
+        for link in links:
+            try:
+                if survey and httpx.URL(link).host not in survey:
                     continue
+            except httpx.InvalidURL:
+                continue
+            for method in methods:
+                r = http.request(method, link)
                 requests += 1 + len(r.history)
                 if resources and method == "GET" and "text/html" in r.headers.get("content-type", ""):
                     for sheet in _STYLESHEET.findall(r.text):

@@ -143,12 +143,20 @@ def test_flags_are_checked_before_any_work(tmp_path: Path, data_dir: Path, args:
     assert not (data_dir / "warehouse.duckdb").exists() and not (data_dir / "reports").exists()
 
 
-def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path: Path) -> None:
+def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
     data = write_openreview(tmp_path / "or")
-    (data / "submissions.json").unlink()
-    (data / "submissions.json").mkdir()  # reading it fails in a way nobody planned for
+    read = Path.read_bytes
+
+    def failing_disk(self: Path) -> bytes:  # reading it fails in a way nobody planned for
+        if self.name == "submissions.json":
+            raise OSError(errno.EIO, "Input/output error", str(self))
+        return read(self)
+
+    monkeypatch.setattr(Path, "read_bytes", failing_disk)
     code, out, err = run_cli("evaluate", "-b", f"openreview={data}")
-    line = one_line_error(code, out, err, 1, "IsADirectoryError", "--debug")
+    line = one_line_error(code, out, err, 1, "OSError", "--debug")
     assert "Traceback" not in err and line
     import contextlib
     import io

@@ -13,9 +13,9 @@ import pytest
 from revbench.errors import InputError
 from revbench.evaluation.importers.registry import load_benchmark
 from revbench.settings import Settings
-from tests.support.rebuild import copy_sample, write_lrbench
 from tests.support.cli import cli, error_line, one_line_error, write_gold
 from tests.support.common import run_cli
+from tests.support.rebuild import copy_sample, write_lrbench
 
 Items = list[dict[str, Any]]
 
@@ -76,11 +76,36 @@ def _rated_twice(items: Items) -> tuple[int, str]:
     return i, f"reviewer {who!r} rates paper {paper!r} {new:g} here and {old:g} in item {earlier}; one rating per pair"
 
 
+def _not_above(items: Items) -> tuple[int, str]:
+    items[0]["positive"]["score"] = items[0]["negative"]["score"]
+    return 0, "is not above negative.score"
+
+
+def _null_id(items: Items) -> tuple[int, str]:
+    items[1]["negative"]["author_id"] = None
+    return 1, "negative.author_id is missing, empty or not a string or number"
+
+
+def _title_not_text(items: Items) -> tuple[int, str]:
+    items[1]["anchor"]["paper_title"] = ["a", "list"]
+    return 1, "anchor.paper_title is not text"
+
+
+def _other_kind(items: Items) -> tuple[int, str]:
+    papers = items[0]["positive"]["papers"]
+    items[0] = {"anchor": {"author_id": "r_x", "papers": papers},
+                "positive": {"paper_id": "p_a", "paper_title": "A", "abstract": "", "score": 5},
+                "negative": {"paper_id": "p_b", "paper_title": "B", "abstract": "", "score": 2}, "type": "reviewer_centric"}
+    return 0, "a reviewer-centric tuple in the paper-centric file"
+
+
 # (change, refused without strict too)
 CASES: dict[str, tuple[Callable[[Items], tuple[int, str]], bool]] = {
     "missing title": (_drop_title, False), "blank title": (_blank_title, False), "missing score": (_drop_score, True),
     "score 7": (_score_seven, True), "duplicate tuple": (_duplicate, True), "no publications": (_no_publications, False),
     "untitled publication": (_untitled_publication, False), "rated twice differently": (_rated_twice, False),
+    "positive not above negative": (_not_above, False), "null id": (_null_id, False),
+    "title not text": (_title_not_text, False), "other kind of tuple": (_other_kind, False),
 }
 
 
@@ -210,3 +235,30 @@ def test_demo_world_takes_no_cassettes_nor_papers(data_dir: Path, tiny_lrbench: 
     value = str(tmp_path) if flag == "--cassettes" else "50"
     one_line_error(*run_cli("demo", "--world", f"lrbench={tiny_lrbench}", flag, value), 2, f"{flag}: not with --world")
     assert not data_dir.exists()
+
+
+def test_an_empty_file_a_folder_and_a_rating_given_differently_in_the_other_file_are_one_line(tiny_lrbench: Path) -> None:
+    from revbench.errors import InputError
+
+    pc = tiny_lrbench / "evaluations_pc.json"
+    items = json.loads(pc.read_text())
+    pc.write_text("[]")
+    with pytest.raises(InputError, match=r"evaluations_pc.json: holds no tuples; a world needs rated pairs"):
+        load_benchmark("lrbench", tiny_lrbench, strict=True)
+    pc.unlink()
+    pc.mkdir()
+    with pytest.raises(InputError, match=r"evaluations_pc.json: a folder, not a JSON file"):
+        load_benchmark("lrbench", tiny_lrbench, strict=True)
+    pc.rmdir()
+    pc.write_text(json.dumps(items))
+    first = items[0]
+    reviewer, paper, score = first["positive"]["author_id"], first["anchor"]["paper_id"], first["positive"]["score"]
+    other = {"anchor": {"author_id": reviewer, "papers": first["positive"]["papers"]},
+             "positive": {"paper_id": "p_new", "paper_title": "New", "abstract": "", "score": 5},
+             "negative": {"paper_id": paper, "paper_title": first["anchor"]["paper_title"], "abstract": "",
+                          "score": 1 if score != 1 else 2}, "type": "reviewer_centric"}
+    (tiny_lrbench / "evaluations_rc.json").write_text(json.dumps([other]))
+    with pytest.raises(InputError) as err:
+        load_benchmark("lrbench", tiny_lrbench, strict=True)
+    assert str(err.value).startswith(f"{tiny_lrbench / 'evaluations_rc.json'} item 0: reviewer {reviewer!r} rates paper")
+    assert f"in {pc} item 0; one rating per pair" in str(err.value)

@@ -223,3 +223,13 @@ def test_kendall_tau(pairs: list[tuple[float | None, float | None]], expected: f
 def test_kendall_tau_of_a_partial_agreement() -> None:
     # Three scorers, one pair of them swapped: (concordant - discordant) / 3 = 1/3.
     assert kendall_tau(_scorers([(0.1, 0.1), (0.2, 0.3), (0.3, 0.2)])) == pytest.approx(1 / 3)
+
+
+def test_a_recalled_tuple_the_rebuild_rated_differently_but_never_paired_is_unpaired_not_tied() -> None:
+    original = pl.DataFrame([{"kind": "reviewer_centric", "anchor": "X", "positive": "q1", "negative": "q2",
+                              "rating_pos": 5.0, "rating_neg": 2.0}], schema=TUPLE_SCHEMA)
+    ratings = pl.DataFrame({"reviewer_id": ["X", "X"], "paper_id": ["q1", "q2"], "rating": [5.0, 2.0]})
+    c = compare_tuples(original, pl.DataFrame(schema=TUPLE_SCHEMA), ratings, "reviewer_centric")
+    assert (c.recalled, c.matched, c.tied, c.unpaired, c.labels_identical) == (1, 0, 0, 1, True)
+    nothing = compare_tuples(original, pl.DataFrame(schema=TUPLE_SCHEMA), ratings.head(0), "reviewer_centric")
+    assert nothing.recalled == 0 and nothing.labels_identical is None  # nothing compared is not "identical"

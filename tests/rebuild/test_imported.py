@@ -26,8 +26,8 @@ from revbench.synth.imported import (
     survey_level,
     title_key,
 )
-from tests.support.rebuild import tiny_items, write_lrbench
 from tests.support.cli import write_gold
+from tests.support.rebuild import tiny_items, write_lrbench
 
 SINCE, UNTIL = date(2026, 9, 1), date(2026, 9, 20)
 SAMPLES = {"lrbench": "lrbench-sample", "goldstandard": "goldstandard-sample"}

@@ -38,6 +38,11 @@ def test_prose_about_code_and_data_is_no_address(text: str) -> None:
     ("bob@example.com", "bob@example.com", "plain"),
     ("Contact: Bob.Smith@cs.mit.edu (code at github.com/x)", "bob.smith@cs.mit.edu", "plain"),
     ("available@github.com", "available@github.com", "plain"),  # written plainly, a prose word is an address
+    # A prose word or a short word as a person's local part, off a code host: still an address.
+    ("Correspondence: page at cs.stanford.edu", "page@cs.stanford.edu", "obfuscated"),
+    ("Contact: as at cs.cmu.edu", "as@cs.cmu.edu", "obfuscated"),
+    ("Email: here at example.org", "here@example.org", "obfuscated"),
+    ("jdoe at cs.cmu.edu/~jdoe is the homepage", "jdoe@cs.cmu.edu", "obfuscated"),
 ])
 def test_addresses_are_still_found(text: str, address: str, form: str) -> None:
     assert _found(text) == [(address, form, "")]
@@ -46,3 +51,8 @@ def test_addresses_are_still_found(text: str, address: str, form: str) -> None:
 def test_a_known_persons_address_is_found_even_in_prose_form() -> None:
     assert _found("the code is available at github.com", {"available@github.com": "P1"}) == [
         ("available@github.com", "obfuscated", "P1")]
+
+
+def test_grouped_addresses_are_each_found() -> None:
+    assert _found("Contact {jdoe, a.smith}@cs.cmu.edu for data") == [
+        ("jdoe@cs.cmu.edu", "plain", ""), ("a.smith@cs.cmu.edu", "plain", "")]

@@ -53,11 +53,11 @@ def test_file_docs_and_the_listed_files(tmp_path: Path) -> None:
 def test_written_addresses_become_a_mark_and_metrics_stay() -> None:
     from revbench.tasks.release import without_addresses
 
-    df = pl.DataFrame({"title": ["Hits@10 and mAP@0.5 for x"], "abstract": [
-        "Correspondence to: Mark Chen <mark@openai.com>, Jerry Tworek <jt@lab.co.uk>."]})
+    df = pl.DataFrame({"title": ["Hits@10.In addition R@1.On COCO and mAP@0.5.We report"], "abstract": [
+        "Correspondence to: Mark Chen <mark@openai.com>, Jerry Tworek <jt@lab.co.uk>, {ada, bo}@cs.cmu.edu."]})
     out = without_addresses(df, ("title", "abstract"))
-    assert out["title"][0] == "Hits@10 and mAP@0.5 for x"
-    assert out["abstract"][0] == "Correspondence to: Mark Chen [email], Jerry Tworek [email]."
+    assert out["title"][0] == "Hits@10.In addition R@1.On COCO and mAP@0.5.We report"  # the audit's own rule
+    assert out["abstract"][0] == "Correspondence to: Mark Chen [email], Jerry Tworek [email], [email]."
 
 
 def test_an_audit_stopped_by_a_written_address_says_how_to_redact_it() -> None:

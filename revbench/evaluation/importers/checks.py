@@ -114,6 +114,8 @@ def parse_json(text: str, where: str) -> Any:
 
 def read_json(path: Path) -> Any:
     """Parsed JSON, or an error naming the file and where it broke (see :func:`parse_json`)."""
+    if path.is_dir():
+        raise InputError(f"{path}: a folder, not a JSON file")
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -60,6 +60,8 @@ def read_gold_evaluations(path: Path, scale: tuple[float, float] = DEFAULT_SCALE
 def _strict_gold(ev: Path, ratings: pl.DataFrame, submissions: pl.DataFrame, first_draw: pl.DataFrame, draw_dir: Path) -> None:
     """What a world built from the gold standard needs: every rated paper among the submissions
     with a title, every participant with publications in the first draw."""
+    if ratings.height == 0:
+        raise InputError(f"{ev}: no ratings; a world needs rated pairs")
     titled = set(submissions.filter(pl.col("title").str.strip_chars() != "")["paper_id"].to_list())
     with_pubs = set(first_draw.filter(pl.col("title").str.strip_chars() != "")["reviewer_id"].to_list())
     ids = pl.read_csv(ev, separator="\t", infer_schema_length=0, columns=["ParticipantID"])["ParticipantID"]
