@@ -1,5 +1,5 @@
-"""Sentence embeddings with a cache keyed by (model, text hash), on a GPU when one is present
-(which model a name means is :mod:`revbench.ml.models`'s answer)."""
+"""Sentence embeddings with a cache keyed by (model, precision, token limit, text hash), on a GPU
+when one is present (which model a name means is :mod:`revbench.ml.models`'s answer)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from revbench.files import file_sha256, replacing
-from revbench.ml.models import load_model, model_key
+from revbench.ml.models import load_model, model_key, vector_key
 
 
 def text_hash(text: str) -> str:
@@ -89,28 +89,31 @@ def token_batches(lengths: list[int], budget: int, max_batch: int = 256) -> list
 
 
 def export_dir(data_dir: Path, benchmark: str, version: str, model: str) -> Path:
-    """Where the embed flow exports one benchmark's vectors by one model."""
+    """Where the embed flow exports one benchmark's vectors by one model (in the precision and at
+    the token limit it runs with here: :func:`revbench.ml.models.vector_key`)."""
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{benchmark}-{version}")
-    return data_dir / "vectors" / safe / model_key(model)
+    return data_dir / "vectors" / safe / vector_key(model)
 
 
 class EmbeddingCache:
     """Vectors of texts already embedded by one model, stored as parquet shards under
-    ``root/<model key>/``; only texts never seen are encoded."""
+    ``root/embeddings/<vector key>/`` (model, precision, token limit:
+    :func:`revbench.ml.models.vector_key`); only texts never seen are encoded, and a text given
+    twice is encoded once."""
 
     _shared: dict[tuple[str, str], EmbeddingCache] = {}
 
     @classmethod
     def shared(cls, root: Path, model_name: str) -> EmbeddingCache:
         """One cache (and one loaded model) per (root, model) in this process."""
-        key = (str(root), model_key(model_name))
+        key = (str(root), vector_key(model_name))
         if key not in cls._shared:
             cls._shared[key] = cls(root, model_name)
         return cls._shared[key]
 
-    def __init__(self, root: Path, model_name: str):
+    def __init__(self, root: Path, model_name: str, key: str | None = None):
         self.model_name = model_name
-        self.dir = root / "embeddings" / model_key(model_name)
+        self.dir = root / "embeddings" / (key or vector_key(model_name))
         self._vectors: dict[str, np.ndarray] = {}
         self._preloaded: set[str] = set()
         self.encoded = 0

@@ -107,6 +107,27 @@ def model_key(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", ident)[-80:]
 
 
+def max_length(spec: ModelSpec) -> str:
+    """The token limit a model cuts texts at, as its sentence-transformers configuration says
+    (read from the files, no weights loaded); ``all`` for the hashing encoder, which reads every
+    word; ``default`` where the configuration is not on this machine."""
+    if spec.backend == "hashing":
+        return "all"
+    cfg = Path(spec.base_model) / "sentence_bert_config.json"
+    try:
+        return str(json.loads(cfg.read_text()).get("max_seq_length", "default"))
+    except (OSError, ValueError, AttributeError):
+        return "default"
+
+
+def vector_key(name: str) -> str:
+    """Where a model's vectors are kept: its :func:`model_key`, then the precision it runs in here
+    and the token limit it cuts texts at (``all-MiniLM-L6-v2/float32-256``). Vectors of another
+    precision or another cut are other vectors: they never share a cache entry or an export."""
+    spec = resolve_model(name)
+    return f"{model_key(name)}/{spec.precision}-{max_length(spec)}"
+
+
 class HashingEncoder:
     """Word and bigram counts hashed into ``dim`` buckets (scikit-learn's HashingVectorizer),
     L2-normalised: a lexical stand-in for a sentence model where encoding every paper on a CPU

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from revbench.ml.embeddings import EmbeddingCache, encode_piece, text_hash
 from revbench.ml.models import CARD_FILE, DEFAULT_MODEL, HASHING_MODEL, model_key, resolve_model
@@ -61,3 +62,40 @@ def test_a_model_name_resolves_to_one_spec(tmp_path: Path) -> None:
     first = model_key(str(adapter))
     (adapter / "adapter_model.safetensors").write_bytes(b"weights two, retrained")
     assert model_key(str(adapter)) != first
+
+
+def test_vectors_of_another_precision_or_token_limit_never_share_a_cache_entry(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from revbench.ml import models
+    from revbench.ml.embeddings import export_dir
+    from revbench.ml.models import vector_key
+
+    monkeypatch.setattr(models, "device", lambda: "cpu")
+    cpu = vector_key(DEFAULT_MODEL)
+    assert cpu == "all-MiniLM-L6-v2/float32-256"  # the packaged model's own configuration says 256 tokens
+    assert vector_key(HASHING_MODEL) == "hashing/float32-all"
+    cpu_export = export_dir(tmp_path, "lrbench", "v1", DEFAULT_MODEL)
+    monkeypatch.setattr(models, "device", lambda: "cuda")  # a GPU runs the model in half precision
+    gpu = vector_key(DEFAULT_MODEL)
+    assert gpu == "all-MiniLM-L6-v2/float16-256" and export_dir(tmp_path, "lrbench", "v1", DEFAULT_MODEL) != cpu_export
+    short, long_ = tmp_path / "short", tmp_path / "long"
+    for folder, limit in ((short, 128), (long_, 512)):
+        folder.mkdir()
+        (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": limit}))
+    assert vector_key(str(short)).endswith("/float16-128") and vector_key(str(long_)).endswith("/float16-512")
+
+    calls: list[list[str]] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        calls.append(list(texts))
+        return np.ones((len(texts), 3), dtype=np.float32) * (len(calls))
+
+    half = EmbeddingCache(tmp_path, DEFAULT_MODEL, key=gpu)
+    half.embed(["a paper", "a paper", "another"], encode)
+    assert sorted(calls[0]) == ["a paper", "another"]  # a text given twice is encoded once
+    full = EmbeddingCache(tmp_path, DEFAULT_MODEL, key=cpu)
+    assert full.missing(["a paper"]) and full.dir != half.dir  # the half-precision vector is not served here
+    full.embed(["a paper"], encode)
+    assert calls[1] == ["a paper"] and EmbeddingCache(tmp_path, DEFAULT_MODEL, key=gpu).missing(["a paper"]) == []

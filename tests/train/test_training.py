@@ -162,7 +162,7 @@ def test_the_adapter_loads_and_scores_as_a_scorer(tmp_path: Path, settings: Sett
     shutil.rmtree(tmp_path / "m" / "adapter")
     shutil.copytree(tmp_path / "m2" / "adapter", tmp_path / "m" / "adapter")
     assert model_key(path) != before
-    assert EmbeddingCache(settings.cache_dir, path).dir.name == model_key(path)
+    assert EmbeddingCache(settings.cache_dir, path).dir.parent.name == model_key(path)
     # In this process too: the retrained adapter gets its own model and cache, not the first one's.
     again = make_scorer(f"rate:model={path}", Context(settings)).score(bench())
     assert not again.draws[0]["score"].equals(s.draws[0]["score"])
