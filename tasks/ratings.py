@@ -334,15 +334,21 @@ def tuples(ratings: pl.DataFrame) -> pl.DataFrame:
     every two ratings of one paper (or by one reviewer) that differ, the higher one positive,
     ties dropped; ``gap = rating_pos - rating_neg``; sorted by kind, anchor, positive, negative."""
     kept = ratings.filter(pl.col("status") == "kept").select("reviewer_id", "paper_id", "rating")
-
-    def pairs(anchor: str, item: str, kind: str) -> pl.DataFrame:
-        j = kept.join(kept, on=anchor, suffix="_b").filter(pl.col("rating") > pl.col("rating_b"))
-        return j.select(pl.lit(kind).alias("kind"), pl.col(anchor).alias("anchor_id"), pl.col(item).alias("positive_id"),
-                        pl.col(f"{item}_b").alias("negative_id"), pl.col("rating").alias("rating_pos"),
-                        pl.col("rating_b").alias("rating_neg"), (pl.col("rating") - pl.col("rating_b")).alias("gap"))
-
-    out = pl.concat([pairs("paper_id", "reviewer_id", "paper_centric"), pairs("reviewer_id", "paper_id", "reviewer_centric")])
+    out = pl.concat([rating_pairs(kept, "paper_centric"), rating_pairs(kept, "reviewer_centric")]).with_columns(
+        (pl.col("rating_pos") - pl.col("rating_neg")).alias("gap"))
     return RATING_TUPLES.conform(out).sort("kind", "anchor_id", "positive_id", "negative_id")
+
+
+def rating_pairs(ratings: pl.DataFrame, kind: str) -> pl.DataFrame:
+    """``kind, anchor_id, positive_id, negative_id, rating_pos, rating_neg`` of pointwise ratings
+    (``reviewer_id, paper_id, rating``, any scale): every two ratings of one paper
+    (``paper_centric``) or by one reviewer (``reviewer_centric``) that differ, the higher one positive."""
+    anchor, item = ("paper_id", "reviewer_id") if kind == "paper_centric" else ("reviewer_id", "paper_id")
+    r = ratings.select(anchor, item, "rating")
+    j = r.join(r, on=anchor, suffix="_b").filter(pl.col("rating") > pl.col("rating_b"))
+    return j.select(pl.lit(kind).alias("kind"), pl.col(anchor).alias("anchor_id"), pl.col(item).alias("positive_id"),
+                    pl.col(f"{item}_b").alias("negative_id"), pl.col("rating").alias("rating_pos"),
+                    pl.col("rating_b").alias("rating_neg"))
 
 
 @dataclass(frozen=True)

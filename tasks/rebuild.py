@@ -111,12 +111,13 @@ def recall_summary(fates: pl.DataFrame, tau: float) -> dict[str, Any]:
 def tuples_of_ratings(ratings: pl.DataFrame, kind: str) -> pl.DataFrame:
     """Tuples from pointwise ratings (``reviewer_id, paper_id, rating``): ``reviewer_centric``,
     two papers rated differently by one reviewer, or ``paper_centric``, two reviewers rating one
-    paper differently; the higher rating is the positive."""
-    anchor, item = ("reviewer_id", "paper_id") if kind == "reviewer_centric" else ("paper_id", "reviewer_id")
-    r = ratings.select(pl.col(anchor).alias("anchor"), pl.col(item).alias("item"), pl.col("rating").cast(pl.Float64))
-    j = r.join(r, on="anchor", suffix="_b").filter(pl.col("rating") > pl.col("rating_b"))
-    return j.select(pl.lit(kind).alias("kind"), "anchor", pl.col("item").alias("positive"), pl.col("item_b").alias("negative"),
-                    pl.col("rating").alias("rating_pos"), pl.col("rating_b").alias("rating_neg")).sort("anchor", "positive", "negative")
+    paper differently; the higher rating is the positive (the ratings stage's own pairing,
+    :func:`revbench.tasks.ratings.rating_pairs`, on the benchmark's scale)."""
+    from revbench.tasks.ratings import rating_pairs
+
+    pairs = rating_pairs(ratings.with_columns(pl.col("rating").cast(pl.Float64)), kind)
+    return pairs.select("kind", pl.col("anchor_id").alias("anchor"), pl.col("positive_id").alias("positive"),
+                        pl.col("negative_id").alias("negative"), "rating_pos", "rating_neg").sort("anchor", "positive", "negative")
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,8 @@ from revbench.tasks import rebuild as rb
 
 SPLIT_COUNTERPART = {"lr_paper_centric": "paper_centric", "lr_reviewer_centric": "reviewer_centric",
                      "goldstandard": "reviewer_centric"}
-"""The rebuilt release's split that each original split is compared with."""
-SPLIT_KIND = {"lr_paper_centric": "paper_centric", "lr_reviewer_centric": "reviewer_centric",
-              "goldstandard": "reviewer_centric"}
+"""The rebuilt release's split that each original split is compared with, which is also the kind
+of tuple the original split holds."""
 
 
 def original_tuples(bench: Benchmark) -> pl.DataFrame:
@@ -28,7 +27,7 @@ def original_tuples(bench: Benchmark) -> pl.DataFrame:
     differently)."""
     parts = []
     for s in bench.splits:
-        kind = SPLIT_KIND.get(s.name)
+        kind = SPLIT_COUNTERPART.get(s.name)
         if kind is None:
             continue
         if s.tuples is not None and s.tuples.height:

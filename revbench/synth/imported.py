@@ -203,9 +203,10 @@ def world_key(kind: str, bench: Benchmark, seed: int) -> str:
 
 
 def import_world(out_dir: Path, kind: str, source: Path, bench: Benchmark, seed: int, start: date, end: date,
-                 progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+                 progress: Callable[[str, int, int], None] | None = None, key: str | None = None) -> dict[str, Any]:
     """Write the world built from ``bench`` (read from ``source``, of ``kind``) to ``out_dir`` and
     return its manifest; same benchmark files and seed, same bytes."""
+    key = key or world_key(kind, bench, seed)
     people, planned, person_of = plan_world(bench, seed)
     papers, id_of = _dated(planned, seed, start, end)
     spec = WorldSpec(n_papers=len(papers), seed=seed, start=start, end=end, bad_share=0.0, homonym_share=0.0)
@@ -229,7 +230,7 @@ def import_world(out_dir: Path, kind: str, source: Path, bench: Benchmark, seed:
     manifest.update({
         "notice": (f"Built by revbench from the {kind} benchmark at {source}: real titles and abstracts; its people, "
                    "emails, dates, ids and PDFs are SYNTHETIC, and the survey's answers are the benchmark's ratings."),
-        "spec_key": world_key(kind, bench, seed), "base_key": world_key(kind, bench, seed),
+        "spec_key": key, "base_key": key,
         "imported": {"kind": kind, "source": str(source), "benchmark_version": bench.version, "format": IMPORT_FORMAT,
                      "query_category": QUERY_CATEGORY, "profile_category": PROFILE_CATEGORY,
                      "queries": sum(p.query for p in planned), "reviewers": len(person_of),
@@ -242,12 +243,13 @@ def import_world(out_dir: Path, kind: str, source: Path, bench: Benchmark, seed:
 def ensure_imported_world(out_dir: Path, kind: str, source: Path, bench: Benchmark, seed: int, start: date, end: date,
                           progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """The world built from ``bench``, reused when ``out_dir`` already holds it."""
+    key = world_key(kind, bench, seed)  # hashes every rating, submission and profile: once
     path = out_dir / "world.json"
     if path.exists():
         try:
             manifest = json.loads(path.read_text())
         except ValueError:
             manifest = {}  # damaged: built again
-        if manifest.get("spec_key") == world_key(kind, bench, seed):
+        if manifest.get("spec_key") == key:
             return manifest
-    return import_world(out_dir, kind, source, bench, seed, start, end, progress)
+    return import_world(out_dir, kind, source, bench, seed, start, end, progress, key)
