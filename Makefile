@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.eval_bench
 	$(BIN)/python -m benchmarks.disambiguate_bench
 	$(BIN)/python -m benchmarks.pools_bench
+	$(BIN)/python -m benchmarks.embed_bench
 	$(BIN)/python -m benchmarks.survey_bench
 	$(BIN)/python -m benchmarks.ratings_bench
 	$(BIN)/python -m benchmarks.privacy_bench

@@ -13,6 +13,10 @@ number of calls at this size is measured by ``disambiguate_bench``), DuckDB limi
 
     .venv/bin/python -m benchmarks.refresh_bench [--papers 160000] [--runners threads,dask]
 
+``--new-round-min-papers 100`` lets a small world's day-later run take the pools round-2 path
+that a day at 160k takes; ``--profile DIR --py-spy PATH`` records every stage process (and its
+Dask workers) with py-spy as collapsed stacks; ``--out FILE`` writes the results elsewhere.
+
 Results go to ``benchmarks/results/refresh.json`` (written after each run, so a partial run
 keeps what it measured).
 """
@@ -35,17 +39,24 @@ RESULTS = Path(__file__).resolve().parent / "results"
 STAGE_GROUPS = [["ingest"], ["disambiguate"], ["pools"], ["survey", "ratings", "release", "evaluate"]]
 
 
-def _settings(data: Path, base: str, runner: str, until: date, window_days: int) -> Any:
+def _settings(data: Path, base: str, runner: str, until: date, window_days: int, new_round_min_papers: int | None = None,
+              pools_model: str = "hashing", embed_backend: str = "auto") -> Any:
     from revbench.replay.server import replay_overrides
     from revbench.settings import Settings
 
+    refresh: dict[str, Any] = {"until": until.isoformat(), "window_days": window_days}
+    if new_round_min_papers:
+        # A day-later run at 20k adds ~330 papers, below the default 1000: lowered, it takes the
+        # round-2 path that a day at 160k takes (the product's default is left alone).
+        refresh["new_round_min_papers"] = new_round_min_papers
     return Settings(data_dir=data).with_overrides(
         **replay_overrides(base),
-        refresh={"until": until.isoformat(), "window_days": window_days},
+        refresh=refresh,
         runner={"kind": runner, "dask_workers": 2},
         # Hashed word counts of one synthetic field's papers are close: at tau 0.4 a query has
         # ~20k neighbours among 160k papers, and uncapped the recall outgrew 24 GB.
-        pools={"model": "hashing", "max_neighbors": 200},
+        pools={"model": pools_model, "max_neighbors": 200},
+        embed={"backend": embed_backend},
         disambiguate={"use_llm": False},
         warehouse={"memory_limit": "8GB"},
     )
@@ -57,7 +68,8 @@ def stage_main(a: argparse.Namespace) -> None:
 
     from revbench.flows.refresh import refresh_flow
 
-    s = _settings(Path(a.data), a.base, a.runner, date.fromisoformat(a.until), a.window_days)
+    s = _settings(Path(a.data), a.base, a.runner, date.fromisoformat(a.until), a.window_days, a.new_round_min_papers,
+                  a.pools_model, a.embed_backend)
     peaks = {"workers": 0.0, "self": 0.0}
     done = threading.Event()
 
@@ -74,11 +86,13 @@ def stage_main(a: argparse.Namespace) -> None:
                 pass
 
     threading.Thread(target=sample, daemon=True).start()
+    began = datetime.now(UTC)
     t = time.perf_counter()
     out = refresh_flow.run(s, stages=a.stages.split(","), synthetic=True, track=True)
     seconds = time.perf_counter() - t
     done.set()
     print(json.dumps({
+        "embed": embed_record(s, began),
         "seconds": round(seconds, 1),
         "peak_rss_mb": round(peaks["self"]),
         "peak_worker_rss_mb": round(peaks["workers"]),
@@ -87,15 +101,55 @@ def stage_main(a: argparse.Namespace) -> None:
     }))
 
 
+def embed_record(s: Any, since: datetime) -> dict[str, Any] | None:
+    """The pools stage's embedding step in a run started by this process (``since``), from
+    ``run_stages``: texts asked for, encoded, its seconds and texts per second, the runtime."""
+    from revbench.ml.backends import runtime_for
+    import polars as pl
+
+    from revbench.schemas.tables import RUN_STAGES, RUNS
+    from revbench.warehouse import Warehouse
+
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        rows = (wh.read(RUN_STAGES).filter(pl.col("stage") == "embed").join(wh.read(RUNS), on="run_id")
+                .filter(pl.col("started_at") >= since))
+    if rows.is_empty():
+        return None
+    last = rows.sort("started_at").tail(1).row(0, named=True)
+    texts, encoded, secs = int(last["rows_in"] or 0), int(last["rows_out"] or 0), float(last["seconds"] or 0)
+    return {"model": s.pools.model, "runtime": runtime_for(s.embed.backend, s.cache_dir, s.pools.model), "texts": texts,
+            "encoded": encoded, "seconds": round(secs, 1), "texts_per_s": round(encoded / secs, 1) if secs and encoded else None,
+            "saved_share": round(1 - encoded / texts, 4) if texts else None}
+
+
 def run_stages(stages: list[str], data: Path, base: str, runner: str, until: date, window_days: int,
-               env: dict[str, str]) -> dict[str, Any]:
+               env: dict[str, str], a: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "benchmarks.refresh_bench", "--stage-run", ",".join(stages), "--data", str(data),
            "--base", base, "--runner", runner, "--until", until.isoformat(), "--window-days", str(window_days)]
+    if a.new_round_min_papers:
+        cmd += ["--new-round-min-papers", str(a.new_round_min_papers)]
+    cmd += ["--pools-model", a.pools_model, "--embed-backend", a.embed_backend]
+    if a.embed_backend == "auto":
+        # auto follows embed_bench's measurement of this machine, kept in the default data folder.
+        from revbench.ml.backends import DECISION_FILE
+        from revbench.settings import Settings
+
+        measured, target = Settings().cache_dir / DECISION_FILE, Settings(data_dir=data).cache_dir / DECISION_FILE
+        if measured.exists() and not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(measured, target)
     log = data.parent / "logs" / f"{runner}-{'-'.join(stages)}-{until}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
+    if a.profile:
+        # Every thread's stack, idle ones too (waiting on a service or a worker is wall time),
+        # and the Dask workers': collapsed stacks, one file per stage process.
+        a.profile.mkdir(parents=True, exist_ok=True)
+        out = a.profile / f"{runner}-{'-'.join(stages)}-{until}.txt"
+        cmd = [a.py_spy, "record", "--format", "raw", "--rate", "50", "--idle", "--threads", "--subprocesses",
+               "--nonblocking", "-o", str(out), "--", *cmd]
     t = time.perf_counter()
     with log.open("w") as err:
-        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+        proc = subprocess.run(cmd, check=False, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
     wall = time.perf_counter() - t
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode or not lines:
@@ -118,6 +172,15 @@ def main() -> None:
                    help="first runs only, or only the day-later runs over an earlier --phase first (its data kept)")
     p.add_argument("--resume", action="store_true",
                    help="keep the work folder and the stages already recorded in the results (after a failure)")
+    p.add_argument("--new-round-min-papers", type=int,
+                   help="override REVBENCH_REFRESH__NEW_ROUND_MIN_PAPERS (a day at 20k is below the default 1000: "
+                        "lower it to measure the day-later pools round)")
+    p.add_argument("--out", type=Path, help="results file (default benchmarks/results/refresh[-<n>k].json)")
+    p.add_argument("--profile", type=Path, help="record each stage process with py-spy into this folder")
+    p.add_argument("--py-spy", default="py-spy", help="the py-spy executable for --profile")
+    p.add_argument("--pools-model", default="hashing",
+                   help="the pools' model: hashing (weightless) or the product's all-MiniLM-L6-v2")
+    p.add_argument("--embed-backend", default="auto", help="REVBENCH_EMBED__BACKEND for the pools' model")
     p.add_argument("--stage-run")
     p.add_argument("--data")
     p.add_argument("--base")
@@ -148,15 +211,16 @@ def main() -> None:
         shutil.rmtree(a.work, ignore_errors=True)
         shutil.copytree(base_world, world)  # the copy grows; the base stays for the next run
     window_days = (spec.end - spec.start).days + 1
-    out_file = RESULTS / ("refresh.json" if a.papers == 160_000 else f"refresh-{a.papers // 1000}k.json")
+    out_file = a.out or RESULTS / ("refresh.json" if a.papers == 160_000 else f"refresh-{a.papers // 1000}k.json")
     earlier = json.loads(out_file.read_text()) if (a.phase == "incremental" or a.resume) and out_file.exists() else {}
     result: dict[str, Any] = earlier or {
         "when": datetime.now(UTC).isoformat(timespec="seconds"), "machine": f"{os.cpu_count()} cores",
         "papers": manifest["counts"]["papers"], "mentions": manifest["counts"]["mentions"],
         "documents": manifest["counts"]["documents"],
-        "world_generation_s": round(gen_s, 1), "settings": "pools.model=hashing, disambiguate.use_llm=false, "
+        "world_generation_s": round(gen_s, 1), "settings": f"pools.model={a.pools_model}, embed.backend={a.embed_backend}, "
+        "disambiguate.use_llm=false, "
         "pools.max_neighbors=200, warehouse.memory_limit=8GB, runner.dask_workers=2", "first": {}, "incremental": {}}
-    RESULTS.mkdir(exist_ok=True)
+    out_file.parent.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:
         out_file.write_text(json.dumps(result, indent=2) + "\n")
@@ -173,7 +237,7 @@ def main() -> None:
                 for g in STAGE_GROUPS:
                     if tuple(g) in done:
                         continue
-                    runs.append(run_stages(g, data, base, runner, spec.end, window_days, env))
+                    runs.append(run_stages(g, data, base, runner, spec.end, window_days, env, a))
                     result["first"][runner] = {"total_s": round(sum(r["seconds"] for r in runs), 1), "runs": runs}
                     save()
         if a.phase == "first":
@@ -184,8 +248,8 @@ def main() -> None:
         with spawn_replay(world, replay) as base:
             for runner in runners:
                 print(f"refresh a day later, {runner}:", flush=True)
-                out = run_stages(sum(STAGE_GROUPS, []), a.work / runner, base, runner, spec.end + timedelta(days=1),
-                                 window_days, env)
+                out = run_stages([s for g in STAGE_GROUPS for s in g], a.work / runner, base, runner, spec.end + timedelta(days=1),
+                                 window_days, env, a)
                 first = result["first"][runner]["total_s"]
                 result["incremental"][runner] = {**out, "fraction_of_first": round(out["seconds"] / first, 4)}
                 save()

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import polars as pl
+
 from revbench.clients.llm import LlmClient, LlmUnavailable
 from revbench.flows.common import (
     Run,
+    Stage,
     StageProgress,
     flow_run,
     publish_markdown,
@@ -22,9 +26,17 @@ from revbench.schemas.quality import DataQualityError, validate_frames
 from revbench.schemas.tables import AUTHOR_LINKS, AUTHORS, COAUTHOR_EDGES, LINK_METHODS
 from revbench.settings import Settings
 from revbench.tasks.decisions import decision_frame, recent_since
-from revbench.tasks.disambiguate import Decider, block_size_histogram, disambiguate, fallback_decider
+from revbench.tasks.disambiguate import (
+    Decider,
+    base_key,
+    block_scope,
+    block_size_histogram,
+    disambiguate,
+    fallback_decider,
+)
 from revbench.tasks.llm_clusters import llm_decider
-from revbench.warehouse import utcnow
+from revbench.tasks.normalize import block_key
+from revbench.warehouse import Warehouse, utcnow
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,9 @@ class Decisions:
     histogram: list[dict[str, Any]]
     llm_samples: list[dict[str, Any]]
     seconds: float
+    mentions_checked: int
+    """Mentions whose name blocks were read and hashed: every mention on a first pass, only the
+    name blocks of new, changed or removed mentions after one."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +86,36 @@ def choose_decider(settings: Settings) -> tuple[Decider, str, LlmClient | None]:
     return fallback_decider(threshold), f"fallback:{threshold}", None
 
 
+@dataclass(frozen=True)
+class Scope:
+    """The mentions a pass reads: with ``since``, only the name blocks (before splits) of the
+    mentions new, changed or removed since the last pass started (the others' hashes cannot have
+    changed); without, every mention."""
+
+    mentions: pl.DataFrame
+    known: dict[str, str]
+    since: datetime | None = None
+    changed: pl.DataFrame | None = None
+    bases: set[str] | None = None
+    """The name blocks (before splits) read whole (a partial pass only)."""
+    previous: dict[str, Any] | None = None
+    """The parameters the last pass recorded (a partial pass only)."""
+
+
+def read_scope(wh: Warehouse, run_id: str, scope: dict[str, Any]) -> Scope:
+    """Every mention, unless the last disambiguation completed under the same scope: then the
+    name blocks of what changed since it started (it held the warehouse from its start to its
+    end, so nothing was loaded in between unseen)."""
+    last = wh.last_disambiguation(run_id)
+    if last is None or last["status"] != "completed" or last["parameters"].get("scope") != scope:
+        return Scope(wh.mentions_with_years(), wh.block_hashes())
+    since = last["started_at"]
+    changed = wh.changed_mentions(since)
+    bases = sorted({block_key(n) for n in changed["name"].to_list()} | wh.link_base_keys(since))
+    return Scope(wh.mentions_of_blocks(bases, changed), wh.block_hashes(bases), since, changed, set(bases),
+                 last["parameters"])
+
+
 @stage_task("decide-blocks")
 def decide_stage(run: Run) -> Decisions:
     """Decide every block whose inputs changed, save its links, rebuild authors and edges."""
@@ -79,8 +124,9 @@ def decide_stage(run: Run) -> Decisions:
         if d.use_llm and st.settings.llm.base_url:
             run.require("llm")
         decider, decider_name, client = choose_decider(st.settings)
-        mentions = st.wh.mentions_with_years()
-        known = st.wh.block_hashes()
+        scope = block_scope(decider_name, d)
+        sc = read_scope(st.wh, run.run_id, scope)
+        mentions, known = sc.mentions, sc.known
         bar: list[StageProgress] = []
 
         def report(done: int, total: int) -> None:
@@ -90,7 +136,7 @@ def decide_stage(run: Run) -> Decisions:
 
         try:
             out = disambiguate(mentions, known, decider, decider_name, d.max_block_size, d.candidate_similarity,
-                               utcnow(), concurrency=d.llm_concurrency, progress=report)
+                               utcnow(), concurrency=d.llm_concurrency, progress=report, only=sc.bases)
         finally:
             for b in bar:
                 b.close()
@@ -99,26 +145,48 @@ def decide_stage(run: Run) -> Decisions:
         if not report.success:
             publish_markdown("disambiguate-data-quality", report.to_markdown(), "Checks that stopped the load")
             raise DataQualityError(report)
-        st.wh.save_blocks(out.links, out.blocks, decisions, out.drop_blocks)
-        st.wh.rebuild_authors(recent_since(mentions["year"], d.recent_years, datetime.now().year))
-        n_authors = st.wh.count(AUTHORS)
-        st.result.rows_in, st.result.rows_out = mentions.height, n_authors
+        save_and_rebuild(st, sc, out, decisions, scope)
+        n_authors, n_mentions, sizes = st.wh.count(AUTHORS), st.wh.mention_count(), st.wh.block_sizes()
+        st.result.rows_in, st.result.rows_out = n_mentions, n_authors
+        # The mentions of the name blocks considered (a partial pass reads their co-authors too).
+        checked = sum(n * c for n, c in out.block_sizes.items())
+        st.result.notes = {"mentions_checked": checked, "blocks_checked": out.blocks_total}
+    # Counted over every block the warehouse holds now, whether this pass read it or not.
     return Decisions(
-        mentions=mentions.height, blocks=out.blocks_total, blocks_decided=out.blocks_decided,
-        blocks_dropped=len(out.drop_blocks), split_blocks=out.split_blocks, merges=dict(out.merges),
-        orcid_conflicts=dict(out.conflicts),
+        mentions=n_mentions, blocks=len(sizes), blocks_decided=out.blocks_decided,
+        blocks_dropped=len(out.drop_blocks), split_blocks=sorted({base_key(k) for k, _ in sizes if k.count("|") >= 2}),
+        merges=dict(out.merges), orcid_conflicts=dict(out.conflicts),
         decider=decider_name, llm_calls=client.requests_made if client else 0,
-        llm_cached=client.cache_hits if client else 0, histogram=block_size_histogram(out.block_sizes),
+        llm_cached=client.cache_hits if client else 0, histogram=block_size_histogram(Counter(n for _, n in sizes)),
         llm_samples=[r for r in out.decisions if r.get("valid")][:5], seconds=st.result.seconds,
+        mentions_checked=checked,
     )
+
+
+def save_and_rebuild(st: Stage, sc: Scope, out: Any, decisions: pl.DataFrame, scope: dict[str, Any]) -> None:
+    """Save the decided blocks' links, then rebuild the authors (after a partial pass, only
+    those it can have changed) and record the pass's scope."""
+    d = st.settings.disambiguate
+    redecided = out.blocks["block_key"].to_list() + out.drop_blocks
+    # The authors whose links a partial pass replaces, read before they are replaced.
+    before = st.wh.authors_of_links(redecided, out.links) if sc.changed is not None else set()
+    st.wh.save_blocks(out.links, out.blocks, decisions, out.drop_blocks)
+    recent = recent_since(pl.Series([st.wh.newest_mention_year()], dtype=pl.Int64), d.recent_years, datetime.now().year)
+    if sc.changed is not None and sc.previous is not None and sc.previous.get("recent_since") == recent:
+        # Only authors with a link replaced, or a mention of a reloaded paper (its year may
+        # have changed), can differ from what the last pass built.
+        st.wh.rebuild_authors(recent, only=sorted(before | st.wh.authors_of_links(redecided, sc.changed)))
+    else:
+        st.wh.rebuild_authors(recent)
+    st.wh.add_run_parameters(st.run.run_id, {"scope": scope, "recent_since": recent})
 
 
 def summary_markdown(run_id: str, res: Decisions, n_authors: int, n_edges: int) -> str:
     """The curator's summary of a disambiguation run."""
     refused = ", ".join(f"{n} asked by {k.removesuffix('_vs_orcid')}" for k, n in sorted(res.orcid_conflicts.items()))
     md = [f"## Disambiguation run {run_id}", "",
-          f"{res.mentions} mentions in {res.blocks} blocks; {res.blocks_decided} decided this run "
-          f"(the rest unchanged), decider `{res.decider}`.",
+          (f"{res.mentions} mentions in {res.blocks} blocks; {res.blocks_decided} decided this run "
+           f"(the rest unchanged; {res.mentions_checked} mentions read to find them), decider `{res.decider}`."),
           f"LLM calls: {res.llm_calls} made, {res.llm_cached} answered from the cache.",
           f"Now {n_authors} authors and {n_edges} co-authorship edges.",
           f"Oversized blocks split: {', '.join(res.split_blocks) or 'none'}.",

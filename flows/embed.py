@@ -22,7 +22,8 @@ from revbench.files import file_sha256, write_atomic
 from revbench.flows.common import Run, Stage, flow_run, publish_table, revbench_flow, stage, stage_task
 from revbench.flows.pieces import chunks, map_pieces
 from revbench.flows.results import FlowResult
-from revbench.ml.embeddings import EmbeddingCache, check_model, encode_piece, export_dir, text_hash
+from revbench.ml.backends import runtime_for
+from revbench.ml.embeddings import check_model, encode_piece, export_dir, settings_cache, text_hash
 from revbench.ml.models import device
 from revbench.settings import Settings
 from revbench.tasks.embed import benchmark_texts, counts_by_kind, vector_frame
@@ -56,12 +57,13 @@ def encode_texts(st: Stage, model: str, texts: list[str], what: str) -> tuple[np
     RUNNER__EMBED_BATCH (Prefect tasks on the run's task runner when tracked), each kept as it
     completes, so a killed run encodes only what it had not finished. Returns the vectors, the
     count encoded and the pieces."""
-    cache = EmbeddingCache.shared(st.settings.cache_dir, model)
+    cache = settings_cache(st.settings, model)
     todo = cache.missing(texts)
-    budget = st.settings.embed.token_budget if device() == "cuda" else 0
-    pieces = [(model, list(batch), budget) for batch in chunks(todo, st.settings.runner.embed_batch)]
+    budget = st.settings.embed.token_budget if device() == "cuda" and cache.runtime == "torch" else 0
+    pieces = [(model, list(batch), budget, cache.runtime, str(cache.root))
+              for batch in chunks(todo, st.settings.runner.embed_batch)]
     encoded = 0
-    with st.progress(len(todo), f"embedding {len(todo)} {what} ({model})") as progress:
+    with st.progress(len(todo), f"embedding {len(todo)} {what} ({model}, {cache.runtime})") as progress:
         for hashes, vecs in map_pieces(encode_piece, pieces, f"embed-{what.replace(' ', '-')}", "embed"):
             cache.add(hashes, vecs)
             encoded += len(hashes)
@@ -75,7 +77,8 @@ def embed_stage(run: Run, bench: Benchmark, model: str) -> EmbeddedBenchmark:
     with stage(run, f"embed:{model}") as st:
         texts = benchmark_texts(st.settings, bench, model)
         vecs, encoded, pieces = encode_texts(st, model, texts["text"].to_list(), f"{bench.name} texts")
-        out = export_dir(st.settings.data_dir, bench.name, bench.version, model)
+        runtime = settings_cache(st.settings, model).runtime
+        out = export_dir(st.settings.data_dir, bench.name, bench.version, model, runtime)
         out.mkdir(parents=True, exist_ok=True)
         frame = vector_frame(texts, [text_hash(t) for t in texts["text"].to_list()], vecs)
         tmp = out / "vectors.parquet.tmp"
@@ -85,8 +88,9 @@ def embed_stage(run: Run, bench: Benchmark, model: str) -> EmbeddedBenchmark:
         manifest = {"benchmark": bench.name, "benchmark_version": bench.version, "model": model,
                     "dim": int(vecs.shape[1]) if vecs.size else 0, "rows": frame.height,
                     "by_kind": counts_by_kind(texts),
-                    "files": {"vectors.parquet": digest}, "device": device(),
-                    "dtype": "float16 weights, float32 vectors" if device() == "cuda" else "float32",
+                    "files": {"vectors.parquet": digest}, "device": device(), "runtime": runtime,
+                    "dtype": "float16 weights, float32 vectors" if device() == "cuda" and runtime == "torch"
+                    else "int8 weights, float32 vectors" if runtime == "onnx-int8" else "float32",
                     "encoded_this_run": encoded, "exported_at": utcnow().isoformat()}
         write_atomic(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
         st.result.rows_in, st.result.rows_out = frame.height, encoded
@@ -103,7 +107,7 @@ def embed_flow(settings: Settings, benchmarks: list[str], models: list[str] | No
     models = models or settings.embed.models
     loaded, _ = load_inputs(plan, allow_partial=False, profile_max_papers=settings.ratings.profile_max_papers)
     for m in models:
-        check_model(m, "--model")  # before any work; the model stays loaded for it
+        check_model(m, "--model", runtime_for(settings.embed.backend, settings.cache_dir, m), settings.cache_dir)
     with flow_run(settings, "embed", {"benchmarks": benchmarks, "models": models}) as run:
         rows = [embed_stage(run, b, m) for b in loaded for m in models]
         publish_table("embed-summary", [asdict(r) for r in rows],

@@ -86,12 +86,15 @@ def warn_training_overlap(specs: list[str], loaded: list[Benchmark]) -> None:
     """A trained adapter evaluated on papers it saw in training (as weak-supervision text, never
     with a label) gets optimistic numbers there: say so, with the count."""
     from revbench.evaluation.scorers.base import parse_spec
+
+    models = [(spec, model) for spec in specs if (model := parse_spec(spec)[1].get("model", ""))]
+    if not models:
+        return  # no scorer names a model (predictions files, tpms): the ML modules stay unloaded
     from revbench.ml.models import is_adapter
     from revbench.ml.training import training_ids
 
-    for spec in specs:
-        model = parse_spec(spec)[1].get("model", "")
-        if not model or not is_adapter(model):
+    for spec, model in models:
+        if not is_adapter(model):
             continue
         seen = training_ids(model)
         for b in loaded:

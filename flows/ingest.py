@@ -172,20 +172,24 @@ def extract_stage(run: Run) -> StageResult:
 def reconcile_stage(run: Run) -> StageResult:
     """Apply the reconciliation rules to papers whose inputs changed, validate, load atomically."""
     with stage(run, "reconcile") as st:
-        inputs = st.wh.reconcile_inputs()
         done = st.wh.loaded_input_hashes()
+        keys = st.wh.reconcile_keys()
+        # Whole rows (titles, abstracts, author lists) only for the papers whose inputs changed.
+        todo = reconcile.unreconciled(keys, st.settings.ingest, done)
+        inputs = st.wh.reconcile_inputs(todo)
         result = reconcile.reconcile(inputs, st.settings.ingest, done, run.run_id, utcnow())
+        skipped = keys.height - inputs.height + result.skipped
         if result.papers.height or result.mentions.height or result.rejects.height:
             report = validate_frames({PAPERS: result.papers, MENTIONS: result.mentions, REJECTS: result.rejects})
             if not report.success:
                 publish_markdown("ingest-data-quality", report.to_markdown(), "Data quality checks that stopped the load")
                 raise DataQualityError(report)
             st.wh.load_corpus(result.papers, result.mentions, result.rejects)
-        st.result.rows_in = inputs.height - result.skipped
+        st.result.rows_in = keys.height - skipped
         st.result.rows_out, st.result.rejected = result.papers.height, result.rejects.height
         st.result.notes = {
             "rejects_by_reason": dict(Counter(result.rejects["reason"].to_list())), "mentions": result.mentions.height,
-            "unchanged": result.skipped,
+            "unchanged": skipped,
             "sample": result.papers.head(10).select("arxiv_id", "version", "title", "n_authors").to_dicts(),
         }
     return st.result

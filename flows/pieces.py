@@ -9,6 +9,7 @@ touches no warehouse: the flow saves what each piece returns, as it completes.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
@@ -134,13 +135,26 @@ def map_pieces(fn: Callable[..., R], pieces: Sequence[tuple[Any, ...]], name: st
     t = _piece_task(fn, name, service)
     futures = [t.submit(*p) for p in pieces]
     failure: BaseException | None = None
-    for fut in as_completed(futures):
-        try:
-            result = fut.result()
-        except BaseException as exc:  # noqa: BLE001 - raised below, after the finished pieces
-            failure = failure or exc
-            continue
-        yield result
+    try:
+        for fut in as_completed(futures):
+            try:
+                result = fut.result()
+            except BaseException as exc:  # noqa: BLE001 - raised below, after the finished pieces
+                if isinstance(exc, KeyboardInterrupt) or interrupt_noted():
+                    raise
+                failure = failure or exc
+                continue
+            yield result
+            if interrupt_noted():
+                raise KeyboardInterrupt("interrupted between pieces")
+    except BaseException:
+        # Ctrl-C or SIGTERM (or a consumer that stopped early): drop the pieces not started. Each
+        # would otherwise still go through the API and a concurrency slot just to refuse (seconds
+        # apiece on a slow server, slots handed out one wait at a time) before the run can stop.
+        for fut in futures:
+            with contextlib.suppress(Exception):
+                fut.wrapped_future.cancel()
+        raise
     if failure is not None:
         raise failure
 

@@ -115,17 +115,24 @@ def plan_ingest(settings: Settings, wh: Warehouse, since: date, until: date) -> 
 def plan_disambiguate(settings: Settings, wh: Warehouse) -> Plan:
     d = settings.disambiguate
     n = wh.count(MENTIONS)
-    fp = _fp(wh.digest(MENTIONS, content_columns(MENTIONS)), d.model_dump(), settings.llm.model, bool(settings.llm.base_url))
+    decider = [d.model_dump(), settings.llm.model, bool(settings.llm.base_url)]
+    # Titles and years too: a block's decision reads its papers' titles, an author's counts their years.
+    fp = _fp(wh.digest(MENTIONS, content_columns(MENTIONS)), wh.digest(PAPERS, ["arxiv_id", "title", "year"]), *decider)
     if n == 0:
         return Plan(False, "no author mentions yet", fp, {})
-    unchanged = _unchanged(wh, "disambiguate", fp, f"the {n} mentions and the decider")
+    unchanged = _unchanged(wh, "disambiguate", fp, f"the {n} mentions, their papers and the decider")
     if unchanged:
         return unchanged
-    # The digest says that something changed, not how much: the stage decides only the name
-    # blocks whose mentions changed, and reports how many.
-    why = ("no disambiguation by a refresh yet" if wh.last_refresh_fingerprint("disambiguate") is None
-           else "the mentions or the decider changed since the last refresh that ran it")
-    return Plan(True, f"{why} ({n} mentions; only changed name blocks are decided)", fp, {})
+    last_fp = wh.last_refresh_fingerprint("disambiguate")
+    if last_fp is None:
+        return Plan(True, f"no disambiguation by a refresh yet ({n} mentions; only changed name blocks are decided)", fp, {})
+    last = wh.last_disambiguation()
+    if json.loads(last_fp[0])[2:] != json.loads(_fp(*decider)) or last is None or last["status"] != "completed":
+        return Plan(True, f"the decider or its settings changed since the last refresh that ran it, or the last "
+                          f"disambiguation did not complete ({n} mentions; only changed name blocks are decided)", fp, {})
+    changed, removed = wh.change_counts(last["started_at"])
+    return Plan(True, f"{changed} of {n} mentions new or changed and {removed} removed since the last disambiguation "
+                      "(only their name blocks are decided)", fp, {})
 
 
 def plan_pools(settings: Settings, wh: Warehouse) -> Plan:

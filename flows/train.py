@@ -39,6 +39,7 @@ from revbench.flows.common import (
 )
 from revbench.flows.embed import encode_texts
 from revbench.flows.results import FlowResult
+from revbench.ml.backends import runtime_for
 from revbench.ml.embeddings import check_model
 from revbench.ml.keywords import KEYWORD_TEMPLATE, KeywordCall, keyword_profiles, llm_keywords, paper_keywords
 from revbench.ml.training import TrainConfig, train
@@ -377,7 +378,8 @@ def train_flow(settings: Settings, name: str = "rate", replace: bool = False) ->
         adapter = out / "adapter"
         return TrainResult(status="skipped", reason=f"{adapter} was trained with these settings already (--replace to "
                            "train again)", scorer=f"rate:model={adapter}")
-    check_model(t.base_model, "TRAIN__BASE_MODEL")
+    check_model(t.base_model, "TRAIN__BASE_MODEL")  # trained in PyTorch; candidates are encoded in EMBED__BACKEND's runtime
+    runtime_for(settings.embed.backend, settings.cache_dir, t.base_model)
     with flow_run(settings, "train", {"name": name, "replace": replace}) as run:
         if (out / "pairs.parquet").exists() and (out / "provenance.json").exists():
             # A resumed run keeps its data.

@@ -377,6 +377,10 @@ class EmbedSettings(Section):
     models: list[str] = Field(default_factory=lambda: ["all-MiniLM-L6-v2"],
                               description="Models to embed with (JSON list of sentence-transformers names or paths, adapter folders, or hashing).")
     token_budget: int = Field(16384, ge=256, description="Padded tokens per batch on a GPU (the CPU encodes 32 texts a batch).")
+    backend: Literal["auto", "torch", "onnx", "onnx-int8", "openvino"] = Field(
+        "auto", description="Runtime of every sentence-transformers encode (pools, embed, evaluate, train's checks): torch, "
+        "onnx, onnx-int8 (dynamic int8 quantisation), openvino, or auto (torch unless benchmarks.embed_bench measured "
+        "another backend faster on this machine with the same results).")
 
     @field_validator("models")
     @classmethod

@@ -16,12 +16,15 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from rapidfuzz import fuzz
 
 from revbench.clients.tei import normalize_orcid
+
+if TYPE_CHECKING:
+    from revbench.settings import DisambiguateSettings
 from revbench.tasks.normalize import block_key, canonical_institution, given_name, normalize_affiliation, normalize_email
 from revbench.workers import map_unordered
 
@@ -162,6 +165,12 @@ def mentions_frame_to_blocks(mentions: pl.DataFrame, max_block: int) -> tuple[di
                 bucket = int(hashlib.sha1(m.key.encode()).hexdigest(), 16) % (len(group) // max_block + 1)
                 blocks[f"{key}|{given}|{bucket}"].append(m)
     return dict(blocks), split
+
+
+def base_key(key: str) -> str:
+    """The name block (``family|initial``) a block key belongs to, before any split of an
+    oversized block (``family|initial|given[|bucket]``)."""
+    return "|".join(key.split("|")[:2])
 
 
 def block_hash(key: str, members: list[Mention], decider_name: str) -> str:
@@ -432,10 +441,18 @@ def disambiguate(
     now: Any,
     concurrency: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    only: set[str] | None = None,
 ) -> Outcome:
     """Decide every block whose inputs changed since ``known_hashes``; the rest is kept.
-    ``progress(done, total)`` is called after each block decided."""
+    ``progress(done, total)`` is called after each block decided. With ``only`` (name blocks
+    before splits), ``mentions`` holds every mention of those name blocks and of their papers
+    (for the co-authors), and only those name blocks are considered: ``known_hashes`` need hold
+    no others."""
     blocks, split = mentions_frame_to_blocks(mentions, max_block)
+    if only is not None:
+        # The co-authors' own blocks are partial here: theirs are left to their own pass.
+        blocks = {k: v for k, v in blocks.items() if base_key(k) in only}
+        split = [k for k in split if k in only]
     hashes = {k: block_hash(k, v, decider_name) for k, v in blocks.items()}
     todo = sorted(k for k, h in hashes.items() if known_hashes.get(k) != h)
     drop = sorted(set(known_hashes) - set(blocks))
@@ -466,3 +483,9 @@ def disambiguate(
     block_df = pl.DataFrame(block_rows, schema=["block_key", "input_hash", "n_mentions", "n_authors", "decider", "decided_at"], orient="row")
     sizes = Counter(len(v) for v in blocks.values())
     return Outcome(links, block_df, decisions, drop, merges, len(blocks), len(todo), split, sizes, conflicts)
+
+
+def block_scope(decider_name: str, d: DisambiguateSettings) -> dict[str, Any]:
+    """What decides which name blocks exist and what their input hashes are: a pass under
+    another scope than the last one's checks every block."""
+    return {"decider": decider_name, "method_version": METHOD_VERSION, "max_block_size": d.max_block_size}

@@ -88,10 +88,13 @@ def candidate_evidence(neighbors: pl.DataFrame, links: pl.DataFrame) -> pl.DataF
 
 def pool_size_report(neighbors: pl.DataFrame, links: pl.DataFrame, query_ids: list[str], taus: list[float]) -> list[dict[str, float]]:
     """Candidates per query at several thresholds (from one search at the lowest), to choose tau."""
+    # A candidate is in a query's pool at t when its closest neighbour paper reaches t: one join
+    # and each pair's best similarity, instead of the whole evidence again at every threshold.
+    best = (neighbors.join(links.select(pl.col("arxiv_id").alias("neighbor_id"), "author_id"), on="neighbor_id")
+            .group_by("query_id", "author_id").agg(pl.col("similarity").max()))
     out = []
     for t in sorted(taus):
-        ev = candidate_evidence(neighbors.filter(pl.col("similarity") >= t), links)
-        sizes = ev.group_by("query_id").agg(pl.col("author_id").n_unique().alias("n"))
+        sizes = best.filter(pl.col("similarity") >= t).group_by("query_id").len("n")
         n = np.array(sizes["n"].to_list() + [0] * (len(query_ids) - sizes.height), dtype=float)
         out.append({"tau": t, "median": float(np.median(n)) if n.size else 0.0, "mean": float(n.mean()) if n.size else 0.0,
                     "p90": float(np.percentile(n, 90)) if n.size else 0.0, "queries_without_candidates": int((n == 0).sum())})
@@ -129,7 +132,11 @@ def conflicts(evidence: pl.DataFrame, query_authors: pl.DataFrame, edges: pl.Dat
         parts += _name_conflicts(pairs, qa, both, names)
     order = {"query_author": 0, "coauthor": 1, "same_affiliation": 2}
     allx = pl.concat(parts).with_columns(pl.col("reason").replace_strict(order, return_dtype=pl.Int64).alias("_o"))
-    return allx.sort("query_id", "author_id", "_o").unique(["query_id", "author_id"], keep="first").drop("_o").sort("query_id", "author_id")
+    # A stable sort: of two rows with the same reason, the rule's (own authors, co-authorship
+    # edges) comes before the namesake's, in the order of ``parts``; an unstable one let the
+    # detail of such pairs change from one run to the next.
+    return (allx.sort("query_id", "author_id", "_o", maintain_order=True).unique(["query_id", "author_id"], keep="first")
+            .drop("_o").sort("query_id", "author_id"))
 
 
 def _name_conflicts(pairs: pl.DataFrame, qa: pl.DataFrame, both: pl.DataFrame, names: dict[str, str]) -> list[pl.DataFrame]:
@@ -170,14 +177,20 @@ def _name_conflicts(pairs: pl.DataFrame, qa: pl.DataFrame, both: pl.DataFrame, n
 
 def screening(evidence: pl.DataFrame, recent: dict[str, int], emails: dict[str, str | None], min_papers: int) -> pl.DataFrame:
     """Candidates with fewer than ``min_papers`` recent papers, or no usable email."""
-    rows = []
-    for q, a in evidence.select("query_id", "author_id").unique().sort("query_id", "author_id").iter_rows():
-        n = recent.get(a, 0)
-        if n < min_papers:
-            rows.append({"query_id": q, "author_id": a, "reason": "screening", "detail": f"{n} recent papers < {min_papers}"})
-        elif not emails.get(a):
-            rows.append({"query_id": q, "author_id": a, "reason": "unreachable", "detail": "no usable email"})
-    return pl.DataFrame(rows, schema=EXCLUSION_SCHEMA)
+    pairs = evidence.select("query_id", "author_id").unique().sort("query_id", "author_id")
+    known = pl.DataFrame({"author_id": list(recent), "n": list(recent.values())},
+                         schema={"author_id": pl.Utf8, "n": pl.Int64})
+    mail = pl.DataFrame({"author_id": list(emails), "email": list(emails.values())},
+                        schema={"author_id": pl.Utf8, "email": pl.Utf8})
+    few = pl.col("n") < min_papers
+    return (pairs.join(known, on="author_id", how="left", maintain_order="left")
+            .join(mail, on="author_id", how="left", maintain_order="left")
+            .with_columns(pl.col("n").fill_null(0))
+            .filter(few | pl.col("email").is_null() | (pl.col("email") == ""))
+            .select("query_id", "author_id",
+                    pl.when(few).then(pl.lit("screening")).otherwise(pl.lit("unreachable")).alias("reason"),
+                    pl.when(few).then(pl.format("{} recent papers < {}", "n", pl.lit(min_papers)))
+                    .otherwise(pl.lit("no usable email")).alias("detail")))
 
 
 def assign(evidence: pl.DataFrame, max_per_candidate: int, per_query: int, seed: int) -> pl.DataFrame:
@@ -187,10 +200,16 @@ def assign(evidence: pl.DataFrame, max_per_candidate: int, per_query: int, seed:
     invitations spread across queries and the strongest evidence is served first."""
     strength = evidence.group_by("query_id", "author_id").agg(pl.col("similarity").max().alias("score"))
     ranked: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    for q, a, s in strength.iter_rows():
+    # Each query's candidates strongest first, ties by ``_rank(seed, query, author)``: hashed only
+    # where a score is tied within its query (a hash for every pair cost seconds a round).
+    tied = strength.select((pl.len().over("query_id", "score") > 1).alias("tied"))["tied"].to_list()
+    keys = [_rank(seed, q, a) if t else "" for q, a, t in zip(strength["query_id"].to_list(),
+                                                              strength["author_id"].to_list(), tied, strict=True)]
+    rows = (strength.with_columns(pl.Series("tie", keys, dtype=pl.Utf8))
+            .sort(["query_id", "score", "tie"], descending=[False, True, False])
+            .select("query_id", "author_id", "score").iter_rows())
+    for q, a, s in rows:
         ranked[q].append((a, s))
-    for q in ranked:
-        ranked[q].sort(key=lambda x: (-x[1], _rank(seed, q, x[0])))
     order = sorted(ranked, key=lambda q: _rank(seed, q))
     load: dict[str, int] = defaultdict(int)
     nxt = {q: 0 for q in order}
@@ -333,9 +352,10 @@ def first_emails(authors: pl.DataFrame) -> dict[str, str | None]:
 
 def candidate_s2_ids(candidates: pl.DataFrame, authors: pl.DataFrame) -> list[str]:
     """The Semantic Scholar author ids of every candidate in ``candidates``, sorted, each once."""
-    chosen = set(candidates["author_id"].to_list())
-    return sorted({sid for a, ids in authors.select("author_id", "s2_author_ids").iter_rows()
-                   if a in chosen for sid in (ids or [])})
+    # A join, not a loop over every author of the corpus (200k at 160k papers).
+    ids = (authors.join(candidates.select("author_id").unique(), on="author_id", how="semi")
+           .select(pl.col("s2_author_ids").explode()).drop_nulls().unique())
+    return sorted(ids["s2_author_ids"].to_list())
 
 
 def first_recent_year(papers: pl.DataFrame, recent_years: int) -> int:

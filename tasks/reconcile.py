@@ -48,6 +48,12 @@ def input_hash(row: dict[str, Any], rules: IngestSettings) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
+def unreconciled(keys: pl.DataFrame, rules: IngestSettings, done_hashes: set[str]) -> list[str]:
+    """The papers of ``keys`` (the columns :func:`input_hash` reads, with ``arxiv_id``) whose
+    input hash is not in ``done_hashes``: the only ones :func:`reconcile` has to read whole."""
+    return [row["arxiv_id"] for row in keys.iter_rows(named=True) if input_hash(row, rules) not in done_hashes]
+
+
 def clean_email(raw: str | None) -> str | None:
     """A usable address or None; GROBID sometimes glues punctuation or several addresses."""
     if not raw:

@@ -68,10 +68,30 @@ class IngestQueries(WarehouseBase):
     def save_documents(self, docs: pl.DataFrame) -> None:
         self.upsert(DOCUMENTS, docs)
 
-    def reconcile_inputs(self) -> pl.DataFrame:
-        """Each paper's latest arXiv record with its extraction and S2 lookup (documents never
-        attempted, or whose service could not be reached, are left out: pending, not rejected)."""
+    def reconcile_keys(self) -> pl.DataFrame:
+        """What each reconcile input's verdict depends on (``arxiv_id, record_hash, doc_status,
+        pdf_sha256, tei_sha256, s2_hash``), for every paper :meth:`reconcile_inputs` would return:
+        a few short columns, so that only the papers whose inputs changed are read whole."""
         transient = ", ".join(f"'{s}'" for s in TRANSIENT_DOCUMENT_STATUSES)
+        return self._frame(
+            f"""SELECT r.arxiv_id, r.record_hash, d.status AS doc_status, d.pdf_sha256, d.tei_sha256,
+                      s.record_hash AS s2_hash
+               FROM arxiv_records r
+               JOIN documents d ON d.arxiv_id = r.arxiv_id AND d.version = r.version
+               LEFT JOIN s2_papers s ON s.arxiv_id = r.arxiv_id
+               WHERE d.status NOT IN ({transient})
+               ORDER BY r.arxiv_id"""
+        )
+
+    def reconcile_inputs(self, ids: list[str] | None = None) -> pl.DataFrame:
+        """Each paper's latest arXiv record with its extraction and S2 lookup (documents never
+        attempted, or whose service could not be reached, are left out: pending, not rejected);
+        only the papers ``ids`` when given."""
+        transient = ", ".join(f"'{s}'" for s in TRANSIENT_DOCUMENT_STATUSES)
+        only = ""
+        if ids is not None:
+            self.con.register("_ids", pl.DataFrame({"arxiv_id": ids}, schema={"arxiv_id": pl.Utf8}).to_arrow())
+            only = "AND r.arxiv_id IN (SELECT arxiv_id FROM _ids)"
         df = self._frame(
             f"""SELECT r.arxiv_id, r.version, r.title, r.abstract, r.authors, r.primary_category,
                       r.categories, r.published, r.updated, r.record_hash,
@@ -83,9 +103,11 @@ class IngestQueries(WarehouseBase):
                FROM arxiv_records r
                JOIN documents d ON d.arxiv_id = r.arxiv_id AND d.version = r.version
                LEFT JOIN s2_papers s ON s.arxiv_id = r.arxiv_id
-               WHERE d.status NOT IN ({transient})
+               WHERE d.status NOT IN ({transient}) {only}
                ORDER BY r.arxiv_id"""
         )
+        if ids is not None:
+            self.con.unregister("_ids")
         return df
 
     def loaded_input_hashes(self) -> set[str]:

@@ -94,8 +94,10 @@ class PoolQueries(WarehouseBase):
                 revision = state["revision"] if state is not None else last + 1
                 for name in frames:
                     self._exec(f"DELETE FROM {_q(name)} WHERE round = ? AND revision = ?", [round_, revision])
+            # The revision's rows were just deleted (or it is new): plain inserts, and a key the
+            # frames repeat fails the save instead of being merged away.
             for name, df in frames.items():
-                self.upsert(TABLES[name], df.with_columns(pl.lit(round_, dtype=pl.Int64).alias("round"),
+                self.insert(TABLES[name], df.with_columns(pl.lit(round_, dtype=pl.Int64).alias("round"),
                                                           pl.lit(revision, dtype=pl.Int64).alias("revision")))
             self.upsert(POOL_ROUNDS, pl.DataFrame([dict(
                 round=round_, revision=revision, status="current", params_hash=params_hash,

@@ -55,6 +55,15 @@ class RunQueries(WarehouseBase):
                 [status, utcnow(), error, run_id],
             )
 
+    def add_run_parameters(self, run_id: str, extra: dict[str, Any]) -> None:
+        """Merge ``extra`` into a run's recorded parameters (what the run found out as it went:
+        the next run compares them with its own)."""
+        with self.transaction():
+            rows = self._exec("SELECT parameters FROM runs WHERE run_id = ?", [run_id])
+            params = {**json.loads(rows[0][0] or "{}"), **extra} if rows else dict(extra)
+            self._exec("UPDATE runs SET parameters = ? WHERE run_id = ?",
+                       [json.dumps(params, default=str, sort_keys=True), run_id])
+
     def set_run_status(self, run_id: str, status: str) -> None:
         """A live run's state changes: ``waiting`` for a curator (it lets go of the warehouse
         meanwhile, and a new run must not take it for crashed), ``running`` again once answered."""

@@ -8,8 +8,10 @@ Every error ends in one line on stderr (``--debug`` adds the traceback) and an e
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import signal
 import sys
 import threading
 import traceback
@@ -566,6 +568,10 @@ def main(argv: list[str] | None = None) -> None:
     from revbench.app.entry import install_unraisable_hook
 
     install_unraisable_hook()
+    if hasattr(signal, "SIGUSR1"):
+        # `kill -USR1 PID` prints every thread's stack to stderr and the command goes on: what
+        # an operator (or a test that timed out) asks a run that seems stuck.
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     _exit(run([a for a in args if a != "--debug"], debug))

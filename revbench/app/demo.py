@@ -157,6 +157,17 @@ def run_ratings(settings: Settings, track: bool) -> None:
     print_ratings(out, quality)
 
 
+def print_encodes() -> None:
+    """How many texts the stages asked to embed and how many the model encoded."""
+    from revbench.ml.embeddings import EmbeddingCache
+
+    asked, encoded, by_cut = EmbeddingCache.totals()
+    if asked:
+        console.print(f"embeddings: {asked} texts asked for by the pools and the evaluation, {encoded} encoded "
+                      f"({1 - encoded / asked:.0%} saved: repeated texts, {by_cut} cut alike at the token limit, "
+                      "vectors kept from earlier runs)")
+
+
 def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings, track: bool,
              cassettes: Path | None = None) -> None:
     """Generate (or reuse) the world, serve it, and run ingest, disambiguation (the offline
@@ -207,6 +218,7 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
     # The demo's curator publishes what the audit passed.
     print_release(release_flow.run(s.with_overrides(release={"id_key": demo_key(settings, "release"), "auto_approve": True}),
                                    only_if_changed=True, track=track))
+    print_encodes()
     console.print(f"demo finished in {time.monotonic() - t0:.0f} s; run it again for a cheap refresh.")
     if track:
         home = os.environ.get("PREFECT_HOME", str(Path(settings.data_dir, "prefect")))

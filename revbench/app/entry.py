@@ -11,7 +11,6 @@ import re
 import signal
 import sys
 import threading
-import tomllib
 from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
@@ -249,8 +248,14 @@ def prefect_api_configured() -> bool:
         return True
     home = Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")).expanduser()
     try:
-        profiles = tomllib.loads((home / "profiles.toml").read_text())
-    except (OSError, tomllib.TOMLDecodeError):
+        text = (home / "profiles.toml").read_text()
+    except OSError:
+        return False
+    import tomllib  # only where there is a profile to read: most one-off commands have none
+
+    try:
+        profiles = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
         return False
     active = os.environ.get("PREFECT_PROFILE") or profiles.get("active", "ephemeral")
     return bool(profiles.get("profiles", {}).get(active, {}).get("PREFECT_API_URL"))

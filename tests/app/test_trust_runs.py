@@ -5,6 +5,7 @@ warehouse that lost nothing."""
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
 from datetime import date
 from pathlib import Path
@@ -97,7 +98,13 @@ def test_an_interrupt_stops_within_seconds_and_the_next_run_resumes(prefect_serv
         time.sleep(0.01)
     t0 = time.monotonic()
     proc.send_signal(sig)
-    _out, err = proc.communicate(timeout=30)
+    try:
+        _out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)  # the command prints every thread's stack: where it is stuck
+        time.sleep(2)
+        proc.kill()
+        raise AssertionError("no exit 30 s after the interrupt; stacks:\n" + proc.communicate()[1][-20000:]) from None
     assert time.monotonic() - t0 < 10, "the interrupt took too long"
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err

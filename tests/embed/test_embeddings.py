@@ -99,3 +99,27 @@ def test_vectors_of_another_precision_or_token_limit_never_share_a_cache_entry(t
     assert full.missing(["a paper"]) and full.dir != half.dir  # the half-precision vector is not served here
     full.embed(["a paper"], encode)
     assert calls[1] == ["a paper"] and EmbeddingCache(tmp_path, DEFAULT_MODEL, key=gpu).missing(["a paper"]) == []
+
+
+def test_texts_the_model_reads_the_same_share_one_vector(tmp_path: Path) -> None:
+    """MiniLM reads 256 tokens: two versions of an abstract that differ only past them are one
+    text to it, encoded once, in this process and the next; a change within the limit is not."""
+    head = "Reviewer assignment by matching each submission to the papers its reviewers wrote. " * 30
+    texts = [head + "Version one ends here.", head + "Version two ends differently.", "A short, different text."]
+    calls: list[list[str]] = []
+
+    def encode(batch: list[str]) -> np.ndarray:
+        calls.append(batch)
+        return encode_piece(HASHING_MODEL, [(text_hash(t), t) for t in batch])[1]
+
+    cache = EmbeddingCache(tmp_path, DEFAULT_MODEL)
+    vecs = cache.embed(texts, encode)
+    assert sorted(len(b) for b in calls) == [2] and cache.encoded == 2 and cache.shared_by_cut == 1
+    assert np.array_equal(vecs[0], vecs[1]) and not np.array_equal(vecs[0], vecs[2])
+    later = EmbeddingCache(tmp_path, DEFAULT_MODEL)  # a new process reads the keys back
+    third = head + "A third version."
+    assert np.array_equal(later.embed([third], encode)[0], vecs[0]) and len(calls) == 1 and later.shared_by_cut == 1
+    changed = "Reviewer assignment, revised. " + head
+    later.embed([changed], encode)
+    assert len(calls) == 2 and later.encoded == 1  # the change is within the limit: another vector
+    assert EmbeddingCache(tmp_path, HASHING_MODEL).missing(texts[:2]) != []  # the hashing encoder reads every word

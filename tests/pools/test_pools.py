@@ -105,3 +105,48 @@ def test_query_categories_shape_the_round_only_when_given() -> None:
     assert narrowed["query_categories"] == ["cs.LG"] and parameters_hash(narrowed) != parameters_hash(default)
     with pytest.raises(ValidationError, match="cs.NOPE"):
         PoolsSettings(query_categories=["cs.NOPE"])
+
+
+def test_a_pair_excluded_by_a_rule_and_by_a_namesake_keeps_the_rule_s_detail() -> None:
+    # a wrote the query and is its own namesake; b co-wrote with a and with a's namesake c.
+    ev = pl.DataFrame({"query_id": ["q"] * 3, "author_id": ["a", "b", "c"], "neighbor_id": ["n"] * 3, "similarity": [0.9] * 3})
+    qa = pl.DataFrame({"arxiv_id": ["q"], "author_id": ["a"]})
+    edges = pl.DataFrame({"author_a": ["a", "b"], "author_b": ["b", "c"]})
+    names = {"a": "Ana Lima", "b": "Bo Sun", "c": "A. Lima"}
+    for _ in range(20):  # an unstable sort picked either detail from one call to the next
+        x = conflicts(ev, qa, edges, names=names)
+        assert x.rows() == [("q", "a", "query_author", "wrote the query paper"),
+                            ("q", "b", "coauthor", "co-authored with query author a"),
+                            ("q", "c", "query_author", "name matches a query author")]
+
+
+def test_screening_details() -> None:
+    ev = pl.DataFrame({"query_id": ["q2", "q1", "q1", "q1"], "author_id": ["a", "b", "a", "e"], "neighbor_id": ["n"] * 4,
+                       "similarity": [0.9] * 4})
+    s = screening(ev, {"a": 3, "b": 3}, {"a": "", "b": "b@x", "e": "e@x"}, 3)
+    assert s.rows() == [("q1", "a", "unreachable", "no usable email"), ("q1", "e", "screening", "0 recent papers < 3"),
+                        ("q2", "a", "unreachable", "no usable email")]
+    assert screening(ev.head(0), {}, {}, 3).schema == s.schema
+
+
+def test_assignment_breaks_ties_by_the_seeded_hash() -> None:
+    from revbench.tasks.pools import _rank
+
+    ev = pl.DataFrame([{"query_id": "q", "author_id": f"r{r}", "neighbor_id": "n", "similarity": 0.5 if r < 5 else 0.9}
+                       for r in range(8)])
+    for seed in (0, 3):
+        got = assign(ev, max_per_candidate=1, per_query=8, seed=seed)["author_id"].to_list()
+        tied = sorted([f"r{r}" for r in range(5)], key=lambda a, seed=seed: _rank(seed, "q", a))
+        assert got == sorted(["r5", "r6", "r7"], key=lambda a, seed=seed: _rank(seed, "q", a)) + tied
+
+
+def test_pool_size_report_counts_candidates_at_each_threshold() -> None:
+    from revbench.tasks.pools import pool_size_report
+
+    nb = pl.DataFrame({"query_id": ["q1", "q1", "q1", "q2"], "neighbor_id": ["p1", "p2", "p3", "p1"],
+                       "similarity": [0.9, 0.55, 0.45, 0.65]})
+    links = pl.DataFrame({"arxiv_id": ["p1", "p2", "p2", "p3", "p3"], "author_id": ["a", "a", "b", "c", "c"]})
+    rows = {r["tau"]: r for r in pool_size_report(nb, links, ["q1", "q2", "q3"], [0.4, 0.5, 0.6, 0.7])}
+    # q1: a (0.9), b (0.55), c (0.45); q2: a (0.65); q3: none.
+    assert [rows[t]["mean"] for t in (0.4, 0.5, 0.6, 0.7)] == [4 / 3, 1.0, 2 / 3, 1 / 3]
+    assert rows[0.5]["median"] == 1.0 and rows[0.7]["queries_without_candidates"] == 2

@@ -3,6 +3,7 @@ says why), and after the world grows by a day only that day's work is done."""
 
 from __future__ import annotations
 
+import json
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import polars as pl
 import pytest
 
 from revbench.flows.refresh import RefreshResult, StageOutcome, refresh_flow, window
-from revbench.schemas.tables import PAPERS, REFRESH_STAGES
+from revbench.schemas.tables import MENTIONS, PAPERS, REFRESH_STAGES
 from revbench.settings import Settings
 from revbench.synth.world import WorldSpec, generate_world, grow_world
 from revbench.warehouse import Warehouse
@@ -71,7 +72,17 @@ def test_refresh_twice_then_a_day_later(prefect_server, replay, settings, tmp_pa
     third = refresh_flow(grown, synthetic=True)
     st3 = _stages(third)
     assert st3["ingest"].status == "ran" and st3["disambiguate"].status == "ran"
-    assert st3["disambiguate"].reason.startswith("the mentions or the decider changed since the last refresh")
+    # Only the day's mentions count as changed, and only their name blocks are read.
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        n_mentions, day_mentions = wh.count(MENTIONS), wh._exec(
+            "SELECT count(*) FROM mentions JOIN papers USING (arxiv_id) WHERE papers.run_id = ?",
+            [json.loads(st3["ingest"].summary)["run_id"]])[0][0]
+    assert 0 < day_mentions < n_mentions
+    assert st3["disambiguate"].reason.startswith(
+        f"{day_mentions} of {n_mentions} mentions new or changed and 0 removed since the last disambiguation")
+    decided = json.loads(st3["disambiguate"].summary)
+    assert decided["mentions"] == n_mentions and day_mentions <= decided["mentions_checked"] < n_mentions
+    assert 0 < decided["blocks_decided"] < decided["blocks"]
     assert st3["pools"].status == "skipped"
     assert "5 of 70 day slices" in st3["ingest"].reason  # 5 categories x 14 days: the new day of each
     ingest_rows = {r["stage"]: r for r in _run_stage_rows(grown, "ingest").to_dicts()}

@@ -26,9 +26,11 @@ def cluster_sums(values: np.ndarray, cluster: np.ndarray, n_clusters: int) -> np
 
 def replicate_counts(n_clusters: int, n_resamples: int, seed: int) -> np.ndarray:
     """How often each cluster is drawn in each replicate (``n_resamples x n_clusters``)."""
+    if n_clusters == 0 or n_resamples == 0:
+        # Nothing to draw: no generator either (numpy.random is a load of its own that a run
+        # with --bootstrap 0 does not need).
+        return np.zeros((n_resamples, n_clusters))
     rng = np.random.default_rng(seed)
-    if n_clusters == 0:
-        return np.zeros((n_resamples, 0))
     return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_resamples).astype(float)
 
 

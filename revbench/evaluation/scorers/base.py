@@ -108,10 +108,10 @@ class Scorer(ABC):
     def embeddings(self, model: str, benchmark: Benchmark) -> EmbeddingCache:
         """The shared embedding cache of ``model``, with the embed flow's export of ``benchmark``
         (when there is one) loaded into it, so its texts are not encoded again."""
-        from revbench.ml.embeddings import EmbeddingCache, export_dir
+        from revbench.ml.embeddings import export_dir, settings_cache
 
-        cache = EmbeddingCache.shared(self.context.cache_dir, model)
-        cache.preload(export_dir(self.context.settings.data_dir, benchmark.name, benchmark.version, model))
+        cache = settings_cache(self.context.settings, model)
+        cache.preload(export_dir(self.context.settings.data_dir, benchmark.name, benchmark.version, model, cache.runtime))
         return cache
 
     @abstractmethod
