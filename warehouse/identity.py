@@ -30,6 +30,21 @@ _GONE = """SELECT l.arxiv_id, l.position, l.block_key, l.author_id FROM author_l
 """Links of papers loaded since a time (their mentions were replaced), and links whose mention is gone."""
 
 
+
+AUTHORS_INSERT = """INSERT INTO authors
+   SELECT l.author_id, mode(m.name), count(*), count(DISTINCT l.arxiv_id),
+          count(DISTINCT CASE WHEN p.year >= ? THEN l.arxiv_id END), min(p.year), max(p.year),
+          list_sort(list_distinct(list(m.email) FILTER (WHERE m.email IS NOT NULL))),
+          list_sort(list_distinct(flatten(list(list_concat([coalesce(m.institution, m.affiliation)],
+              list_transform(m.affiliations, lambda x: coalesce(x.institution, x.text))))))),
+          list_sort(list_distinct(list(m.s2_author_id) FILTER (WHERE m.s2_author_id IS NOT NULL))),
+          list_sort(list_distinct(list(l.method)))
+   FROM author_links l JOIN mentions m USING (arxiv_id, position) JOIN papers p USING (arxiv_id)
+   {where}
+   GROUP BY l.author_id"""
+"""One row per author from their links; ``{where}`` narrows it to some authors (a partial pass
+rebuilds only those it can have changed, with the same columns as a full one)."""
+
 class IdentityQueries(WarehouseBase):
     """Mentions to disambiguate, block hashes, links, and the authors rebuild."""
 
@@ -143,19 +158,7 @@ class IdentityQueries(WarehouseBase):
         with self.transaction():
             self._exec("DELETE FROM authors")
             self._exec("DELETE FROM coauthor_edges")
-            self._exec(
-                """INSERT INTO authors
-                   SELECT l.author_id, mode(m.name), count(*), count(DISTINCT l.arxiv_id),
-                          count(DISTINCT CASE WHEN p.year >= ? THEN l.arxiv_id END), min(p.year), max(p.year),
-                          list_sort(list_distinct(list(m.email) FILTER (WHERE m.email IS NOT NULL))),
-                          list_sort(list_distinct(flatten(list(list_concat([coalesce(m.institution, m.affiliation)],
-                              list_transform(m.affiliations, lambda x: coalesce(x.institution, x.text))))))),
-                          list_sort(list_distinct(list(m.s2_author_id) FILTER (WHERE m.s2_author_id IS NOT NULL))),
-                          list_sort(list_distinct(list(l.method)))
-                   FROM author_links l JOIN mentions m USING (arxiv_id, position) JOIN papers p USING (arxiv_id)
-                   GROUP BY l.author_id""",
-                [recent_since_year],
-            )
+            self._exec(AUTHORS_INSERT.format(where=""), [recent_since_year])
             self._exec(
                 """INSERT INTO coauthor_edges
                    SELECT a.author_id, b.author_id, count(DISTINCT a.arxiv_id), min(p.year), max(p.year)
@@ -171,20 +174,7 @@ class IdentityQueries(WarehouseBase):
                 self._exec("DELETE FROM authors WHERE author_id IN (SELECT a FROM _only)")
                 self._exec("DELETE FROM coauthor_edges WHERE author_a IN (SELECT a FROM _only) "
                            "OR author_b IN (SELECT a FROM _only)")
-                self._exec(
-                    """INSERT INTO authors
-                       SELECT l.author_id, mode(m.name), count(*), count(DISTINCT l.arxiv_id),
-                              count(DISTINCT CASE WHEN p.year >= ? THEN l.arxiv_id END), min(p.year), max(p.year),
-                              list_sort(list_distinct(list(m.email) FILTER (WHERE m.email IS NOT NULL))),
-                              list_sort(list_distinct(flatten(list(list_concat([coalesce(m.institution, m.affiliation)],
-                                  list_transform(m.affiliations, lambda x: coalesce(x.institution, x.text))))))),
-                              list_sort(list_distinct(list(m.s2_author_id) FILTER (WHERE m.s2_author_id IS NOT NULL))),
-                              list_sort(list_distinct(list(l.method)))
-                       FROM author_links l JOIN mentions m USING (arxiv_id, position) JOIN papers p USING (arxiv_id)
-                       WHERE l.author_id IN (SELECT a FROM _only)
-                       GROUP BY l.author_id""",
-                    [recent_since_year],
-                )
+                self._exec(AUTHORS_INSERT.format(where="WHERE l.author_id IN (SELECT a FROM _only)"), [recent_since_year])
                 self._exec(
                     """INSERT INTO coauthor_edges
                        WITH touched AS (SELECT DISTINCT arxiv_id FROM author_links WHERE author_id IN (SELECT a FROM _only)),
