@@ -34,14 +34,26 @@ test: $(STAMP) browser docs
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-# The browser test drives Debian's chromium (Playwright cannot download browsers here); install it
-# when it is missing and this user can (root with apt-get). Otherwise the test skips, except
-# under CI=true, where a skipped browser test fails the run.
+# The browser tests drive Debian's chromium (Playwright cannot download browsers here), and the
+# TLS deploy test runs Debian's caddy in front of the survey server; install whichever is missing
+# when this user can (root with apt-get). Installing caddy must not leave a system Caddy on ports
+# 80 and 443: where systemd runs, a temporary policy-rc.d keeps apt from starting it (unless the
+# host has its own) and the unit is disabled. Otherwise those tests skip, except under CI=true,
+# where a skipped browser or deploy test fails the run.
 browser:
-	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "installing chromium for the browser test"; \
-		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-			|| echo "could not install chromium: the browser test will skip (and fail under CI=true)"; \
+	@missing=""; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	command -v caddy >/dev/null || missing="$$missing caddy"; \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing$$missing for the browser and TLS tests"; \
+		policy=""; \
+		if [ -d /run/systemd/system ] && [ ! -e /usr/sbin/policy-rc.d ]; then \
+			printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && policy=1; \
+		fi; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+			|| echo "could not install$$missing: their tests will skip (and fail under CI=true)"; \
+		[ -z "$$policy" ] || rm -f /usr/sbin/policy-rc.d; \
+		case "$$missing" in *caddy*) [ ! -d /run/systemd/system ] || systemctl disable --now caddy.service >/dev/null 2>&1 || true;; esac; \
 	fi
 
 # The pictures of the survey email, Confirm page, page and phone view, and of the results page

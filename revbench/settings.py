@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from revbench.errors import UsageError
@@ -24,6 +24,18 @@ class Section(BaseModel):
     """A section of the settings tree: unknown keys and non-finite numbers are errors."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_is_unset(cls, data: Any) -> Any:
+        # `KEY=` (as .env.example writes every optional field) means unset: an empty date, path or
+        # secret would otherwise fail to parse, or be sent (an empty x-api-key). Not for plain
+        # strings, where empty has a meaning of its own (no SMTP host, no ratings schedule).
+        if not isinstance(data, dict):
+            return data
+        fields = cls.model_fields
+        return {k: None if isinstance(v, str) and not v.strip() and k in fields
+                and type(None) in get_args(fields[k].annotation) else v for k, v in data.items()}
 
 
 def check_categories(categories: list[str]) -> list[str]:
@@ -55,6 +67,9 @@ class HttpSettings(Section):
     breaker_failures: int = Field(
         5, ge=1, description="Calls in a row to one service that fail after all retries before the run stops as failed."
     )
+    ca_bundle: Path | None = Field(
+        None, description="PEM file of extra certificate authorities to trust, e.g. Caddy's internal CA of a test "
+        "deployment (empty: the system's and certifi's only); `revbench doctor` checks the survey server with it.")
 
 
 class ArxivSettings(Section):
@@ -319,6 +334,8 @@ class ScheduleSettings(Section):
 
     refresh_cron: str = Field("0 3 * * *", description="When the refresh runs (cron, five fields).")
     ratings_cron: str = Field("0 * * * *", description="When the ratings pull with reminders runs (cron; empty: not served).")
+    backup_cron: str = Field("30 2 * * *", description="When the backup of the warehouse and the survey store runs "
+                             "(cron; empty: not served); see REVBENCH_BACKUP__*.")
     timezone: str = Field("UTC", description="Time zone of the cron schedules (IANA name).")
 
     @field_validator("refresh_cron")
@@ -326,7 +343,7 @@ class ScheduleSettings(Section):
     def _cron(cls, v: str) -> str:
         return check_cron(v)
 
-    @field_validator("ratings_cron")
+    @field_validator("ratings_cron", "backup_cron")
     @classmethod
     def _cron_or_empty(cls, v: str) -> str:
         return check_cron(v) if v else v
@@ -341,6 +358,16 @@ class ScheduleSettings(Section):
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"unknown time zone {v!r} (an IANA name such as UTC or Europe/Berlin)") from None
         return v
+
+
+class BackupSettings(Section):
+    """Backups of the warehouse and the survey store (`revbench backup`, the scheduled backup)."""
+
+    dir: Path | None = Field(
+        None, description="Folder the snapshots go to, each as revbench-backup-<UTC time>/ (empty: <data_dir>/backups; "
+        "another disk is safer).")
+    keep: int = Field(7, ge=0, description="Snapshots kept in that folder after each backup, the newest; older ones of "
+                      "revbench's are removed (0: keep all).")
 
 
 REFRESH_STAGES = ("ingest", "disambiguate", "pools", "survey", "ratings", "release", "evaluate")
@@ -488,6 +515,7 @@ class Settings(BaseSettings):
     runner: RunnerSettings = Field(default_factory=RunnerSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+    backup: BackupSettings = Field(default_factory=BackupSettings)
     refresh: RefreshSettings = Field(default_factory=RefreshSettings)
     embed: EmbedSettings = Field(default_factory=EmbedSettings)
     train: TrainSettings = Field(default_factory=TrainSettings)

@@ -392,7 +392,7 @@ def report(
 
 @app.command()
 def serve() -> None:
-    """Serve the scheduled refresh and ratings pull (REVBENCH_SCHEDULE__*) on a Prefect server until Ctrl-C."""
+    """Serve the scheduled refresh, ratings pull and backup (REVBENCH_SCHEDULE__*) on a Prefect server until Ctrl-C."""
     settings = _setup()
     from revbench.app.entry import prefect_api_configured
 
@@ -420,6 +420,8 @@ def serve() -> None:
                       f"{next_run(cron, tz):%Y-%m-%d %H:%M %Z}")
     if not settings.schedule.ratings_cron:
         console.print("  (no ratings pull: REVBENCH_SCHEDULE__RATINGS_CRON is empty)")
+    if not settings.schedule.backup_cron:
+        console.print("  (no scheduled backup: REVBENCH_SCHEDULE__BACKUP_CRON is empty)")
     names = " or ".join(f"prefect deployment run '{d.flow_name}/{d.name}'" for d in served)
     console.print(escape(f"Run one now: {names} (the refresh takes -p 'stages=[\"ratings\"]' for some stages)")
                   + (f", or from {PREFECT_UI_URL.value()}/deployments" if PREFECT_UI_URL.value() else "") + ".",
@@ -532,6 +534,77 @@ def status() -> None:
         console.print(f"No warehouse at {settings.warehouse_path}; run `revbench demo` or `revbench ingest`.")
         raise typer.Exit(1)
     print_status(st)
+
+
+@app.command()
+def doctor(
+    only: Annotated[str | None, typer.Option("--only", metavar="SERVICE[,SERVICE]", help="Probe only these: settings, data, warehouse, store, grobid, arxiv, s2, llm, smtp, survey, prefect")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON instead of a table")] = False,
+    timeout: Annotated[float | None, typer.Option(min=0.1, max=600, help="Seconds each service has to answer (default: REVBENCH_HTTP__PROBE_TIMEOUT_SECONDS)")] = None,
+) -> None:
+    """Check every service the configured stages need, with its own protocol, before a run.
+
+    GROBID (isalive, and a version not older than 0.6.1, the oldest our TEI parser is tested on);
+    arXiv (a one-result query, parsed); Semantic Scholar (a one-paper batch with the key, and the
+    pace it implies); the LLM (its model list holds REVBENCH_LLM__MODEL); SMTP (connect, EHLO,
+    STARTTLS, AUTH, QUIT: nothing is sent); the survey server's public URL (/healthz over HTTPS with
+    the certificate verified, REVBENCH_HTTP__CA_BUNDLE trusted too, and a link signed with this
+    configuration's key verifying there); the Prefect API (PREFECT_API_URL: health, and its version
+    against the installed prefect); the data folder (writable, free space), the warehouse and the
+    survey store (readable, schema against this code's; a warehouse a run holds passes); the
+    settings (secrets set where a stage needs them, no placeholders or example hosts).
+
+    Probes run at once, so a dead service costs one timeout. A service no stage in
+    REVBENCH_REFRESH__STAGES needs is shown as not needed. Exit 0 when everything needed answers,
+    1 when something failed (one line each after the table: the service, its URL, what to fix),
+    2 for a wrong --only. Nothing is sent, recorded or locked, and no secret is printed."""
+    from revbench.app.doctor import failed, parse_only, run_probes
+
+    wanted = parse_only(only)  # a wrong name is one line before anything is probed
+    settings = build_settings()
+    probes = run_probes(settings, _prefect_api_url(settings), wanted,
+                        timeout if timeout is not None else settings.http.probe_timeout_seconds)
+    from revbench.app.console import print_doctor
+
+    print_doctor(probes, as_json=json_out)
+    raise typer.Exit(1 if failed(probes) else 0)
+
+
+def _prefect_api_url(settings: Settings) -> str | None:
+    """PREFECT_API_URL as a run of this configuration would find it: the environment, else the
+    active profile under PREFECT_HOME (the data folder's, as ``prepare_process`` sets it; the
+    doctor does not call it, as it must not write into a data folder it is checking)."""
+    from revbench.app.entry import prefect_api_url
+
+    return prefect_api_url(Path(os.environ.get("PREFECT_HOME") or settings.data_dir / "prefect").expanduser())
+
+
+@app.command()
+def backup(
+    to: Annotated[Path | None, typer.Option("--to", metavar="DIR", help="Folder the snapshot goes to, as DIR/revbench-backup-<UTC time>/ (default: REVBENCH_BACKUP__DIR, else data/backups); it may hold only revbench's snapshots")] = None,
+    keep: Annotated[int | None, typer.Option(min=0, help="Keep the newest N snapshots in DIR, removing older ones of revbench's (default: REVBENCH_BACKUP__KEEP; 0: keep all)")] = None,
+) -> None:
+    """Snapshot the warehouse and the survey store with a manifest of checksums (safe while the survey server runs)."""
+    if to is not None:
+        check_output_dir(to, "--to")
+    settings = _setup()
+    from revbench.app.console import print_backup
+    from revbench.flows.backup import backup_flow
+
+    print_backup(backup_flow.fn(settings, to=to, keep=keep))
+
+
+@app.command()
+def restore(
+    from_: Annotated[Path, typer.Option("--from", metavar="DIR", help="A snapshot folder `revbench backup` wrote (DIR/revbench-backup-<UTC time>/)", show_default=False)],
+    force: Annotated[bool, typer.Option("--force", help="Restore over live data the snapshot lacks (it is set aside; answers, opt-outs and messages sent are kept)")] = False,
+) -> None:
+    """Check a snapshot against its manifest, then restore the warehouse and the survey store from it, keeping every answer given since."""
+    settings = _setup()
+    from revbench.app.console import print_restore
+    from revbench.restore import restore as restore_snapshot
+
+    print_restore(restore_snapshot(settings, from_, force=force))
 
 
 @app.command()

@@ -332,3 +332,80 @@ def print_train(out: TrainResult) -> None:
     console.print(f"{out.steps} steps{resumed}: loss {out.first_loss:.4f} -> {out.last_loss:.4f}, "
                   f"{out.pairs_per_second:.1f} triplets/s")
     console.print(f"Scorer: [cyan]{out.scorer}[/] (evaluate it with --scorer rate --scorer '{out.scorer}' --baseline rate)")
+
+
+def print_doctor(probes: list[Any], as_json: bool = False) -> None:
+    """``revbench doctor``'s table (service, URL, result, latency, version, what it found), then one
+    line per failure naming the service, its URL and what to fix; or all of it as JSON."""
+    import json
+
+    from rich.markup import escape
+
+    from revbench.app.doctor import as_json as doctor_json
+    from revbench.app.doctor import failed, failure_line
+
+    if as_json:
+        console.print(json.dumps(doctor_json(probes), indent=1), markup=False, highlight=False, soft_wrap=True)
+        return
+    style = {"ok": "green", "warn": "yellow", "fail": "bold red", "skipped": "dim"}
+    shown = {"ok": "ok", "warn": "warn", "fail": "FAIL", "skipped": "-"}
+    t = RichTable(title="revbench doctor")
+    t.add_column("service", no_wrap=True)
+    t.add_column("URL", overflow="fold")
+    t.add_column("result", no_wrap=True)
+    t.add_column("latency", justify="right", no_wrap=True)
+    t.add_column("version", overflow="fold")
+    t.add_column("detail")
+    for p in probes:
+        latency = f"{p.latency_ms:.0f} ms" if p.latency_ms is not None else ""
+        result = "not needed" if p.status == "skipped" and p.detail.startswith("not needed") else shown[p.status]
+        # A failure's whole story is its line below the table; the table keeps to the gist.
+        detail = p.detail if len(p.detail) <= 72 else p.detail[:71] + "…"
+        t.add_row(p.label, escape(p.url), f"[{style[p.status]}]{result}[/]", latency, escape(p.version or ""),
+                  escape(detail))
+    console.print(t)
+    bad = failed(probes)
+    for p in bad:
+        console.print(f"[bold red]FAIL[/] {escape(failure_line(p))}", soft_wrap=True, highlight=False)
+    for p in probes:
+        if p.status == "warn":
+            console.print(f"[yellow]warn[/] {escape(failure_line(p))}", soft_wrap=True, highlight=False)
+    counts = {s: sum(1 for p in probes if p.status == s) for s in ("ok", "warn", "fail", "skipped")}
+    verdict = "[bold red]not ready[/]" if bad else "[green]ready[/]"
+    console.print(f"{verdict}: {counts['ok']} ok, {counts['warn']} warnings, {counts['fail']} failed, "
+                  f"{counts['skipped']} not checked", highlight=False)
+
+
+def print_backup(out: Any) -> None:
+    """A snapshot written (``revbench.flows.backup.BackupResult``): where, what it holds, what was pruned."""
+    from rich.markup import escape
+
+    mib = out.bytes / 2**20
+    console.print(f"Backup written: [bold]{escape(out.path)}[/] ({out.files} files, {mib:.1f} MiB, taken {out.created_at})",
+                  soft_wrap=True, highlight=False)
+    if out.last_run:
+        console.print(f"  warehouse: {out.warehouse_runs} runs, the last {escape(out.last_run)}", highlight=False)
+    if out.store_epoch:
+        console.print(f"  survey store: {out.store_answers} answers (epoch {out.store_epoch})", highlight=False)
+    for p in out.pruned:
+        console.print(f"  removed the older snapshot {escape(p)} (keeping the newest {out.kept})", soft_wrap=True,
+                      highlight=False)
+    console.print(f"Restore it with: revbench restore --from {escape(out.path)}", soft_wrap=True, highlight=False)
+
+
+def print_restore(out: Any) -> None:
+    """What a restore did (``revbench.restore.RestoreResult``): each part, what was carried over, where the live files went."""
+    from rich.markup import escape
+
+    console.print(f"Restored [bold]{escape(str(out.backup))}[/] (taken {out.created_at})", soft_wrap=True, highlight=False)
+    console.print(f"  warehouse: {escape(out.warehouse)}", soft_wrap=True, highlight=False)
+    console.print(f"  survey store: {escape(out.survey_store)}", soft_wrap=True, highlight=False)
+    for line in out.newer.parts():
+        console.print(f"  the live data had: {escape(line)}", soft_wrap=True, highlight=False)
+    kept = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in out.carried.items() if v)
+    if kept:
+        console.print(f"  carried over: {escape(kept)}", soft_wrap=True, highlight=False)
+    console.print(f"  the live files as they were: {escape(str(out.set_aside))}/ (restore.json says what was done)",
+                  soft_wrap=True, highlight=False)
+    console.print("The next ratings pull (`revbench ratings`) brings in every answer given since the backup.",
+                  soft_wrap=True, highlight=False)

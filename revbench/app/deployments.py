@@ -1,7 +1,7 @@
-"""The scheduled deployments: the refresh and the ratings pull with survey reminders.
+"""The scheduled deployments: the refresh, the ratings pull with survey reminders, and the backup.
 
 ``revbench serve`` serves them from one process (no work pool); ``prefect.yaml`` declares the same
-two for Prefect workers. Either way each flow run is an entry point of its own: it builds the
+for Prefect workers. Either way each flow run is an entry point of its own: it builds the
 settings from the environment and ``.env`` of the process that runs it (the serving process, or
 the worker's flow-run process in the project directory).
 """
@@ -22,6 +22,7 @@ from prefect.schedules import Cron
 from prefect.types.entrypoint import EntrypointType
 
 from revbench.app.entry import build_settings, prepare_process
+from revbench.flows.backup import BackupResult, backup_flow
 from revbench.flows.common import quiet_expected_errors
 from revbench.flows.refresh import RefreshResult, refresh_flow
 from revbench.settings import Settings
@@ -33,8 +34,10 @@ log = logging.getLogger("revbench.deployments")
 
 REFRESH_FLOW = "refresh"
 RATINGS_FLOW = "ratings-pull"
+BACKUP_FLOW = "backup"
 DEPLOYMENT = "scheduled"
-"""Deployment names are ``<flow>/<deployment>``: ``refresh/scheduled`` and ``ratings-pull/scheduled``."""
+"""Deployment names are ``<flow>/<deployment>``: ``refresh/scheduled``, ``ratings-pull/scheduled`` and
+``backup/scheduled``."""
 TAGS = ["revbench"]
 
 quiet_expected_errors()
@@ -82,6 +85,13 @@ def ratings_pull() -> dict[str, Any]:
     return {**asdict(out), "reminders": reminders}
 
 
+@flow(name=BACKUP_FLOW, log_prints=True)
+def scheduled_backup() -> BackupResult:
+    """A snapshot of the warehouse and the survey store into REVBENCH_BACKUP__DIR, keeping the
+    newest REVBENCH_BACKUP__KEEP."""
+    return backup_flow.fn(run_settings())
+
+
 def send_reminders(settings: Settings) -> dict[str, Any] | str:
     """Run the reminder wave of the latest round (a subflow), or say in words why not."""
     if not settings.smtp.host:
@@ -110,7 +120,8 @@ def send_reminders(settings: Settings) -> dict[str, Any] | str:
 
 
 def deployments(settings: Settings) -> list[RunnerDeployment]:
-    """The refresh deployment, and the ratings pull unless REVBENCH_SCHEDULE__RATINGS_CRON is empty."""
+    """The refresh deployment, the ratings pull unless REVBENCH_SCHEDULE__RATINGS_CRON is empty, and
+    the backup unless REVBENCH_SCHEDULE__BACKUP_CRON is empty."""
     sch = settings.schedule
     common: dict[str, Any] = {
         "name": DEPLOYMENT, "tags": TAGS,
@@ -129,6 +140,11 @@ def deployments(settings: Settings) -> list[RunnerDeployment]:
             schedules=[Cron(sch.ratings_cron, timezone=sch.timezone)],
             description=f"Survey reminders (when configured), then new answers into ratings, on cron "
                         f"{sch.ratings_cron!r} ({sch.timezone}).", **common))
+    if sch.backup_cron:
+        out.append(scheduled_backup.to_deployment(
+            schedules=[Cron(sch.backup_cron, timezone=sch.timezone)],
+            description=f"A snapshot of the warehouse and the survey store (REVBENCH_BACKUP__DIR, keeping "
+                        f"REVBENCH_BACKUP__KEEP), on cron {sch.backup_cron!r} ({sch.timezone}).", **common))
     return out
 
 

@@ -241,24 +241,31 @@ def _unraisable(args: Any) -> None:
     _previous_unraisable[0](args)
 
 
-def prefect_api_configured() -> bool:
-    """Whether a Prefect API is configured: ``PREFECT_API_URL`` in the environment, or in the
-    active profile of ``$PREFECT_HOME/profiles.toml`` (read without importing Prefect)."""
-    if os.environ.get("PREFECT_API_URL"):
-        return True
-    home = Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")).expanduser()
+def prefect_api_url(home: Path | None = None) -> str | None:
+    """The Prefect API a run would use: ``PREFECT_API_URL`` in the environment, else the active
+    profile's in ``<home>/profiles.toml`` (default ``$PREFECT_HOME``, else ``~/.prefect``), read
+    without importing Prefect; None when there is none (runs start a temporary server)."""
+    url = os.environ.get("PREFECT_API_URL", "").strip()
+    if url:
+        return url
+    home = home or Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")).expanduser()
     try:
         text = (home / "profiles.toml").read_text()
     except OSError:
-        return False
+        return None
     import tomllib  # only where there is a profile to read: most one-off commands have none
 
     try:
         profiles = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
-        return False
+        return None
     active = os.environ.get("PREFECT_PROFILE") or profiles.get("active", "ephemeral")
-    return bool(profiles.get("profiles", {}).get(active, {}).get("PREFECT_API_URL"))
+    return str(profiles.get("profiles", {}).get(active, {}).get("PREFECT_API_URL") or "").strip() or None
+
+
+def prefect_api_configured() -> bool:
+    """Whether a Prefect API is configured (see ``prefect_api_url``)."""
+    return prefect_api_url() is not None
 
 
 def resolve_track(track: bool | None, long_flow: bool) -> bool:

@@ -87,6 +87,8 @@ def routes(replay: ReplayApp) -> list[Route]:
         entries: list[str] = []
         if replay.world and cat and window:
             entries = replay.world.query(cat.group(1), _ts(window.group(1)), _ts(window.group(2)))
+        elif replay.world and cat and search.strip() == cat.group(0):  # a category alone (the doctor's query)
+            entries = [e[2] for e in replay.world.by_category.get(cat.group(1), [])]
         key = f"{search}|{start}|{per_page}"
         page = entries[start : start + per_page]
         quirk = quirks.decide(key, len(page))

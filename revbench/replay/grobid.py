@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 if TYPE_CHECKING:
@@ -14,10 +15,18 @@ if TYPE_CHECKING:
 
 
 def routes(replay: ReplayApp) -> list[Route]:
-    """``GET /grobid/api/isalive`` and ``POST /grobid/api/processHeaderDocument``."""
+    """``GET /grobid/api/isalive``, ``GET /grobid/api/version`` and ``POST /grobid/api/processHeaderDocument``."""
 
     async def alive(request: Request) -> Response:
         return Response(b"true", media_type="text/plain")
+
+    async def version(request: Request) -> Response:
+        # Recent GROBID answers its ServiceInfo as JSON; older servers answered the bare version as
+        # text. Both forms are given here (text below 0.7), as the doctor must read both.
+        v = replay.grobid_version
+        if tuple(int(n) for n in re.findall(r"\d+", v)[:2]) < (0, 7):
+            return Response(v.encode(), media_type="text/plain")
+        return JSONResponse({"version": v, "revision": "replay"})
 
     async def header(request: Request) -> Response:
         form = await request.form()
@@ -30,5 +39,5 @@ def routes(replay: ReplayApp) -> list[Route]:
             return await replay.respond("grobid", sha, 500, b"[BAD_INPUT_DATA] PDF to XML conversion failed", "text/plain")
         return await replay.respond("grobid", sha, 200, tei, "application/xml; charset=UTF-8")
 
-    return [Route("/grobid/api/isalive", alive, methods=["GET"]),
+    return [Route("/grobid/api/isalive", alive, methods=["GET"]), Route("/grobid/api/version", version, methods=["GET"]),
             Route("/grobid/api/processHeaderDocument", header, methods=["POST"])]

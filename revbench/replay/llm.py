@@ -15,10 +15,24 @@ if TYPE_CHECKING:
     from revbench.replay.server import ReplayApp
 
 
+def unauthorized() -> Response:
+    """What an OpenAI-compatible endpoint answers a key it does not know."""
+    return JSONResponse({"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                                   "param": None, "code": "invalid_api_key"}}, status_code=401)
+
+
 def routes(replay: ReplayApp) -> list[Route]:
-    """``POST /llm/v1/chat/completions``."""
+    """``POST /llm/v1/chat/completions`` and ``GET /llm/v1/models``."""
+
+    async def models(request: Request) -> Response:
+        if replay.wrong_key("llm", request):
+            return unauthorized()
+        return JSONResponse({"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "revbench"}
+                                                        for m in replay.llm_models]})
 
     async def chat(request: Request) -> Response:
+        if replay.wrong_key("llm", request):
+            return unauthorized()
         try:
             body = await request.json()
             prompt = body["messages"][-1]["content"]
@@ -33,7 +47,7 @@ def routes(replay: ReplayApp) -> list[Route]:
         key = hashlib.sha1(prompt.encode()).hexdigest()
         return await replay.respond("llm", key, 200, json.dumps(answer).encode(), "application/json")
 
-    return [Route("/llm/v1/chat/completions", chat, methods=["POST"])]
+    return [Route("/llm/v1/chat/completions", chat, methods=["POST"]), Route("/llm/v1/models", models, methods=["GET"])]
 
 
 _WORD = re.compile(r"[A-Za-z]{4,}")

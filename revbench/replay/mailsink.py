@@ -46,19 +46,26 @@ class MailSink:
     accepts it; an SMTP reply string (``"451 try later"``, ``"550 no such user"``) refuses it
     (nothing stored); a ``Fault`` stores it and then answers late, drops the connection or never
     answers. ``connect(n)`` is asked about the n-th connection: ``HANG`` or ``MUTE``, or ``None``.
-    With ``tls`` (a server context) it offers STARTTLS, or with ``implicit_tls`` speaks TLS from
-    the first byte (port 465 style)."""
+    With ``tls`` (a server context) it offers STARTTLS (``require_starttls``: and refuses anything
+    else before it), or with ``implicit_tls`` speaks TLS from the first byte (port 465 style). With
+    ``login`` (user, password) it requires AUTH (over TLS when it offers TLS) and answers any other
+    pair 535, as a real submission server does."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0,
                  reply: Callable[[int, EmailMessage], str | Fault | None] | None = None,
                  connect: Callable[[int], Fault | None] | None = None,
-                 tls: ssl.SSLContext | None = None, implicit_tls: bool = False):
+                 tls: ssl.SSLContext | None = None, implicit_tls: bool = False, require_starttls: bool = False,
+                 login: tuple[str, str] | None = None):
         self.host = host
         self.port = port or free_port(host)
         self.reply = reply
         self.connect = connect
         self.tls = tls
         self.implicit_tls = implicit_tls
+        self.require_starttls = require_starttls
+        self.login = login
+        self.logins: list[tuple[str, bool]] = []
+        """Each AUTH attempt: the user name and whether it was accepted."""
         self.messages: list[EmailMessage] = []
         self.attempts = 0
         self.connections = 0
@@ -82,6 +89,18 @@ class MailSink:
                 server.transport.close()
             await asyncio.sleep(answer.seconds if answer.action == "slow" else _FOREVER)
         return "250 Message accepted for delivery"
+
+    def _authenticate(self, server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any) -> Any:
+        from aiosmtpd.smtp import AuthResult, LoginPassword
+
+        ok = False
+        user = ""
+        if isinstance(auth_data, LoginPassword) and self.login is not None:
+            user = auth_data.login.decode(errors="replace")
+            ok = (user, auth_data.password.decode(errors="replace")) == self.login
+        with self._lock:
+            self.logins.append((user, ok))
+        return AuthResult(success=ok, handled=False)
 
     def _on_connect(self) -> Fault | None:
         with self._lock:
@@ -120,7 +139,11 @@ class MailSink:
             def factory(self) -> SMTP:
                 return Server(self.handler, **self.SMTP_kwargs)
 
-        tls = {"ssl_context": self.tls} if self.implicit_tls else {"tls_context": self.tls} if self.tls else {}
+        tls: dict[str, Any] = ({"ssl_context": self.tls} if self.implicit_tls else
+                               {"tls_context": self.tls, "require_starttls": self.require_starttls} if self.tls else {})
+        if self.login is not None:
+            tls.update(authenticator=self._authenticate, auth_required=True,
+                       auth_require_tls=self.tls is not None and not self.implicit_tls)
         self._controller = Faulty(self, hostname=self.host, port=self.port, **tls)
         self._controller.start()
         self._counting = True
@@ -148,4 +171,5 @@ class MailSink:
     def smtp_overrides(self) -> dict[str, Any]:
         """The ``smtp`` settings section that sends here."""
         security = "ssl" if self.implicit_tls else "starttls" if self.tls else "none"
-        return {"host": self.host, "port": self.port, "security": security, "username": "", "password": None}
+        user, password = self.login or ("", None)
+        return {"host": self.host, "port": self.port, "security": security, "username": user, "password": password}

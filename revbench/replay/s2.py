@@ -14,11 +14,18 @@ if TYPE_CHECKING:
     from revbench.replay.server import ReplayApp
 
 
+def forbidden() -> Response:
+    """What S2 answers a request whose x-api-key it does not know."""
+    return JSONResponse({"message": "Forbidden"}, status_code=403)
+
+
 def routes(replay: ReplayApp) -> list[Route]:
     """``POST /s2/graph/v1/paper/batch`` and ``GET /s2/graph/v1/author/<id>/papers``."""
 
     async def batch(request: Request) -> Response:
-        world = replay.need_world()
+        if replay.wrong_key("s2", request):
+            return forbidden()
+        world = replay.world  # without a world no paper is known: each id answers null, as S2 does
         try:
             ids = (await request.json())["ids"]
         except (json.JSONDecodeError, KeyError, TypeError):
@@ -27,12 +34,14 @@ def routes(replay: ReplayApp) -> list[Route]:
             return JSONResponse({"error": "at most 500 ids"}, status_code=400)
         items = []
         for pid in ids:
-            raw = world.s2_papers.get(pid.removeprefix("ARXIV:")) if pid.startswith("ARXIV:") else None
+            raw = world.s2_papers.get(pid.removeprefix("ARXIV:")) if world and pid.startswith("ARXIV:") else None
             items.append(raw if raw is not None else "null")
         body = ("[" + ",".join(items) + "]").encode("utf-8")
         return await replay.respond("s2", hashlib.sha1(",".join(ids).encode()).hexdigest(), 200, body, "application/json")
 
     async def author_papers(request: Request) -> Response:
+        if replay.wrong_key("s2", request):
+            return forbidden()
         world = replay.need_world()
         author_id = request.path_params["author_id"]
         raw = world.s2_authors.get(author_id)

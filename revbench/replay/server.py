@@ -33,6 +33,12 @@ from revbench.replay.world_store import WorldStore
 from revbench.settings import ReplaySettings
 
 
+GROBID_VERSION = "0.8.2"
+"""The GROBID release the replay server says it is (the newest in the conformance samples)."""
+LLM_MODELS = ("gpt-4o-mini", "replay")
+"""The models the replay LLM lists (the default REVBENCH_LLM__MODEL among them)."""
+
+
 def load_fixtures(directory: Path) -> list[RecordedRoute]:
     """The recorded answers of one directory (``routes.json`` and VCR cassettes, see ``cassettes``)."""
     return load_recordings(directory)
@@ -48,8 +54,17 @@ class ReplayApp:
         fixtures_dir: Path | None = None,
         as_of: datetime | None = None,
         fault_kinds: dict[str, tuple[str, ...]] | None = None,
+        grobid_version: str = GROBID_VERSION,
+        api_keys: dict[str, str] | None = None,
+        llm_models: tuple[str, ...] = LLM_MODELS,
     ):
         self.settings = settings
+        # What `revbench doctor` reads, and its faults: an old GROBID, a wrong key (``{"s2": KEY}``
+        # refuses any other x-api-key with 403, ``{"llm": KEY}`` any other bearer with 401; no
+        # key at all stays the keyless pool for S2), a model the endpoint does not serve.
+        self.grobid_version = grobid_version
+        self.api_keys = dict(api_keys or {})
+        self.llm_models = llm_models
         self.world = WorldStore(world_dir, as_of=as_of) if world_dir else None
         self.fixtures = load_fixtures(fixtures_dir) if fixtures_dir else []
         self.playback = Playback(self.fixtures)
@@ -85,6 +100,17 @@ class ReplayApp:
         if kind == "truncated":
             return _CutOffResponse(body, status_code=status, media_type=content_type, headers=headers)
         return Response(corrupt(body, kind, content_type), status_code=status, media_type=content_type, headers=headers)
+
+    def wrong_key(self, service: str, request: Request) -> bool:
+        """Whether ``request`` carries a key other than the one ``api_keys`` holds for ``service``
+        (for S2, no key at all is the keyless pool, not a wrong key)."""
+        want = self.api_keys.get(service)
+        if want is None:
+            return False
+        if service == "s2":
+            got = request.headers.get("x-api-key")
+            return got is not None and got != want
+        return request.headers.get("authorization") != f"Bearer {want}"
 
     def need_world(self) -> WorldStore:
         """The world, or a LookupError when the server runs on fixtures alone."""

@@ -7,7 +7,8 @@ its reader does, so a rating link opens a page naming the paper and level with o
 and the opt-out link a page with one button. A response is acknowledged only after its event is
 committed in the survey store. Pages work without JavaScript (radio buttons in fieldsets,
 labelled), escape every text, and carry a strict content security policy; no IP address or user
-agent is stored or logged.
+agent is stored or logged. ``/healthz`` and ``/healthz/link/{token}`` (a probe link signed by
+``revbench doctor``) answer JSON for checks and touch no store.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -128,6 +129,24 @@ class Pages:
         return self.signer.sign(Claim(invitation_id, "page"))
 
 
+def probe_link(signer: LinkSigner) -> Callable[[str], Awaitable[JSONResponse]]:
+    """``GET /healthz/link/{token}``: whether ``token`` is a probe link this server's keys verify.
+    `revbench doctor` signs one with its own key: verified here, the links a flow signs will be too.
+    It reads and records nothing, accepts no other kind of link, and the reason of a refusal names
+    no secret (a key other than the server's reads "bad signature")."""
+
+    async def check(token: str) -> JSONResponse:
+        try:
+            claim = signer.verify(token)
+        except BadToken as exc:
+            return JSONResponse({"ok": False, "reason": exc.reason}, status_code=403)
+        if claim.action != "probe":
+            return JSONResponse({"ok": False, "reason": "not a probe link"}, status_code=403)
+        return JSONResponse({"ok": True})
+
+    return check
+
+
 def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
     """The survey app for ``settings`` (its signing keys, store and team)."""
     pages = Pages(settings, store)
@@ -146,6 +165,8 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
     @app.get("/healthz")
     async def healthz() -> JSONResponse:
         return JSONResponse({"ok": True})
+
+    app.get("/healthz/link/{token}")(probe_link(signer))
 
     @app.get("/static/survey.css")
     async def stylesheet() -> Response:

@@ -1,7 +1,8 @@
 """Signed survey links: unforgeable, expiring capabilities for one invitation.
 
 A token carries an opaque invitation id (never an email or a name), an action (the page, one
-rating of one paper, or opting out) and, for a rating, the paper and the level. It is signed
+rating of one paper, opting out, or ``probe``: ``revbench doctor``'s test link, which opens nothing)
+and, for a rating, the paper and the level. It is signed
 with HMAC-SHA256 (``itsdangerous``) under the survey signing key and a fixed salt, and carries
 its signing time, so rating and page links expire (an opt-out link never does). Keys rotate: old
 keys still verify, the newest signs.
@@ -21,8 +22,14 @@ from pydantic import SecretStr
 from revbench.errors import UsageError
 
 SALT = "revbench-survey-link-v1"
-Action = Literal["page", "rate", "optout"]
+Action = Literal["page", "rate", "optout", "probe"]
+ACTIONS: tuple[Action, ...] = ("page", "rate", "optout", "probe")
 RATINGS = (1, 2, 3, 4, 5)
+PROBE_INVITATION = "doctor"
+"""The invitation a probe link names: none (no route but the probe's accepts a probe link)."""
+PROBE_MAX_SKEW_SECONDS = 600
+"""A probe link is checked the moment it is signed: older or newer than this means the two
+machines' clocks differ that much (and their rating links would expire early or late)."""
 
 
 class BadToken(Exception):
@@ -72,17 +79,24 @@ class LinkSigner:
             data, signed_at = self._serializer.loads(token, return_timestamp=True)
         except BadSignature:
             raise BadToken("bad signature") from None
-        if not isinstance(data, dict) or not isinstance(data.get("i"), str) or data.get("a") not in ("page", "rate", "optout"):
+        if not isinstance(data, dict) or not isinstance(data.get("i"), str) or data.get("a") not in ACTIONS:
             raise BadToken("malformed")
         # An opt-out link never expires: a late "stop emailing me" must still be heard (and it
         # can only ever stop mail). Rating and page links expire, as itsdangerous would check them.
         age = int(time.time()) - int(signed_at.timestamp())
-        if data["a"] != "optout" and not 0 <= age <= self.max_age:
+        if data["a"] == "probe" and abs(age) > PROBE_MAX_SKEW_SECONDS:
+            raise BadToken("expired")
+        if data["a"] not in ("optout", "probe") and not 0 <= age <= self.max_age:
             raise BadToken("expired")
         paper, rating = data.get("p"), data.get("r")
         if data["a"] == "rate" and (not isinstance(paper, str) or rating not in RATINGS or isinstance(rating, bool)):
             raise BadToken("malformed rating")
         return Claim(data["i"], data["a"], paper if isinstance(paper, str) else None, rating if data["a"] == "rate" else None)
+
+    def probe_token(self) -> str:
+        """A link token for ``GET /healthz/link/{token}``: it proves the server verifies what
+        this key signs, and nothing else accepts it."""
+        return self.sign(Claim(PROBE_INVITATION, "probe"))
 
 
 def _canonical(token: str) -> bool:

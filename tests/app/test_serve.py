@@ -21,7 +21,7 @@ import httpx
 import pytest
 import yaml
 
-from revbench.app.deployments import DEPLOYMENT, RATINGS_FLOW, REFRESH_FLOW, deployments, schedule_of
+from revbench.app.deployments import BACKUP_FLOW, DEPLOYMENT, RATINGS_FLOW, REFRESH_FLOW, deployments, schedule_of
 from revbench.replay.server import free_port
 from revbench.settings import ScheduleSettings, Settings
 from revbench.warehouse import Warehouse
@@ -29,6 +29,7 @@ from revbench.warehouse import Warehouse
 ROOT = Path(__file__).resolve().parents[2]
 REFRESH = f"{REFRESH_FLOW}/{DEPLOYMENT}"
 RATINGS = f"{RATINGS_FLOW}/{DEPLOYMENT}"
+BACKUP = f"{BACKUP_FLOW}/{DEPLOYMENT}"
 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:
@@ -130,12 +131,13 @@ def auto_scheduled_runs(client: Any, deployment_id: Any) -> list[Any]:
 # and fast). The ratings pull is triggered by hand: were it due every minute too, a triggered run
 # could meet a scheduled one that the runner prefetched (10 s ahead), find the deployment's one
 # concurrency slot taken, and wait about 30 s for the next try.
-CRONS = {"refresh": "* * * * *", "ratings": "0 0 1 1 *"}
+CRONS = {"refresh": "* * * * *", "ratings": "0 0 1 1 *", "backup": "0 0 1 1 *"}
 
 
 def start_serve(tmp_path: Path, url: str, log: Path) -> subprocess.Popen[Any]:
     env = clean_env(tmp_path / "prefect-home", PREFECT_API_URL=url, REVBENCH_DATA_DIR=str(tmp_path / "data"),
                     REVBENCH_SCHEDULE__REFRESH_CRON=CRONS["refresh"], REVBENCH_SCHEDULE__RATINGS_CRON=CRONS["ratings"],
+                    REVBENCH_SCHEDULE__BACKUP_CRON=CRONS["backup"],
                     REVBENCH_REFRESH__STAGES='["ratings"]', PREFECT_RUNNER_POLL_FREQUENCY="2")
     with log.open("a") as out:
         return subprocess.Popen([sys.executable, "-m", "revbench", "serve"], env=env, stdout=out,
@@ -153,9 +155,9 @@ def stop(proc: subprocess.Popen[Any], sig: int, log: Path) -> int:
 
 
 def served(client: Any, since: datetime) -> tuple[Any, Any] | None:
-    """Both deployments, once active and polled by a runner since ``since`` (a signal that comes
+    """The deployments, once active and polled by a runner since ``since`` (a signal that comes
     earlier finds the runner still starting: it would stop it before it could pause anything)."""
-    found = read_deployment(client, REFRESH), read_deployment(client, RATINGS)
+    found = read_deployment(client, REFRESH), read_deployment(client, RATINGS), read_deployment(client, BACKUP)
     ok = all(d is not None and not d.paused and d.last_polled and d.last_polled > since for d in found)
     return found if ok else None
 
@@ -169,8 +171,8 @@ def test_serve_schedules_runs_and_stops_cleanly(scheduler_api: str, tmp_path: Pa
     proc = start_serve(tmp_path, scheduler_api, log)
     try:
         with client_of(scheduler_api) as client:
-            refresh, ratings = wait_for("served deployments", lambda: served(client, started), 60, proc, log)
-            for d, cron in ((refresh, CRONS["refresh"]), (ratings, CRONS["ratings"])):
+            refresh, ratings, backup = wait_for("served deployments", lambda: served(client, started), 60, proc, log)
+            for d, cron in ((refresh, CRONS["refresh"]), (ratings, CRONS["ratings"]), (backup, CRONS["backup"])):
                 assert [(s.schedule.cron, s.schedule.timezone, s.active) for s in d.schedules] == [(cron, "UTC", True)]
                 assert d.tags == ["revbench"] and d.work_pool_name is None
             assert refresh.entrypoint == "revbench.app.deployments.scheduled_refresh"
@@ -188,10 +190,11 @@ def test_serve_schedules_runs_and_stops_cleanly(scheduler_api: str, tmp_path: Pa
         assert stop(proc, signal.SIGINT, log) == 0, log.read_text()
         out = log.read_text()
         assert f"{REFRESH}  cron '* * * * *' (UTC), next run" in out and f"{RATINGS}  cron '0 0 1 1 *' (UTC)" in out
+        assert f"{BACKUP}  cron '0 0 1 1 *' (UTC)" in out
         assert f"prefect deployment run '{RATINGS}'" in out and "Stopped serving" in out
         assert "Traceback" not in out, out
         with client_of(scheduler_api) as client:
-            assert read_deployment(client, REFRESH).paused and read_deployment(client, RATINGS).paused
+            assert all(read_deployment(client, name).paused for name in (REFRESH, RATINGS, BACKUP))
 
         # Serving again resumes the schedules; SIGTERM (a service manager's stop) ends it like Ctrl-C.
         started = datetime.now(UTC)
@@ -201,7 +204,7 @@ def test_serve_schedules_runs_and_stops_cleanly(scheduler_api: str, tmp_path: Pa
         assert stop(proc, signal.SIGTERM, log) == 0, log.read_text()
         assert log.read_text().count("Stopped serving") == 2 and "RuntimeWarning" not in log.read_text(), log.read_text()
         with client_of(scheduler_api) as client:
-            assert read_deployment(client, REFRESH).paused and read_deployment(client, RATINGS).paused
+            assert all(read_deployment(client, name).paused for name in (REFRESH, RATINGS, BACKUP))
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -235,7 +238,7 @@ def test_prefect_yaml_declares_the_served_deployments() -> None:
         assert (ROOT / path).is_file()
         flow = load_flow_from_entrypoint(f"{ROOT / path}:{func}")
         declared[f"{flow.name}/{d['name']}"] = d
-    assert declared.keys() == built.keys() == {REFRESH, RATINGS}
+    assert declared.keys() == built.keys() == {REFRESH, RATINGS, BACKUP}
     assert schedule_of(built[REFRESH]) == (defaults.refresh_cron, defaults.timezone)
     for name, d in declared.items():
         assert [(s["cron"], s["timezone"]) for s in d["schedules"]] == [schedule_of(built[name])]
@@ -266,7 +269,7 @@ def test_prefect_yaml_deploys_and_a_worker_runs_it(scheduler_api: str, tmp_path:
                                 overwrite=True)
     run("--no-prompt", "deploy", "--all")
     with client_of(scheduler_api) as client:
-        for name, func in ((REFRESH, "scheduled_refresh"), (RATINGS, "ratings_pull")):
+        for name, func in ((REFRESH, "scheduled_refresh"), (RATINGS, "ratings_pull"), (BACKUP, "scheduled_backup")):
             d = read_deployment(client, name)
             assert d.entrypoint == f"revbench/app/deployments.py:{func}" and d.work_pool_name == "revbench"
             assert d.pull_steps == [{"prefect.deployments.steps.set_working_directory": {"directory": str(ROOT)}}]
@@ -312,3 +315,29 @@ def test_failed_reminders_still_pull_the_answers(monkeypatch: pytest.MonkeyPatch
     with Warehouse.open(tmp_path / "data" / "warehouse.duckdb", read_only=True) as wh:
         runs = wh.latest_runs(5).to_dicts()
     assert [(r["flow"], r["status"]) for r in runs] == [("refresh", "completed")]
+
+
+def test_the_backup_is_served_unless_its_cron_is_empty() -> None:
+    built = {f"{d.flow_name}/{d.name}": d for d in deployments(Settings())}
+    assert schedule_of(built[BACKUP]) == (ScheduleSettings().backup_cron, "UTC") == ("30 2 * * *", "UTC")
+    assert built[BACKUP].entrypoint == "revbench.app.deployments.scheduled_backup"
+    assert built[BACKUP].concurrency_limit == 1  # two backups of one deployment never run at once
+    off = Settings().with_overrides(schedule={"backup_cron": ""})
+    assert BACKUP not in {f"{d.flow_name}/{d.name}" for d in deployments(off)}
+
+
+def test_a_scheduled_backup_writes_a_snapshot_and_keeps_the_newest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import revbench.app.deployments as dep
+    from revbench.backup import MANIFEST, snapshots
+
+    data = tmp_path / "data"
+    with Warehouse.open(data / "warehouse.duckdb"):
+        pass
+    monkeypatch.setenv("REVBENCH_BACKUP__KEEP", "2")
+    results = [dep.scheduled_backup.fn() for _ in range(3)]  # the body a served run executes, in this process
+    kept = snapshots(data / "backups")
+    assert [str(p) for p in kept] == [r.path for r in results[1:]] and results[-1].pruned == [results[0].path]
+    manifest = json.loads((kept[-1] / MANIFEST).read_text())
+    assert manifest["warehouse"]["schema_version"] > 0 and manifest["survey_store"] is None

@@ -21,6 +21,25 @@ def test_env_example_is_what_the_generator_writes() -> None:
     assert (ROOT / ".env.example").read_text() == render_env_example()
 
 
+def test_env_example_copied_to_env_gives_the_defaults(tmp_path: Path) -> None:
+    # What a new user does first: every `KEY=` line with an empty default (a date, a path, a
+    # secret) must mean unset, not fail to parse or become an empty key sent to a service.
+    defaults = Settings().model_dump(mode="json")
+    (tmp_path / ".env").write_text((ROOT / ".env.example").read_text())
+    s = Settings()
+    assert s.model_dump(mode="json") == defaults
+    assert s.s2.api_key is None and s.refresh.until is None and s.http.ca_bundle is None
+    assert s.schedule.ratings_cron == defaults["schedule"]["ratings_cron"]
+
+
+def test_empty_means_unset_only_where_a_field_can_be_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REVBENCH_S2__API_KEY", "")
+    monkeypatch.setenv("REVBENCH_SCHEDULE__RATINGS_CRON", "")  # empty here means: not served
+    s = Settings()
+    assert s.s2.api_key is None
+    assert s.schedule.ratings_cron == ""
+
+
 def test_nested_env_and_dotenv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / ".env").write_text("REVBENCH_S2__BATCH_SIZE=123\nREVBENCH_ARXIV__CATEGORIES=[\"cs.IR\"]\n")
     monkeypatch.setenv("REVBENCH_GROBID__CONCURRENCY", "7")

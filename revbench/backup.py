@@ -1,0 +1,277 @@
+"""Backups of the warehouse and the survey store, written so that they restore.
+
+``revbench backup --to DIR`` (and the scheduled backup) writes ``DIR/revbench-backup-<UTC time>/``
+holding ``warehouse.duckdb`` (the DuckDB file copied while the backup holds it, after a
+checkpoint: see :mod:`revbench.warehouse.backup` for why a copy and not ``EXPORT DATABASE``),
+``survey.sqlite`` (SQLite's online backup, safe while the survey server writes) and
+``manifest.json`` (each file's size and sha256, the revbench version, the warehouse's schema
+version, runs and counts, the survey store's identity and answers, and when it was taken).
+
+A snapshot is written into a hidden ``DIR/.revbench-backup-<time>.<pid>.partial`` folder and renamed
+once its manifest is on disk, so Ctrl-C or ``kill -9`` never leaves a folder that looks complete;
+the next backup removes such leftovers. Backups into one DIR take turns (a lock file in DIR), and
+``keep`` prunes the oldest snapshots, only folders this module wrote. A DIR holding anything else
+is refused. :mod:`revbench.restore` reads what this writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from revbench.errors import InputError, UsageError, WarehouseBusy
+from revbench.files import CHUNK, write_atomic
+from revbench.settings import Settings
+
+FORMAT, FORMAT_VERSION = "revbench-backup", 1
+MANIFEST = "manifest.json"
+WAREHOUSE_FILE, STORE_FILE = "warehouse.duckdb", "survey.sqlite"
+LOCK = ".revbench-backup.lock"
+PREFIX = "revbench-backup-"
+SNAPSHOT = re.compile(r"^revbench-backup-\d{8}T\d{6}Z(-\d+)?$")
+PARTIAL = re.compile(r"^\.revbench-backup-\d{8}T\d{6}Z(-\d+)?\.\d+\.partial$")
+"""A snapshot being written, by the process whose id it names (a hidden name no one takes for a backup)."""
+
+
+def backup_dir(settings: Settings) -> Path:
+    """Where snapshots go: REVBENCH_BACKUP__DIR, else ``<data_dir>/backups``."""
+    return Path(settings.backup.dir or settings.data_dir / "backups").expanduser()
+
+
+def stamp(now: datetime | None = None) -> str:
+    """``20250102T023000Z``: sorts as time does, and names a snapshot."""
+    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+
+
+def copy_hashed(src: Path, dst: Path) -> tuple[int, str]:
+    """Copy ``src`` to ``dst`` (synced to disk) and return the size and sha256 of the bytes copied."""
+    h, size = hashlib.sha256(), 0
+    with src.open("rb") as fin, dst.open("wb") as fout:
+        for chunk in iter(lambda: fin.read(CHUNK), b""):
+            h.update(chunk)
+            fout.write(chunk)
+            size += len(chunk)
+        fout.flush()
+        os.fsync(fout.fileno())
+    return size, h.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def manifest_digest(manifest: dict[str, Any]) -> str:
+    """sha256 of the manifest without its own digest (keys sorted): a hand edit shows."""
+    body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def is_snapshot(path: Path) -> bool:
+    """A complete snapshot written by revbench: its name, and a manifest of our format."""
+    if not (SNAPSHOT.match(path.name) and path.is_dir()):
+        return False
+    try:
+        return json.loads((path / MANIFEST).read_text()).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def snapshots(folder: Path) -> list[Path]:
+    """The complete snapshots in ``folder``, oldest first."""
+    if not folder.is_dir():
+        return []
+    def when(p: Path) -> tuple[str, int]:
+        base, _, n = p.name.removeprefix(PREFIX).partition("-")
+        return base, int(n or 1)
+
+    return sorted((p for p in folder.iterdir() if is_snapshot(p)), key=when)
+
+
+def check_target(folder: Path, flag: str = "--to") -> None:
+    """A folder backups may go to: missing, empty, or holding only revbench's snapshots."""
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{flag} {folder} is a file; give the folder the snapshots go to")
+    if not folder.exists():
+        return
+    if (folder / MANIFEST).exists():
+        raise UsageError(f"{flag} {folder} is itself a backup snapshot; give the folder that holds the snapshots "
+                         f"(e.g. {flag} {folder.parent})")
+    foreign = sorted(p.name for p in folder.iterdir() if p.name != LOCK and not PARTIAL.match(p.name)
+                     and not is_snapshot(p))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise UsageError(f"{flag} {folder} holds files that are not revbench backups ({shown}); give an empty folder "
+                         "or one that only revbench backups go to")
+
+
+@contextlib.contextmanager
+def taking_turns(folder: Path, wait: float) -> Iterator[None]:
+    """Hold ``folder``'s backup lock (an flock the system lets go of when a process dies, even by
+    ``kill -9``), waiting up to ``wait`` seconds for another backup into it to finish."""
+    path = folder / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    who = path.read_text().strip() or "another process"
+                    raise WarehouseBusy(f"another backup ({who}) is writing into {folder}; run again when it has "
+                                        "finished") from None
+                time.sleep(0.2)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}, since {datetime.now(UTC).isoformat(timespec='seconds')}".encode())
+        yield
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A backup written: its folder, its manifest, and the older snapshots pruned after it."""
+
+    path: Path
+    manifest: dict[str, Any]
+    pruned: list[Path]
+
+
+def _take(settings: Settings, partial: Path, run_id: str) -> dict[str, Any]:
+    """Copy the warehouse (under its lock), then the survey store, into ``partial``; returns the
+    manifest's ``files``, ``warehouse`` and ``survey_store`` parts. The warehouse first: every
+    answer it pulled is then in the store's copy too."""
+    from revbench.warehouse.backup import copy_readable, holding, read_facts
+    from revbench.warehouse.store_backup import snapshot as store_snapshot
+
+    files: dict[str, Any] = {}
+    wh_part: dict[str, Any] | None = None
+    store_part: dict[str, Any] | None = None
+    if settings.warehouse_path.exists():
+        holder = {"run_id": run_id, "flow": "backup", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                  "stage": f"copying the warehouse to {partial.parent}"}
+        with holding(settings.warehouse_path, settings.warehouse.lock_wait_seconds, holder) as wh:
+            facts = read_facts(wh)
+            size, sha = copy_hashed(settings.warehouse_path, partial / WAREHOUSE_FILE)
+        copy_readable(partial / WAREHOUSE_FILE)  # the copy opens as a warehouse, or the backup fails here
+        files[WAREHOUSE_FILE] = {"bytes": size, "sha256": sha}
+        wh_part = {"file": WAREHOUSE_FILE, **facts.summary()}
+    if settings.survey_store_path.exists():
+        content = store_snapshot(settings.survey_store_path, partial / STORE_FILE)
+        with (partial / STORE_FILE).open("rb") as f:
+            files[STORE_FILE] = {"bytes": os.fstat(f.fileno()).st_size, "sha256": hashlib.file_digest(f, "sha256").hexdigest()}
+        store_part = {"file": STORE_FILE, **content.summary()}
+    if not files:
+        raise UsageError(f"nothing to back up: no warehouse at {settings.warehouse_path} and no survey store at "
+                         f"{settings.survey_store_path} (check REVBENCH_DATA_DIR)")
+    return {"files": files, "warehouse": wh_part, "survey_store": store_part}
+
+
+def write_backup(settings: Settings, to: Path | None = None, keep: int | None = None, version: str = "") -> Snapshot:
+    """Write one snapshot into ``to`` (default :func:`backup_dir`), then prune to the newest
+    ``keep`` (default REVBENCH_BACKUP__KEEP; 0 keeps all)."""
+    folder = Path(to or backup_dir(settings)).expanduser().absolute()
+    keep = settings.backup.keep if keep is None else keep
+    check_target(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    with taking_turns(folder, settings.warehouse.lock_wait_seconds):
+        check_target(folder)
+        for left in folder.iterdir():  # a backup killed before it finished (we hold the lock: none runs)
+            if PARTIAL.match(left.name):
+                shutil.rmtree(left, ignore_errors=True)
+        started = datetime.now(UTC)
+        name, n = PREFIX + stamp(started), 1
+        while (folder / name).exists():
+            n += 1
+            name = f"{PREFIX}{stamp(started)}-{n}"
+        partial = folder / f".{name}.{os.getpid()}.partial"
+        try:
+            partial.mkdir()
+            parts = _take(settings, partial, f"backup-{name.removeprefix(PREFIX)}")
+            manifest: dict[str, Any] = {
+                "format": FORMAT, "format_version": FORMAT_VERSION, "name": name,
+                "created_at": started.isoformat(timespec="seconds"),
+                "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "revbench_version": version, "data_dir": str(settings.data_dir.absolute()), **parts}
+            manifest["manifest_sha256"] = manifest_digest(manifest)
+            write_atomic(partial / MANIFEST, json.dumps(manifest, indent=2, default=str) + "\n")
+            _fsync_dir(partial)
+            os.rename(partial, folder / name)
+            _fsync_dir(folder)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        pruned = prune(folder, keep)
+    return Snapshot(folder / name, manifest, pruned)
+
+
+def prune(folder: Path, keep: int) -> list[Path]:
+    """Remove all but the newest ``keep`` snapshots (0: none removed); only revbench's own."""
+    if keep <= 0:
+        return []
+    old = snapshots(folder)[:-keep]
+    for p in old:
+        shutil.rmtree(p)
+    return old
+
+
+def read_manifest(folder: Path, flag: str = "--from") -> dict[str, Any]:
+    """The manifest of the snapshot ``folder``, its shape and its own digest checked."""
+    if not folder.exists():
+        raise UsageError(f"{flag} {folder} does not exist")
+    if not folder.is_dir():
+        raise UsageError(f"{flag} {folder} is a file; give a backup folder ({PREFIX}<time>/)")
+    path = folder / MANIFEST
+    if not path.exists():
+        inside = snapshots(folder)
+        if inside:
+            raise UsageError(f"{flag} {folder} holds {len(inside)} backups; name one of them, e.g. the newest: "
+                             f"{flag} {inside[-1]}")
+        if PARTIAL.match(folder.name):
+            raise UsageError(f"{flag} {folder} is a backup that never finished (no {MANIFEST}); use a complete one")
+        raise UsageError(f"{flag} {folder} is not a revbench backup (no {MANIFEST})")
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path} cannot be read as JSON ({exc}); nothing was restored") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise InputError(f"{path} is not a revbench backup manifest (format {FORMAT!r} expected); nothing was restored")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise InputError(f"{path} has format version {manifest.get('format_version')!r}; this revbench reads "
+                         f"{FORMAT_VERSION}: restore it with the revbench that wrote it")
+    if manifest.get("manifest_sha256") != manifest_digest(manifest):
+        raise InputError(f"{path} was changed after the backup was written (its digest does not match); "
+                         "nothing was restored")
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not files or set(files) - {WAREHOUSE_FILE, STORE_FILE}:
+        raise InputError(f"{path} lists unexpected files {sorted(files) if isinstance(files, dict) else files!r}; "
+                         "nothing was restored")
+    return manifest
+
+
+def check_sizes(folder: Path, manifest: dict[str, Any]) -> None:
+    """Every listed file present with its listed size (the cheap half of the check; the sha256
+    is checked on the copy that is restored)."""
+    for name, entry in manifest["files"].items():
+        path = folder / name
+        if not path.is_file():
+            raise InputError(f"{path} is missing from the backup (its manifest lists it); nothing was restored")
+        if path.stat().st_size != entry.get("bytes"):
+            raise InputError(f"{path} has {path.stat().st_size} bytes, its manifest says {entry.get('bytes')} "
+                             "(truncated or changed); nothing was restored")

@@ -1,0 +1,515 @@
+"""`revbench doctor`: every probe against the real local stand-ins (the replay server, the SMTP sink,
+the survey server under uvicorn, the Prefect test server, a warehouse and a survey store), each
+also in a fault mode (down, wrong credentials, a certificate nobody vouches for, a wrong version),
+and the whole command as a user runs it: a table, one line per failure, no secret printed."""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from revbench.app.doctor import SERVICES, Probe, redact, run_probes
+from revbench.replay.mailsink import HANG, MailSink
+from revbench.replay.server import AppServer, ReplayApp, ReplayServer, free_port, replay_overrides
+from revbench.settings import ReplaySettings, Settings
+from revbench.survey.server import create_app
+from revbench.survey.tokens import Claim, LinkSigner
+from revbench.warehouse import Warehouse
+from revbench.warehouse.migrations import LATEST_VERSION
+from revbench.warehouse.survey_store import SurveyStore
+from tests.support.common import run_cli, settings_env
+from tests.support.survey import KEY
+
+RELEASE_KEY = "release-key-" + "r" * 24
+S2_KEY = "s2-key-" + "s" * 20
+LLM_KEY = "sk-llm-" + "l" * 20
+SMTP_LOGIN = ("survey-bot", "smtp-pass-" + "p" * 12)
+
+
+def _one(settings: Settings, service: str, timeout: float = 5.0, prefect: str | None = None) -> Probe:
+    [probe] = run_probes(settings, prefect, {service}, timeout)
+    assert probe.service == service
+    return probe
+
+
+def _closed_url() -> str:
+    return f"http://127.0.0.1:{free_port()}"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SYNTHETIC world small enough to build in a moment (no PDFs: the doctor asks for none)."""
+    from datetime import date
+
+    from revbench.synth.world import WorldSpec, generate_world
+
+    out = tmp_path_factory.mktemp("doctor-world")
+    generate_world(out, WorldSpec(n_papers=20, seed=3, start=date(2026, 9, 1), end=date(2026, 9, 20), documents=False))
+    return out
+
+
+@pytest.fixture
+def serve_replay(world: Path) -> Iterator[Callable[..., str]]:
+    """``serve_replay(**ReplayApp kwargs)``: a replay server on the world, in this process; its base URL."""
+    servers: list[ReplayServer] = []
+
+    def start(**kw: Any) -> str:
+        app = ReplayApp(ReplaySettings(), world_dir=world, **kw)
+        server = ReplayServer(app).start()
+        servers.append(server)
+        return server.base
+
+    yield start
+    for s in servers:
+        s.stop()
+
+
+def _on(settings: Settings, base: str, **sections: dict[str, Any]) -> Settings:
+    overrides = replay_overrides(base)
+    for name, values in sections.items():
+        overrides[name] = {**overrides.get(name, {}), **values}
+    return settings.with_overrides(**overrides)
+
+
+def _certificate(folder: Path, name: str = "cert") -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (its own root) and its key."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = folder / f"{name}.pem", folder / f"{name}-key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+@contextmanager
+def survey_server(settings: Settings, tls: tuple[Path, Path] | None = None) -> Iterator[str]:
+    """The survey app under uvicorn on a free loopback port, over TLS with ``tls`` (cert, key); its base URL."""
+    if tls is None:
+        with AppServer(create_app(settings)) as server:
+            yield server.base
+        return
+    import uvicorn
+
+    port = free_port()
+    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False,
+                            ssl_certfile=str(tls[0]), ssl_keyfile=str(tls[1]))
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the survey server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"https://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@contextmanager
+def silent_server() -> Iterator[int]:
+    """A port that accepts connections (the kernel completes them) and never says a word."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        sock.close()
+
+
+# --- GROBID ---------------------------------------------------------------------------------------
+
+def test_grobid_alive_with_its_version(serve_replay, settings: Settings) -> None:
+    p = _one(_on(settings, serve_replay()), "grobid")
+    assert (p.status, p.version, p.detail) == ("ok", "0.8.2", "alive") and p.latency_ms is not None
+
+
+@pytest.mark.parametrize(("version", "status"), [("0.6.1", "ok"), ("0.5.5", "fail"), ("0.8.3-SNAPSHOT", "ok")])
+def test_grobid_older_than_the_parser_is_tested_on_fails(serve_replay, settings: Settings, version: str, status: str) -> None:
+    p = _one(_on(settings, serve_replay(grobid_version=version)), "grobid")
+    assert (p.status, p.version) == (status, version)
+    if status == "fail":
+        assert "older than 0.6.1" in p.detail and "GROBID" in p.fix
+
+
+def test_grobid_down_or_not_grobid(serve_replay, settings: Settings) -> None:
+    down = _one(settings.with_overrides(grobid={"base_url": _closed_url()}), "grobid")
+    assert down.status == "fail" and "cannot connect" in down.detail and "REVBENCH_GROBID__BASE_URL" in down.fix
+    elsewhere = _one(settings.with_overrides(grobid={"base_url": serve_replay() + "/s2"}), "grobid")
+    assert elsewhere.status == "fail" and "/api/isalive answered HTTP 404" in elsewhere.detail
+
+
+# --- arXiv, Semantic Scholar, the LLM --------------------------------------------------------------
+
+def test_arxiv_one_result_through_the_atom_parser(serve_replay, settings: Settings) -> None:
+    p = _one(_on(settings, serve_replay()), "arxiv")
+    assert p.status == "ok" and p.detail.startswith("Atom feed parsed: ") and " of " in p.detail
+    down = _one(settings.with_overrides(arxiv={"base_url": _closed_url() + "/api/query"}), "arxiv")
+    assert down.status == "fail" and "cannot connect" in down.detail and "REVBENCH_ARXIV__BASE_URL" in down.fix
+
+
+def test_s2_keyless_and_keyed_pace(serve_replay, settings: Settings) -> None:
+    base = serve_replay(api_keys={"s2": S2_KEY})
+    keyless = _one(_on(settings, base, s2={"keyless_delay_seconds": 3.0}), "s2")
+    assert keyless.status == "ok" and "keyless" in keyless.detail and "one request per 3 s" in keyless.detail
+    keyed = _one(_on(settings, base, s2={"api_key": S2_KEY, "delay_seconds": 1.0}), "s2")
+    assert keyed.status == "ok" and "key accepted" in keyed.detail and "one request per 1 s" in keyed.detail
+
+
+def test_s2_wrong_key_or_down(serve_replay, settings: Settings) -> None:
+    wrong = _one(_on(settings, serve_replay(api_keys={"s2": S2_KEY}), s2={"api_key": "not-the-key-" + "x" * 9}), "s2")
+    assert wrong.status == "fail" and "refused: HTTP 403" in wrong.detail and "REVBENCH_S2__API_KEY" in wrong.fix
+    down = _one(settings.with_overrides(s2={"base_url": _closed_url()}), "s2")
+    assert down.status == "fail" and "cannot connect" in down.detail
+
+
+def test_llm_model_listed_or_not_and_keys(serve_replay, settings: Settings) -> None:
+    base = serve_replay(api_keys={"llm": LLM_KEY}, llm_models=("qwen-7b", "gpt-4o-mini"))
+    ok = _one(_on(settings, base, llm={"api_key": LLM_KEY}), "llm")
+    assert ok.status == "ok" and "gpt-4o-mini listed" in ok.detail
+    missing = _one(_on(settings, base, llm={"api_key": LLM_KEY, "model": "llama-70b"}), "llm")
+    assert missing.status == "fail" and "'llama-70b' is not among the 2" in missing.detail
+    assert "REVBENCH_LLM__MODEL" in missing.fix
+    wrong = _one(_on(settings, base, llm={"api_key": "sk-wrong-" + "w" * 12}), "llm")
+    assert wrong.status == "fail" and "HTTP 401" in wrong.detail and "REVBENCH_LLM__API_KEY" in wrong.fix
+    down = _one(settings.with_overrides(llm={"base_url": _closed_url() + "/v1"}), "llm")
+    assert down.status == "fail" and "cannot connect" in down.detail
+    unset = _one(settings, "llm")
+    assert unset.status == "skipped" and "not configured" in unset.detail
+
+
+# --- SMTP ------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def tls_sink(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[MailSink, Path]]:
+    """A sink that requires STARTTLS and a login, with a certificate this process trusts (SSL_CERT_FILE)."""
+    cert, key = _certificate(tmp_path, "smtp")
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert, key)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    with MailSink(tls=server_tls, require_starttls=True, login=SMTP_LOGIN) as sink:
+        yield sink, cert
+
+
+def test_smtp_starttls_and_login_and_nothing_sent(tls_sink, settings: Settings) -> None:
+    sink, _ = tls_sink
+    p = _one(settings.with_overrides(smtp=sink.smtp_overrides()), "smtp")
+    assert p.status == "ok", p
+    assert p.detail == f"EHLO, STARTTLS, AUTH as {SMTP_LOGIN[0]}; nothing sent"
+    assert sink.logins == [(SMTP_LOGIN[0], True)] and sink.messages == [] and sink.attempts == 0
+
+
+def test_smtp_wrong_password_is_535(tls_sink, settings: Settings) -> None:
+    sink, _ = tls_sink
+    s = settings.with_overrides(smtp={**sink.smtp_overrides(), "password": "wrong-" + "w" * 10})
+    p = _one(s, "smtp")
+    assert p.status == "fail" and "535" in p.detail and "REVBENCH_SMTP__PASSWORD" in p.fix
+    # smtplib tries each mechanism the server offers (PLAIN, then LOGIN): every one refused
+    assert sink.logins and set(sink.logins) == {(SMTP_LOGIN[0], False)} and sink.messages == []
+
+
+def test_smtp_certificate_not_trusted(tls_sink, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    sink, _ = tls_sink
+    monkeypatch.delenv("SSL_CERT_FILE")
+    p = _one(settings.with_overrides(smtp=sink.smtp_overrides()), "smtp")
+    assert p.status == "fail" and "certificate is not trusted" in p.detail and sink.logins == []
+
+
+def test_smtp_without_starttls_offered(settings: Settings) -> None:
+    with MailSink() as plain:
+        p = _one(settings.with_overrides(smtp={**plain.smtp_overrides(), "security": "starttls"}), "smtp")
+        assert p.status == "fail" and "does not offer STARTTLS" in p.detail
+        local = _one(settings.with_overrides(smtp=plain.smtp_overrides()), "smtp")
+        assert local.status == "warn" and "plain text on this machine" in local.detail
+
+
+def test_smtp_down_silent_or_in_clear(settings: Settings) -> None:
+    down = _one(settings.with_overrides(smtp={"host": "127.0.0.1", "port": free_port(), "security": "none"}), "smtp")
+    assert down.status == "fail" and "cannot connect" in down.detail
+    with MailSink(connect=lambda n: HANG) as hung:  # accepts, never greets
+        silent = _one(settings.with_overrides(smtp=hung.smtp_overrides()), "smtp", timeout=0.5)
+    assert silent.status == "fail" and silent.detail == "no greeting within 0.5 s"
+    clear = _one(settings.with_overrides(smtp={"host": "mail.university.org", "security": "none"}), "smtp")
+    assert clear.status == "fail" and "in clear" in clear.detail  # refused before any connection
+
+
+# --- the survey server -----------------------------------------------------------------------------
+
+def _survey(settings: Settings, base: str, **survey: Any) -> Settings:
+    return settings.with_overrides(survey={"signing_key": KEY, "base_url": base, **survey})
+
+
+def test_survey_over_https_needs_a_trusted_certificate(tmp_path: Path, settings: Settings,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    cert, key = _certificate(tmp_path, "survey")
+    server_side = _survey(settings, "https://survey.placeholder")
+    with survey_server(server_side, tls=(cert, key)) as base:
+        untrusted = _one(_survey(settings, base), "survey")
+        assert untrusted.status == "fail" and "certificate is not trusted" in untrusted.detail
+        assert "REVBENCH_HTTP__CA_BUNDLE" in untrusted.fix
+        trusted = _one(_survey(settings, base).with_overrides(http={"ca_bundle": cert}), "survey")
+        assert trusted.status == "ok" and trusted.detail == "certificate verified; a signed link verifies"
+        other_key = _survey(settings, base, signing_key="another-key-" + "o" * 20).with_overrides(http={"ca_bundle": cert})
+        mismatch = _one(other_key, "survey")
+        assert mismatch.status == "fail" and "another signing key" in mismatch.detail
+        assert "REVBENCH_SURVEY__SIGNING_KEY" in mismatch.fix
+    missing = _one(_survey(settings, base).with_overrides(http={"ca_bundle": tmp_path / "nowhere.pem"}), "survey")
+    assert missing.status == "fail" and "REVBENCH_HTTP__CA_BUNDLE" in missing.detail
+
+
+def test_survey_plain_http_is_a_warning_on_loopback_and_a_failure_elsewhere(settings: Settings) -> None:
+    s = _survey(settings, "http://127.0.0.1:9")
+    with survey_server(s) as base:
+        local = _one(_survey(settings, base), "survey")
+    assert local.status == "warn" and "a signed link verifies" in local.detail and "plain http" in local.detail
+    store = SurveyStore(s.survey_store_path)
+    assert store.max_event_id() == 0 and store.opted_out() == {}  # the probe recorded nothing
+    clear = _one(_survey(settings, "http://survey.university.org"), "survey")
+    assert clear.status == "fail" and "travel in clear" in clear.detail
+    down = _one(_survey(settings, _closed_url()), "survey")
+    assert down.status == "fail" and "cannot connect" in down.detail
+    unsigned = _one(settings.with_overrides(survey={"base_url": "http://127.0.0.1:9"}), "survey")
+    assert unsigned.status == "fail" and "REVBENCH_SURVEY__SIGNING_KEY" in unsigned.fix
+
+
+def test_the_probe_route_accepts_only_probe_links(settings: Settings) -> None:
+    s = _survey(settings, "http://127.0.0.1:9")
+    signer = LinkSigner(s.survey.signing_key)
+    with survey_server(s) as base:
+        assert httpx.get(f"{base}/healthz/link/{signer.probe_token()}").json() == {"ok": True}
+        page = httpx.get(f"{base}/healthz/link/{signer.sign(Claim('inv-1', 'page'))}")
+        assert page.status_code == 403 and page.json()["reason"] == "not a probe link"
+        forged = httpx.get(f"{base}/healthz/link/{LinkSigner(SecretStr(KEY.replace('k', 'z'))).probe_token()}")
+        assert forged.status_code == 403 and forged.json()["reason"] == "bad signature"
+        # and no rating route takes a probe link
+        assert httpx.get(f"{base}/i/{signer.probe_token()}").status_code == 403
+
+
+# --- the Prefect API -------------------------------------------------------------------------------
+
+def test_prefect_api_health_and_version(prefect_server: str, settings: Settings) -> None:
+    import importlib.metadata
+
+    p = _one(settings, "prefect", prefect=prefect_server)
+    assert p.status == "ok" and p.version == importlib.metadata.version("prefect")
+    down = _one(settings, "prefect", prefect=_closed_url() + "/api")
+    assert down.status == "fail" and "PREFECT_API_URL" in down.fix
+    unset = _one(settings, "prefect")
+    assert unset.status == "skipped" and "not configured" in unset.detail
+
+
+# --- the data folder, the warehouse, the survey store ----------------------------------------------
+
+def test_data_folder_warehouse_and_store(settings: Settings) -> None:
+    fresh = {p.service: p for p in run_probes(settings, None, {"data", "warehouse", "store"}, 5)}
+    assert fresh["data"].status == "ok" and "not there yet" in fresh["data"].detail
+    assert fresh["warehouse"].detail.startswith("none yet") and fresh["store"].detail.startswith("none yet")
+    with Warehouse.open(settings.warehouse_path):
+        pass
+    SurveyStore(settings.survey_store_path).close()
+    got = {p.service: p for p in run_probes(settings, None, {"data", "warehouse", "store"}, 5)}
+    assert got["data"].status == "ok" and got["data"].detail.startswith("writable; ")
+    assert got["warehouse"].status == "ok" and got["warehouse"].version == f"schema {LATEST_VERSION} (code {LATEST_VERSION})"
+    assert got["store"].status == "ok" and "0 events" in got["store"].detail
+
+
+def test_a_warehouse_newer_than_the_code_fails(settings: Settings) -> None:
+    import duckdb
+
+    with Warehouse.open(settings.warehouse_path):
+        pass
+    con = duckdb.connect(str(settings.warehouse_path))
+    con.execute("INSERT INTO schema_version VALUES (?, now(), 'from the future')", [LATEST_VERSION + 1])
+    con.close()
+    p = _one(settings, "warehouse")
+    assert p.status == "fail" and f"schema {LATEST_VERSION + 1} is newer than this code's {LATEST_VERSION}" in p.detail
+    assert "upgrade revbench" in p.fix
+
+
+def test_a_warehouse_held_by_a_run_passes_with_a_note(settings: Settings) -> None:
+    with Warehouse.open(settings.warehouse_path):
+        pass
+    code = (f"import time\nfrom revbench.warehouse import Warehouse\nwh = Warehouse({str(settings.warehouse_path)!r})\n"
+            "print('held', flush=True)\ntime.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        p = _one(settings, "warehouse")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert p.status == "ok" and "in use by another process" in p.detail
+
+
+def test_a_damaged_store_or_a_data_path_that_is_a_file(settings: Settings) -> None:
+    settings.data_dir.mkdir(parents=True)
+    settings.survey_store_path.write_bytes(b"not a database, " * 64)
+    store = _one(settings, "store")
+    assert store.status == "fail" and "cannot be read" in store.detail and "backup" in store.fix
+    as_file = settings.with_overrides(data_dir=settings.data_dir / "survey.sqlite")
+    data = _one(as_file, "data")
+    assert data.status == "fail" and "not a folder" in data.detail
+
+
+# --- the settings ----------------------------------------------------------------------------------
+
+def test_settings_secrets_and_placeholders(settings: Settings) -> None:
+    bad = settings.with_overrides(
+        survey={"signing_key": "change-me-" + "x" * 10}, release={"id_key": None},
+        smtp={"host": "smtp.example.com", "username": "bot", "password": None}, s2={"api_key": ""})
+    p = _one(bad, "settings")
+    assert p.status == "fail"
+    for needle in ("REVBENCH_SURVEY__SIGNING_KEY holds a template's placeholder", "REVBENCH_RELEASE__ID_KEY is not set",
+                   "REVBENCH_SMTP__PASSWORD is not set", "REVBENCH_SMTP__HOST names the example host smtp.example.com"):
+        assert needle in p.detail, p.detail
+    assert bad.s2.api_key is None and "S2__API_KEY" not in p.detail  # `KEY=` is unset: no key, nothing to flag
+    template = settings.with_overrides(  # what a production .env template holds until it is filled in
+        http={"user_agent": "revbench/0.1 (mailto:change-me@example.org)"},
+        survey={"signing_key": KEY, "team": "change-me", "base_url": "https://survey.example.org",
+                "sender_email": "survey@example.org"},
+        release={"id_key": RELEASE_KEY}, smtp={"host": "smtp.university.org"})
+    t = _one(template, "settings")
+    for needle in ("REVBENCH_HTTP__USER_AGENT holds a template's placeholder", "REVBENCH_SURVEY__TEAM holds a template's",
+                   "REVBENCH_SURVEY__BASE_URL names the example host survey.example.org",
+                   "REVBENCH_SURVEY__SENDER_EMAIL names the example host example.org"):
+        assert needle in t.detail, t.detail
+    ingest_only = settings.with_overrides(refresh={"stages": ["ingest"]})
+    assert _one(ingest_only, "settings").status == "ok"  # no survey, no release: their keys are not needed
+    good = settings.with_overrides(survey={"signing_key": KEY, "sender_email": "survey@lab.university.org"},
+                                   release={"id_key": RELEASE_KEY}, smtp={"host": "127.0.0.1"})
+    assert _one(good, "settings").status == "ok"
+
+
+# --- the whole command ------------------------------------------------------------------------------
+
+def _demo_like(settings: Settings, replay_base: str, sink: MailSink, survey_base: str) -> Settings:
+    """What `revbench demo` runs with: every client on the replay server, the plain local sink, the
+    survey server on loopback, its own keys."""
+    return _on(settings, replay_base).with_overrides(
+        smtp=sink.smtp_overrides(), survey={"signing_key": KEY, "base_url": survey_base},
+        release={"id_key": RELEASE_KEY})
+
+
+def _env(monkeypatch: pytest.MonkeyPatch, s: Settings) -> None:
+    for k, v in settings_env(s).items():
+        monkeypatch.setenv(k, v)
+
+
+def test_the_whole_doctor_against_the_demo_stand_ins(serve_replay, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+    with MailSink() as sink:
+        probe_side = settings.with_overrides(survey={"signing_key": KEY})
+        with survey_server(probe_side) as survey_base:
+            s = _demo_like(settings, serve_replay(), sink, survey_base)
+            _env(monkeypatch, s)
+            code, out, err = run_cli("doctor")
+            assert code == 0, out + err
+            for label in SERVICES.values():
+                assert label in out
+            assert "FAIL" not in out and "ready: " in out
+            code, out, _ = run_cli("doctor", "--json")
+        assert sink.messages == [] and sink.attempts == 0
+    body = json.loads(out)
+    assert code == 0 and body["ok"] is True and [p["service"] for p in body["probes"]] == list(SERVICES)
+    status = {p["service"]: p["status"] for p in body["probes"]}
+    assert status["prefect"] == "skipped" and status["grobid"] == "ok" and status["smtp"] == "warn"
+
+
+def test_each_service_down_in_turn_names_it(serve_replay, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    with MailSink() as sink:
+        s = _demo_like(settings, serve_replay(), sink, "http://127.0.0.1:9")
+        closed = _closed_url()
+        for service, override in [("grobid", {"grobid": {"base_url": closed}}), ("s2", {"s2": {"base_url": closed}}),
+                                  ("llm", {"llm": {"base_url": closed + "/v1"}})]:
+            _env(monkeypatch, s.with_overrides(**override))
+            code, out, _ = run_cli("doctor", "--only", "grobid,s2,llm", "--timeout", "2")
+            fails = [ln for ln in out.splitlines() if ln.startswith("FAIL ")]
+            assert code == 1 and len(fails) == 1 and SERVICES[service] in fails[0] and closed in fails[0], out
+
+
+def test_a_service_no_stage_needs_is_not_needed(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = settings.with_overrides(refresh={"stages": ["evaluate"]})
+    probes = {p.service: p for p in run_probes(s, None, None, 1)}
+    for name in ("grobid", "arxiv", "s2", "smtp", "survey", "store"):
+        assert probes[name].status == "skipped" and probes[name].detail.startswith("not needed"), probes[name]
+    asked = _one(s.with_overrides(grobid={"base_url": _closed_url()}), "grobid")
+    assert asked.status == "warn" and "not needed by the configured stages" in asked.detail
+    _env(monkeypatch, s)
+    code, out, _ = run_cli("doctor", "--only", "settings,grobid,smtp")
+    assert code == 0 and "not needed" in out
+
+
+def test_wrong_only_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = run_cli("doctor", "--only", "grobid,smpt")
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and out == "" and len(lines) == 1
+    assert "'smpt'" in lines[0] and "did you mean smtp?" in lines[0]
+
+
+def test_a_silent_service_costs_one_timeout_not_one_each(settings: Settings) -> None:
+    with silent_server() as port:
+        silent = f"http://127.0.0.1:{port}"
+        s = settings.with_overrides(grobid={"base_url": silent}, s2={"base_url": silent}, llm={"base_url": silent},
+                                    smtp={"host": "127.0.0.1", "port": port, "security": "none"},
+                                    survey={"signing_key": KEY, "base_url": silent})
+        probes = run_probes(s, silent, {"grobid", "s2", "llm", "smtp", "survey", "prefect"}, 0.5)
+    for p in probes:
+        said = "no greeting" if p.service == "smtp" else "no answer"
+        assert p.status == "fail" and p.detail == f"{said} within 0.5 s", p
+
+
+def test_no_secret_is_printed(serve_replay, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    password = "hunter2-" + "q" * 12
+    closed = free_port()
+    s = _on(settings, serve_replay(api_keys={"s2": S2_KEY, "llm": LLM_KEY}),
+            s2={"api_key": "wrong-" + S2_KEY}, llm={"api_key": "wrong-" + LLM_KEY}).with_overrides(
+        grobid={"base_url": f"http://admin:{password}@127.0.0.1:{closed}"},
+        smtp={"host": "127.0.0.1", "port": closed, "username": "bot", "password": password, "security": "none"},
+        survey={"signing_key": KEY, "base_url": f"http://127.0.0.1:{closed}"}, release={"id_key": RELEASE_KEY})
+    _env(monkeypatch, s)
+    monkeypatch.setenv("COLUMNS", "300")
+    for args in (["doctor"], ["doctor", "--json"]):
+        code, out, err = run_cli(*args, "--timeout", "2")
+        assert code == 1
+        for secret in (password, "wrong-" + S2_KEY, "wrong-" + LLM_KEY, KEY, RELEASE_KEY):
+            assert secret not in out + err
+    assert f"admin:***@127.0.0.1:{closed}" in out
+
+
+def test_redact() -> None:
+    assert redact("https://user:pw@host:1/x?api_key=abc&q=1") == "https://user:***@host:1/x?api_key=***&q=1"
+    assert redact("http://127.0.0.1:8070") == "http://127.0.0.1:8070"
