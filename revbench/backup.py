@@ -17,6 +17,7 @@ is refused. :mod:`revbench.restore` reads what this writes.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -30,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from revbench.errors import InputError, UsageError, WarehouseBusy
+from revbench.errors import InputError, RevbenchError, UsageError, WarehouseBusy
 from revbench.files import CHUNK, write_atomic
 from revbench.settings import Settings
 
@@ -82,8 +83,9 @@ def manifest_digest(manifest: dict[str, Any]) -> str:
 
 
 def is_snapshot(path: Path) -> bool:
-    """A complete snapshot written by revbench: its name, and a manifest of our format."""
-    if not (SNAPSHOT.match(path.name) and path.is_dir()):
+    """A complete snapshot written by revbench: its name, a folder of its own (a link named like
+    one is not ours to prune, whatever it points at), and a manifest of our format."""
+    if not (SNAPSHOT.match(path.name) and path.is_dir()) or path.is_symlink():
         return False
     try:
         return json.loads((path / MANIFEST).read_text()).get("format") == FORMAT
@@ -91,15 +93,26 @@ def is_snapshot(path: Path) -> bool:
         return False
 
 
+def _when(name: str) -> tuple[str, int]:
+    """``revbench-backup-<time>[-n]`` -> (time, n): the order snapshots were taken in."""
+    base, _, n = name.removeprefix(PREFIX).partition("-")
+    return base, int(n or 1)
+
+
 def snapshots(folder: Path) -> list[Path]:
     """The complete snapshots in ``folder``, oldest first."""
     if not folder.is_dir():
         return []
-    def when(p: Path) -> tuple[str, int]:
-        base, _, n = p.name.removeprefix(PREFIX).partition("-")
-        return base, int(n or 1)
+    return sorted((p for p in folder.iterdir() if is_snapshot(p)), key=lambda p: _when(p.name))
 
-    return sorted((p for p in folder.iterdir() if is_snapshot(p)), key=when)
+
+def _next_name(folder: Path, started: datetime) -> str:
+    """A name that sorts after every snapshot of the same second, pruned ones' names never
+    reused (a reused ``<time>`` would sort oldest and be pruned by its own backup)."""
+    base = PREFIX + stamp(started)
+    n = max((_when(p.name)[1] for p in folder.iterdir() if SNAPSHOT.match(p.name) and _when(p.name)[0] == stamp(started)),
+            default=0)
+    return base if n == 0 else f"{base}-{n + 1}"
 
 
 def check_target(folder: Path, flag: str = "--to") -> None:
@@ -111,12 +124,19 @@ def check_target(folder: Path, flag: str = "--to") -> None:
     if (folder / MANIFEST).exists():
         raise UsageError(f"{flag} {folder} is itself a backup snapshot; give the folder that holds the snapshots "
                          f"(e.g. {flag} {folder.parent})")
-    foreign = sorted(p.name for p in folder.iterdir() if p.name != LOCK and not PARTIAL.match(p.name)
-                     and not is_snapshot(p))
+    foreign = sorted(p.name for p in folder.iterdir() if not _ours_aside(p) and not is_snapshot(p))
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise UsageError(f"{flag} {folder} holds files that are not revbench backups ({shown}); give an empty folder "
                          "or one that only revbench backups go to")
+
+
+def _ours_aside(path: Path) -> bool:
+    """The lock file, or a snapshot being written (or left by a killed backup): plain files and
+    folders only, so a link named like one is never written through or removed."""
+    if path.is_symlink():
+        return False
+    return (path.name == LOCK and path.is_file()) or (PARTIAL.match(path.name) is not None and path.is_dir())
 
 
 @contextlib.contextmanager
@@ -124,7 +144,12 @@ def taking_turns(folder: Path, wait: float) -> Iterator[None]:
     """Hold ``folder``'s backup lock (an flock the system lets go of when a process dies, even by
     ``kill -9``), waiting up to ``wait`` seconds for another backup into it to finish."""
     path = folder / LOCK
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:  # never through a link: the pid written below would overwrite whatever it points at
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise UsageError(f"{path} is a link, not revbench's lock file; remove it, or give another folder") from None
     try:
         deadline = time.monotonic() + wait
         while True:
@@ -169,7 +194,12 @@ def _take(settings: Settings, partial: Path, run_id: str) -> dict[str, Any]:
         with holding(settings.warehouse_path, settings.warehouse.lock_wait_seconds, holder) as wh:
             facts = read_facts(wh)
             size, sha = copy_hashed(settings.warehouse_path, partial / WAREHOUSE_FILE)
-        copy_readable(partial / WAREHOUSE_FILE)  # the copy opens as a warehouse, or the backup fails here
+        copied = copy_readable(partial / WAREHOUSE_FILE)  # the copy opens as a warehouse, or the backup fails here
+        if copied.counts != facts.counts:  # rows only a write-ahead log held would be missing from the copy
+            changed = sorted(t for t in set(facts.counts) | set(copied.counts)
+                             if facts.counts.get(t) != copied.counts.get(t))
+            raise RevbenchError(f"the copy of {settings.warehouse_path} does not hold what the warehouse held (rows of "
+                                f"{', '.join(changed[:5])} differ); no snapshot was written, run the backup again")
         files[WAREHOUSE_FILE] = {"bytes": size, "sha256": sha}
         wh_part = {"file": WAREHOUSE_FILE, **facts.summary()}
     if settings.survey_store_path.exists():
@@ -189,17 +219,17 @@ def write_backup(settings: Settings, to: Path | None = None, keep: int | None = 
     folder = Path(to or backup_dir(settings)).expanduser().absolute()
     keep = settings.backup.keep if keep is None else keep
     check_target(folder)
+    if not settings.warehouse_path.exists() and not settings.survey_store_path.exists():
+        raise UsageError(f"nothing to back up: no warehouse at {settings.warehouse_path} and no survey store at "
+                         f"{settings.survey_store_path} (check REVBENCH_DATA_DIR)")
     folder.mkdir(parents=True, exist_ok=True)
     with taking_turns(folder, settings.warehouse.lock_wait_seconds):
         check_target(folder)
         for left in folder.iterdir():  # a backup killed before it finished (we hold the lock: none runs)
-            if PARTIAL.match(left.name):
+            if PARTIAL.match(left.name) and _ours_aside(left):
                 shutil.rmtree(left, ignore_errors=True)
         started = datetime.now(UTC)
-        name, n = PREFIX + stamp(started), 1
-        while (folder / name).exists():
-            n += 1
-            name = f"{PREFIX}{stamp(started)}-{n}"
+        name = _next_name(folder, started)
         partial = folder / f".{name}.{os.getpid()}.partial"
         try:
             partial.mkdir()
@@ -217,15 +247,18 @@ def write_backup(settings: Settings, to: Path | None = None, keep: int | None = 
         except BaseException:
             shutil.rmtree(partial, ignore_errors=True)
             raise
-        pruned = prune(folder, keep)
+        pruned = prune(folder, keep, folder / name)
     return Snapshot(folder / name, manifest, pruned)
 
 
-def prune(folder: Path, keep: int) -> list[Path]:
-    """Remove all but the newest ``keep`` snapshots (0: none removed); only revbench's own."""
+def prune(folder: Path, keep: int, written: Path | None = None) -> list[Path]:
+    """Remove all but the newest ``keep`` snapshots (0: none removed); only revbench's own.
+    ``written``, the snapshot just taken, counts as the newest whatever its name says: a clock
+    set back, or a snapshot named in the future, never has a backup prune itself."""
     if keep <= 0:
         return []
-    old = snapshots(folder)[:-keep]
+    others = [p for p in snapshots(folder) if p != written]
+    old = others[: max(len(others) - (keep - 1 if written is not None else keep), 0)]
     for p in old:
         shutil.rmtree(p)
     return old
@@ -237,14 +270,15 @@ def read_manifest(folder: Path, flag: str = "--from") -> dict[str, Any]:
         raise UsageError(f"{flag} {folder} does not exist")
     if not folder.is_dir():
         raise UsageError(f"{flag} {folder} is a file; give a backup folder ({PREFIX}<time>/)")
+    if PARTIAL.match(folder.name):  # its manifest is written before the rename: a complete look is no proof
+        raise UsageError(f"{flag} {folder} is a backup still being written, or one that never finished; use a "
+                         "complete one")
     path = folder / MANIFEST
     if not path.exists():
         inside = snapshots(folder)
         if inside:
             raise UsageError(f"{flag} {folder} holds {len(inside)} backups; name one of them, e.g. the newest: "
                              f"{flag} {inside[-1]}")
-        if PARTIAL.match(folder.name):
-            raise UsageError(f"{flag} {folder} is a backup that never finished (no {MANIFEST}); use a complete one")
         raise UsageError(f"{flag} {folder} is not a revbench backup (no {MANIFEST})")
     try:
         manifest = json.loads(path.read_text())
@@ -262,6 +296,10 @@ def read_manifest(folder: Path, flag: str = "--from") -> dict[str, Any]:
     if not isinstance(files, dict) or not files or set(files) - {WAREHOUSE_FILE, STORE_FILE}:
         raise InputError(f"{path} lists unexpected files {sorted(files) if isinstance(files, dict) else files!r}; "
                          "nothing was restored")
+    for name, entry in files.items():
+        if not (isinstance(entry, dict) and isinstance(entry.get("bytes"), int) and isinstance(entry.get("sha256"), str)
+                and re.fullmatch(r"[0-9a-f]{64}", entry["sha256"])):
+            raise InputError(f"{path} lists {name} without its size and sha256 ({entry!r}); nothing was restored")
     return manifest
 
 

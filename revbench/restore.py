@@ -231,7 +231,7 @@ def _apply(settings: Settings, folder: Path, manifest: dict[str, Any], staged: d
             check_closed(staged[WAREHOUSE_FILE])
         if store.exists() and (b_store is not None or extra):
             set_aside(store, aside / STORE_FILE, readable=store_problem is None)
-        store_line, counts = _restore_store(store, staged, b_store, extra, store_problem, folder.name)
+        store_line, counts = _restore_store(store, staged, b_store, extra, store_problem, folder.name, aside)
         carried.update({f"answers from the {k.removeprefix('from_')}": v for k, v in counts.items() if k.startswith("from_")})
         carried.update({f"store {k}": v for k, v in counts.items() if not k.startswith("from_")})
         wh_line = _restore_warehouse(live, staged, b_wh, held is not None, wh_problem, aside)
@@ -242,13 +242,24 @@ def _apply(settings: Settings, folder: Path, manifest: dict[str, Any], staged: d
     return result
 
 
+def _logs_aside(live: Path, suffixes: tuple[str, ...], aside: Path) -> None:
+    """Move the logs a missing live file left behind into ``aside``: beside the restored copy,
+    SQLite would replay another database's write-ahead log into it, and DuckDB would refuse to
+    open the warehouse with a log not its own."""
+    for suffix in suffixes:
+        left = Path(f"{live}{suffix}")
+        if left.exists() and not live.exists():
+            os.replace(left, Path(f"{aside / live.name}{suffix}"))
+
+
 def _restore_store(store: Path, staged: dict[str, Path], b_store: StoreContent | None, extra: list[dict[str, Any]],
-                   store_problem: str | None, name: str) -> tuple[str, dict[str, int]]:
+                   store_problem: str | None, name: str, aside: Path) -> tuple[str, dict[str, int]]:
     """Merge into the live store, or put the snapshot's copy where none can be read (see the
     module's docstring); returns the line saying which, and what was added."""
     note = {"restored_from": name}
     if b_store is None and not extra:
         return "not in the backup: left as it was", {}
+    _logs_aside(store, ("-wal", "-shm", "-journal"), aside)
     if b_store is not None and not store.exists() and install(staged[STORE_FILE], store):
         epoch = str(b_store.meta.get("epoch"))
         renewed = renew(store, epoch)
@@ -268,6 +279,7 @@ def _restore_warehouse(live: Path, staged: dict[str, Path], b_wh: WarehouseFacts
         return f"restored (schema version {b_wh.schema_version}, {len(b_wh.runs)} runs)"
     if wh_problem is not None:
         set_aside_damaged(live, aside / WAREHOUSE_FILE)
+    _logs_aside(live, (".wal",), aside)
     put_in_place(staged[WAREHOUSE_FILE], live, None)
     return f"restored (schema version {b_wh.schema_version}, {len(b_wh.runs)} runs); the live one " + (
         "was unreadable (set aside)" if wh_problem else "was missing")

@@ -23,10 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
-from revbench.errors import RevbenchError, WarehouseBusy, WarehouseDamaged
-from revbench.warehouse.core import _damaged
+from revbench.errors import RevbenchError, WarehouseBusy
 from revbench.warehouse.holder import clear_holder, write_holder
 from revbench.warehouse.lifecycle import Lifecycle
 
@@ -40,17 +37,7 @@ class HeldWarehouse(Lifecycle):
         self.read_only = read_only
         self._in_tx = False
         self.con = self._connect(lock_wait)
-        try:
-            self._exec("SET TimeZone = 'UTC'")
-            self._check_identity()
-            if not read_only:
-                self._exec("CHECKPOINT")
-        except duckdb.Error as exc:
-            self.con.close()
-            raise WarehouseDamaged(_damaged(self.path, exc)) from exc
-        except BaseException:
-            self.con.close()
-            raise
+        self._opened([], None if read_only else lambda: self._exec("CHECKPOINT"))
 
     def tables(self) -> set[str]:
         return {r[0] for r in self._exec("SELECT table_name FROM information_schema.tables")}
@@ -176,8 +163,9 @@ LEFT = ("sending", "sent", "unconfirmed")
 def carry_rows(staged: Path, live: HeldWarehouse | None) -> dict[str, int]:
     """Migrate the staged copy to this revbench's schema and add the rows of :data:`CARRIED`
     the live warehouse has and the copy lacks (by key): invitations and the messages that left
-    for them (one the copy holds as not yet sent takes the live row, so no wave mails anyone
-    twice), curators' approvals and flag decisions, opt-outs. Returns rows added per table."""
+    for them (one the copy holds as not yet sent, or not confirmed sent, takes the live row, so
+    no wave or resend mails anyone twice), curators' approvals and flag decisions, opt-outs.
+    Returns rows added per table."""
     import polars as pl
 
     from revbench.schemas.tables import TABLES
@@ -194,8 +182,14 @@ def carry_rows(staged: Path, live: HeldWarehouse | None) -> dict[str, int]:
             key = list(table.primary_key)
             add = theirs.join(ours.select(key), on=key, how="anti")
             if name == "survey_messages":
-                behind = ours.filter(~pl.col("state").is_in(LEFT)).select(key)
-                add = pl.concat([add, theirs.filter(pl.col("state").is_in(LEFT)).join(behind, on=key, how="semi")])
+                # The live row wins where it knows more of the message's fate: it left (ours: not
+                # yet), or it was confirmed sent (ours: sending or unconfirmed, which a curator
+                # would be asked to send again).
+                mine = ours.select(*key, pl.col("state").alias("_ours"))
+                newer = theirs.join(mine, on=key).filter(
+                    (pl.col("state").is_in(LEFT) & ~pl.col("_ours").is_in(LEFT))
+                    | ((pl.col("state") == "sent") & (pl.col("_ours") != "sent"))).drop("_ours")
+                add = pl.concat([add, newer])
             wh.upsert(table, add)
             out[name] = add.height
     return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Self
@@ -36,17 +36,22 @@ class Lifecycle(WarehouseBase):
         self.read_only = read_only
         self.con = self._connect(lock_wait)
         self._in_tx = False
+        # Beyond the limit DuckDB spills joins and sorts to <file>.tmp instead of failing or
+        # growing without bound (the authors rebuild at full size wants ~5 GB otherwise).
+        settings = ([f"SET memory_limit = '{memory_limit}'"] if memory_limit else []) + (
+            [f"SET threads = {int(threads)}"] if threads else [])
+        self._opened(settings, None if read_only else self.migrate)
+
+    def _opened(self, statements: list[str], then: Callable[[], object] | None) -> None:
+        """The connection's set-up: UTC, ``statements``, the identity check, then ``then``. A DuckDB
+        error names the file as damaged; any failure closes the connection before it is raised."""
         try:
             self._exec("SET TimeZone = 'UTC'")
-            # Beyond the limit DuckDB spills joins and sorts to <file>.tmp instead of failing or
-            # growing without bound (the authors rebuild at full size wants ~5 GB otherwise).
-            if memory_limit:
-                self._exec(f"SET memory_limit = '{memory_limit}'")
-            if threads:
-                self._exec(f"SET threads = {int(threads)}")
+            for stmt in statements:
+                self._exec(stmt)
             self._check_identity()
-            if not read_only:
-                self.migrate()
+            if then is not None:
+                then()
         except duckdb.Error as exc:
             self.con.close()
             raise WarehouseDamaged(_damaged(self.path, exc)) from exc

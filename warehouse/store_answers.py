@@ -10,6 +10,12 @@ from typing import Any
 
 from revbench.warehouse.store_base import StoreBase, _now
 
+LATEST = ("SELECT event_id FROM events WHERE invitation_id = e.invitation_id AND paper_id = e.paper_id "
+          "ORDER BY created_at DESC, event_id DESC LIMIT 1")
+"""The event holding a (invitation, paper)'s current answer: the latest by time, as the ratings in
+the warehouse count it. Not the highest id: a restore merges a backup's older answers into the
+store with new, higher ids (``warehouse/store_backup.py``), and the page must still show the
+person's last answer, not one they replaced."""
 
 class StoreAnswers(StoreBase):
     """Publishing invitations, recording clicks, pages and opt-outs, and reading the latest answers."""
@@ -33,8 +39,7 @@ class StoreAnswers(StoreBase):
         """The latest answer per paper: a rating, or None for a skip (papers never answered are absent)."""
         with self._connect() as con:
             rows = con.execute(
-                """SELECT paper_id, rating, skipped FROM events e WHERE invitation_id = ? AND event_id = (
-                       SELECT max(event_id) FROM events WHERE invitation_id = e.invitation_id AND paper_id = e.paper_id)""",
+                f"""SELECT paper_id, rating, skipped FROM events e WHERE invitation_id = ? AND event_id = ({LATEST})""",
                 [invitation_id]).fetchall()
         return {p: (None if s else r) for p, r, s in rows}
 
@@ -52,8 +57,7 @@ class StoreAnswers(StoreBase):
         for a skip); returns how many were recorded."""
         with self._write() as con:
             rows = con.execute(
-                """SELECT paper_id, rating, skipped FROM events e WHERE invitation_id = ? AND event_id = (
-                       SELECT max(event_id) FROM events WHERE invitation_id = e.invitation_id AND paper_id = e.paper_id)""",
+                f"""SELECT paper_id, rating, skipped FROM events e WHERE invitation_id = ? AND event_id = ({LATEST})""",
                 [invitation_id]).fetchall()
             now = {p: (None if s else r) for p, r, s in rows}
             changed = [(p, a) for p, a in answers.items() if p not in now or now[p] != a]
@@ -76,8 +80,7 @@ class StoreAnswers(StoreBase):
         """Every invitation's latest answers (for reminders and counts)."""
         with self._connect() as con:
             rows = con.execute(
-                """SELECT invitation_id, paper_id, rating, skipped FROM events e WHERE event_id = (
-                       SELECT max(event_id) FROM events WHERE invitation_id = e.invitation_id AND paper_id = e.paper_id)"""
+                f"""SELECT invitation_id, paper_id, rating, skipped FROM events e WHERE event_id = ({LATEST})"""
             ).fetchall()
         out: dict[str, dict[str, int | None]] = {}
         for inv, p, r, s in rows:

@@ -538,21 +538,22 @@ def status() -> None:
 
 @app.command()
 def doctor(
-    only: Annotated[str | None, typer.Option("--only", metavar="SERVICE[,SERVICE]", help="Probe only these: settings, data, warehouse, store, grobid, arxiv, s2, llm, smtp, survey, prefect")] = None,
+    only: Annotated[str | None, typer.Option("--only", metavar="SERVICE[,SERVICE]", help="Probe only these: settings, data, warehouse, store, grobid, arxiv, pdf, s2, llm, smtp, survey, prefect")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON instead of a table")] = False,
     timeout: Annotated[float | None, typer.Option(min=0.1, max=600, help="Seconds each service has to answer (default: REVBENCH_HTTP__PROBE_TIMEOUT_SECONDS)")] = None,
 ) -> None:
     """Check every service the configured stages need, with its own protocol, before a run.
 
     GROBID (isalive, and a version not older than 0.6.1, the oldest our TEI parser is tested on);
-    arXiv (a one-result query, parsed); Semantic Scholar (a one-paper batch with the key, and the
-    pace it implies); the LLM (its model list holds REVBENCH_LLM__MODEL); SMTP (connect, EHLO,
-    STARTTLS, AUTH, QUIT: nothing is sent); the survey server's public URL (/healthz over HTTPS with
-    the certificate verified, REVBENCH_HTTP__CA_BUNDLE trusted too, and a link signed with this
-    configuration's key verifying there); the Prefect API (PREFECT_API_URL: health, and its version
-    against the installed prefect); the data folder (writable, free space), the warehouse and the
-    survey store (readable, schema against this code's; a warehouse a run holds passes); the
-    settings (secrets set where a stage needs them, no placeholders or example hosts).
+    arXiv (a one-result query, parsed); arXiv's PDFs (the headers of one); Semantic Scholar (a
+    one-paper batch with the key, and the pace it implies); the LLM (its model list holds
+    REVBENCH_LLM__MODEL); SMTP (connect, EHLO, STARTTLS, AUTH, QUIT: nothing is sent); the survey
+    server's public URL (/healthz over HTTPS with the certificate verified, REVBENCH_HTTP__CA_BUNDLE
+    trusted too, and a link signed with this configuration's key verifying there); the Prefect API
+    (PREFECT_API_URL: health, and its version against the installed prefect); the data folder
+    (writable, free space), the warehouse and the survey store (readable, schema against this
+    code's; a warehouse a run holds passes); the settings (secrets set where a stage needs them, no
+    placeholders or example hosts).
 
     Probes run at once, so a dead service costs one timeout. A service no stage in
     REVBENCH_REFRESH__STAGES needs is shown as not needed. Exit 0 when everything needed answers,

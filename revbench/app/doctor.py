@@ -38,6 +38,7 @@ SERVICES: dict[str, str] = {
     "store": "Survey store",
     "grobid": "GROBID",
     "arxiv": "arXiv API",
+    "pdf": "arXiv PDFs",
     "s2": "Semantic Scholar",
     "llm": "LLM",
     "smtp": "SMTP",
@@ -48,11 +49,16 @@ SERVICES: dict[str, str] = {
 LOCAL = ("settings", "data", "warehouse", "store")
 """Probes of this machine: no network timeout applies (a slow disk is not a dead service)."""
 LOCAL_SECONDS = 30.0
+MAX_TIMEOUT_SECONDS = 600.0
+"""The longest a service is waited for (``--timeout``'s bound); sockets and thread joins refuse
+much larger numbers."""
 
 GROBID_FLOOR = (0, 6, 1)
 """The oldest GROBID whose TEI our parser is tested on: the conformance suite
 (tests/conformance/test_grobid.py) parses every sample of ../shared/external/real-responses/grobid,
 written by GROBID 0.6.1 (the oldest, resources__test_pdf__0046d83a-...tei.xml) up to 0.8.3-SNAPSHOT."""
+PDF_PROBE = "1706.03762v1"
+"""The PDF whose headers the PDF probe asks for (the S2 probe's paper; the body is not fetched)."""
 S2_PROBE_ID = "ARXIV:1706.03762"
 """The paper the Semantic Scholar probe looks up ("Attention Is All You Need"; an unknown id
 answers null, which is as good an answer)."""
@@ -109,16 +115,18 @@ def needs(settings: Settings, prefect_api_url: str | None) -> dict[str, list[str
     for name in ("settings", "data", "warehouse"):
         need[name].append("every stage")
     if "ingest" in stages:
-        for name in ("arxiv", "s2", "grobid"):
+        for name in ("arxiv", "pdf", "s2", "grobid"):
             need[name].append("ingest")
     if "pools" in stages and settings.pools.fetch_s2_histories:
         need["s2"].append("pools")
-    if settings.llm.base_url:
-        if "disambiguate" in stages and settings.disambiguate.use_llm:
-            need["llm"].append("disambiguate")
-        scorers = settings.ratings.evaluate_scorers if settings.ratings.evaluate_after else []
-        if any(s.split(":")[0] in ("llm", "rate") for s in scorers) and {"ratings", "release", "evaluate"} & set(stages):
-            need["llm"].append("evaluate")
+    if settings.llm.base_url and "disambiguate" in stages and settings.disambiguate.use_llm:
+        need["llm"].append("disambiguate")  # without an LLM it decides offline
+    # The evaluate stage runs REVBENCH_RATINGS__EVALUATE_SCORERS; a published release too, when
+    # REVBENCH_RELEASE__EVALUATE_AFTER (a refresh's ratings stage leaves it to the evaluate stage).
+    evaluating = [s for s in ("release", "evaluate") if s in stages
+                  and (s == "evaluate" or settings.release.evaluate_after)]
+    if evaluating and llm_scorers(settings.ratings.evaluate_scorers, bool(settings.llm.base_url)):
+        need["llm"] += evaluating
     if "survey" in stages:
         for name in ("smtp", "survey", "store"):
             need[name].append("survey")
@@ -129,16 +137,38 @@ def needs(settings: Settings, prefect_api_url: str | None) -> dict[str, list[str
     return need
 
 
+def llm_scorers(specs: list[str], llm_configured: bool) -> list[str]:
+    """The scorer specs that call the LLM, by their own ``services()`` (scorers/llm.py and rate.py):
+    ``llm``, and ``rate`` asking for keywords by LLM (``keywords=llm``, or ``auto`` with an LLM
+    configured). Read from the spec text: the scorers' modules load the ML stack."""
+    out = []
+    for spec in specs:
+        name, _, rest = spec.partition(":")
+        params = dict(p.partition("=")[::2] for p in rest.split(","))
+        keywords = params.get("keywords", "auto").strip()
+        name = name.strip()
+        if name == "llm" or (name == "rate" and (keywords == "llm" or (keywords == "auto" and llm_configured))):
+            out.append(spec)
+    return out
+
+
 def run_probes(settings: Settings, prefect_api_url: str | None, only: set[str] | None, timeout: float) -> list[Probe]:
     """Probe every service (or those in ``only``) at once; one ``Probe`` per service, in table order.
     A service no configured stage needs is skipped unless ``only`` names it, and then its failure is
-    a warning. ``prefect_api_url`` is the entry point's reading of PREFECT_API_URL (None: not set)."""
+    a warning. ``prefect_api_url`` is the entry point's reading of PREFECT_API_URL (None: not set).
+    ``timeout`` is capped at :data:`MAX_TIMEOUT_SECONDS` (the setting it defaults to has no cap)."""
+    timeout = min(timeout, MAX_TIMEOUT_SECONDS)
     need = needs(settings, prefect_api_url)
     chosen = [name for name in SERVICES if only is None or name in only]
     done: dict[str, Probe] = {}
     jobs: dict[str, Callable[[_Clock], Probe]] = {}
     for name in chosen:
-        if name == "llm" and not settings.llm.base_url:
+        if name == "llm" and not settings.llm.base_url and need["llm"]:
+            done[name] = Probe(name, "", "fail", f"REVBENCH_LLM__BASE_URL is not set, and {' and '.join(need['llm'])} "
+                               f"run the scorers {', '.join(llm_scorers(settings.ratings.evaluate_scorers, False))}",
+                               fix="set REVBENCH_LLM__BASE_URL (and its key), or take those scorers out of "
+                                   "REVBENCH_RATINGS__EVALUATE_SCORERS")
+        elif name == "llm" and not settings.llm.base_url:
             done[name] = Probe(name, "", "skipped", "not configured (REVBENCH_LLM__BASE_URL): the offline fallbacks decide")
         elif name == "prefect" and not prefect_api_url:
             done[name] = Probe(name, "", "skipped", "not configured (PREFECT_API_URL): each tracked run starts a temporary "
@@ -184,6 +214,7 @@ def _job(settings: Settings, name: str, prefect_api_url: str | None) -> Callable
         "store": lambda c: probe_store(settings),
         "grobid": lambda c: probe_grobid(settings, c),
         "arxiv": lambda c: probe_arxiv(settings, c),
+        "pdf": lambda c: probe_pdf(settings, c),
         "s2": lambda c: probe_s2(settings, c),
         "llm": lambda c: probe_llm(settings, c),
         "smtp": lambda c: probe_smtp(settings, c),
@@ -220,8 +251,7 @@ def _run_all(jobs: dict[str, Callable[[_Clock], Probe]], settings: Settings, pre
         try:
             probe = job(clock)
         except Exception as exc:  # a probe's own bug must not hide the other probes' answers
-            probe = Probe(name, _url_of(settings, name, prefect_api_url), "fail",
-                          f"the probe failed: {type(exc).__name__}: {exc}", fix="report this as a bug of revbench doctor")
+            probe = _crashed(name, _url_of(settings, name, prefect_api_url), exc)
         with lock:
             results[name] = probe
 
@@ -245,6 +275,27 @@ def _run_all(jobs: dict[str, Callable[[_Clock], Probe]], settings: Settings, pre
     return out
 
 
+URL_SETTINGS = {"grobid": "REVBENCH_GROBID__BASE_URL", "arxiv": "REVBENCH_ARXIV__BASE_URL", "pdf": "REVBENCH_PDF__BASE_URL",
+                "s2": "REVBENCH_S2__BASE_URL", "llm": "REVBENCH_LLM__BASE_URL", "survey": "REVBENCH_SURVEY__BASE_URL",
+                "prefect": "PREFECT_API_URL"}
+"""The setting that holds each network service's address."""
+
+
+def _crashed(name: str, url: str, exc: Exception) -> Probe:
+    """A probe that raised: an address or a key no request can carry is the configuration's fault,
+    anything else the probe's own."""
+    import httpx
+
+    setting = URL_SETTINGS.get(name, "its address")
+    if isinstance(exc, httpx.InvalidURL):
+        return Probe(name, url, "fail", f"not a valid URL ({exc})", fix=f"correct {setting}")
+    if isinstance(exc, UnicodeEncodeError):
+        return Probe(name, url, "fail", "a key or the address holds a character HTTP cannot carry (not ASCII)",
+                     fix=f"check {setting} and this service's API key")
+    return Probe(name, url, "fail", f"the probe failed: {type(exc).__name__}: {exc}",
+                 fix="report this as a bug of revbench doctor")
+
+
 def _url_of(settings: Settings, name: str, prefect_api_url: str | None) -> str:
     """Where a service is probed, as the table shows it."""
     s = settings
@@ -255,6 +306,7 @@ def _url_of(settings: Settings, name: str, prefect_api_url: str | None) -> str:
         "store": str(s.survey_store_path.absolute()),
         "grobid": s.grobid.base_url.rstrip("/"),
         "arxiv": s.arxiv.base_url,
+        "pdf": s.pdf.base_url.rstrip("/"),
         "s2": s.s2.base_url.rstrip("/"),
         "llm": (s.llm.base_url or "").rstrip("/"),
         "smtp": f"smtp://{s.smtp.host}:{s.smtp.port}" if s.smtp.host else "",
@@ -264,7 +316,10 @@ def _url_of(settings: Settings, name: str, prefect_api_url: str | None) -> str:
 
 
 def _secrets(settings: Settings, prefect_api_url: str | None) -> list[str]:
-    """Every secret value a probe could echo: the keys and passwords, and passwords in URLs."""
+    """Every secret value a probe could echo: the keys and passwords, and passwords in URLs (as
+    written and percent-decoded)."""
+    from urllib.parse import unquote
+
     from pydantic import SecretStr
 
     values: list[str] = []
@@ -274,45 +329,44 @@ def _secrets(settings: Settings, prefect_api_url: str | None) -> list[str]:
             for one in v if isinstance(v, list) else [v]:
                 if isinstance(one, SecretStr) and one.get_secret_value():
                     values.append(one.get_secret_value())
-    for url in [*(_url_of(settings, n, prefect_api_url) for n in SERVICES), settings.pdf.base_url]:
-        password = _userinfo_password(url)
-        if password:
-            values.append(password)
+    # Any setting may hold a URL with a password (a proxy, a Dask scheduler), not only the services'.
+    for text in [prefect_api_url or "", *(text for _var, text in _plain_values(settings))]:
+        for url in URL.findall(text):
+            password = _userinfo(url)[1]
+            if password:
+                values += [password, unquote(password)]
     return sorted({v for v in values if len(v) >= 3}, key=len, reverse=True)
 
 
-def _userinfo_password(url: str) -> str | None:
-    from urllib.parse import unquote, urlsplit
+URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.I)
+"""A URL in a text (what the scrubbing redacts)."""
 
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return None
-    return unquote(parts.password) if parts.password else None
+
+def _userinfo(url: str) -> tuple[str, str | None, str]:
+    """(``scheme://user``, the password or None, ``@host...``) of a URL, read without parsing the
+    host: a URL ``urlsplit`` refuses (``http://u:pw@[::1``) still has its password found."""
+    m = re.match(r"([a-z][a-z0-9+.-]*://)([^/?#\s]*)(.*)", url, re.I | re.S)
+    if m is None or "@" not in m.group(2):
+        return url, None, ""
+    userinfo, _, host = m.group(2).rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    return m.group(1) + user, password if colon else None, f"@{host}{m.group(3)}"
 
 
 def redact(url: str) -> str:
     """``url`` with the password of its userinfo, and the values of query keys that look secret, as ``***``."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, host = netloc.rpartition("@")
-        user = userinfo.split(":", 1)[0]
-        netloc = f"{user}:***@{host}" if ":" in userinfo else f"{userinfo}@{host}"
-    query = re.sub(r"(?i)((?:api[-_]?)?key|token|secret|password|sig)=[^&]*", r"\1=***", parts.query)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    head, password, tail = _userinfo(url)
+    if password is not None:
+        url = f"{head}:***{tail}"
+    path, mark, query = url.partition("?")
+    return path + mark + re.sub(r"(?i)((?:api[-_]?)?key|token|secret|password|sig)=[^&]*", r"\1=***", query)
 
 
 def _scrub(probe: Probe, secrets: list[str]) -> Probe:
     def clean(text: str) -> str:
         for secret in secrets:
             text = text.replace(secret, "***")
-        return re.sub(r"[a-z][a-z0-9+.-]*://[^\s'\"<>]+", lambda m: redact(m.group(0)), text)
+        return URL.sub(lambda m: redact(m.group(0)), text)
 
     return replace(probe, url=clean(probe.url), detail=clean(probe.detail), fix=clean(probe.fix),
                    version=clean(probe.version) if probe.version else probe.version)
@@ -485,18 +539,40 @@ def probe_arxiv(settings: Settings, clock: _Clock) -> Probe:
     return Probe("arxiv", url, "ok", f"Atom feed parsed: {page.records[0].arxiv_id} of {page.total} results", latency)
 
 
+def probe_pdf(settings: Settings, clock: _Clock) -> Probe:
+    """``HEAD /pdf/{PDF_PROBE}`` where the extraction downloads PDFs: any HTTP answer is the host
+    answering (as the run's own check before extraction); a PDF there is the full answer."""
+    import httpx
+
+    base = settings.pdf.base_url.rstrip("/")
+    try:
+        with http_client(settings, clock) as client:
+            t0 = time.monotonic()
+            resp = client.head(f"{base}/pdf/{PDF_PROBE}", timeout=clock.left())
+            latency = _ms(t0)
+    except httpx.HTTPError as exc:
+        return _unreachable("pdf", base, exc, clock, "REVBENCH_PDF__BASE_URL")
+    kind = resp.headers.get("content-type", "").split(";")[0].strip()
+    if resp.status_code == 200 and kind == "application/pdf":
+        return Probe("pdf", base, "ok", f"a PDF answers at /pdf/{PDF_PROBE}", latency)
+    if resp.status_code >= 500:
+        return Probe("pdf", base, "warn", f"answers, but /pdf/{PDF_PROBE} answered HTTP {resp.status_code}", latency,
+                     fix="check REVBENCH_PDF__BASE_URL (https://arxiv.org) and that the host serves PDFs")
+    return Probe("pdf", base, "ok", f"answers (HTTP {resp.status_code} {kind or 'without a type'} for "
+                 f"/pdf/{PDF_PROBE}, a paper it need not hold)", latency)
+
+
 def probe_s2(settings: Settings, clock: _Clock) -> Probe:
     """A one-paper ``POST /paper/batch`` with the key when one is set; says the pace it implies."""
     import httpx
 
-    from revbench.clients.semantic_scholar import error_text
+    from revbench.clients.semantic_scholar import error_text, request_headers
 
     s2 = settings.s2
     base = s2.base_url.rstrip("/")
-    key = s2.api_key.get_secret_value() if s2.api_key is not None else ""
-    headers = {"x-api-key": key} if key else {}
+    key = s2.api_key is not None
     try:
-        with http_client(settings, clock, headers=headers) as client:
+        with http_client(settings, clock, headers=request_headers(s2, settings.http)) as client:
             t0 = time.monotonic()
             resp = client.post(f"{base}/paper/batch", params={"fields": "paperId"}, json={"ids": [S2_PROBE_ID]},
                                timeout=clock.left())
@@ -598,24 +674,22 @@ def probe_smtp(settings: Settings, clock: _Clock) -> Probe:
     if sm.security == "none" and not is_loopback(sm.host):
         return Probe("smtp", url, "fail", "security=none outside this machine: mail and the password would travel in clear",
                      fix="set REVBENCH_SMTP__SECURITY=starttls (port 587) or ssl (port 465)")
-    context = ssl.create_default_context()
+    from revbench.clients.smtp import bounded_connection
+
     smtp: smtplib.SMTP | None = None
     steps: list[str] = []
     step = "connect"
     latency: float | None = None
     banner: str | None = None
     try:
-        smtp = (smtplib.SMTP_SSL(timeout=clock.left(), context=context) if sm.security == "ssl"
-                else smtplib.SMTP(timeout=clock.left()))
-        # The name TLS verifies the certificate against; smtplib takes it only from its constructor,
-        # which would connect before the clock is read (as revbench.clients.smtp does too).
-        smtp._host = sm.host  # type: ignore[attr-defined]
+        # The sender's own connection: every read and write within the probe's time left (a server
+        # that drips its replies a byte at a time cannot outlast it), the certificate checked alike.
+        smtp = bounded_connection(sm, clock.left())
         t0 = time.monotonic()
         _code, greeting = smtp.connect(sm.host, sm.port)
         latency = _ms(t0)
         banner = _short(greeting.decode(errors="replace"), 60) or None
         step = "EHLO"
-        smtp.sock.settimeout(clock.left())
         code, _ = smtp.ehlo()
         if code != 250:
             return Probe("smtp", url, "fail", f"EHLO answered {code}", latency, banner, fix="check REVBENCH_SMTP__HOST and PORT")
@@ -625,29 +699,24 @@ def probe_smtp(settings: Settings, clock: _Clock) -> Probe:
                 return Probe("smtp", url, "fail", "the server does not offer STARTTLS", latency, banner,
                              fix="use the submission port 587, or REVBENCH_SMTP__SECURITY=ssl on port 465")
             step = "STARTTLS"
-            smtp.sock.settimeout(clock.left())
-            smtp.starttls(context=context)
-            smtp.sock.settimeout(clock.left())
+            smtp.starttls(context=ssl.create_default_context())
             smtp.ehlo()
             steps.append("STARTTLS")
         if sm.username:
             step = "AUTH"
             if not smtp.has_extn("auth"):
                 after = " after STARTTLS" if steps[-1] == "STARTTLS" else ""
-                return Probe("smtp", url, "fail", f"the server offers no AUTH{after}", latency, banner, fix="check REVBENCH_SMTP__SECURITY and PORT (servers offer AUTH over TLS only)")
-            smtp.sock.settimeout(clock.left())
+                return Probe("smtp", url, "fail", f"the server offers no AUTH{after}", latency, banner,
+                             fix="check REVBENCH_SMTP__SECURITY and PORT (servers offer AUTH over TLS only)")
             smtp.login(sm.username, sm.password.get_secret_value() if sm.password else "")
             steps.append(f"AUTH as {sm.username}")
         step = "QUIT"
-        smtp.sock.settimeout(clock.left())
         smtp.quit()
     except smtplib.SMTPAuthenticationError as exc:
-        _close(smtp)
         said = exc.smtp_error.decode(errors="replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
         return Probe("smtp", url, "fail", f"the login of {sm.username!r} was refused: {exc.smtp_code} {_short(said, 80)}",
                      latency, banner, fix="check REVBENCH_SMTP__USERNAME and REVBENCH_SMTP__PASSWORD")
     except (OSError, smtplib.SMTPException) as exc:
-        _close(smtp)
         cert = _cert_problem(exc)
         if cert is not None:
             return Probe("smtp", url, "fail", f"its TLS certificate is not trusted ({cert})",
@@ -661,6 +730,8 @@ def probe_smtp(settings: Settings, clock: _Clock) -> Probe:
                          fix="check REVBENCH_SMTP__SECURITY and PORT (587 starttls, 465 ssl)")
         return Probe("smtp", url, "fail", f"cannot connect ({_short(str(exc) or type(exc).__name__, 100)})",
                      fix="start it, or set REVBENCH_SMTP__HOST and PORT to where it runs")
+    finally:
+        _close(smtp)  # after QUIT a no-op; on every early answer above the connection is let go at once
     done = ", ".join(steps)
     if sm.security == "none":
         return Probe("smtp", url, "warn", f"{done}; plain text on this machine (a local server only); nothing sent",

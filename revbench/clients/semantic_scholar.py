@@ -45,17 +45,22 @@ def error_text(body: bytes) -> str | None:
     return None
 
 
+def request_headers(settings: SemanticScholarSettings, http: HttpSettings) -> dict[str, str]:
+    """What every request to Semantic Scholar carries: our user agent, and the API key when one is set."""
+    headers = {"user-agent": http.user_agent}
+    if settings.api_key is not None:
+        headers["x-api-key"] = settings.api_key.get_secret_value()
+    return headers
+
+
 class SemanticScholarClient:
     """Thin typed client; every call honours the pace, retries and the API key."""
 
     def __init__(self, settings: SemanticScholarSettings, http: HttpSettings, client: httpx.Client | None = None):
         self.settings = settings
         self.http = http
-        headers = {"user-agent": http.user_agent}
-        if settings.api_key is not None:
-            headers["x-api-key"] = settings.api_key.get_secret_value()
         self._client = client or httpx.Client(
-            base_url=settings.base_url.rstrip("/"), timeout=http.timeout_seconds, headers=headers
+            base_url=settings.base_url.rstrip("/"), timeout=http.timeout_seconds, headers=request_headers(settings, http)
         )
         floor = settings.delay_seconds if settings.api_key is not None else settings.keyless_delay_seconds
         self.pacer = AdaptivePacer(floor, settings.throttle_max_delay_seconds, settings.throttle_recovery_seconds)

@@ -162,6 +162,19 @@ class _BoundedSSL(_Bounded, smtplib.SMTP_SSL):
     """The same over implicit TLS (port 465)."""
 
 
+def bounded_connection(settings: SmtpSettings, seconds: float) -> _Bounded:
+    """An SMTP client, not yet connected, whose connect, every read and every write share one
+    deadline of ``seconds`` from now; over implicit TLS (the system's CAs) for ``security=ssl``.
+    ``connect(host, port)`` verifies the certificate against ``host``."""
+    smtp: _Bounded
+    if settings.security == "ssl":
+        smtp = _BoundedSSL(timeout=seconds, context=ssl.create_default_context())
+    else:
+        smtp = _Bounded(timeout=seconds)
+    smtp.bound(seconds)
+    return smtp
+
+
 class SmtpSender:
     """One connection, reused for a wave of messages (``with SmtpSender(...) as s: s.send(m)``)."""
 
@@ -184,12 +197,7 @@ class SmtpSender:
     def _open(self) -> _Bounded:
         """A new connection, greeted, secured and logged in within the deadline just started."""
         s = self.settings
-        smtp: _Bounded
-        if s.security == "ssl":
-            smtp = _BoundedSSL(timeout=self.deadline, context=ssl.create_default_context())
-        else:
-            smtp = _Bounded(timeout=self.deadline)
-        smtp.bound(self.deadline)
+        smtp = bounded_connection(s, self.deadline)
         try:
             smtp.connect(s.host, s.port)
             if s.security == "starttls":

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from datetime import UTC, datetime
-from xml.sax.saxutils import escape
 from typing import TYPE_CHECKING
+from xml.sax.saxutils import escape
 
 from starlette.requests import Request
 from starlette.responses import Response

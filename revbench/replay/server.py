@@ -32,7 +32,6 @@ from revbench.replay.faults import FaultInjector, corrupt
 from revbench.replay.world_store import WorldStore
 from revbench.settings import ReplaySettings
 
-
 GROBID_VERSION = "0.8.2"
 """The GROBID release the replay server says it is (the newest in the conformance samples)."""
 LLM_MODELS = ("gpt-4o-mini", "replay")

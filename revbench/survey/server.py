@@ -129,17 +129,20 @@ class Pages:
         return self.signer.sign(Claim(invitation_id, "page"))
 
 
-def probe_link(signer: LinkSigner) -> Callable[[str], Awaitable[JSONResponse]]:
+def probe_link(signer: LinkSigner, limiter: RateLimiter) -> Callable[[str], Awaitable[JSONResponse]]:
     """``GET /healthz/link/{token}``: whether ``token`` is a probe link this server's keys verify.
     `revbench doctor` signs one with its own key: verified here, the links a flow signs will be too.
     It reads and records nothing, accepts no other kind of link, and the reason of a refusal names
-    no secret (a key other than the server's reads "bad signature")."""
+    no secret (a key other than the server's reads "bad signature"). A verified link is rate-limited
+    as every other route's is (a forged one costs one HMAC and no memory, as there)."""
 
     async def check(token: str) -> JSONResponse:
         try:
             claim = signer.verify(token)
         except BadToken as exc:
             return JSONResponse({"ok": False, "reason": exc.reason}, status_code=403)
+        if not limiter.allow(token_digest(token)):
+            return JSONResponse({"ok": False, "reason": "too many requests"}, status_code=429)
         if claim.action != "probe":
             return JSONResponse({"ok": False, "reason": "not a probe link"}, status_code=403)
         return JSONResponse({"ok": True})
@@ -166,7 +169,7 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
     async def healthz() -> JSONResponse:
         return JSONResponse({"ok": True})
 
-    app.get("/healthz/link/{token}")(probe_link(signer))
+    app.get("/healthz/link/{token}")(probe_link(signer, pages.limiter))
 
     @app.get("/static/survey.css")
     async def stylesheet() -> Response:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -16,64 +17,26 @@ import threading
 import time
 from pathlib import Path
 
+import duckdb
 import httpx
 import pytest
 
-from revbench.backup import LOCK, MANIFEST, PARTIAL, snapshots
+from revbench.backup import LOCK, MANIFEST, PARTIAL, manifest_digest, snapshots
 from revbench.files import file_sha256
 from revbench.flows.ratings import ratings_flow
 from revbench.flows.survey import survey_flow
 from revbench.replay.mailsink import MailSink
-from revbench.schemas.tables import RATINGS, SURVEY_EVENTS, SURVEY_INVITATIONS, SURVEY_MESSAGES, SURVEY_OPT_OUTS
+from revbench.schemas.tables import SURVEY_EVENTS, SURVEY_INVITATIONS, SURVEY_MESSAGES, SURVEY_OPT_OUTS
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
 from revbench.warehouse.holder import write_waiting
 from revbench.warehouse.survey_store import SurveyStore
+from tests.support.answers import Answer, acknowledged, answer, latest, pulled, ratings_of, same
 from tests.support.cli import cli, one_line_error
 from tests.support.common import run_cli, settings_env
 from tests.support.survey import RULES, survey_server_process
 
-Answer = tuple[str, str, int | None, str]  # invitation, paper, rating (None: a skip), created_at
 RATE = re.compile(r"http://127\.0\.0\.1:9(/r/[A-Za-z0-9_.\-]+)")
-
-
-def answer(store: SurveyStore, answers: list[tuple[str, str, int | None]]) -> list[Answer]:
-    """Record answers as the survey server does once a person confirms them; returns what the
-    store acknowledged (each answer with its time)."""
-    before = store.max_event_id()
-    for inv, paper, rating in answers:
-        assert store.record_answers(inv, {paper: rating}) == 1
-    return acknowledged(store, before)
-
-
-def acknowledged(store: SurveyStore, after: int) -> list[Answer]:
-    return [(e["invitation_id"], e["paper_id"], e["rating"], e["created_at"]) for e in store.events_since(after)]
-
-
-def pulled(s: Settings) -> list[Answer]:
-    """Every event in the warehouse, as the store acknowledged it."""
-    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        ev = wh.read(SURVEY_EVENTS)
-    return [(i, p, r, t.isoformat(timespec="microseconds"))
-            for i, p, r, t in ev.select("invitation_id", "paper_id", "rating", "created_at").iter_rows()]
-
-
-def same(a: list[Answer], b: list[Answer]) -> bool:
-    """The same answers, each as often (order aside)."""
-    return sorted(a, key=repr) == sorted(b, key=repr)
-
-
-def latest(acked: list[Answer]) -> dict[tuple[str, str], int]:
-    """The rating each (invitation, paper) holds once every answer is applied in time order."""
-    out: dict[tuple[str, str], int | None] = {}
-    for inv, paper, rating, _t in sorted(acked, key=lambda a: a[3]):
-        out[(inv, paper)] = rating
-    return {k: v for k, v in out.items() if v is not None}
-
-
-def ratings_of(s: Settings) -> dict[tuple[str, str], int]:
-    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        return {(i, p): v for i, p, v in wh.read(RATINGS).select("invitation_id", "paper_id", "rating").iter_rows()}
 
 
 def every_answer_once(s: Settings, acked: list[Answer]) -> None:
@@ -188,6 +151,57 @@ def test_a_lost_store_comes_back_from_the_backup_and_the_live_warehouse(sent, tm
         assert i3 in set(wh.read(SURVEY_OPT_OUTS)["invitation_id"])
 
 
+def test_a_store_replaced_since_the_backup_gains_its_answers_above_every_id_and_the_latest_answer_counts(
+        sent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    s, invs = sent
+    use_env(s, monkeypatch)
+    (i1, p1), (i2, p2), (i3, _p3) = invs[0], invs[1], invs[2]
+    store = SurveyStore(s.survey_store_path)
+    acked = answer(store, [(i1, p1[0], 3), (i2, p2[0], 4)])
+    ratings_flow.fn(s, decide="keep")
+    acked += answer(store, [(i2, p2[-1], 1)])  # in the backup's store, never pulled before the restore
+    snap = take_backup(tmp_path / "backups")
+    store.close()
+    moved = tmp_path / "moved"  # the store moved away; the survey server starts a new one (ids from 1 again)
+    moved.mkdir()
+    for side in ("", "-wal", "-shm"):
+        if Path(f"{s.survey_store_path}{side}").exists():
+            Path(f"{s.survey_store_path}{side}").rename(moved / f"survey.sqlite{side}")
+    fresh = SurveyStore(s.survey_store_path)
+    acked += answer(fresh, [(i1, p1[0], 5)])  # re-rated since the backup: the answer that counts
+    fresh.opt_out(i3, "link")  # asked since the backup, pulled by nobody yet
+    top = fresh.max_event_id()
+
+    code, out, err = run_cli("restore", "--from", str(snap), "--force")
+    assert code == 0, out + err
+    assert "merged" in " ".join(out.split())
+    added = fresh.events_since(top)
+    assert sorted((e["invitation_id"], e["paper_id"], e["rating"]) for e in added) == sorted(
+        [(i1, p1[0], 3), (i2, p2[0], 4), (i2, p2[-1], 1)])
+    assert min(e["event_id"] for e in added) > top  # above every id handed out: the epoch's numbering holds
+    every_answer_once(s, acked)
+    assert ratings_of(s)[(i1, p1[0])] == 5
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        assert i3 in set(wh.read(SURVEY_OPT_OUTS)["invitation_id"])
+
+
+def test_a_message_confirmed_sent_since_the_backup_stays_sent(sent, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    s, _invs = sent
+    use_env(s, monkeypatch)
+    with Warehouse.open(s.warehouse_path) as wh:
+        message = wh.survey_messages().sort("message_id")["message_id"][0]
+        wh.set_message_state(message, "unconfirmed")  # its reply was lost: a curator would be asked to resend it
+    snap = take_backup(tmp_path / "backups")
+    with Warehouse.open(s.warehouse_path) as wh:
+        wh.set_message_state(message, "sent")  # resent since, and confirmed
+    code, out, err = run_cli("restore", "--from", str(snap), "--force")
+    assert code == 0, out + err
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        states = dict(wh.read(SURVEY_MESSAGES).select("message_id", "state").iter_rows())
+    assert states[message] == "sent"  # never offered for a resend again
+
+
 def test_a_wave_sent_after_the_backup_is_neither_forgotten_nor_sent_twice(survey_settings: Settings, sink: MailSink,
                                                                           tmp_path: Path, monkeypatch) -> None:
     s = survey_settings.with_overrides(ratings=RULES)
@@ -263,10 +277,22 @@ def test_restore_names_a_wrong_from(settings: Settings, tmp_path: Path, monkeypa
     small_data(settings)
     folder = tmp_path / "backups"
     snap = take_backup(folder)
+    # A snapshot being written has its manifest before its rename: its name alone refuses it.
+    partial = folder / f".{snap.name}.4242.partial"
+    shutil.copytree(snap, partial)
     for source, needles in [(tmp_path / "nowhere", ("does not exist",)), (snap / MANIFEST, ("is a file",)),
-                            (folder, ("holds 1 backups", str(snap))), (tmp_path, ("is not a revbench backup",))]:
+                            (folder, ("holds 1 backups", str(snap))), (tmp_path, ("is not a revbench backup",)),
+                            (partial, ("still being written",))]:
         code, out, err = run_cli("restore", "--from", str(source))
         one_line_error(code, out, err, 2, *needles)
+
+    # A manifest whose digest holds but whose file entry is not a size and a sha256.
+    manifest = json.loads((snap / MANIFEST).read_text())
+    manifest["files"]["survey.sqlite"] = "trust me"
+    manifest["manifest_sha256"] = manifest_digest(manifest)
+    (snap / MANIFEST).write_text(json.dumps(manifest))
+    code, out, err = run_cli("restore", "--from", str(snap))
+    one_line_error(code, out, err, 2, "lists survey.sqlite without its size and sha256", "nothing was restored")
 
 
 def test_backups_accumulate_are_pruned_and_stay_among_their_own(settings: Settings, tmp_path: Path,
@@ -281,6 +307,7 @@ def test_backups_accumulate_are_pruned_and_stay_among_their_own(settings: Settin
         assert code == 0, err
     kept = snapshots(folder)
     assert len(kept) == 2 and first not in kept and kept[-1].name.startswith("revbench-backup-")
+    assert f"Backup written: {kept[-1]} " in out  # the one just written is the newest kept, whatever the second
     assert sorted(p.name for p in folder.iterdir() if p not in kept) == [LOCK]  # the leftover is gone too
     assert "removed the older snapshot" in " ".join(out.split())
 
@@ -293,6 +320,33 @@ def test_backups_accumulate_are_pruned_and_stay_among_their_own(settings: Settin
     code, out, err = run_cli("backup", "--to", str(kept[-1]))
     one_line_error(code, out, err, 2, "is itself a backup snapshot")
     assert snapshots(folder) == kept  # nothing written, nothing pruned
+    (folder / "notes.txt").unlink()
+
+    # A snapshot named in the future (a clock set back since, or one copied in): the one just
+    # written still counts as the newest, and is never pruned by its own backup.
+    future = folder / "revbench-backup-29990101T000000Z"
+    kept[-1].rename(future)
+    code, out, err = run_cli("backup", "--to", str(folder), "--keep", "1")
+    assert code == 0, err
+    [written] = snapshots(folder)
+    assert written != future and written.name in " ".join(out.split()) and not future.exists()
+
+    # A link named like a snapshot or like the lock is not ours: refused, and what it points at untouched.
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(written, elsewhere)
+    (folder / "revbench-backup-20000101T000000Z").symlink_to(elsewhere)
+    code, out, err = run_cli("backup", "--to", str(folder), "--keep", "1")
+    one_line_error(code, out, err, 2, "holds files that are not revbench backups (revbench-backup-20000101T000000Z)")
+    assert (elsewhere / MANIFEST).exists() and snapshots(folder) == [written]
+    (folder / "revbench-backup-20000101T000000Z").unlink()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (folder / LOCK).unlink()
+    (folder / LOCK).symlink_to(victim)
+    code, out, err = run_cli("backup", "--to", str(folder))
+    one_line_error(code, out, err, 2, "not revbench backups")
+    assert victim.read_text() == "precious" and snapshots(folder) == [written]
+    (folder / LOCK).unlink()
 
     # The default folder, and nothing to back up at all.
     code, out, err = run_cli("backup")
@@ -300,6 +354,7 @@ def test_backups_accumulate_are_pruned_and_stay_among_their_own(settings: Settin
     monkeypatch.setenv("REVBENCH_DATA_DIR", str(tmp_path / "empty"))
     code, out, err = run_cli("backup", "--to", str(tmp_path / "other"))
     one_line_error(code, out, err, 2, "nothing to back up")
+    assert not (tmp_path / "other").exists()  # refused before anything was written
 
 
 HOLD = ("import sys; from revbench.warehouse import Warehouse; wh = Warehouse(sys.argv[1]); "
@@ -318,6 +373,63 @@ def release(proc: subprocess.Popen[str]) -> None:
     assert proc.stdin is not None
     proc.stdin.close()
     proc.wait(timeout=60)
+
+
+def test_logs_left_beside_missing_live_files_are_set_aside_not_replayed_into_the_restored_ones(
+        settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_env(settings, monkeypatch)
+    small_data(settings)
+    snap = take_backup(tmp_path / "backups")
+    other = tmp_path / "other"  # another warehouse and store, each with a log not yet folded in
+    other.mkdir()
+    con = duckdb.connect(str(other / "w.duckdb"))
+    con.execute("CREATE TABLE t (x INTEGER)")
+    con.execute("CHECKPOINT")
+    con.execute("INSERT INTO t VALUES (1)")
+    duck_wal = (other / "w.duckdb.wal").read_bytes()
+    con.close()
+    lite = sqlite3.connect(other / "s.sqlite", isolation_level=None)
+    lite.execute("PRAGMA journal_mode=WAL")
+    lite.execute("PRAGMA wal_autocheckpoint=0")
+    lite.execute("CREATE TABLE events (x TEXT)")
+    lite.executemany("INSERT INTO events VALUES (?)", [("x" * 500,)] * 200)
+    lite_wal = (other / "s.sqlite-wal").read_bytes()
+    lite.close()
+    # The live files are gone (deleted by hand), their logs left behind.
+    settings.warehouse_path.unlink()
+    settings.survey_store_path.unlink()
+    Path(f"{settings.warehouse_path}.wal").write_bytes(duck_wal)
+    Path(f"{settings.survey_store_path}-wal").write_bytes(lite_wal)
+    Path(f"{settings.survey_store_path}-shm").unlink(missing_ok=True)
+
+    code, out, err = run_cli("restore", "--from", str(snap))
+    assert code == 0, out + err
+    with Warehouse.open(settings.warehouse_path, read_only=True) as wh:
+        assert wh.schema_version() > 0
+    assert [(r[1], r[2], r[3]) for r in store_rows(settings.survey_store_path)] == [("inv_1", "2609.00001", 3)]
+    [aside] = aside_folders(settings)
+    assert (aside / "warehouse.duckdb.wal").read_bytes() == duck_wal  # set aside, never deleted
+    assert (aside / "survey.sqlite-wal").read_bytes() == lite_wal
+
+
+KILLED = ("import os, sys; from revbench.warehouse import Warehouse; wh = Warehouse(sys.argv[1]); "
+          "wh._exec(\"INSERT INTO runs (run_id, flow, status, started_at) VALUES ('killed-1', 'ingest', 'running', now())\"); "
+          "os._exit(9)")
+
+
+def test_a_warehouse_a_killed_run_left_with_its_write_ahead_log_is_backed_up_whole(
+        settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_env(settings, monkeypatch)
+    small_data(settings)
+    assert subprocess.run([sys.executable, "-c", KILLED, str(settings.warehouse_path)], check=False).returncode == 9
+    assert Path(f"{settings.warehouse_path}.wal").stat().st_size > 0  # its last write is only in the log
+    snap = take_backup(tmp_path / "backups")
+    con = duckdb.connect(str(snap / "warehouse.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT run_id FROM runs").fetchall() == [("killed-1",)]
+    finally:
+        con.close()
+    assert json.loads((snap / MANIFEST).read_text())["warehouse"]["runs"] == 1
 
 
 def test_backup_and_restore_wait_for_a_busy_warehouse_then_refuse(settings: Settings, tmp_path: Path,
@@ -428,15 +540,22 @@ def test_a_backup_taken_while_the_survey_server_takes_answers_is_consistent(sent
             except BaseException as exc:  # noqa: BLE001 (reported below)
                 errors.append(exc)
 
+        def answers_go_on(n: int) -> None:
+            """Wait for ``n`` more confirmed pages: what the counts below rely on is then ordered by
+            the test, not by how fast this machine is."""
+            start = posted[0]
+            while posted[0] < start + n:
+                assert answering.is_alive() and not errors, errors
+                time.sleep(0.05)
+
         answering = threading.Thread(target=people)
         answering.start()
         try:
             for _ in range(2):
-                start = posted[0]
-                while posted[0] < start + 5:
-                    time.sleep(0.05)
+                answers_go_on(5)
                 done = cli(s, "backup", "--to", str(folder))
                 assert done.returncode == 0, done.stderr
+            answers_go_on(1)  # at least one answer after the last snapshot
         finally:
             stop.set()
             answering.join(60)

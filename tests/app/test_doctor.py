@@ -21,7 +21,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from revbench.app.doctor import SERVICES, Probe, redact, run_probes
+from revbench.app.doctor import SERVICES, Probe, needs, redact, run_probes
 from revbench.replay.mailsink import HANG, MailSink
 from revbench.replay.server import AppServer, ReplayApp, ReplayServer, free_port, replay_overrides
 from revbench.settings import ReplaySettings, Settings
@@ -32,6 +32,7 @@ from revbench.warehouse.migrations import LATEST_VERSION
 from revbench.warehouse.survey_store import SurveyStore
 from tests.support.common import run_cli, settings_env
 from tests.support.survey import KEY
+from tests.support.tls import self_signed_certificate
 
 RELEASE_KEY = "release-key-" + "r" * 24
 S2_KEY = "s2-key-" + "s" * 20
@@ -82,32 +83,6 @@ def _on(settings: Settings, base: str, **sections: dict[str, Any]) -> Settings:
     for name, values in sections.items():
         overrides[name] = {**overrides.get(name, {}), **values}
     return settings.with_overrides(**overrides)
-
-
-def _certificate(folder: Path, name: str = "cert") -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 (its own root) and its key."""
-    import datetime
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    cert_file, key_file = folder / f"{name}.pem", folder / f"{name}-key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_file, key_file
 
 
 @contextmanager
@@ -179,6 +154,31 @@ def test_arxiv_one_result_through_the_atom_parser(serve_replay, settings: Settin
     assert down.status == "fail" and "cannot connect" in down.detail and "REVBENCH_ARXIV__BASE_URL" in down.fix
 
 
+def test_pdf_host_answers_or_not(serve_replay, settings: Settings) -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    replay = _one(_on(settings, serve_replay()), "pdf")  # the demo's world holds no such paper: still an answer
+    assert replay.status == "ok" and "HTTP 404" in replay.detail and replay.latency_ms is not None
+
+    async def pdf(request: Any) -> Response:
+        return Response(b"", media_type="application/pdf")
+
+    async def busy(request: Any) -> Response:
+        return Response(b"", status_code=503)
+
+    app = Starlette(routes=[Route("/ok/pdf/{name}", pdf), Route("/busy/pdf/{name}", busy)])
+    with AppServer(app) as server:
+        ok = _one(settings.with_overrides(pdf={"base_url": server.base + "/ok"}), "pdf")
+        assert ok.status == "ok" and ok.detail == "a PDF answers at /pdf/1706.03762v1"
+        busy_ = _one(settings.with_overrides(pdf={"base_url": server.base + "/busy"}), "pdf")
+        assert busy_.status == "warn" and "HTTP 503" in busy_.detail
+    down = _one(settings.with_overrides(pdf={"base_url": _closed_url()}), "pdf")
+    assert down.status == "fail" and "cannot connect" in down.detail and "REVBENCH_PDF__BASE_URL" in down.fix
+    assert "ingest" in needs(settings.with_overrides(refresh={"stages": ["ingest"]}), None)["pdf"]
+
+
 def test_s2_keyless_and_keyed_pace(serve_replay, settings: Settings) -> None:
     base = serve_replay(api_keys={"s2": S2_KEY})
     keyless = _one(_on(settings, base, s2={"keyless_delay_seconds": 3.0}), "s2")
@@ -214,7 +214,7 @@ def test_llm_model_listed_or_not_and_keys(serve_replay, settings: Settings) -> N
 @pytest.fixture
 def tls_sink(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[MailSink, Path]]:
     """A sink that requires STARTTLS and a login, with a certificate this process trusts (SSL_CERT_FILE)."""
-    cert, key = _certificate(tmp_path, "smtp")
+    cert, key = self_signed_certificate(tmp_path, "smtp")
     server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_tls.load_cert_chain(cert, key)
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
@@ -264,6 +264,48 @@ def test_smtp_down_silent_or_in_clear(settings: Settings) -> None:
     assert clear.status == "fail" and "in clear" in clear.detail  # refused before any connection
 
 
+@contextmanager
+def dripping_server(reply: bytes) -> Iterator[int]:
+    """A port that answers ``reply`` one byte every 0.1 s, then nothing: each read gets a byte
+    well within any per-read timeout, so only a deadline on the whole exchange ends it."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+    stop = threading.Event()
+
+    def serve() -> None:
+        try:
+            conn, _ = sock.accept()
+        except OSError:
+            return
+        with conn:
+            for byte in reply:
+                if stop.wait(0.1):
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+            stop.wait()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        stop.set()
+        sock.close()
+        thread.join(5)
+
+
+def test_smtp_dripping_greeting_ends_within_the_probes_own_deadline(settings: Settings) -> None:
+    with dripping_server(b"220 " + b"x" * 200 + b"\r\n") as port:
+        p = _one(settings.with_overrides(smtp={"host": "127.0.0.1", "port": port, "security": "none"}), "smtp", timeout=0.5)
+        # the probe's own report (not the runner's "no answer" for a probe it left behind), and no thread left
+        assert p.status == "fail" and p.detail == "no greeting within 0.5 s", p
+        assert not [t for t in threading.enumerate() if t.name == "doctor-smtp"]
+
+
 # --- the survey server -----------------------------------------------------------------------------
 
 def _survey(settings: Settings, base: str, **survey: Any) -> Settings:
@@ -273,7 +315,7 @@ def _survey(settings: Settings, base: str, **survey: Any) -> Settings:
 def test_survey_over_https_needs_a_trusted_certificate(tmp_path: Path, settings: Settings,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
-    cert, key = _certificate(tmp_path, "survey")
+    cert, key = self_signed_certificate(tmp_path, "survey")
     server_side = _survey(settings, "https://survey.placeholder")
     with survey_server(server_side, tls=(cert, key)) as base:
         untrusted = _one(_survey(settings, base), "survey")
@@ -315,6 +357,18 @@ def test_the_probe_route_accepts_only_probe_links(settings: Settings) -> None:
         assert forged.status_code == 403 and forged.json()["reason"] == "bad signature"
         # and no rating route takes a probe link
         assert httpx.get(f"{base}/i/{signer.probe_token()}").status_code == 403
+
+
+def test_the_probe_route_is_rate_limited_like_every_link(settings: Settings) -> None:
+    s = _survey(settings, "http://127.0.0.1:9", rate_limit_per_minute=2)
+    signer = LinkSigner(s.survey.signing_key)
+    token = signer.probe_token()
+    with survey_server(s) as base:
+        with httpx.Client() as client:
+            answers = [client.get(f"{base}/healthz/link/{token}") for _ in range(3)]
+            forged = client.get(f"{base}/healthz/link/{LinkSigner(SecretStr(KEY.replace('k', 'z'))).probe_token()}")
+    assert [a.status_code for a in answers] == [200, 200, 429] and answers[2].json()["reason"] == "too many requests"
+    assert forged.status_code == 403  # refused before any per-link state exists
 
 
 # --- the Prefect API -------------------------------------------------------------------------------
@@ -513,3 +567,46 @@ def test_no_secret_is_printed(serve_replay, settings: Settings, monkeypatch: pyt
 def test_redact() -> None:
     assert redact("https://user:pw@host:1/x?api_key=abc&q=1") == "https://user:***@host:1/x?api_key=***&q=1"
     assert redact("http://127.0.0.1:8070") == "http://127.0.0.1:8070"
+    assert redact("http://lu:pw@[::1") == "http://lu:***@[::1"  # a URL urlsplit refuses
+    assert redact("http://user@host/x") == "http://user@host/x"
+
+
+def test_no_password_of_a_malformed_url_is_printed(settings: Settings) -> None:
+    password = "llm-url-pass-" + "m" * 8
+    s = settings.with_overrides(llm={"base_url": f"http://lu:{password}@[::1"},
+                                grobid={"base_url": f"http://g:{password.replace('-', '%2D')}x@127.0.0.1:{free_port()}"})
+    probes = run_probes(s, None, {"llm", "grobid"}, 2)
+    text = json.dumps([p.__dict__ for p in probes])
+    assert password not in text and password.replace("-", "%2D") not in text
+    assert all(p.status == "fail" for p in probes) and "lu:***@" in probes[1].url
+    assert "not a valid URL" in probes[1].detail and probes[1].fix == "correct REVBENCH_LLM__BASE_URL"
+
+
+def test_a_huge_probe_timeout_setting_is_capped(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    # REVBENCH_HTTP__PROBE_TIMEOUT_SECONDS has no upper bound; a socket or a thread join refuses 1e12
+    s = settings.with_overrides(http={"probe_timeout_seconds": 1e12}, grobid={"base_url": _closed_url()})
+    _env(monkeypatch, s)
+    code, out, err = run_cli("doctor", "--only", "grobid", "--json")
+    assert code == 1 and json.loads(out)["probes"][0]["detail"].startswith("cannot connect"), out + err
+
+
+def test_the_llm_is_needed_where_a_configured_stage_runs_a_scorer_that_calls_it(settings: Settings) -> None:
+    def need(stages: list[str], scorers: list[str], base_url: str | None = "http://127.0.0.1:9/v1",
+             **sections: dict[str, Any]) -> list[str]:
+        s = settings.with_overrides(refresh={"stages": stages}, ratings={"evaluate_scorers": scorers, **sections.pop(
+            "ratings", {})}, llm={"base_url": base_url}, **sections)
+        return needs(s, None)["llm"]
+
+    # the evaluate stage runs the scorers whatever REVBENCH_RATINGS__EVALUATE_AFTER says
+    assert need(["evaluate"], ["trivial", "llm"], ratings={"evaluate_after": False}) == ["evaluate"]
+    # a refresh's ratings stage evaluates nothing; a release only with REVBENCH_RELEASE__EVALUATE_AFTER
+    assert need(["ratings"], ["llm"]) == []
+    assert need(["release"], ["llm"], release={"evaluate_after": False}) == []
+    assert need(["release"], ["llm"], release={"evaluate_after": True}) == ["release"]
+    # rate calls the LLM for keywords only when asked to (or, with auto, when one is configured)
+    assert need(["evaluate"], ["rate:keywords=file"]) == []
+    assert need(["evaluate"], ["rate"]) == ["evaluate"] and need(["evaluate"], ["rate"], base_url=None) == []
+    # a scorer that needs an LLM none is configured for fails the doctor, as it would fail the run
+    s = settings.with_overrides(refresh={"stages": ["evaluate"]}, ratings={"evaluate_scorers": ["rate:keywords=llm"]})
+    p = _one(s, "llm")
+    assert p.status == "fail" and "REVBENCH_LLM__BASE_URL is not set" in p.detail and "rate:keywords=llm" in p.detail

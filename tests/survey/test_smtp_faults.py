@@ -21,6 +21,7 @@ from revbench.replay.mailsink import DROP, HANG, MUTE, Fault, MailSink, slow_rep
 from revbench.settings import Settings, SmtpSettings
 from revbench.warehouse import Warehouse
 from tests.support.common import run_cli, settings_env
+from tests.support.tls import self_signed_certificate
 
 pytestmark = pytest.mark.slow
 DEADLINE = 2.0
@@ -249,38 +250,12 @@ def test_the_client_retries_a_connection_lost_before_the_end_of_data_and_never_a
     assert sink.messages[0].get_content().startswith(".a line starting with a dot")  # dot-stuffing undone
 
 
-def _certificate(folder: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and its key."""
-    import datetime
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_file, key_file
-
-
 @pytest.mark.parametrize("implicit", [False, True], ids=["starttls", "ssl"])
 def test_over_tls_the_server_is_verified_and_a_lost_reply_still_not_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                             implicit: bool) -> None:
     import ssl
 
-    cert_file, key_file = _certificate(tmp_path)
+    cert_file, key_file = self_signed_certificate(tmp_path)
     server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_tls.load_cert_chain(cert_file, key_file)
     monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))  # the client trusts this certificate, verified as usual

@@ -15,15 +15,14 @@ import pytest
 from revbench.flows.ratings import ratings_flow
 from revbench.flows.refresh import plan_ratings
 from revbench.flows.survey import survey_flow
-from revbench.schemas.tables import RATINGS, SURVEY_EPOCHS, SURVEY_EVENTS, SURVEY_OPT_OUTS
+from revbench.schemas.tables import SURVEY_EPOCHS, SURVEY_EVENTS, SURVEY_OPT_OUTS
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
 from revbench.warehouse.migrations import migrations
 from revbench.warehouse.survey_store import SurveyStore
+from tests.support.answers import answer, latest, pulled, ratings_of, same
 from tests.support.common import run_cli, settings_env
 from tests.support.survey import RULES
-
-Answer = tuple[str, str, int | None, str]  # invitation, paper, rating (None: a skip), created_at
 
 
 @pytest.fixture
@@ -34,41 +33,6 @@ def sent(survey_settings: Settings) -> tuple[Settings, list[tuple[str, list[str]
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         invs = wh.survey_invitations().sort("invitation_id")
     return s, [(i, list(p)) for i, p in invs.select("invitation_id", "paper_ids").iter_rows()]
-
-
-def answer(store: SurveyStore, answers: list[tuple[str, str, int | None]]) -> list[Answer]:
-    """Record answers as the survey server does once a person confirms them; returns what the
-    store acknowledged (each answer with its time)."""
-    before = store.max_event_id()
-    for inv, paper, rating in answers:
-        assert store.record_answers(inv, {paper: rating}) == 1
-    return [(e["invitation_id"], e["paper_id"], e["rating"], e["created_at"]) for e in store.events_since(before)]
-
-
-def pulled(s: Settings) -> list[Answer]:
-    """Every event in the warehouse, as the store acknowledged it."""
-    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        ev = wh.read(SURVEY_EVENTS)
-    return [(i, p, r, t.isoformat(timespec="microseconds"))
-            for i, p, r, t in ev.select("invitation_id", "paper_id", "rating", "created_at").iter_rows()]
-
-
-def same(a: list[Answer], b: list[Answer]) -> bool:
-    """The same answers, each as often (order aside)."""
-    return sorted(a, key=repr) == sorted(b, key=repr)
-
-
-def latest(acknowledged: list[Answer]) -> dict[tuple[str, str], int]:
-    """The rating each (invitation, paper) holds once every answer is applied in time order."""
-    out: dict[tuple[str, str], int | None] = {}
-    for inv, paper, rating, _t in sorted(acknowledged, key=lambda a: a[3]):
-        out[(inv, paper)] = rating
-    return {k: v for k, v in out.items() if v is not None}
-
-
-def ratings_of(s: Settings) -> dict[tuple[str, str], int]:
-    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        return {(i, p): v for i, p, v in wh.read(RATINGS).select("invitation_id", "paper_id", "rating").iter_rows()}
 
 
 def plan(s: Settings) -> tuple[bool, str]:
@@ -260,3 +224,19 @@ def test_migration_12_keys_survey_events_by_epoch_and_keeps_every_row(tmp_path: 
         wh.upsert(SURVEY_EVENTS, ev.head(1).with_columns(pl.lit("abc123").alias("epoch")))
         assert wh.count(SURVEY_EVENTS) == 3
         assert wh.survey_epoch_marks() == {"legacy": (2, None), "abc123": (1, None)}
+
+
+def test_the_current_answer_is_the_latest_by_time_not_the_highest_id(tmp_path: Path) -> None:
+    # A restore merges a backup's older answers into the live store with new, higher ids; the
+    # page, reminders and a resubmitted page must still see the person's last answer.
+    store = SurveyStore(tmp_path / "survey.sqlite")
+    store.publish_invitations([{"invitation_id": "inv-1", "round": 1, "papers": [{"paper_id": "p1"}, {"paper_id": "p2"}]}])
+    assert store.record_answers("inv-1", {"p1": 5, "p2": None}) == 2
+    with sqlite3.connect(store.path) as con:  # what the merge writes: an answer given before, a later id
+        con.execute("INSERT INTO events (invitation_id, paper_id, rating, skipped, source, created_at) "
+                    "VALUES ('inv-1', 'p1', 3, 0, 'form', '2000-01-01T00:00:00.000000+00:00')")
+    assert store.current("inv-1") == {"p1": 5, "p2": None}
+    assert store.answered()["inv-1"] == {"p1": 5, "p2": None}
+    assert store.record_answers("inv-1", {"p1": 5, "p2": None}) == 0  # unchanged: nothing new recorded
+    assert store.record_answers("inv-1", {"p1": 3, "p2": None}) == 1  # a real change still counts
+    assert store.current("inv-1")["p1"] == 3
