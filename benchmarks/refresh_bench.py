@@ -170,6 +170,9 @@ def main() -> None:
     p.add_argument("--worlds", type=Path, default=Path("data/bench"))
     p.add_argument("--phase", choices=["both", "first", "incremental"], default="both",
                    help="first runs only, or only the day-later runs over an earlier --phase first (its data kept)")
+    p.add_argument("--day", type=int, default=1,
+                   help="the day-later runs refresh up to this many days after the first (the world grown that far): "
+                        "--day 2 after a --day 1 measures another day-later refresh over the state the first left")
     p.add_argument("--resume", action="store_true",
                    help="keep the work folder and the stages already recorded in the results (after a failure)")
     p.add_argument("--new-round-min-papers", type=int,
@@ -242,16 +245,19 @@ def main() -> None:
                     save()
         if a.phase == "first":
             return
-        grown = grow_world(world, 1)
+        if a.day < 1:
+            raise SystemExit(f"--day {a.day}: expected 1 or more")
+        grown = grow_world(world, max(0, a.day - json.loads((world / "world.json").read_text())["spec"]["extra_days"]))
         result["new_papers"] = grown["days"]["papers_per_day"]
-        result.setdefault("incremental", {})
+        key = "incremental" if a.day == 1 else f"incremental_day{a.day}"
+        result.setdefault(key, {})
         with spawn_replay(world, replay) as base:
             for runner in runners:
                 print(f"refresh a day later, {runner}:", flush=True)
-                out = run_stages([s for g in STAGE_GROUPS for s in g], a.work / runner, base, runner, spec.end + timedelta(days=1),
-                                 window_days, env, a)
+                out = run_stages([s for g in STAGE_GROUPS for s in g], a.work / runner, base, runner,
+                                 spec.end + timedelta(days=a.day), window_days, env, a)
                 first = result["first"][runner]["total_s"]
-                result["incremental"][runner] = {**out, "fraction_of_first": round(out["seconds"] / first, 4)}
+                result[key][runner] = {**out, "day": a.day, "fraction_of_first": round(out["seconds"] / first, 4)}
                 save()
     print(json.dumps({k: v for k, v in result.items() if k not in ("first", "incremental")}, indent=2))
 

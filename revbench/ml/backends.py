@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import shutil
+import queue
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -270,6 +271,9 @@ def _dimension(st: Any) -> int:
     return int(get() or 0)
 
 
+_FIRST_USE = threading.Lock()
+
+
 def onnx_encoder(name: str, runtime: Runtime, root: Path) -> OnnxEncoder:
     """Model ``name`` run by ``runtime`` (``onnx``, ``onnx-int8`` or ``openvino``) from its ONNX
     export under ``root`` (made on first use)."""
@@ -301,15 +305,34 @@ class OnnxEncoder:
             # The precision named in the vectors' key, asked for explicitly.
             hint = "bf16" if openvino_precision() == "bfloat16" else "f32"
             compiled = ov.Core().compile_model(str(graph), "CPU", {"INFERENCE_PRECISION_HINT": hint})
-            local = threading.local()
+            # A compiled model called directly shares one infer request, which two pieces on the
+            # thread runner would use at once ("Infer Request is busy"): a pool of requests, each
+            # lent to one caller at a time.
+            self.pool_size = min(8, max(2, os.cpu_count() or 2))
+            idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+            for _ in range(self.pool_size):
+                idle.put(compiled.create_infer_request())
+            # The first tensor.data of a process makes pybind11's numpy API table inside a C++
+            # static guard: two threads there at once deadlock with the GIL (seen twice in the 160k
+            # day-later refresh, every piece waiting at 0% CPU: one thread in __cxa_guard_acquire
+            # holding the GIL, one in pybind11's gil_safe_call_once for npy_api waiting for it).
+            # One inference here, one thread at a time, makes it before any piece runs.
+            with _FIRST_USE:
+                warm = idle.get()
+                try:
+                    one = {"input_ids": self.card["pad_id"], "attention_mask": 1, "token_type_ids": 0}
+                    warm.infer({k: np.array([[one[k]]], dtype=np.int64) for k in self.card["inputs"]})
+                    np.array(warm.get_output_tensor(0).data, copy=True)
+                finally:
+                    idle.put(warm)
 
             def run(feed: dict[str, np.ndarray]) -> np.ndarray:
-                # A compiled model called directly shares one infer request, which two pieces on
-                # the thread runner would use at once ("Infer Request is busy"): one per thread.
-                if not hasattr(local, "request"):
-                    local.request = compiled.create_infer_request()
-                local.request.infer(feed)
-                return np.array(local.request.get_output_tensor(0).data, copy=True)
+                request = idle.get()
+                try:
+                    request.infer(feed)
+                    return np.array(request.get_output_tensor(0).data, copy=True)
+                finally:
+                    idle.put(request)
 
             self._run = run
         else:

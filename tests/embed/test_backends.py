@@ -64,6 +64,43 @@ def test_one_model_encodes_from_several_threads_at_once(export_root: Path, runti
     assert all(np.allclose(a, b, atol=1e-5) for a, b in zip(alone, together, strict=True))
 
 
+def test_a_fresh_openvino_model_serves_more_threads_than_it_has_requests(export_root: Path) -> None:
+    """At 160k the first concurrent inferences of a process deadlocked twice (pybind11 making
+    numpy's API table under a C++ static guard in two threads at once; see OnnxEncoder). The
+    encoder now runs one inference as it is made; that race is rare outside 160k (not seen in 16
+    fresh processes here), so this test cannot show it. What it shows: a fresh model hit by more
+    threads than it has requests, all at once and again, lends them in turn and gives each thread
+    its own vectors."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    reference = model_for(DEFAULT_MODEL, "openvino", export_root)  # type: ignore[arg-type]
+    batches = [[f"{t} ({i})" for t in TEXTS] for i in range(12)]
+    alone = [reference.encode(b, batch_size=2) for b in batches]
+    fresh = backends.OnnxEncoder(backends.export_folder(export_root, DEFAULT_MODEL) / "model.onnx", "openvino")
+    assert fresh.pool_size >= 2
+    results: list[list[np.ndarray]] = []
+
+    def hammer() -> None:
+        start = threading.Barrier(len(batches))
+
+        def one(b: list[str]) -> np.ndarray:
+            start.wait()  # every thread's first call at once
+            return fresh.encode(b, batch_size=2)
+
+        with ThreadPoolExecutor(len(batches)) as pool:
+            for _ in range(5):
+                start.reset()
+                results.append(list(pool.map(one, batches)))
+
+    worker = threading.Thread(target=hammer, daemon=True)
+    worker.start()
+    worker.join(timeout=300)  # not a speed check: a deadlock would never end
+    assert not worker.is_alive(), "concurrent encodes did not finish: a deadlock in the runtime"
+    assert len(results) == 5
+    assert all(np.allclose(a, b, atol=1e-5) for r in results for a, b in zip(alone, r, strict=True))
+
+
 def test_an_export_is_made_once_and_remade_when_its_layout_changes(export_root: Path) -> None:
     card = backends.export_folder(export_root, DEFAULT_MODEL) / "encoder.json"
     stamp = card.stat().st_mtime_ns
