@@ -37,12 +37,25 @@ def sample_queries(papers: pl.DataFrame, categories: list[str], per_category: in
     return pl.DataFrame(rows, schema={"arxiv_id": pl.Utf8, "category": pl.Utf8})
 
 
-QUERY_BATCH = 256
-"""Queries per faiss range search (bounds the memory of one search)."""
+QUERY_BATCH = 512
+"""At most this many queries per faiss range search (bounds the memory of one search)."""
+
+
+def query_batches(n: int, most: int) -> list[range]:
+    """``n`` positions in the fewest batches of at most ``most``, as equal as they can be (no
+    small remainder batch: see ``range_neighbors``)."""
+    if n <= 0:
+        return []
+    parts = -(-n // most)
+    size, extra = divmod(n, parts)
+    bounds = [0]
+    for k in range(parts):
+        bounds.append(bounds[-1] + size + (k < extra))
+    return [range(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 def range_neighbors(vectors: np.ndarray, ids: list[str], query_ids: list[str], tau: float, max_neighbors: int = 0) -> pl.DataFrame:
-    """Papers with cosine similarity >= ``tau`` to each query (itself excluded), from a faiss
+    """Papers with cosine similarity above ``tau`` to each query (itself excluded), from a faiss
     inner-product index over unit vectors; ``max_neighbors`` keeps the most similar."""
     import faiss
 
@@ -56,9 +69,12 @@ def range_neighbors(vectors: np.ndarray, ids: list[str], query_ids: list[str], t
     id_arr = np.array(ids, dtype=object)
     frames = []
     # Queries in batches: faiss allocates every match of a batch at once, and at full size on
-    # dense vectors (160k papers, tau 0.4) one search over all queries ran out of 24 GB.
-    for start in range(0, len(query_ids), QUERY_BATCH):
-        batch = qpos[start:start + QUERY_BATCH]
+    # dense vectors (160k papers, tau 0.4) one search over all queries ran out of 24 GB. The
+    # batches are equal and as large as allowed: faiss 1.15 searched 4.5x slower per query in
+    # batches of 320 queries or fewer than of 352 or more (measured on 166k MiniLM vectors;
+    # batches of 256 made the recall of a 4,000-query round 16.9 s instead of 3.1 s).
+    for part in query_batches(len(query_ids), QUERY_BATCH):
+        start, batch = part.start, qpos[part.start:part.stop]
         lims, dist, found = index.range_search(x[batch], float(tau))
         qs, ns, ss = [], [], []
         for k, qp in enumerate(batch):

@@ -92,6 +92,18 @@ def test_range_search_in_batches_equals_brute_force(monkeypatch) -> None:
     assert got.height == len(want)
 
 
+def test_query_batches_are_the_fewest_and_as_equal_as_they_can_be() -> None:
+    from revbench.tasks.pools import query_batches
+
+    assert [len(b) for b in query_batches(4000, 512)] == [500] * 8
+    assert [len(b) for b in query_batches(1100, 512)] == [367, 367, 366]
+    assert [len(b) for b in query_batches(512, 512)] == [512]
+    assert [len(b) for b in query_batches(7, 512)] == [7]
+    assert query_batches(0, 512) == []
+    covered = [i for b in query_batches(1537, 512) for i in b]
+    assert covered == list(range(1537))
+
+
 def test_query_categories_shape_the_round_only_when_given() -> None:
     import pytest
     from pydantic import ValidationError
