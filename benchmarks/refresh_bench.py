@@ -191,6 +191,8 @@ def main() -> None:
     p.add_argument("--until")
     p.add_argument("--window-days", type=int)
     a = p.parse_args()
+    if a.day < 1:
+        p.error(f"--day {a.day}: expected 1 or more")
     if a.stage_run:
         a.stages = a.stage_run
         stage_main(a)
@@ -201,15 +203,22 @@ def main() -> None:
 
     from revbench.replay import spawn_replay
     from revbench.settings import ReplaySettings
-    from revbench.synth.world import WorldSpec, ensure_world, grow_world
+    from revbench.synth.world import WorldSpec, ensure_world, grow_world, spec_of
 
     runners = [r.strip() for r in a.runners.split(",") if r.strip()]
+    world = a.work / "world"
+    if a.phase == "incremental":  # checked before a world is made or a server started
+        if not (world / "world.json").exists():
+            raise SystemExit(f"--phase incremental: no world under {world}: run --phase first with this --work")
+        grown_days = spec_of(json.loads((world / "world.json").read_text())).extra_days
+        if a.day < grown_days:
+            raise SystemExit(f"--day {a.day}: the world under {world} has grown {grown_days} days already; "
+                             f"ask for day {grown_days} (to finish it) or a later one")
     spec = WorldSpec(n_papers=a.papers, seed=11)
     base_world = a.worlds / f"world-{a.papers // 1000}k"
     t = time.perf_counter()
     manifest = ensure_world(base_world, spec)
     gen_s = time.perf_counter() - t
-    world = a.work / "world"
     if a.phase != "incremental" and not a.resume:
         shutil.rmtree(a.work, ignore_errors=True)
         shutil.copytree(base_world, world)  # the copy grows; the base stays for the next run
@@ -245,9 +254,8 @@ def main() -> None:
                     save()
         if a.phase == "first":
             return
-        if a.day < 1:
-            raise SystemExit(f"--day {a.day}: expected 1 or more")
-        grown = grow_world(world, max(0, a.day - json.loads((world / "world.json").read_text())["spec"]["extra_days"]))
+        grown_days = spec_of(json.loads((world / "world.json").read_text())).extra_days  # a resumed --phase both too
+        grown = grow_world(world, max(0, a.day - grown_days))
         result["new_papers"] = grown["days"]["papers_per_day"]
         key = "incremental" if a.day == 1 else f"incremental_day{a.day}"
         result.setdefault(key, {})

@@ -46,12 +46,7 @@ def query_batches(n: int, most: int) -> list[range]:
     small remainder batch: see ``range_neighbors``)."""
     if n <= 0:
         return []
-    parts = -(-n // most)
-    size, extra = divmod(n, parts)
-    bounds = [0]
-    for k in range(parts):
-        bounds.append(bounds[-1] + size + (k < extra))
-    return [range(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [range(int(c[0]), int(c[-1]) + 1) for c in np.array_split(np.arange(n), -(-n // most))]
 
 
 def range_neighbors(vectors: np.ndarray, ids: list[str], query_ids: list[str], tau: float, max_neighbors: int = 0) -> pl.DataFrame:

@@ -22,8 +22,8 @@ import functools
 import json
 import logging
 import os
-import shutil
 import queue
+import shutil
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
