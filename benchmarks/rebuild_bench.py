@@ -136,8 +136,12 @@ def stage_seconds(lines: list[tuple[float, str]], wall: float) -> tuple[dict[str
     if not starts:
         return {}, {}, 0.0
     ends = [t for t, _, _ in starts[1:]] + [wall]
-    return ({name: round(end - t, 1) for (t, name, _), end in zip(starts, ends, strict=True)},
-            {name: printed for _, name, printed in starts}, round(starts[0][0], 1))
+    seconds: dict[str, float] = {}
+    first: dict[str, int] = {}
+    for (t, name, printed), end in zip(starts, ends, strict=True):  # a stage may print twice (pools: both configurations)
+        seconds[name] = round(seconds.get(name, 0.0) + end - t, 1)
+        first.setdefault(name, printed)
+    return seconds, first, round(starts[0][0], 1)
 
 
 def baseline(kind: str, path: Path, env: dict[str, str], log: Path, repeat: int) -> dict[str, Any]:

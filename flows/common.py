@@ -11,11 +11,15 @@ Either way the run is a row in the warehouse ``runs`` table.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
+import inspect
 import logging
 import subprocess
 import sys
+import threading
 import time
+import types
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,7 +33,19 @@ import revbench
 from revbench.errors import RevbenchError, clear_interrupt, interrupt_noted
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
-from revbench.warehouse.holder import clear_holder, clear_waiting, describe_waiting, read_waiting, write_holder, write_waiting
+from revbench.warehouse.holder import (
+    clear_holder,
+    clear_waiting,
+    describe_waiting,
+    drop_stray_decisions,
+    read_decision,
+    read_holder,
+    read_waiting,
+    write_decision,
+    write_holder,
+    write_waiting,
+)
+from revbench.warehouse.lifecycle import held_here
 
 log = logging.getLogger("revbench.flows")
 P = ParamSpec("P")
@@ -87,9 +103,13 @@ class RevbenchFlow(Generic[P, R]):
     @cached_property
     def flow(self) -> Any:
         from prefect import flow
+        from prefect.utilities.hashing import file_hash
 
         quiet_expected_errors()
-        return flow(self.fn, name=self.name, log_prints=True)
+        # Prefect versions a flow by its function's file: the flow's own, not the wrapper's.
+        source = inspect.getsourcefile(self.fn)
+        return flow(_with_final_state(self.fn), name=self.name, log_prints=True,
+                    version=file_hash(source) if source else None)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         settings = kwargs.get("settings", args[0] if args else None)
@@ -123,6 +143,33 @@ def quiet_expected_errors() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _ExpectedErrors) for f in logger.filters):
             logger.addFilter(_ExpectedErrors())
+
+
+_FINAL_STATES: dict[str, tuple[str, str]] = {}
+"""Flow run id -> (state name, message) of a tracked run whose outcome names its final state (``mark_outcome``)."""
+
+
+def _with_final_state(fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn`` as a tracked run calls it: when the run noted an outcome with a state name (a
+    rejected release), it ends in a Completed state of that name, not a plain green Completed;
+    the caller still gets ``fn``'s result."""
+    noted, run_id = _FINAL_STATES, current_run_id
+
+    def tracked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            named = noted.pop(run_id(), None)
+        if named is None:
+            return result
+        from prefect.states import Completed
+
+        return Completed(data=result, name=named[0], message=named[1])
+
+    # Prefect resolves the parameters' annotations (strings: postponed evaluation) in the
+    # function's globals, so the wrapper gets the flow module's; its body reads closures only.
+    wrapper = types.FunctionType(tracked.__code__, fn.__globals__, fn.__name__, None, tracked.__closure__)
+    return functools.wraps(fn)(wrapper)
 
 
 def revbench_flow(name: str) -> Callable[[Callable[P, R]], RevbenchFlow[P, R]]:
@@ -222,11 +269,133 @@ class PauseExpired(RevbenchError):
 
 @dataclass(frozen=True)
 class Waiting:
-    """What a paused run waits for, and the command that decides it without the UI."""
+    """What a paused run waits for, the command that decides it without the UI, and the
+    decision's key: every run waiting for the same ``decision`` ends its wait when any run records
+    it (``decision_made``)."""
 
     what: str
     command: str
     timeout_seconds: int
+    decision: str
+
+
+@dataclass(frozen=True)
+class DecidedElsewhere:
+    """``wait_for_curator``'s answer when the wait ended because another run (a command, a
+    policy, another run's form) recorded the decision: it is in the warehouse, and this run
+    finishes with it. ``facts``: what the deciding run said it decided."""
+
+    by: str
+    run_id: str
+    what: str
+    facts: dict[str, Any]
+
+
+class DecisionWatcher:
+    """While a run waits, resumes its own paused flow run as soon as a note says the decision was
+    made elsewhere (``decision_made``), with the input the note carries.
+
+    The waiting process resumes itself, rather than the command that decided resuming it through
+    the API, because that command may run in-process (no Prefect at all) or against another
+    Prefect API than the one the pause lives on (a process without PREFECT_API_URL gets a
+    temporary server of its own), while the paused process always reaches its own. The note is a
+    file beside the warehouse: it needs neither the warehouse's lock (the deciding command holds
+    it) nor the API. Polling the warehouse instead would take its lock every few seconds for a day,
+    in every writer's way; a loop of short pauses would make the UI's form vanish and come back
+    under the curator's hands."""
+
+    def __init__(self, db: Path, run_id: str, interval: float = 1.0):
+        self.db, self.run_id, self.interval = db, run_id, interval
+        self.note: dict[str, Any] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> DecisionWatcher:
+        ctx = contextvars.copy_context()  # Prefect's settings (the API the pause lives on) go along
+        self._thread = threading.Thread(target=ctx.run, args=(self._watch,), name=f"decision-{self.run_id[:8]}",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        if self.note is None:  # a decision that crossed an answer in the form counts all the same
+            self.note = read_decision(self.db, self.run_id)
+
+    def _watch(self) -> None:
+        from prefect.exceptions import FlowPauseTimeout, NotPausedError
+        from prefect.flow_runs import resume_flow_run
+
+        run_input: dict[str, Any] | None = None
+        while not self._stop.wait(self.interval):
+            note = read_decision(self.db, self.run_id)
+            if note is None:
+                continue
+            self.note = note
+            run_input = dict(note.get("run_input") or {}) if run_input is None else run_input
+            try:
+                resume_flow_run(uuid.UUID(self.run_id), run_input=run_input)
+                return
+            except NotPausedError:
+                continue  # not paused yet, or its own form answered at the same moment
+            except FlowPauseTimeout:
+                return
+            except RuntimeError as exc:  # the form refused the input: its defaults do (the warehouse holds the decision)
+                log.warning("run %s: resuming with the deciding run's input was refused (%s); resuming with the "
+                            "form's defaults", self.run_id, exc)
+                run_input = {}
+            except Exception as exc:  # the API is away for a moment: the next look tries again
+                log.warning("run %s: could not resume it after the decision made elsewhere: %s", self.run_id, exc)
+
+
+def say(line: str, level: int = logging.WARNING) -> None:
+    """One line in the run's log: the Prefect UI's log of a tracked run, the terminal's otherwise."""
+    if prefect_active():
+        from prefect.logging import get_run_logger
+
+        get_run_logger().log(level, "%s", line)
+    else:
+        log.log(level, "%s", line)
+
+
+def mark_outcome(run: Run, label: str, markdown: str, state: str | None = None) -> None:
+    """Make an outcome a curator must not miss (a rejected release, dropped flags, an expired
+    wait) visible on the run. Tracked: the run's name ends with ``(label)`` in the Prefect UI, its
+    log has a line, an ``outcome`` artifact holds ``markdown``, and with ``state`` the run ends in
+    a Completed state of that name; in-process the line is logged."""
+    line = f"{run.flow} run {run.run_id}: {label}"
+    say(line)
+    if not prefect_active():
+        return
+    from prefect.client.orchestration import get_client
+
+    publish_markdown("outcome", markdown, line)
+    if state is not None:
+        _FINAL_STATES[run.run_id] = (state, label)
+    try:
+        with get_client(sync_client=True) as client:
+            name = client.read_flow_run(uuid.UUID(run.run_id)).name
+            if not name.endswith(f"({label})"):
+                client.update_flow_run(uuid.UUID(run.run_id), name=f"{name} ({label})")
+    except Exception as exc:  # the outcome is recorded already; the name only shows it
+        log.warning("run %s: could not rename it to show %r: %s", run.run_id, label, exc)
+
+
+def decision_made(run: Run, decision: str, by: str, what: str, run_input: dict[str, Any],
+                  facts: dict[str, Any] | None = None) -> int:
+    """Once this run has recorded ``decision`` (committed in the warehouse): every other run, in
+    any process, that waits for it ends its wait and finishes with it (``run_input`` is what its
+    form is resumed with, ``facts`` what it is told; see ``DecisionWatcher``). Returns how many."""
+    db = run.wh.path
+    note = {"by": by, "run_id": run.run_id, "what": what, "run_input": run_input, "facts": facts or {}}
+    told = [str(w["run_id"]) for w in read_waiting(db)
+            if w.get("decision") == decision and str(w.get("run_id")) != run.run_id and w["alive"] and not w["decided"]
+            and write_decision(db, str(w["run_id"]), note)]
+    if told:
+        say(f"{what}: {len(told)} run(s) waiting for this decision end their wait with it ({', '.join(told)})")
+    return len(told)
 
 
 def run_url(run_id: str) -> str | None:
@@ -239,27 +408,41 @@ def run_url(run_id: str) -> str | None:
 def wait_for_curator(run: Run, form: Any, waiting: Waiting) -> Any:
     """Pause the tracked run for ``form`` (a Prefect ``RunInput``), letting go of the warehouse:
     says once what it waits for, where and until when, records it for ``revbench status`` (the
-    runs row reads ``waiting``), and turns the timeout into ``PauseExpired``."""
+    runs row reads ``waiting``). Returns the form's answer, or ``DecidedElsewhere`` when another
+    run recorded the decision meanwhile (the wait ends within seconds of it); a timeout ends the
+    run as ``PauseExpired``, shown on the run in the Prefect UI."""
     from prefect.exceptions import FlowPauseTimeout
     from prefect.flow_runs import pause_flow_run
 
     now = datetime.now(UTC)
     info = {"run_id": run.run_id, "flow": run.flow, "what": waiting.what, "url": run_url(run.run_id),
-            "command": waiting.command, "timeout_seconds": waiting.timeout_seconds,
+            "command": waiting.command, "timeout_seconds": waiting.timeout_seconds, "decision": waiting.decision,
             "since": now.isoformat(timespec="seconds"),
             "until": (now + timedelta(seconds=waiting.timeout_seconds)).isoformat(timespec="seconds")}
     path = run.wh.path
     run.wh.set_run_status(run.run_id, "waiting")
     write_waiting(path, info)
     log.warning("%s", describe_waiting(info))
+    answer, expired = None, False
     try:
-        with run.released(waiting.timeout_seconds):
-            answer = pause_flow_run(wait_for_input=form, timeout=waiting.timeout_seconds, poll_interval=2)
-    except FlowPauseTimeout:
-        raise PauseExpired(f"{run.flow} run {run.run_id}: nobody answered within {waiting.timeout_seconds} s "
-                           f"({waiting.what}); the run ended as paused-expired, `{waiting.command}` decides") from None
+        with run.released(waiting.timeout_seconds), DecisionWatcher(path, run.run_id) as watcher:
+            try:
+                answer = pause_flow_run(wait_for_input=form, timeout=waiting.timeout_seconds, poll_interval=2)
+            except FlowPauseTimeout:
+                expired = True
     finally:
         clear_waiting(path, run.run_id)
+    if watcher.note is not None:  # recorded first, so it stands even if the form was answered too
+        run.wh.set_run_status(run.run_id, "running")
+        n = watcher.note
+        say(f"no longer waits: {n.get('what')} by {n.get('by')} (run {n.get('run_id')}); this run finishes with "
+            "that decision")
+        return DecidedElsewhere(str(n.get("by")), str(n.get("run_id")), str(n.get("what")), dict(n.get("facts") or {}))
+    if expired:
+        text = (f"{run.flow} run {run.run_id}: nobody answered within {waiting.timeout_seconds} s ({waiting.what}); "
+                f"the run ended as paused-expired, `{waiting.command}` decides")
+        mark_outcome(run, "wait expired", f"## The wait expired\n\n{text}.\n\nWhat waited stays pending for the next run.")
+        raise PauseExpired(text)
     run.wh.set_run_status(run.run_id, "running")
     return answer
 
@@ -273,6 +456,7 @@ def alive_waiting_runs(db: Path) -> frozenset[str]:
             alive.add(str(info.get("run_id")))
         else:
             clear_waiting(db, str(info.get("run_id")))
+    drop_stray_decisions(db)
     return frozenset(alive)
 
 
@@ -288,11 +472,18 @@ def open_warehouse(settings: Settings, lock_wait: float | None = None) -> Wareho
 def flow_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Iterator[Run]:
     """Open the warehouse once for the run (waiting a bounded time for another process to let
     go of it) and record the run in ``runs``: leftovers of crashed runs are marked, the outcome
-    (completed, failed, or cancelled on Ctrl-C or SIGTERM) is written at exit."""
+    (completed, failed, or cancelled on Ctrl-C or SIGTERM) is written at exit.
+
+    A run started while this process holds the warehouse (the evaluation that ends a ratings or
+    release run) shares the holder's database: the warehouse is never let go between the two, so
+    no other command can slip in and fail the rest of the run; the holder's run is alive, so
+    nothing is marked crashed, and the holder file names the holder again when the inner run ends."""
     run_id = current_run_id()
     clear_interrupt()
+    nested = held_here(settings.warehouse_path)
+    outer = read_holder(settings.warehouse_path) if nested else None
     with contextlib.closing(open_warehouse(settings)) as wh:
-        crashed = wh.mark_crashed_runs(alive_waiting_runs(wh.path))
+        crashed = 0 if nested else wh.mark_crashed_runs(alive_waiting_runs(wh.path))
         if crashed:
             log.warning("%d earlier run(s) never finished; marked crashed", crashed)
         wh.start_run(run_id, flow, parameters, code_version())
@@ -322,7 +513,11 @@ def flow_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Itera
         else:
             run.wh.finish_run(run_id, "completed")
         finally:
-            clear_holder(wh.path, run_id)
+            if outer is not None and held_here(wh.path, besides=wh):
+                # Replaced, never removed: `revbench status` sees the warehouse held throughout.
+                write_holder(wh.path, {k: v for k, v in outer.items() if k not in ("alive", "pid", "host", "updated_at")})
+            else:
+                clear_holder(wh.path, run_id)
             if run.wh is not wh:
                 run.wh.close()
 

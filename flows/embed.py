@@ -105,7 +105,8 @@ def embed_flow(settings: Settings, benchmarks: list[str], models: list[str] | No
 
     plan = plan_evaluation(settings, benchmarks, ["trivial"], [])
     models = models or settings.embed.models
-    loaded, _ = load_inputs(plan, allow_partial=False, profile_max_papers=settings.ratings.profile_max_papers)
+    loaded, _ = load_inputs(plan, allow_partial=False, profile_max_papers=settings.ratings.profile_max_papers,
+                            lock_wait=settings.warehouse.lock_wait_seconds)
     for m in models:
         check_model(m, "--model", runtime_for(settings.embed.backend, settings.cache_dir, m), settings.cache_dir)
     with flow_run(settings, "embed", {"benchmarks": benchmarks, "models": models}) as run:

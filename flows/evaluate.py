@@ -34,12 +34,13 @@ log = logging.getLogger("revbench.evaluate")
 SameAs = dict[tuple[str, str], tuple[str, str]]
 
 
-def load_inputs(plan: EvaluationPlan, allow_partial: bool,
-                profile_max_papers: int = 20) -> tuple[list[Benchmark], list[tuple[int, Scores]]]:
+def load_inputs(plan: EvaluationPlan, allow_partial: bool, profile_max_papers: int = 20,
+                lock_wait: float = 0.0) -> tuple[list[Benchmark], list[tuple[int, Scores]]]:
     """Load and check every benchmark and prediction file before any work, so bad input writes
     nothing. A file that leaves pairs of its benchmark unscored is an error unless
-    ``allow_partial`` (then every row reports its coverage)."""
-    loaded = [load_warehouse(path, profile_max_papers) if kind == "warehouse" else load_benchmark(kind, path)
+    ``allow_partial`` (then every row reports its coverage). A warehouse benchmark waits up to
+    ``lock_wait`` seconds for a run that holds its file."""
+    loaded = [load_warehouse(path, profile_max_papers, lock_wait) if kind == "warehouse" else load_benchmark(kind, path)
               for kind, path in plan.benchmarks]
     names = [b.name for b in loaded]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -74,9 +75,11 @@ def load_inputs(plan: EvaluationPlan, allow_partial: bool,
 def check_recorded_releases(settings: Settings, benchmarks: list[tuple[str, Path]]) -> None:
     """A release of this project's releases folder is checked against the manifest sha256 the
     warehouse recorded when it was built, before anything is read (its loader checks every file
-    against the manifest; a copy elsewhere has only its own manifest to answer to)."""
+    against the manifest; a copy elsewhere has only its own manifest to answer to); read as
+    ``release`` or, its JSON, as ``lrbench``."""
     for kind, path in benchmarks:
-        if kind == "release" and path.resolve().parent == settings.releases_dir.resolve():
+        is_release = kind == "release" or (kind == "lrbench" and (path / "manifest.json").is_file())
+        if is_release and path.resolve().parent == settings.releases_dir.resolve():
             from revbench.flows.release import verify_recorded
 
             verify_recorded(settings, path)
@@ -138,12 +141,17 @@ def score_all(run: Run, loaded: list[Benchmark], specs: list[str]) -> dict[tuple
 
 def export_predictions(scores: Scores, benchmark: Benchmark, report_dir: Path) -> None:
     """Each scorer's predictions in the OpenReview ``{reviewer: {paper: score}}`` format."""
-    out = report_dir / "predictions" / benchmark.name.replace(":", "_")
-    out.mkdir(parents=True, exist_ok=True)
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in scores.scorer)
     for d in range(len(scores.draws)):
-        suffix = f"_d{d + 1}" if len(scores.draws) > 1 else ""
-        (out / f"{safe}{suffix}.json").write_text(json.dumps(scores.to_openreview(d)))
+        path = predictions_path(report_dir, benchmark.name, scores.scorer, d + 1 if len(scores.draws) > 1 else None)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(scores.to_openreview(d)))
+
+
+def predictions_path(report_dir: Path, benchmark: str, scorer: str, draw: int | None = None) -> Path:
+    """Where :func:`export_predictions` puts a scorer's predictions on a benchmark (one file per
+    draw where there are several)."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in scorer)
+    return report_dir / "predictions" / benchmark.replace(":", "_") / f"{safe}{f'_d{draw}' if draw else ''}.json"
 
 
 @dataclass(frozen=True)
@@ -263,7 +271,8 @@ def evaluate_flow(
     if bootstrap < 0:
         raise UsageError(f"--bootstrap {bootstrap}: expected 0 or more resamples")
     check_recorded_releases(settings, plan.benchmarks)
-    loaded, preds = load_inputs(plan, allow_partial, settings.ratings.profile_max_papers)
+    loaded, preds = load_inputs(plan, allow_partial, settings.ratings.profile_max_papers,
+                                settings.warehouse.lock_wait_seconds)
     warn_training_overlap(plan.scorers, loaded)
     params = dict(benchmarks=benchmarks, scorers=plan.scorers, predictions=predictions or [], baseline=baseline,
                   bootstrap=bootstrap, seed=seed, allow_partial=allow_partial)

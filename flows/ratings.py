@@ -20,9 +20,12 @@ import polars as pl
 
 from revbench.errors import UsageError
 from revbench.flows.common import (
+    DecidedElsewhere,
     Run,
     Waiting,
+    decision_made,
     flow_run,
+    mark_outcome,
     prefect_active,
     publish_markdown,
     publish_table,
@@ -54,6 +57,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("revbench.ratings")
 DECISIONS = ("keep", "drop")
+FLAGS_DECISION = "ratings-flags"
+"""The key of the decision ratings runs wait for: any flag decision recorded ends every such wait."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,7 +253,9 @@ def _ask_curator(run: Run, open_flags: pl.DataFrame, ratings: pl.DataFrame) -> t
         description=forms.flag_form_markdown(open_flags, ratings, cfg))
     answer = wait_for_curator(run, form, Waiting(
         f"a curator's decisions on {open_flags.height} flags (their ratings are pending)",
-        "revbench ratings --decide keep|drop --curator NAME", cfg.decision_timeout_seconds))
+        "revbench ratings --decide keep|drop --curator NAME", cfg.decision_timeout_seconds, FLAGS_DECISION))
+    if isinstance(answer, DecidedElsewhere):  # recorded by the run that decided: read back with the others
+        return {}, answer.by
     by_flag = {d.flag_id: (d.decision, d.reason) for d in answer.decisions}
     unknown = forms.unknown_ids(by_flag, open_flags["flag_id"].to_list())
     if unknown:
@@ -271,6 +278,26 @@ def record_decisions_stage(run: Run, new: pl.DataFrame, asked: int) -> pl.DataFr
             st.wh.upsert(FLAG_DECISIONS, new)
         st.result.rows_in, st.result.rows_out = asked, new.height
         return st.wh.read(FLAG_DECISIONS)
+
+
+def _announce(run: Run, asked: pl.DataFrame, decisions: pl.DataFrame) -> None:
+    """The decisions beyond the data: those this run recorded end the wait of every run waiting
+    for flag decisions (which finish with them); flags asked in this run and dropped, decided
+    here or elsewhere while it waited, show on the run (name, log line, ``outcome`` artifact)."""
+    mine = decisions.filter(pl.col("run_id") == run.run_id)
+    if mine.height:
+        by = mine["decided_by"][0]
+        counts = ", ".join(f"{n} {d}" for d, n in sorted(mine.group_by("decision").len().iter_rows()))
+        decision_made(run, FLAGS_DECISION, by, f"{mine.height} flags decided ({counts}) by {by}",
+                      {"curator": by, "reason": f"decided by {by} in run {run.run_id} while this run waited"},
+                      {"decided": mine.height})
+    dropped = [f for f in tasks.flag_list(asked, decisions) if f["decision"] == "drop"]
+    if dropped:
+        rows = "\n".join(f"| `{f['flag_id']}` | {f['rule']} | {f['reviewer_id']} | {len(f['paper_ids'])} | {f['decided_by']} |"
+                         for f in dropped)
+        mark_outcome(run, f"{len(dropped)} flags dropped",
+                     f"## {len(dropped)} flags dropped\n\nTheir ratings are kept as rows, marked dropped, and left out "
+                     f"of the tuples.\n\n| flag | rule | annotator | ratings | decided by |\n|---|---|---|---|---|\n{rows}")
 
 
 @stage_task("tuples")
@@ -343,15 +370,19 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
             # Stored before asking: while flags wait, their ratings are kept as rows, pending.
             tuples_stage(run, pulled.ratings, flags, earlier)
         new, waited = _decide(run, open_flags, pulled.ratings, decide, curator)
-        if waited:  # another run may have pulled answers while this one waited
+        if waited:  # another run may have pulled answers and flagged them while this one waited
             pulled = pull_stage(run, store)
+            flags = flag_stage(run, pulled)
         decisions = record_decisions_stage(run, new, open_flags.height)
+        _announce(run, open_flags, decisions)
         built = tuples_stage(run, pulled.ratings, flags, decisions)
         out = _report(run, settings.data_dir / "reports" / "ratings", pulled, found, flags, open_flags.height, decisions,
                       built)
-    if run_evaluation and built.ratings.filter(pl.col("status") == "kept").height:
-        from revbench.flows.evaluate import evaluate_configured
+        # Inside the run, on the warehouse it holds: let go in between, another command could take
+        # it and fail the evaluation; and a run whose evaluation failed is not completed.
+        if run_evaluation and built.ratings.filter(pl.col("status") == "kept").height:
+            from revbench.flows.evaluate import evaluate_configured
 
-        out = dataclasses.replace(out, evaluation=evaluate_configured(
-            settings, f"warehouse={settings.warehouse_path}", settings.data_dir / "reports" / "warehouse"))
+            out = dataclasses.replace(out, evaluation=evaluate_configured(
+                settings, f"warehouse={settings.warehouse_path}", settings.data_dir / "reports" / "warehouse"))
     return out

@@ -27,10 +27,13 @@ import polars as pl
 from revbench.errors import RevbenchError, UsageError
 from revbench.files import write_atomic
 from revbench.flows.common import (
+    DecidedElsewhere,
     Run,
     Waiting,
     code_version,
+    decision_made,
     flow_run,
+    mark_outcome,
     prefect_active,
     publish_markdown,
     publish_table,
@@ -68,22 +71,44 @@ class PrivacyAuditFailed(RevbenchError):
         # The line goes to logs: an address shows its first letter and domain (the audit artifact has it whole).
         shown = "; ".join(f"{h.table} row {h.row} field {h.field}: {h.kind}{' (' + h.form + ')' if h.form else ''} "
                           f"{h.redacted()!r}{' of ' + h.person if h.person else ''}" for h in hits[:5])
-        more = f" (and {len(hits) - 5} more)" if len(hits) > 5 else ""
-        plain = any(h.kind == "email" and h.form == "plain" and h.field.rsplit(".", 1)[-1] in ("abstract", "title") for h in hits)
-        hint = ("; addresses written in abstracts can be replaced by [email] with REVBENCH_RELEASE__REDACT_ADDRESSES=true"
-                if plain else "")
-        super().__init__(f"privacy audit: {len(hits)} identifiers in the release, nothing was written: {shown}{more}{hint}")
+        more = f" (and {len(hits) - 5} more, every one in the 'release-audit' artifact)" if len(hits) > 5 else ""
+        super().__init__(f"privacy audit: {len(hits)} identifiers in the release, nothing was written: {shown}{more}"
+                         f"{audit_way_out(hits)}")
+
+
+def audit_way_out(hits: list[privacy.AuditHit]) -> str:
+    """What resolves the hits, by what they are and where they stand: a setting that redacts
+    identifiers written in papers' text, or a look at the rows for what no setting redacts."""
+    in_text = [h for h in hits if h.field.rsplit(".", 1)[-1] in ("abstract", "title")]
+    ways = []
+    if any(h.kind == "email" and h.form == "plain" and not h.person for h in in_text):
+        ways.append("REVBENCH_RELEASE__REDACT_ADDRESSES=true replaces addresses written in papers' text by [email]")
+    if any(h.kind == "person_name" or h.person or h.kind == "orcid" for h in in_text):
+        ways.append("REVBENCH_RELEASE__REDACT_NAMES=true replaces the raters' names, addresses and ORCIDs written "
+                    "there by [name], [email], [orcid]")
+    if len(in_text) < len(hits) or any(h.kind not in ("email", "person_name", "orcid") for h in hits):
+        ways.append("other hits are in data no setting rewrites: remove them at the source (the paper's text in "
+                    "the warehouse) or drop the rating with `revbench ratings --decide drop`")
+    return "; " + "; ".join(ways) if ways else ""
 
 
 def audit_markdown(hits: list[privacy.AuditHit], strings: int) -> str:
     """The curator's view of the audit: every hit with its file, row, field, kind, form, the
-    text found (whole) and whose it is."""
-    if not hits:
-        return f"Privacy audit passed: {strings} strings scanned, no identifiers."
-    rows = "\n".join(f"| data/{h.table}.parquet | {h.row} | {h.field} | {h.kind} | {h.form} | `{h.found}` | {h.person} |"
-                     for h in hits)
-    return (f"Privacy audit FAILED: {len(hits)} hits in {strings} strings\n\n"
-            f"| file | row | field | kind | form | found | person |\n|---|---|---|---|---|---|---|\n{rows}")
+    text found (whole) and whose it is; the notes (a rater's institution in public text) after
+    it, which never stop a release."""
+    blocking, notes = [h for h in hits if h.blocks], [h for h in hits if not h.blocks]
+
+    def table(rows: list[privacy.AuditHit]) -> str:
+        return "| file | row | field | kind | form | found | person |\n|---|---|---|---|---|---|---|\n" + "\n".join(
+            f"| data/{h.table}.parquet | {h.row} | {h.field} | {h.kind} | {h.form} | `{h.found}` | {h.person} |" for h in rows)
+
+    head = (f"Privacy audit FAILED: {len(blocking)} identifiers in {strings} strings. What resolves them:"
+            f"{audit_way_out(blocking)[1:]}\n\n{table(blocking)}" if blocking
+            else f"Privacy audit passed: {strings} strings scanned, no identifiers of the people who rated.")
+    if notes:
+        head += (f"\n\nNotes (not blocking): {len(notes)} strings name an institution a rater was affiliated with; "
+                 f"an institution alone identifies nobody, but read them with the rows around them.\n\n{table(notes)}")
+    return head
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,15 +148,14 @@ class ReleaseState:
 
 @dataclass(frozen=True)
 class Draft:
-    """A release built in memory: its parent (and the parent verified, when its folder is there),
-    the warehouse inputs, the release tables and RATE's JSON, and the newest release recorded."""
+    """A release built in memory: its parent, the last published release (and the parent
+    verified, when its folder is there), the warehouse inputs, the release tables and RATE's JSON."""
 
     parent: str | None
     parent_release: tasks.VerifiedRelease | None
     inputs: dict[str, Any]
     tables: dict[str, pl.DataFrame]
     rate: dict[str, list[dict[str, Any]]]
-    newest: str | None
 
 
 @dataclass(frozen=True)
@@ -156,12 +180,15 @@ def _id_key(settings: Settings, approve: str | None) -> bytes:
 
 @revbench_flow("release")
 def release_flow(settings: Settings, version: str | None = None, replace: bool = False,
-                 only_if_changed: bool = False, approve: str | None = None, approver: str = "") -> ReleaseResult:
+                 only_if_changed: bool = False, approve: str | None = None, approver: str = "",
+                 force: bool = False) -> ReleaseResult:
     """Build release ``version`` (default: the next ``vN``) from the warehouse's kept ratings,
     then publish it on a curator's go (``approve`` yes or no, the auto-approve setting, or the
-    Prefect UI form); with ``only_if_changed``, nothing is written when every table equals the
-    latest release's. A release that is built but not yet decided takes ``approve`` alone
-    (same ``version``, no rebuild). Once published, the configured scorers are evaluated on it."""
+    Prefect UI form). Nothing is built, nor put to a curator, when every table equals the last
+    published release's (a rejected or merely built one is no reference), unless ``force``;
+    ``only_if_changed`` says the same explicitly (kept for scripts). A release that is built but
+    not yet decided takes ``approve`` alone (same ``version``, no rebuild). Once published, the
+    configured scorers are evaluated on it."""
     key = _id_key(settings, approve)
     root = settings.releases_dir
     version = version or _next_version(root)
@@ -175,19 +202,21 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
     if decide_only:
         return _decide_only(settings, version, approve, approver)
     _refuse_published(root, version, _recorded_state(settings, version))  # before the run: a refusal writes nothing
-    params = {"version": version, "replace": replace, "only_if_changed": only_if_changed, "approve": approve}
+    params = {"version": version, "replace": replace, "only_if_changed": only_if_changed, "approve": approve,
+              "force": force}
     with flow_run(settings, "release", params) as run:
         _refuse_published(root, version, ReleaseState.of(run.wh.release_state(version)))
         draft = _build_stage(run, version, key)
-        same = _unchanged_since(run, draft) if only_if_changed else None
+        same = None if force else _unchanged_since(draft)
         if same is not None:
-            log.info("nothing changed since release %s: no new release", same)
+            log.info("nothing changed since the published release %s: no release built, none put to a curator "
+                     "(--force builds one anyway)", same)
             return _result(root / same, run.run_id, status=None, decided_by=None, unchanged=True)
         strings = _audit_stage(run, draft)
         _write_stage(run, version, draft, strings)
         status, who = _ask(run, version, approve, approver, audit_markdown([], strings))
         result = _result(final, run.run_id, status=status, decided_by=who, audit_strings=strings)
-    return _evaluate_if_published(settings, result)
+        return _evaluate_if_published(settings, result)
 
 
 def _build_stage(run: Run, version: str, key: bytes) -> Draft:
@@ -201,19 +230,21 @@ def _build_stage(run: Run, version: str, key: bytes) -> Draft:
         inputs = run.wh.release_inputs()
         if inputs["ratings"].height == 0:
             raise UsageError("the warehouse holds no kept ratings: run `revbench ratings` first")
-        tables = tasks.build_tables(inputs, key, run.settings.release.profile_years, run.settings.release.redact_addresses)
+        r = run.settings.release
+        tables = tasks.build_tables(inputs, key, r.profile_years, r.redact_addresses, r.redact_names)
         rate = tasks.rate_json(tables)
         st.result.rows_in, st.result.rows_out = inputs["ratings"].height, sum(t.height for t in tables.values())
-    return Draft(parent, parent_release, inputs, tables, rate, recorded["version"][-1] if recorded.height else None)
+    return Draft(parent, parent_release, inputs, tables, rate)
 
 
-def _unchanged_since(run: Run, draft: Draft) -> str | None:
-    """The newest release when its tables equal the draft's (its folder checked first), else None."""
-    root = run.settings.releases_dir
-    if not draft.newest or not (root / draft.newest).exists():
+def _unchanged_since(draft: Draft) -> str | None:
+    """The last published release (the draft's parent, verified when the draft was built) when
+    its tables equal the draft's, else None. A rejected or merely built release is no reference:
+    what was never published is no reason to withhold a release."""
+    if draft.parent_release is None:
         return None
-    diff = tasks.changes(draft.tables, tasks.read_tables(verify_recorded(run.settings, root / draft.newest, run.wh)))
-    return None if tasks.changed(diff) else draft.newest
+    diff = tasks.changes(draft.tables, tasks.read_tables(draft.parent_release))
+    return None if tasks.changed(diff) else draft.parent
 
 
 def _audit_stage(run: Run, draft: Draft) -> int:
@@ -221,9 +252,10 @@ def _audit_stage(run: Run, draft: Draft) -> int:
     with stage(run, "audit") as st:
         hits, strings = privacy.privacy_audit(draft.tables, draft.inputs["people"], draft.inputs["affiliations"])
         publish_markdown("release-audit", audit_markdown(hits, strings), "Privacy audit of the release")
-        st.result.rows_in, st.result.rejected = strings, len(hits)
-        if hits:
-            raise PrivacyAuditFailed(hits)
+        blocking = [h for h in hits if h.blocks]
+        st.result.rows_in, st.result.rejected = strings, len(blocking)
+        if blocking:
+            raise PrivacyAuditFailed(blocking)
     return strings
 
 
@@ -265,7 +297,7 @@ def _ask_in_ui(run: Run, version: str, audit: str) -> Any:
         version, parent, audit or "see the 'release-audit' artifact", changes))
     return wait_for_curator(run, form, Waiting(f"a curator's go to publish release {version}",
                                                f"revbench release --version {version} --approve yes|no",
-                                               run.settings.release.approval_timeout_seconds))
+                                               run.settings.release.approval_timeout_seconds, f"release:{version}"))
 
 
 def _ask(run: Run, version: str, approve: str | None, approver: str, audit: str = "") -> tuple[str, str | None]:
@@ -279,10 +311,13 @@ def _ask(run: Run, version: str, approve: str | None, approver: str, audit: str 
     elif prefect_active():
         answer = _ask_in_ui(run, version, audit)
         recorded = run.wh.release_state(version)
-        if recorded is not None and recorded["status"] != "built":  # decided by command while this run waited
-            log.warning("release %s was %s by %s while this run waited; the answer in the UI is not recorded",
+        if recorded is not None and recorded["status"] != "built":  # decided by another run while this one waited
+            log.warning("release %s was %s by %s while this run waited; this run finishes with that decision",
                         version, recorded["status"], recorded["decided_by"])
+            _show_rejection(run, version, recorded["status"], recorded["decided_by"], recorded.get("reason") or "")
             return recorded["status"], recorded["decided_by"]
+        if isinstance(answer, DecidedElsewhere):  # its release was rebuilt meanwhile: nothing to adopt
+            return "built", None
         status, who, reason = ("published" if answer.publish else "rejected"), answer.approver or "Prefect UI", answer.reason
     else:
         log.warning("release %s is built and waits for a curator's go: `revbench release --version %s --approve yes` "
@@ -293,7 +328,19 @@ def _ask(run: Run, version: str, approve: str | None, approver: str, audit: str 
     run.wh.set_release_status(version, status, who, reason, run.run_id)
     if status == "published":
         _advance_latest(root, run.wh.releases())
+    decision_made(run, f"release:{version}", who, f"release {version} {status} by {who}",
+                  {"publish": status == "published", "approver": who, "reason": reason}, {"status": status})
+    _show_rejection(run, version, status, who, reason)
     return status, who
+
+
+def _show_rejection(run: Run, version: str, status: str, who: str | None, reason: str) -> None:
+    """A rejected release shows on its run: a Completed state named Rejected, the run's name, a
+    log line and an ``outcome`` artifact, not a plain green Completed."""
+    if status == "rejected":
+        mark_outcome(run, f"release {version} rejected", f"## Release {version} rejected\n\nBy {who}"
+                     f"{': ' + reason if reason else ''}. Its folder stays, marked rejected; nothing was published and "
+                     "`LATEST` did not move.", state="Rejected")
 
 
 def _next_version(root: Path) -> str:
@@ -363,7 +410,7 @@ def _decide_only(settings: Settings, version: str, approve: str | None, approver
                              "build a new version to change what is published")
         status, who = _ask(run, version, approve, approver)
         result = _result(root / version, run.run_id, status=status, decided_by=who)
-    return _evaluate_if_published(settings, result)
+        return _evaluate_if_published(settings, result)
 
 
 def _result(release_dir: Path, run_id: str, status: str | None, decided_by: str | None, audit_strings: int | None = None,
@@ -376,7 +423,9 @@ def _result(release_dir: Path, run_id: str, status: str | None, decided_by: str 
 
 
 def _evaluate_if_published(settings: Settings, result: ReleaseResult) -> ReleaseResult:
-    """Every configured scorer on a newly published release; results kept per release version."""
+    """Every configured scorer on a newly published release; results kept per release version.
+    Called inside the release's run, which keeps the warehouse meanwhile (see ``flow_run``): no
+    other command can fail it halfway, and the run is not completed when its evaluation failed."""
     if result.status != "published" or not settings.release.evaluate_after:
         return result
     from revbench.flows.evaluate import evaluate_configured

@@ -26,7 +26,18 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from revbench.errors import ServiceUnavailable, UsageError, note_interrupt
-from revbench.flows.common import Run, Stage, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.common import (
+    DecidedElsewhere,
+    Run,
+    Stage,
+    decision_made,
+    flow_run,
+    publish_markdown,
+    publish_table,
+    revbench_flow,
+    stage,
+    stage_task,
+)
 from revbench.flows.results import FlowResult
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import SURVEY_APPROVALS, SURVEY_INVITATIONS, SURVEY_MESSAGES, SURVEY_OPT_OUTS
@@ -224,9 +235,10 @@ def _publish_unconfirmed(rows: list[dict[str, Any]]) -> None:
 
 
 def _ask_curator(run: Run, round: int, kind: str, pending: pl.DataFrame, approve: tuple[str, int] | None,
-                 approver: str) -> tuple[str, int, str]:
+                 approver: str) -> tuple[str, int, str] | DecidedElsewhere:
     """(decision, how many, who): given on the command line, automatic by setting, or asked
-    of the curator in the Prefect UI (a tracked run pauses until the form is answered)."""
+    of the curator in the Prefect UI (a tracked run pauses until the form is answered, or until
+    another run records the wave's decision: then ``DecidedElsewhere``)."""
     if approve is not None:
         return approve[0], pending.height if approve[1] < 0 else min(approve[1], pending.height), approver or "command line"
     if run.settings.survey.auto_approve:
@@ -245,7 +257,10 @@ def _ask_curator(run: Run, round: int, kind: str, pending: pl.DataFrame, approve
     command = f"revbench survey {'send' if kind == 'invitation' else 'remind'} --round {round} --approve all|N|cancel"
     # Refreshes may write the warehouse while the run waits.
     answer = wait_for_curator(run, form, Waiting(f"a curator's go to send {pending.height} {kind} emails of round {round}",
-                                                 command, run.settings.survey.approval_timeout_seconds))
+                                                 command, run.settings.survey.approval_timeout_seconds,
+                                                 f"survey:{round}:{kind}"))
+    if isinstance(answer, DecidedElsewhere):
+        return answer
     n = pending.height if answer.decision == "approve_all" else min(answer.first_n, pending.height)
     return answer.decision, 0 if answer.decision == "cancel" else n, answer.approver or "Prefect UI"
 
@@ -355,9 +370,16 @@ def _deliver(run: Run, round: int, kind: str, pending: pl.DataFrame, dry_run: bo
         return Delivery(outbox=write_outbox(run.settings, pending, round))
     if pending.height == 0:
         return Delivery()
-    decision, n, who = _ask_curator(run, round, kind, pending, approve, approver)
+    asked = _ask_curator(run, round, kind, pending, approve, approver)
+    if isinstance(asked, DecidedElsewhere):
+        # The run that decided recorded the go and sent what it approved: nothing is sent twice.
+        return Delivery(decision=asked.facts.get("decision"), approved=asked.facts.get("approved"), approver=asked.by)
+    decision, n, who = asked
     run.wh.upsert(SURVEY_APPROVALS, pl.DataFrame([{"run_id": run.run_id, "round": round, "kind": kind, "decision": decision,
                                                      "approved": n, "approver": who, "decided_at": utcnow()}]))
+    decision_made(run, f"survey:{round}:{kind}", who, f"round {round}'s {kind} wave: {decision} ({n}) by {who}",
+                  {"decision": "approve_all" if decision == "auto" else decision, "first_n": n, "approver": who},
+                  {"decision": decision, "approved": n})
     decided = Delivery(decision=decision, approved=n, approver=who)
     if decision == "cancel" or n == 0:
         return decided

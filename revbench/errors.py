@@ -75,3 +75,8 @@ class WarehouseDamaged(RevbenchError):
     """The warehouse (or the survey store beside it) is not a readable file of ours."""
 
     exit_code = 5
+
+
+class SurveyStoreGone(WarehouseDamaged):
+    """The survey store's file left its path (moved aside or deleted) while a process had it
+    open: nothing is recorded, in it or anywhere, until a store is back at the path."""

@@ -135,6 +135,35 @@ class AdaptivePacer:
             self._interval = max(self.floor, self._interval - self.recovery)
 
 
+def send_through_429s(send: Callable[[], T], answer: Callable[[T], tuple[int, Mapping[str, str]]], pacer: AdaptivePacer,
+                      patience_seconds: float, retry_after_max_seconds: float, what: str,
+                      on_429: Callable[[bool], None] | None = None) -> T:
+    """``send`` at ``pacer``'s pace until the answer (``answer`` gives its status and headers) is
+    not a 429, and return it. A 429 is waited out here, never counted as a failed attempt: the
+    service answers, only not this fast, so a Retry-After holds the next request that long and a
+    bare 429 slows the pace (``on_429`` is told whether it did), until the service lets us through
+    or ``patience_seconds`` have passed: then ``RateLimited``, naming ``what``. A 2xx answer wins
+    back a little of the pace."""
+    patience_ends: float | None = None
+    while True:
+        pacer.wait()
+        resp = send()
+        status, headers = answer(resp)
+        if status != 429:
+            if 200 <= status < 300:
+                pacer.success()
+            return resp
+        retry_after = parse_retry_after(headers)
+        now = time.monotonic()
+        patience_ends = patience_ends or now + patience_seconds
+        if now >= patience_ends:
+            raise RateLimited(f"{what}: HTTP 429" + (f" for {patience_seconds:.0f} s" if patience_seconds else ""), retry_after)
+        before = pacer.interval
+        pacer.throttled(None if retry_after is None else min(retry_after, retry_after_max_seconds))
+        if on_429 is not None:
+            on_429(pacer.interval > before)
+
+
 class Breaker:
     """One per service client: calls that still fail after all their retries, in a row, mean the
     service is down or unusable, and the run must stop as failed instead of recording thousands

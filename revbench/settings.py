@@ -77,9 +77,20 @@ class ArxivSettings(Section):
 
     base_url: str = Field("https://export.arxiv.org/api/query", description="Query endpoint.")
     page_size: int = Field(500, ge=1, le=2000, description="Results per request (API limit 2000).")
-    delay_seconds: float = Field(3.0, ge=0, description="Pause between requests (arXiv asks for 3 s).")
+    delay_seconds: float = Field(3.0, ge=0, description="Pause between requests (arXiv asks for 3 s), the pace's ceiling.")
+    throttle_max_delay_seconds: float = Field(
+        60.0, ge=0, description="Longest pause adaptive pacing slows to after 429s without Retry-After."
+    )
+    throttle_recovery_seconds: float = Field(
+        0.5, ge=0, description="Taken off the pause after each answered request, back down to delay_seconds."
+    )
+    throttle_patience_seconds: float = Field(
+        900.0, ge=0, description="How long one request waits out 429s before it counts as failed (breaker_failures "
+        "such requests in a row stop the run)."
+    )
     max_results_per_query: int = Field(
-        10000, ge=1, description="A slice with more results is split in two (API ceiling 30000)."
+        10000, ge=1, description="A slice with more results is split in two; a single minute is paged through "
+        "(API ceiling 30000)."
     )
     slice_days: int = Field(1, ge=1, description="Initial width of a crawl slice in days.")
     categories: list[str] = Field(
@@ -221,6 +232,10 @@ class SurveySettings(Section):
     reminder_delay_days: float = Field(7.0, ge=0, description="Days after the last email before a reminder goes out.")
     recontact_across_rounds: bool = Field(False, description="Invite people already emailed in an earlier round.")
     rate_limit_per_minute: int = Field(60, ge=1, description="Requests per link and minute the survey server accepts.")
+    simulated_answer_times: bool = Field(
+        False, description="Record the answer time a SYNTHETIC panel declares on its simulated clock (header "
+        "X-Revbench-Simulated-Time) instead of the server's clock, so quality flags do not depend on the machine's "
+        "load (the demo and the rebuild set it); never on a server real people answer.")
 
 
 class RatingsSettings(Section):
@@ -256,6 +271,7 @@ class ReleaseSettings(Section):
     license: str = Field("cc-by-4.0", description="Licence id written into the dataset card.")
     profile_years: int = Field(2, ge=1, le=20, description="Reviewers' publications released: those of the last N years.")
     redact_addresses: bool = Field(False, description="Replace e-mail addresses written in papers' titles and abstracts by [email] (real abstracts carry their authors'); off: the privacy audit stops the release on them.")
+    redact_names: bool = Field(False, description="Replace the names, addresses and ORCID iDs of the people who rated, where papers' titles and abstracts spell them, by [name], [email] and [orcid]; off: the privacy audit stops the release on them.")
     auto_approve: bool = Field(False, description="Publish a release without waiting for a curator's go (unattended runs).")
     approval_timeout_seconds: int = Field(86400, ge=60, description="How long a tracked run waits for the curator's go.")
     evaluate_after: bool = Field(True, description="Evaluate REVBENCH_RATINGS__EVALUATE_SCORERS on each release once it is published.")

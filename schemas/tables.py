@@ -50,6 +50,8 @@ PDF_AUTHOR = pl.Struct(
         # Since 13 (documents is rebuilt then; the older rows get these as null).
         "affiliations": pl.List(AFFILIATION),
         "orcid": pl.Utf8,
+        # Since 14 (documents is rebuilt again; older rows get null): every <email>, ``email`` the first.
+        "emails": pl.List(pl.Utf8),
     }
 )
 S2_AUTHOR = pl.Struct({"author_id": pl.Utf8, "name": pl.Utf8})
@@ -222,6 +224,9 @@ MENTIONS = Table(
         Column("orcid", pl.Utf8, since=13, pattern=r"^\d{4}-\d{4}-\d{4}-\d{3}[\dX]$",
                doc="the aligned GROBID author's ORCID iD, bare form"),
         Column("arxiv_affiliations", pl.List(pl.Utf8), since=13, doc="the arxiv:affiliation elements of this author"),
+        Column("emails", pl.List(pl.Utf8), since=14,
+               doc="every usable address of the aligned GROBID author, in order (email holds the first); "
+                   "null for mentions loaded before 14"),
     ),
     primary_key=("arxiv_id", "position"),
     doc="Author mentions: one per (paper, position in arXiv's author list).",

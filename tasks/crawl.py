@@ -9,7 +9,8 @@ from datetime import UTC, date, datetime, time, timedelta
 
 import polars as pl
 
-from revbench.clients.arxiv_api import ArxivClient, ArxivRecord
+from revbench.clients.arxiv_api import API_CEILING, ArxivClient, ArxivRecord
+from revbench.retry import PermanentError
 from revbench.schemas.tables import ARXIV_RECORDS
 
 
@@ -33,15 +34,39 @@ def is_closed(slice_end: datetime, now: datetime) -> bool:
 
 
 def fetch_slice(client: ArxivClient, category: str, start: datetime, end: datetime) -> list[ArxivRecord]:
-    """Every record of one slice, halving the window while it exceeds the result ceiling."""
-    records, total = client.search_window(category, start, end)
+    """Every record of one slice. A window over the result ceiling is halved; a single minute,
+    which cannot be halved, is paged through as far as the API pages. A window the API cannot
+    serve either way stops the slice with one line naming it (``PermanentError``), after a few
+    requests: halving never recurses to failure."""
+    return _fetch(client, category, start, end, client.search_window(category, start, end))
+
+
+def _window(category: str, start: datetime, end: datetime) -> str:
+    return f"{category} {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC"
+
+
+def _fetch(client: ArxivClient, category: str, start: datetime, end: datetime,
+           first: tuple[list[ArxivRecord], int]) -> list[ArxivRecord]:
+    records, total = first
     if total <= client.settings.max_results_per_query:
         return records
-    if end - start <= timedelta(minutes=1):
-        raise RuntimeError(f"{category} has {total} results in one minute at {start}: cannot slice further")
-    mid = start + (end - start) / 2
-    mid = mid.replace(second=0, microsecond=0)
-    return fetch_slice(client, category, start, mid) + fetch_slice(client, category, mid + timedelta(minutes=1), end)
+    if end - start < timedelta(minutes=1):
+        if total > API_CEILING:
+            raise PermanentError(
+                f"arXiv reports {total} results for {_window(category, start, end)}, more than its API pages through "
+                f"({API_CEILING}), and a minute cannot be split; the slice is left for the next run", kind="window_too_large")
+        return client.search_window(category, start, end, most=API_CEILING)[0]
+    mid = (start + (end - start) / 2).replace(second=0, microsecond=0)
+    halves = [(start, mid), (mid + timedelta(minutes=1), end)]
+    answers = [client.search_window(category, s, e) for s, e in halves]
+    if all(t >= total for _, t in answers):
+        # Two disjoint halves cannot each hold the whole window: the total ignores the dates
+        # (a query arXiv did not read as asked), and halving it would never bring it down.
+        raise PermanentError(
+            f"arXiv reports {total} results for {_window(category, start, end)} and as many for each half of it: its "
+            "totals do not follow the date window, so splitting cannot end; the slice is left for the next run",
+            kind="window_ignored")
+    return [r for (s, e), answer in zip(halves, answers, strict=True) for r in _fetch(client, category, s, e, answer)]
 
 
 def record_hash(r: ArxivRecord) -> str:

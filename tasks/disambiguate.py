@@ -2,11 +2,11 @@
 
 Mentions are blocked by ``family|initial``. Inside a block, a union-find merges mentions that
 share an ORCID (the strongest evidence: two different ORCIDs never merge, whatever else agrees),
-then mentions that share a normalised email; then mentions that share an exact normalised affiliation when one
-side has no email; what is left is decided by a *decider*: the LLM (``tasks.llm_clusters``)
-or, offline, the fallback here (alias table, then a conservative fuzzy match). Anything not
-merged by one of these stays apart: a wrong split costs recall, a wrong merge puts a stranger's
-papers in a profile.
+then mentions that share a normalised email (any one of their addresses); then mentions that
+share an exact normalised affiliation when one side has no email; what is left is decided by a
+*decider*: the LLM (``tasks.llm_clusters``) or, offline, the fallback here (alias table, then a
+conservative fuzzy match). Anything not merged by one of these stays apart: a wrong split costs
+recall, a wrong merge puts a stranger's papers in a profile.
 """
 
 from __future__ import annotations
@@ -50,6 +50,12 @@ class Mention:
     raw_affs: tuple[str, ...] = ()
     """Every affiliation as shown (``raw_aff`` is the first)."""
     orcid: str | None = None
+    emails: tuple[str, ...] = ()
+    """Every normalised address (``email`` is the first); any one shared is an exact match."""
+
+    def __post_init__(self) -> None:
+        if self.email and not self.emails:
+            self.emails = (self.email,)
 
 
 def _disjoint(a: set[str] | tuple[str, ...], b: set[str] | tuple[str, ...]) -> bool:
@@ -139,16 +145,19 @@ def mentions_frame_to_blocks(mentions: pl.DataFrame, max_block: int) -> tuple[di
     titles = mentions["title"].to_list() if "title" in mentions.columns else [None] * mentions.height
     structured = mentions["affiliations"].to_list() if "affiliations" in mentions.columns else [None] * mentions.height
     orcids = mentions["orcid"].to_list() if "orcid" in mentions.columns else [None] * mentions.height
+    # Mentions loaded before every address was kept have ``emails`` null: their one ``email`` stands in.
+    addresses = mentions["emails"].to_list() if "emails" in mentions.columns else [None] * mentions.height
     names_of: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for aid, pos, name in mentions.select("arxiv_id", "position", "name").iter_rows():
         names_of[aid].append((pos, name))
-    rows = zip(mentions.select(cols).iter_rows(), titles, structured, orcids, strict=True)
-    for (aid, pos, name, email, inst, aff, s2), title, affs, orcid in rows:
+    rows = zip(mentions.select(cols).iter_rows(), titles, structured, orcids, addresses, strict=True)
+    for (aid, pos, name, email, inst, aff, s2), title, affs, orcid, emails in rows:
         co = tuple(n for p, n in sorted(names_of[aid]) if p != pos)
         every = _affiliations(inst, aff, affs)
-        m = Mention(f"{aid}:{pos}", name, normalize_email(email), every[0][0] if every else None,
+        normal = tuple(dict.fromkeys(e for e in map(normalize_email, [email, *(emails or [])]) if e))
+        m = Mention(f"{aid}:{pos}", name, normal[0] if normal else None, every[0][0] if every else None,
                     every[0][1] if every else None, s2, given_name(name), co, title,
-                    tuple(k for k, _ in every), tuple(r for _, r in every), normalize_orcid(orcid))
+                    tuple(k for k, _ in every), tuple(r for _, r in every), normalize_orcid(orcid), normal)
         blocks[block_key(name)].append(m)
     split: list[str] = []
     for key in [k for k, v in blocks.items() if len(v) > max_block]:
@@ -175,7 +184,8 @@ def base_key(key: str) -> str:
 
 def block_hash(key: str, members: list[Mention], decider_name: str) -> str:
     """What a block's decision depends on; unchanged hash, nothing to redo."""
-    rows = sorted((m.key, m.name, m.email or "", list(m.affs), m.s2 or "", list(m.coauthors), m.title or "", m.orcid or "")
+    # Every address, joined: a mention with one address hashes as it did before more were kept.
+    rows = sorted((m.key, m.name, " ".join(m.emails), list(m.affs), m.s2 or "", list(m.coauthors), m.title or "", m.orcid or "")
                   for m in members)
     return hashlib.sha256(json.dumps([key, rows, decider_name, METHOD_VERSION]).encode()).hexdigest()
 
@@ -196,7 +206,7 @@ def instances_of(members: list[Mention], uf: UnionFind) -> list[Instance]:
             members=idx,
             names=sorted({m.name for m in ms}),
             affiliations=sorted({r for m in ms for r in m.raw_affs}),
-            emails=sorted({m.email for m in ms if m.email}),
+            emails=sorted({e for m in ms for e in m.emails}),
             s2_ids=sorted({m.s2 for m in ms if m.s2}),
             coauthors=sorted({c for m in ms for c in m.coauthors}),
             titles=sorted({m.title for m in ms if m.title}),
@@ -300,7 +310,7 @@ def fallback_decider(threshold: float) -> Decider:
 def decide_block(key: str, members: list[Mention], decider: Decider | None, min_similarity: float) -> BlockResult:
     """Run the hierarchy on one block: ORCID, email, affiliation, then the decider; no step
     ever joins two sets that carry different ORCIDs."""
-    uf = UnionFind(len(members), [m.email is not None for m in members])
+    uf = UnionFind(len(members), [bool(m.emails) for m in members])
     method: dict[int, str] = {}
     evidence: dict[int, str] = {}
     merges: Counter[str] = Counter()
@@ -334,8 +344,8 @@ def decide_block(key: str, members: list[Mention], decider: Decider | None, min_
     for i, m in enumerate(members):
         if m.orcid:
             by_orcid[m.orcid].append(i)
-        if m.email:
-            by_email[m.email].append(i)
+        for e in m.emails:
+            by_email[e].append(i)
         for a in m.affs:
             by_aff[a].append(i)
     for orcid, idx in by_orcid.items():

@@ -13,7 +13,14 @@ invisible format characters, so "Ｍurphy" (full-width), "Murрhy" (Cyrillic р)
   ("Seo-yeon", "Seoyeon", "Seo yeon", "S.-Y."), either order. A surname alone is never a hit (it
   is a common word as often as a name): a hit is a surname next to its person's given name or
   initial. Names made of ordinary words ("Will Price", "A. Field") must also look like names;
-- survey tokens, invitation ids, URLs with query strings, IP addresses and multi-word affiliations.
+- ORCID iDs (their check digit holding), survey tokens, invitation ids, URLs with query strings
+  and IP addresses;
+- multi-word affiliations of the people who rated, reported but never blocking (public abstracts
+  name institutions; an institution alone re-identifies nobody).
+
+Whose names and addresses: the people who rated, in every spelling the warehouse holds. Another
+author's name in a public abstract is public; a respondent's is what links an anonymous id to a
+person.
 
 Names are found through an index keyed by surname token: one set intersection per string decides
 whether any surname occurs, and only then are the neighbouring tokens read.
@@ -48,6 +55,11 @@ class AuditHit:
     form: str = ""
     person: str = ""
 
+    @property
+    def blocks(self) -> bool:
+        """Whether this hit stops a release (see :data:`NOTE_KINDS` for those that do not)."""
+        return self.kind not in NOTE_KINDS
+
     def redacted(self) -> str:
         """``found`` fit for a log line: an address keeps its first character and its domain."""
         if self.kind != "email":
@@ -61,6 +73,10 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "url_with_query": re.compile(r"https?://[^\s?#]+\?[^\s#]+"),
     "ip_address": re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b"),
 }
+ORCID = re.compile(r"(?<![\d-])(\d{4})-(\d{4})-(\d{4})-(\d{3}[\dX])(?![\d-])")
+NOTE_KINDS = frozenset({"affiliation"})
+"""Hits the audit reports and never stops a release for: a respondent's institution named in a
+public abstract ("... at Carnegie Mellon University") identifies nobody by itself."""
 TOKEN = re.compile(r"[^\W_]+")
 _POSSESSIVE = re.compile(r"(?<=\w)'s\b", re.IGNORECASE)  # "Murphy's law" is about Murphy, not by S. Murphy
 
@@ -166,7 +182,7 @@ _WORDISH = frozenset({"in", "it", "is", "at", "no", "me", "us", "be", "id", "my"
 
 _PROSE_VERBS = frozenset({
     "available", "accessible", "found", "hosted", "released", "online", "located", "published", "provided",
-    "obtained", "downloaded"})
+    "obtained", "downloaded", "accessed", "retrieved", "deployed", "maintained"})
 """Words that stand before "at <host>" in prose about code and data ("the code is available at
 github.com"), never as the local part of an address written with a spelled-out "at"."""
 _PROSE_NOUNS = frozenset({"code", "data", "dataset", "demo", "page", "website", "repository", "project", "here"})
@@ -234,6 +250,25 @@ def _unknown_address_ok(domain: str, how: str) -> bool:
     if tld not in TLDS or (tld in _WORDISH and len(labels) < 3):
         return False
     return how == "marked" or tld in _GENERIC or len(labels) >= 3
+
+
+def orcid_checksum_ok(digits: str) -> bool:
+    """Whether 16 characters (15 digits and a check digit or X) pass ORCID's ISO 7064 11,2 check:
+    sixteen digits that fail it are a phone or a serial number, not an iD."""
+    total = 0
+    for d in digits[:-1]:
+        total = (total + int(d)) * 2
+    check = (12 - total % 11) % 11
+    return digits[-1] == ("X" if check == 10 else str(check))
+
+
+def find_orcids(folded: str, known: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """(iD, person) for each ORCID iD in ``folded`` text whose check digit holds (a release carries
+    none); ``person`` names whose it is when the warehouse knows it."""
+    for m in ORCID.finditer(folded):
+        orcid = m.group(0)
+        if orcid_checksum_ok("".join(m.groups())):
+            yield orcid, known.get(orcid, "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -590,10 +625,14 @@ def _strings(df: pl.DataFrame) -> Iterator[tuple[int, str, str]]:
 
 
 class Auditor:
-    """What one release is checked against: the people (id, name, e-mail) and affiliations the
-    warehouse knows."""
+    """What one release is checked against: the people (id, name, e-mail and, when given, ORCID)
+    who rated, and their affiliations."""
 
     def __init__(self, people: pl.DataFrame, affiliations: Iterable[str]):
+        self.orcids: dict[str, str] = {}
+        if "orcid" in people.columns:
+            for p, o in people.select("person_id", "orcid").drop_nulls().unique().sort(pl.all()).iter_rows():
+                self.orcids[o.upper()] = ",".join(sorted({*self.orcids.get(o.upper(), "").split(","), p} - {""}))
         rows = list(people.select("person_id", "name", "email").unique().sort(pl.all(), nulls_last=True).iter_rows())
         self.names = NameIndex((p, n) for p, n, _ in rows if p and n)
         self.emails: dict[str, str] = {}
@@ -612,6 +651,7 @@ class Auditor:
         for kind, pattern in PATTERNS.items():
             out += [(kind, "", m.group(0), "") for m in pattern.finditer(folded)]
         out += [("email", form, address, person) for address, form, person in find_emails(folded, self.emails)]
+        out += [("orcid", "", orcid, person) for orcid, person in find_orcids(folded, self.orcids)]
         plain = _POSSESSIVE.sub("", folded)
         words = TOKEN.findall(plain.casefold())
         present = self.keys.intersection(words)
@@ -634,6 +674,28 @@ class Auditor:
         return list(dict.fromkeys(out))
 
 
+REDACTED = {"person_name": "[name]", "email": "[email]", "orcid": "[orcid]"}
+"""What a respondent's identifier written in a paper's text becomes when redaction is asked for."""
+
+
+def redact_people_in(text: str | None, auditor: Auditor) -> str | None:
+    """``text`` with each name, address and ORCID iD of the people who rated replaced as in
+    :data:`REDACTED`; what cannot be found as written (a folded look-alike) stays, and the audit,
+    which runs after, still stops the release on it."""
+    if not text:
+        return text
+    for kind, _form, found, person in auditor.scan(text):
+        if kind in REDACTED and (person or kind != "email"):
+            text = text.replace(found, REDACTED[kind])
+    return text
+
+
+def without_people(df: pl.DataFrame, columns: Iterable[str], auditor: Auditor) -> pl.DataFrame:
+    """``df`` with :func:`redact_people_in` applied to ``columns``."""
+    return df.with_columns(pl.col(c).map_elements(lambda t: redact_people_in(t, auditor), return_dtype=pl.Utf8)
+                           for c in columns)
+
+
 def _span(text: str, toks: list[Tok], a: int, b: int) -> str:
     """The text from token ``a`` to token ``b`` (exclusive), as written."""
     return text[toks[a].start:toks[b - 1].end + toks[b - 1].period]
@@ -642,10 +704,11 @@ def _span(text: str, toks: list[Tok], a: int, b: int) -> str:
 def privacy_audit(tables: dict[str, pl.DataFrame], people: pl.DataFrame,
                   affiliations: Iterable[str]) -> tuple[list[AuditHit], int]:
     """Every string of every table (nested ones included) read for e-mail addresses (plain,
-    obfuscated or known), the names of ``people`` (``person_id, name, email``: the warehouse's
-    authors, mentions and invitees) in any common form, survey tokens, URLs with query strings,
-    IP addresses and multi-word ``affiliations``; returns the hits (each naming table, row, field,
-    kind, form and person) and how many strings were read."""
+    obfuscated or known), ORCID iDs, the names of ``people`` (``person_id, name, email[, orcid]``:
+    every spelling of the people who rated) in any common form, survey tokens, URLs with query
+    strings, IP addresses and multi-word ``affiliations``; returns the hits (each naming table,
+    row, field, kind, form and person; those of :data:`NOTE_KINDS` do not block) and how many
+    strings were read."""
     auditor = Auditor(people, affiliations)
     hits = []
     scanned = 0

@@ -213,3 +213,69 @@ def kendall_tau(scorers: list[dict[str, Any]]) -> float | None:
         return None
     tau = kendalltau([x for x, _ in both], [y for _, y in both]).statistic
     return None if tau is None or np.isnan(tau) else float(tau)
+
+
+@dataclass(frozen=True)
+class PoolFit:
+    """Pool settings fitted to reproduce an original's candidate sets, with what each rests on."""
+
+    tau: float
+    """The threshold (to 0.01) of the cheapest pools that invite ``coverage`` of the original's rated pairs."""
+    candidates_per_query: int
+    """With it, the depth of the query's candidates (by similarity) those pools reach."""
+    max_queries_per_candidate: int
+    """The most queries a candidate is among the first ``candidates_per_query`` of, at ``tau``: so the cap chooses none."""
+    min_recent_papers: int
+    """The fewest recent papers a rated reviewer has (at most the product's setting)."""
+    coverage: float
+    pairs: int
+    """Rated pairs with a similarity (a reviewer with a paper in the corpus)."""
+    below_tau: int
+    covered: int
+    """Rated pairs the fitted pools reach (at or above tau, within the depth)."""
+    invitations: int
+    """(query, candidate) pairs the fitted pools hold before conflicts and screening."""
+
+    def settings(self) -> dict[str, Any]:
+        """The pools settings this fit stands for."""
+        return {"tau": self.tau, "candidates_per_query": self.candidates_per_query,
+                "max_queries_per_candidate": self.max_queries_per_candidate, "min_recent_papers": self.min_recent_papers}
+
+
+def fit_pools(similarity: pl.DataFrame, held: pl.DataFrame, recent: dict[str, int], product_min_recent: int,
+              coverage: float = 0.9) -> PoolFit:
+    """The cheapest pool settings under which ``coverage`` of the original's rated pairs would be
+    invited: ``similarity`` (``person_id, arxiv_id, similarity``: every reviewer against every
+    query paper, the highest cosine of any paper of theirs), ``held`` (``person_id, arxiv_id``: the
+    rated pairs), ``recent`` (each reviewer's recent papers). Over every threshold a rated pair
+    sets (to 0.01, down to the one keeping all of them), the depth of candidates per query that
+    reaches ``coverage`` of the pairs, and of those the pair with the fewest (query, candidate)
+    pairs: the survey the original would have needed with our similarity. The per-candidate cap
+    never chooses; screening keeps every rated reviewer."""
+    rated = held.select("person_id", "arxiv_id").unique().join(similarity, on=["person_id", "arxiv_id"], how="inner")
+    sims = np.sort(rated["similarity"].drop_nulls().to_numpy())
+    if sims.size == 0:
+        raise ValueError("no rated pair has a similarity: nothing to fit the pools to")
+    need = int(np.ceil(round(coverage * sims.size, 9)))
+    # Rounded before the floor: 0.15 * 100 is 15.000000000000002 in floating point, 0.29 * 100 28.999999999999996.
+    taus = sorted({max(0.01, float(np.floor(round(x * 100, 6)) / 100)) for x in sims[: sims.size - need + 1]})
+    best: tuple[int, float, int, pl.DataFrame] | None = None
+    for tau in taus:
+        above = similarity.filter(pl.col("similarity") >= tau).with_columns(
+            pl.col("similarity").rank("ordinal", descending=True).over("arxiv_id").alias("q_rank"))
+        ranks = np.sort(rated.join(above.select("person_id", "arxiv_id", "q_rank"), on=["person_id", "arxiv_id"],
+                                   how="inner")["q_rank"].to_numpy())
+        if ranks.size < need:
+            continue
+        depth = int(ranks[need - 1])
+        invitations = int(above.filter(pl.col("q_rank") <= depth).height)
+        if best is None or invitations <= best[0]:  # on a tie the higher threshold: the tighter pools
+            best = (invitations, tau, depth, above)
+    assert best is not None  # the lowest tau keeps every rated pair with a similarity
+    invitations, tau, depth, above = best
+    load = above.filter(pl.col("q_rank") <= depth).group_by("person_id").len()
+    covered = rated.join(above.filter(pl.col("q_rank") <= depth), on=["person_id", "arxiv_id"], how="semi").height
+    raters = rated["person_id"].unique().to_list()
+    fewest = min((recent.get(p, 0) for p in raters), default=product_min_recent)
+    return PoolFit(tau, depth, int(load["len"].max() or 1), max(0, min(product_min_recent, fewest)), coverage,
+                   int(sims.size), int((sims < tau).sum()), covered, invitations)

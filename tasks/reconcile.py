@@ -62,6 +62,17 @@ def clean_email(raw: str | None) -> str | None:
     return email if _EMAIL.match(email) else None
 
 
+def clean_emails(author: dict[str, Any]) -> list[str]:
+    """Every usable address of one PDF author, in order, each once (documents extracted before
+    every address was kept have ``emails`` null: their one ``email`` stands in)."""
+    raw = author.get("emails")
+    out: list[str] = []
+    for e in raw if raw is not None else [author.get("email")]:
+        if (email := clean_email(e)) and email not in out:
+            out.append(email)
+    return out
+
+
 def _verdict(row: dict[str, Any], rules: IngestSettings) -> tuple[str | None, str | None, float]:
     if row["doc_status"] != "ok":
         return row["doc_status"], row.get("doc_detail"), 0.0
@@ -119,7 +130,9 @@ def reconcile(inputs: pl.DataFrame, rules: IngestSettings, done_hashes: set[str]
             if pos in to_pdf:
                 j, score = to_pdf[pos]
                 a = pdf_authors[j]
-                m.update(pdf_name=pdf_names[j], email=clean_email(a["email"]), affiliation=a["affiliation"],
+                emails = clean_emails(a)
+                m.update(pdf_name=pdf_names[j], email=emails[0] if emails else None, emails=emails,
+                         affiliation=a["affiliation"],
                          department=a["department"], institution=a["institution"], pdf_match_score=round(score, 4),
                          affiliations=a.get("affiliations") or [], orcid=normalize_orcid(a.get("orcid")))
             if pos in to_s2:

@@ -57,13 +57,21 @@ def without_addresses(df: pl.DataFrame, columns: Iterable[str]) -> pl.DataFrame:
 
 
 def build_tables(frames: dict[str, pl.DataFrame], key: bytes, profile_years: int,
-                 redact_addresses: bool = False) -> dict[str, pl.DataFrame]:
+                 redact_addresses: bool = False, redact_names: bool = False) -> dict[str, pl.DataFrame]:
     """The release tables from the warehouse's kept ``ratings`` (``reviewer_id, paper_id, rating``),
     ``tuples`` (``rating_tuples``), ``papers`` (``paper_id, title, abstract, year, category``) and
     ``profiles`` (``reviewer_id, paper_id, title, abstract, year``); reviewers' publications are
     those of the last ``profile_years`` years up to the newest rated paper. With
     ``redact_addresses``, e-mail addresses written in titles and abstracts become [email]
-    (:func:`without_addresses`); without it the privacy audit stops the release on them."""
+    (:func:`without_addresses`); without it the privacy audit stops the release on them. With
+    ``redact_names``, the names, addresses and ORCIDs of ``people`` (the raters) written there
+    become [name], [email], [orcid] (:func:`revbench.tasks.privacy.without_people`)."""
+    if redact_names:
+        from revbench.tasks.privacy import Auditor, without_people
+
+        auditor = Auditor(frames["people"], ())
+        frames = {**frames, "papers": without_people(frames["papers"], ("title", "abstract"), auditor),
+                  "profiles": without_people(frames["profiles"], ("title", "abstract"), auditor)}
     if redact_addresses:
         frames = {**frames, "papers": without_addresses(frames["papers"], ("title", "abstract")),
                   "profiles": without_addresses(frames["profiles"], ("title", "abstract"))}

@@ -92,14 +92,50 @@ def write_waiting(db: Path, info: dict[str, Any]) -> None:
 
 
 def clear_waiting(db: Path, run_id: str) -> None:
-    """The run no longer waits (answered, expired or stopped)."""
+    """The run no longer waits (answered, decided elsewhere, expired or stopped)."""
     (waiting_dir(db) / f"{run_id}.json").unlink(missing_ok=True)
+    (waiting_dir(db) / f"{run_id}.decided").unlink(missing_ok=True)
     with contextlib.suppress(OSError):  # another run still waits, or it is gone already
         waiting_dir(db).rmdir()
 
 
+def write_decision(db: Path, run_id: str, note: dict[str, Any]) -> bool:
+    """Tell waiting run ``run_id`` that what it waits for was decided elsewhere (``note``: by
+    whom, which run, what); False when it no longer waits. The waiting run's own process reads
+    the note and ends its wait (``revbench.flows.common.DecisionWatcher``)."""
+    folder = waiting_dir(db)
+    if not (folder / f"{run_id}.json").exists():
+        return False
+    path = folder / f"{run_id}.decided"
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(json.dumps({**note, "at": datetime.now(UTC).isoformat(timespec="seconds")}, default=str))
+    os.replace(tmp, path)
+    return True
+
+
+def read_decision(db: Path, run_id: str) -> dict[str, Any] | None:
+    """The note ``write_decision`` left for waiting run ``run_id``, if any."""
+    try:
+        note = json.loads((waiting_dir(db) / f"{run_id}.decided").read_text())
+    except (OSError, ValueError):
+        return None
+    return note if isinstance(note, dict) else None
+
+
+def drop_stray_decisions(db: Path) -> None:
+    """Remove notes whose run stopped waiting before it read them (a decision and the end of a
+    wait crossing), so the folder beside the warehouse goes once nobody waits."""
+    folder = waiting_dir(db)
+    for note in folder.glob("*.decided") if folder.is_dir() else []:
+        if not note.with_suffix(".json").exists():
+            note.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
 def read_waiting(db: Path) -> list[dict[str, Any]]:
-    """The runs waiting for a curator, oldest first, each with ``alive`` as in ``read_holder``."""
+    """The runs waiting for a curator, oldest first, each with ``alive`` as in ``read_holder`` and
+    ``decided``: the note of a decision made elsewhere that ends its wait (None while it waits)."""
     out = []
     for path in sorted(waiting_dir(db).glob("*.json")) if waiting_dir(db).is_dir() else []:
         try:
@@ -108,14 +144,21 @@ def read_waiting(db: Path) -> list[dict[str, Any]]:
             continue
         if isinstance(info, dict):
             info["alive"] = info.get("host") != socket.gethostname() or _alive(int(info.get("pid") or 0))
+            info["decided"] = read_decision(db, str(info.get("run_id")))
             out.append(info)
     return sorted(out, key=lambda i: str(i.get("since", "")))
 
 
 def describe_waiting(info: dict[str, Any]) -> str:
     """The block a waiting run prints and ``revbench status`` repeats: what it waits for, where
-    to answer, the command that decides instead, and when the wait ends."""
+    to answer, the command that decides instead, and when the wait ends; once the decision was
+    made elsewhere (the run is finishing), one line saying so instead."""
     gone = "" if info.get("alive", True) else " (its process is gone: nobody will act on an answer)"
+    decided = info.get("decided")
+    if decided:
+        return (f"{info.get('flow')} run {info.get('run_id')} no longer waits: {decided.get('what')} "
+                f"(by {decided.get('by')}, run {decided.get('run_id')}, at {decided.get('at')}); it finishes with "
+                f"that decision{gone}")
     return "\n".join([
         f"{info.get('flow')} run {info.get('run_id')} waits for {info.get('what')}{gone}",
         f"  answer in the Prefect UI: {info.get('url') or 'no UI (a temporary Prefect server): use the command'}",

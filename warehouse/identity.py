@@ -15,8 +15,8 @@ import polars as pl
 from revbench.schemas.tables import AUTHOR_BLOCKS, AUTHOR_LINKS, LLM_DECISIONS
 from revbench.warehouse.core import WarehouseBase
 
-_MENTION_COLUMNS = """m.arxiv_id, m.position, m.name, m.email, m.institution, m.affiliation, m.affiliations, m.orcid,
-                      m.s2_author_id, p.year, p.title"""
+_MENTION_COLUMNS = """m.arxiv_id, m.position, m.name, m.email, m.emails, m.institution, m.affiliation, m.affiliations,
+                      m.orcid, m.s2_author_id, p.year, p.title"""
 _BASE_KEY = "split_part(l.block_key, '|', 1) || '|' || split_part(l.block_key, '|', 2)"
 """A link's name block before any split of an oversized block (``family|initial``)."""
 _CHANGED = """SELECT m.arxiv_id, m.position, m.name FROM mentions m JOIN papers p USING (arxiv_id)
@@ -34,7 +34,7 @@ _GONE = """SELECT l.arxiv_id, l.position, l.block_key, l.author_id FROM author_l
 AUTHORS_INSERT = """INSERT INTO authors
    SELECT l.author_id, mode(m.name), count(*), count(DISTINCT l.arxiv_id),
           count(DISTINCT CASE WHEN p.year >= ? THEN l.arxiv_id END), min(p.year), max(p.year),
-          list_sort(list_distinct(list(m.email) FILTER (WHERE m.email IS NOT NULL))),
+          list_sort(list_distinct(flatten(list(coalesce(m.emails, [m.email])) FILTER (WHERE m.email IS NOT NULL)))),
           list_sort(list_distinct(flatten(list(list_concat([coalesce(m.institution, m.affiliation)],
               list_transform(m.affiliations, lambda x: coalesce(x.institution, x.text))))))),
           list_sort(list_distinct(list(m.s2_author_id) FILTER (WHERE m.s2_author_id IS NOT NULL))),

@@ -7,7 +7,9 @@ Owns ``schema_version``.
 from __future__ import annotations
 
 import re
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +23,26 @@ from revbench.warehouse.core import WarehouseBase, _damaged, utcnow
 from revbench.warehouse.ddl import create_table_sql
 from revbench.warehouse.holder import describe, read_holder
 from revbench.warehouse.migrations import LATEST_VERSION, migrations
+
+
+_HELD: dict[Path, weakref.WeakSet[Lifecycle]] = {}
+"""The sessions this process holds for writing, by file. DuckDB refuses a read-only connection to
+a file its own process holds for writing ("a different configuration"), and no lock keeps a
+reader of this process out: a reader here (a run's evaluation reading the benchmark its ratings
+just built) reads through the same database instead. Weak: a session dropped without ``close``
+still goes (and lets go of the file) as it did before."""
+_HELD_LOCK = threading.Lock()
+
+
+def _key(path: Path) -> Path:
+    return path.resolve()
+
+
+def held_here(path: Path | str, besides: Lifecycle | None = None) -> bool:
+    """Whether this process holds the warehouse at ``path`` for writing (a run is on it), in a
+    session other than ``besides``."""
+    with _HELD_LOCK:
+        return any(wh is not besides for wh in _HELD.get(_key(Path(path)), ()))
 
 
 class Lifecycle(WarehouseBase):
@@ -53,20 +75,30 @@ class Lifecycle(WarehouseBase):
             if then is not None:
                 then()
         except duckdb.Error as exc:
-            self.con.close()
+            self.close()
             raise WarehouseDamaged(_damaged(self.path, exc)) from exc
         except BaseException:
-            self.con.close()
+            self.close()
             raise
 
     def _connect(self, lock_wait: float) -> duckdb.DuckDBPyConnection:
         """Connect, waiting up to ``lock_wait`` seconds (bounded backoff) while another process
-        holds the file; a file that is not a DuckDB database is named with how to recover."""
+        holds the file; a file that is not a DuckDB database is named with how to recover. A
+        reader in a process that holds the file for writing shares that process's database."""
+        if self.read_only and held_here(self.path):
+            try:  # the writer's configuration: DuckDB hands out another connection to its database
+                return duckdb.connect(str(self.path))
+            except duckdb.Error as exc:
+                raise WarehouseDamaged(_damaged(self.path, exc)) from exc
         deadline = time.monotonic() + lock_wait
         delay = 0.05
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=self.read_only)
+                con = duckdb.connect(str(self.path), read_only=self.read_only)
+                if not self.read_only:
+                    with _HELD_LOCK:
+                        _HELD.setdefault(_key(self.path), weakref.WeakSet()).add(self)
+                return con
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower():
                     raise WarehouseDamaged(_damaged(self.path, exc)) from exc
@@ -108,6 +140,12 @@ class Lifecycle(WarehouseBase):
             wh.close()
 
     def close(self) -> None:
+        with _HELD_LOCK:
+            held = _HELD.get(_key(self.path))
+            if held is not None:
+                held.discard(self)
+                if not held:
+                    _HELD.pop(_key(self.path), None)
         self.con.close()
 
     def schema_version(self) -> int:

@@ -29,6 +29,7 @@ DESCRIPTIONS: dict[int, str] = {
         "release supersession and manifest digests",
     13: "real inputs: every affiliation and ORCID of a mention, orphan affiliations, journal_ref and doi of a "
         "paper, arXiv's author affiliations",
+    14: "every email of a mention (GROBID writes several per author), in documents and mentions",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {
@@ -48,6 +49,7 @@ REBUILD: dict[int, tuple[str, ...]] = {
     6: ("eval_results", "query_samples", "pool_evidence", "pool_exclusions", "assignments", "invitations"),
     12: ("survey_events",),  # keyed by (epoch, event_id); rows pulled before get the 'legacy' epoch
     13: ("documents",),  # pdf_authors items gain affiliations and orcid (null in rows extracted before)
+    14: ("documents",),  # pdf_authors items gain emails (null in rows extracted before)
 }
 """Tables whose key changed in a version: rebuilt from their declaration, rows kept."""
 

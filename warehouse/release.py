@@ -20,30 +20,36 @@ class ReleaseQueries(RatingQueries):
 
     def release_inputs(self) -> dict[str, Any]:
         """What a release is built from: the benchmark frames (papers with their category, every
-        rater's corpus papers as profile), the people (``person_id, name, email``) and affiliations
-        the privacy audit looks for, and the latest completed run of each flow (the runs the
+        rater's corpus papers as profile), the people who rated (``person_id, name, email, orcid``:
+        every spelling) and their affiliations, which the privacy audit looks for, and the latest completed run of each flow (the runs the
         release came from)."""
         f = self.benchmark_frames(profile_max_papers=None)
         f["papers"] = f["papers"].join(self._frame("SELECT arxiv_id AS paper_id, primary_category AS category FROM papers"),
                                        on="paper_id", how="left")
-        # Every spelling of every person the warehouse knows, with an id to name in the audit: a
-        # mention not linked to an author yet is named by its paper and position.
+        # Every spelling of every person who rated (the people a release could re-identify), with
+        # their addresses and ORCIDs; the names of other authors are public (the papers carry them).
         people = self._frame(
-            """WITH m AS (SELECT coalesce(l.author_id, m.arxiv_id || '#' || m.position) AS person_id, m.name, m.pdf_name,
-                                 m.email
-                          FROM mentions m LEFT JOIN author_links l USING (arxiv_id, position))
-               SELECT DISTINCT person_id, name, email FROM (
-                   SELECT author_id AS person_id, name, NULL AS email FROM authors
-                   UNION ALL SELECT author_id, name, unnest(emails) FROM authors
-                   UNION ALL SELECT person_id, name, email FROM m
-                   UNION ALL SELECT person_id, pdf_name, email FROM m
-                   UNION ALL SELECT author_id, name, email FROM survey_invitations
-                   UNION ALL SELECT author_id, name, email FROM invitations)
-               WHERE name IS NOT NULL OR email IS NOT NULL
+            """WITH raters AS (SELECT DISTINCT reviewer_id AS person_id FROM ratings),
+                    m AS (SELECT l.author_id AS person_id, m.name, m.pdf_name, m.email, m.orcid
+                          FROM mentions m JOIN author_links l USING (arxiv_id, position)
+                          WHERE l.author_id IN (SELECT person_id FROM raters))
+               SELECT DISTINCT person_id, name, email, orcid FROM (
+                   SELECT author_id AS person_id, name, NULL AS email, NULL AS orcid FROM authors
+                   UNION ALL SELECT author_id, name, unnest(emails), NULL FROM authors
+                   UNION ALL SELECT person_id, name, email, orcid FROM m
+                   UNION ALL SELECT person_id, pdf_name, email, orcid FROM m
+                   UNION ALL SELECT author_id, name, email, NULL FROM survey_invitations
+                   UNION ALL SELECT author_id, name, email, NULL FROM invitations)
+               WHERE person_id IN (SELECT person_id FROM raters) AND (name IS NOT NULL OR email IS NOT NULL OR orcid IS NOT NULL)
                ORDER BY ALL""")
+        # Their affiliations: reported beside the audit, never a reason to stop a release (an
+        # institution named in a public abstract identifies no respondent).
         affiliations = {r[0] for r in self._exec(
-            """SELECT institution FROM mentions UNION SELECT department FROM mentions UNION SELECT affiliation FROM mentions
-               UNION SELECT unnest(affiliations) FROM authors""") if r[0]}
+            """WITH raters AS (SELECT DISTINCT reviewer_id AS person_id FROM ratings),
+                    m AS (SELECT m.* FROM mentions m JOIN author_links l USING (arxiv_id, position)
+                          WHERE l.author_id IN (SELECT person_id FROM raters))
+               SELECT institution FROM m UNION SELECT department FROM m UNION SELECT affiliation FROM m
+               UNION SELECT unnest(affiliations) FROM authors WHERE author_id IN (SELECT person_id FROM raters)""") if r[0]}
         runs = dict(self._exec(
             "SELECT flow, arg_max(run_id, started_at) FROM runs WHERE status = 'completed' GROUP BY flow ORDER BY flow"))
         return {**f, "people": people, "affiliations": affiliations, "runs": runs, "synthetic": self.synthetic_corpus(),

@@ -6,6 +6,7 @@ Writes ``invitations``, ``events`` and ``opt_outs``.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from revbench.warehouse.store_base import StoreBase, _now
@@ -16,6 +17,12 @@ LATEST = ("SELECT event_id FROM events WHERE invitation_id = e.invitation_id AND
 the warehouse count it. Not the highest id: a restore merges a backup's older answers into the
 store with new, higher ids (``warehouse/store_backup.py``), and the page must still show the
 person's last answer, not one they replaced."""
+
+def _at(at: datetime | None) -> str:
+    """A time as the store writes it (UTC, microseconds), now when none is given: the times
+    compare as text (``LATEST``), so a declared time is written exactly like the clock's."""
+    return _now() if at is None else at.astimezone(UTC).isoformat(timespec="microseconds")
+
 
 class StoreAnswers(StoreBase):
     """Publishing invitations, recording clicks, pages and opt-outs, and reading the latest answers."""
@@ -43,18 +50,20 @@ class StoreAnswers(StoreBase):
                 [invitation_id]).fetchall()
         return {p: (None if s else r) for p, r, s in rows}
 
-    def record_click(self, invitation_id: str, paper_id: str, rating: int, token_digest: str) -> bool:
-        """Record a one-click rating; False when this very link was used before (a replay)."""
+    def record_click(self, invitation_id: str, paper_id: str, rating: int, token_digest: str,
+                     at: datetime | None = None) -> bool:
+        """Record a one-click rating given ``at`` (default: now); False when this very link was
+        used before (a replay)."""
         with self._write() as con:
             cur = con.execute(
                 """INSERT INTO events (invitation_id, paper_id, rating, skipped, source, token_digest, created_at)
                    VALUES (?, ?, ?, 0, 'click', ?, ?) ON CONFLICT (token_digest) DO NOTHING""",
-                [invitation_id, paper_id, rating, token_digest, _now()])
+                [invitation_id, paper_id, rating, token_digest, _at(at)])
             return cur.rowcount == 1
 
-    def record_answers(self, invitation_id: str, answers: dict[str, int | None]) -> int:
-        """Record a submitted page: one event per paper whose answer changed (a rating, or None
-        for a skip); returns how many were recorded."""
+    def record_answers(self, invitation_id: str, answers: dict[str, int | None], at: datetime | None = None) -> int:
+        """Record a submitted page given ``at`` (default: now): one event per paper whose answer
+        changed (a rating, or None for a skip); returns how many were recorded."""
         with self._write() as con:
             rows = con.execute(
                 f"""SELECT paper_id, rating, skipped FROM events e WHERE invitation_id = ? AND event_id = ({LATEST})""",
@@ -64,12 +73,12 @@ class StoreAnswers(StoreBase):
             con.executemany(
                 """INSERT INTO events (invitation_id, paper_id, rating, skipped, source, created_at)
                    VALUES (?, ?, ?, ?, 'form', ?)""",
-                [(invitation_id, p, a, int(a is None), _now()) for p, a in changed])
+                [(invitation_id, p, a, int(a is None), _at(at)) for p, a in changed])
         return len(changed)
 
-    def opt_out(self, invitation_id: str, source: str) -> None:
+    def opt_out(self, invitation_id: str, source: str, at: datetime | None = None) -> None:
         with self._write() as con:
-            con.execute("INSERT INTO opt_outs VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [invitation_id, source, _now()])
+            con.execute("INSERT INTO opt_outs VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [invitation_id, source, _at(at)])
 
     def opted_out(self) -> dict[str, str]:
         """invitation id -> when it opted out."""

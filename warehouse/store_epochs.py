@@ -6,11 +6,14 @@ numbering an id belongs to, and is renewed when the store turns out restored fro
 
 from __future__ import annotations
 
+import logging
 import secrets
 import sqlite3
 from typing import Any
 
-from revbench.warehouse.store_base import StoreBase, _now
+from revbench.warehouse.store_base import SCHEMA, StoreBase, _now
+
+log = logging.getLogger("revbench.survey")
 
 EPOCH_ORIGINS = ("created", "upgraded", "renewed")
 """How a store got its epoch: made with it, given on the first open of a store made before
@@ -29,13 +32,32 @@ class StoreEpochs(StoreBase):
     def _give_epoch(self) -> None:
         """Give this store its epoch (once: processes opening it together agree on the first)."""
         with self._write() as con:
-            if con.execute("SELECT 1 FROM meta WHERE key = 'epoch'").fetchone() is not None:
-                return
-            # A store with anything in it was made before epochs: its events may already be in a
-            # warehouse, which recognises them by content, not by this new epoch.
-            used = any(con.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in ("events", "opt_outs", "invitations"))
-            con.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [
-                ("epoch", new_epoch()), ("epoch_created_at", _now()), ("epoch_origin", "upgraded" if used else "created")])
+            self._epoch_into(con)
+
+    @staticmethod
+    def _epoch_into(con: sqlite3.Connection) -> None:
+        """``_give_epoch`` inside the caller's write transaction on ``con``."""
+        if con.execute("SELECT 1 FROM meta WHERE key = 'epoch'").fetchone() is not None:
+            return
+        # A store with anything in it was made before epochs: its events may already be in a
+        # warehouse, which recognises them by content, not by this new epoch.
+        used = any(con.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in ("events", "opt_outs", "invitations"))
+        con.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [
+            ("epoch", new_epoch()), ("epoch_created_at", _now()), ("epoch_origin", "upgraded" if used else "created")])
+
+    def _reopened(self, con: sqlite3.Connection) -> None:
+        """A file replaced the store at its path: its tables and epoch (a store put back or
+        restored keeps its own; an empty file gets a new one), and one line saying so."""
+        con.executescript(SCHEMA)
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            self._epoch_into(con)
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+        log.warning("the survey store %s was replaced while this process had it open: answers now go to the file at "
+                    "that path (epoch %s)", self.path, self._identity(con)["epoch"])
 
     @staticmethod
     def _identity(con: sqlite3.Connection) -> dict[str, str | None]:

@@ -243,7 +243,7 @@ def _round_target(settings: Settings, report: Path, pair: str | None) -> int:
     chosen = next_round_pair(read_separation(report.expanduser()), pair)
     if not settings.warehouse_path.exists():
         raise UsageError(f"no warehouse at {settings.warehouse_path}: run `revbench ingest` and a first round first")
-    with Warehouse.open(settings.warehouse_path, read_only=True) as wh:
+    with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
         queries, anchors = wh.round_yield()
     try:
         target = round_target(chosen["more_clusters"], anchors, queries, len(settings.arxiv.categories))
@@ -319,7 +319,8 @@ def release(
     ctx: typer.Context,
     version: Annotated[str | None, typer.Option("--version", help="Release name (default: the next vN)")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Build an unpublished release again (the old one is kept under releases/.replaced/); a published one is never replaced")] = False,
-    only_if_changed: Annotated[bool, typer.Option("--only-if-changed", help="Make no release when nothing changed since the latest")] = False,
+    only_if_changed: Annotated[bool, typer.Option("--only-if-changed", help="Make no release when nothing changed since the last published one (the default unless --force; kept for scripts)")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Build the release even when it equals the last published one")] = False,
     approve: Annotated[str | None, typer.Option(help="The curator's go: yes publishes, no rejects; with an existing --version, decides on it without a rebuild")] = None,
     approver: Annotated[str, typer.Option(help="Who decides (recorded with the decision)")] = "",
     track: Track = None,
@@ -327,18 +328,22 @@ def release(
     """Export the cleaned benchmark as a versioned, audited, checksummed release folder, published on a curator's go."""
     if ctx.invoked_subcommand is not None:
         given = [f for f, v in (("--version", version), ("--replace", replace), ("--only-if-changed", only_if_changed),
-                                ("--approve", approve), ("--approver", approver), ("--track", track)) if v]
+                                ("--force", force), ("--approve", approve), ("--approver", approver), ("--track", track))
+                 if v]
         if given:
             raise UsageError(f"{given[0]} belongs to `revbench release`, not to `revbench release {ctx.invoked_subcommand}`")
         return
     if approve is not None and approve not in ("yes", "no"):
         raise UsageError(f"--approve {approve!r}: expected yes or no")
+    if force and only_if_changed:
+        raise UsageError("--force builds a release even when nothing changed, --only-if-changed only when something "
+                         "did; give one")
     settings = _setup()
     from revbench.app.console import print_release
     from revbench.flows.release import release_flow
 
     out = release_flow.run(settings, version=version, replace=replace, only_if_changed=only_if_changed, approve=approve,
-                           approver=approver or (os.environ.get("USER", "") if approve else ""),
+                           approver=approver or (os.environ.get("USER", "") if approve else ""), force=force,
                            track=resolve_track(track, long_flow=True))
     print_release(out)
 

@@ -260,7 +260,8 @@ def print_release(out: ReleaseResult) -> None:
     """One line on what a release run made."""
     c = out.counts
     if out.unchanged:
-        console.print(f"Nothing changed since release [bold]{out.version}[/]: no new release ({out.dir})")
+        console.print(f"Nothing changed since the published release [bold]{out.version}[/]: no release built, none put "
+                      f"to a curator ({out.dir}; --force builds one anyway)")
         return
     status = {"published": f"published by {out.decided_by}", "rejected": f"rejected by {out.decided_by}",
               "built": "built; it waits for a curator's go (--approve yes|no)"}[out.status or "built"]

@@ -15,7 +15,8 @@ from revbench.settings import ReplaySettings, Settings
 
 DEMO_HTTP = {"timeout_seconds": 2, "backoff_initial_seconds": 0.05, "backoff_max_seconds": 1}
 DEMO_PACE_SECONDS = 0.25
-"""The SYNTHETIC panel reads an abstract in 0.25 s: the demo's clock runs about 20 times fast."""
+"""The SYNTHETIC panel reads an abstract in 0.25 s of its simulated clock (the times its answers
+carry): the demo's clock runs about 20 times fast."""
 DEMO_RATINGS = {"burst_window_seconds": 0.3, "min_seconds_per_paper": 0.12, "unattended_decision": "drop"}
 """The ratings rules on the demo's fast clock (0.3 s stands for about 6 s) and its curator's
 policy: drop what the rules flag."""
@@ -99,18 +100,23 @@ def survey_round(settings: Settings, panel: Callable[[list[Any], Callable[[], in
         s = settings.with_overrides(smtp=sink.smtp_overrides(), survey={
             "signing_key": demo_key(settings, "survey"), "base_url": f"http://127.0.0.1:{port}", "auto_approve": True,
             "messages_per_minute": 60000, "team": "the revbench demo team", "lab": "SYNTHETIC demo lab",
-            "institution": "revbench", "sender_email": "survey@revbench.example"})
+            "institution": "revbench", "sender_email": "survey@revbench.example",
+            # The panel's answers carry their time on its simulated clock: the flags on pace read
+            # the same times on an idle machine and a loaded one.
+            "simulated_answer_times": True})
         with AppServer(create_app(s), port=port):
             wave = survey_flow.run(s, round=1, track=track)
             answered = panel(list(sink.messages), recorded)
     return wave, answered, survey_counts(s.warehouse_path, s.survey_store_path), s
 
 
-def print_scanners(panel: dict[str, int]) -> None:
-    """What the mail scanners in front of the panel did, and what they recorded (nothing, rightly)."""
+def print_scanners(panel: dict[str, int], links: int | None = None) -> None:
+    """What the mail scanners in front of the panel did (on at most ``links`` links a message),
+    and what they recorded (nothing, rightly)."""
+    which = "every link" if links is None else f"the first {links} links of each message"
     console.print(
         f"Link scanners: {panel['scanner_requests']} requests on {panel['scanned_mailboxes']} mailboxes "
-        f"(every link, HEAD and GET, before the person), {panel['scanner_recorded']} recorded anything.")
+        f"({which}, HEAD and GET, before the person), {panel['scanner_recorded']} recorded anything.")
 
 
 def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, track: bool) -> None:
@@ -143,7 +149,7 @@ def run_ratings(settings: Settings, track: bool) -> None:
     from revbench.warehouse import Warehouse
 
     out = ratings_flow.run(settings.with_overrides(ratings=DEMO_RATINGS), track=track)
-    with Warehouse.open(settings.warehouse_path, read_only=True) as wh:
+    with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
         email_of = dict(wh.read(SURVEY_INVITATIONS).select("invitation_id", "email").iter_rows())
         rated = wh.read(RATINGS).select("invitation_id", "reviewer_id").unique().rows()
     respondents = pl.read_parquet(settings.data_dir / "survey" / "demo-panel" / "respondents.parquet")
@@ -201,11 +207,11 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
         print_ingest_summary(ingest_flow.run(s, DEMO_SINCE, DEMO_UNTIL, synthetic=True, track=track))
         for decider in ("fallback", "llm"):
             dis = disambiguate_flow.run(s.with_overrides(disambiguate={"use_llm": decider == "llm"}), track=track)
-            with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+            with Warehouse.open(s.warehouse_path, read_only=True, lock_wait=s.warehouse.lock_wait_seconds) as wh:
                 links = wh.read(AUTHOR_LINKS)
             print_disambiguation(dis, disambiguation_quality(truth, links))
         stats = pools_flow.run(s.with_overrides(pools=DEMO_POOLS), round=1, track=track)
-    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+    with Warehouse.open(s.warehouse_path, read_only=True, lock_wait=s.warehouse.lock_wait_seconds) as wh:
         assignments = wh.read_round(ASSIGNMENTS, stats.round)
         planted = planted_conflicts_caught(truth, wh.read_round(POOL_EVIDENCE, stats.round),
                                            wh.read_round(POOL_EXCLUSIONS, stats.round), assignments, links)

@@ -507,14 +507,17 @@ def _grobid_version(answer: Any) -> str | None:
 def probe_arxiv(settings: Settings, clock: _Clock) -> Probe:
     """A one-result query (``cat:cs.LG``) through our client and the ``arxiv`` package's Atom parser."""
     from revbench.clients.arxiv_api import ArxivClient
-    from revbench.retry import PermanentError, TransientError
+    from revbench.retry import PermanentError, RateLimited, TransientError
 
     url = settings.arxiv.base_url
     http = settings.http.model_copy(update={"timeout_seconds": clock.left(), "max_attempts": 1})
-    client = ArxivClient(settings.arxiv, http)
+    # A probe reports a 429 at once; a run waits it out.
+    client = ArxivClient(settings.arxiv.model_copy(update={"throttle_patience_seconds": 0.0}), http)
     t0 = time.monotonic()
     try:
         page = client.fetch({"search_query": "cat:cs.LG", "max_results": 1})
+    except RateLimited:
+        return Probe("arxiv", url, "warn", "answers, but rate-limited right now (HTTP 429); runs slow down and wait", _ms(t0))
     except (TransientError, PermanentError) as exc:
         import requests
 

@@ -36,6 +36,10 @@ its keywords from YAKE on both sides, not from LR-bench's keywords file on one o
 REBUILD_RATINGS = {**DEMO_RATINGS, "unattended_decision": "keep", "evaluate_after": False}
 """The demo's rules on its fast clock; the answers are the benchmark's own, so flags are
 reported and nothing is dropped (the comparison evaluates the release on its own)."""
+REBUILD_SCAN_LINKS = 250
+"""Links a mail scanner opens of one rebuild invitation (fifty papers' five levels): the fitted
+pools can put hundreds of papers in one email, and every link opened twice cost the gold
+standard's rebuild nine minutes of its thirteen for the same proof (nothing recorded)."""
 STAGES = ("world", "ingest", "identities", "pools", "survey", "ratings", "release", "evaluation", "comparison")
 
 
@@ -59,16 +63,22 @@ def load_source(text: str) -> tuple[str, Path, Benchmark]:
     return kind, source, load_benchmark(kind, source, strict=True)
 
 
-def rebuild_pools(bench: Benchmark, held: pl.DataFrame) -> dict[str, Any]:
-    """The pools settings of a rebuild: queries drawn from the query papers alone (all of them),
-    tau 0.4 (the lowest threshold the pools report; rated pairs reach down to about 0.25 with
-    MiniLM), candidates with two recent papers, and room for as many invitations per query and per
-    reviewer as the original's survey asked for (at least the product's defaults)."""
-    per_query = held.group_by("paper_id").len()["len"].max() or 0
-    per_reviewer = held.group_by("reviewer_id").len()["len"].max() or 0
-    return {"tau": 0.4, "min_recent_papers": 2, "query_categories": [QUERY_CATEGORY],
-            "queries_per_category": max(1, held["paper_id"].n_unique()),
-            "candidates_per_query": max(10, int(per_query)), "max_queries_per_candidate": max(6, int(per_reviewer))}
+def rebuild_queries(held: pl.DataFrame) -> dict[str, Any]:
+    """What makes a rebuild's queries the benchmark's: drawn from the query papers alone, all of
+    them (a structure of the world, not a setting either pool configuration chooses)."""
+    return {"query_categories": [QUERY_CATEGORY], "queries_per_category": max(1, held["paper_id"].n_unique())}
+
+
+@dataclass(frozen=True)
+class PoolsChoice:
+    """The two pool configurations of a rebuild: the product's settings (as configured) run on a
+    copy of the warehouse, and the settings fitted to the original's candidate sets, whose pools
+    the survey, the release and the comparison use."""
+
+    defaults: dict[str, Any]
+    fitted: dict[str, Any]
+    fit: Any  # tasks.rebuild.PoolFit
+    defaults_warehouse: Path
 
 
 def rebuild_release_key(manifest: dict[str, Any]) -> str:
@@ -111,19 +121,19 @@ def run_rebuild(settings: Settings, world: tuple[str, Path, Benchmark], seed: in
 
     manifest = ensure_imported_world(world_dir, kind, source, bench, seed, DEMO_SINCE, DEMO_UNTIL, progress)
     demo_warehouse_for(base, manifest)
-    pools_settings = rebuild_pools(bench, held)
-    save_demo_settings(data, {"ratings": REBUILD_RATINGS, "pools": pools_settings}, DEMO_KEY_FILES)
+    save_demo_settings(data, {"ratings": REBUILD_RATINGS, "pools": rebuild_queries(held)}, DEMO_KEY_FILES)
     imp = manifest["imported"]
     console.print(f"world from {kind}: {imp['queries']} query papers, {imp['reviewers']} reviewers with "
                   f"{imp['publications']} publications, {imp['rated_pairs']} rated pairs -> {world_dir}")
-    s, release_dir = _loop(base, world_dir, manifest, pools_settings, replay, seed, track, step)
+    s, release_dir, pools = _loop(base, world_dir, manifest, rebuild_queries(held), replay, seed, track, step)
     step("evaluation", ", ".join(REBUILD_SCORERS))
     report = settings.data_dir / "reports" / "rebuild"
     rows = _evaluate(s, kind, source, release_dir, report / kind / "evaluation", track)
     step("comparison")
     from revbench.app.rebuild_report import comparison, write_report
 
-    result = comparison(s, world_dir, bench, kind, source, release_dir, rows, pools_settings["tau"])
+    result = comparison(s, world_dir, bench, kind, source, release_dir, rows, pools, rebuild_release_key(manifest),
+                        report / kind / "evaluation")
     result["seconds"] = round(time.monotonic() - t0, 1)
     paths = write_report(result, report / kind)
     for p in paths:  # the latest rebuild also at the top of reports/rebuild/
@@ -132,8 +142,8 @@ def run_rebuild(settings: Settings, world: tuple[str, Path, Benchmark], seed: in
     return result
 
 
-def _loop(base: Settings, world_dir: Path, manifest: dict[str, Any], pools_settings: dict[str, Any],
-          replay: ReplaySettings, seed: int, track: bool, step: Stages) -> tuple[Settings, Path]:
+def _loop(base: Settings, world_dir: Path, manifest: dict[str, Any], queries: dict[str, Any],
+          replay: ReplaySettings, seed: int, track: bool, step: Stages) -> tuple[Settings, Path, PoolsChoice]:
     """Ingest, identities, pools, survey, ratings and release on the imported world."""
     from revbench.flows.disambiguate import disambiguate_flow
     from revbench.flows.ingest import ingest_flow
@@ -157,19 +167,19 @@ def _loop(base: Settings, world_dir: Path, manifest: dict[str, Any], pools_setti
             with Warehouse.open(s.warehouse_path, read_only=True) as wh:
                 links = wh.read(AUTHOR_LINKS)
             print_disambiguation(dis, disambiguation_quality(truth, links))
-        step("pools", f"tau {pools_settings['tau']}, model {s.pools.model}")
-        s = s.with_overrides(pools=pools_settings)
-        print_pools(pools_flow.run(s, round=1, track=track))
+        pools = _pools(s.with_overrides(pools=queries), world_dir, track, step)
+        s = s.with_overrides(pools={**queries, **pools.fitted})
     step("survey")
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         corpus = wh.corpus_papers()
     held = held_levels(world_dir, corpus)
     wave, panel, counts, _ = survey_round(s, lambda messages, recorded: answer_held(
-        held, messages, seed, s.data_dir / "survey" / "rebuild-panel", recorded, pace_seconds=DEMO_PACE_SECONDS), track)
+        held, messages, seed, s.data_dir / "survey" / "rebuild-panel", recorded, pace_seconds=DEMO_PACE_SECONDS,
+        scan_links=REBUILD_SCAN_LINKS), track)
     console.print(f"Survey round 1: {wave.sent} invitations sent; the panel answered {panel['ratings']} papers the "
                   f"benchmark rates, left {panel['unheld']} it does not unanswered ({panel['silent']} emails silent). "
                   f"In the survey store: {counts.get('ratings', 0)} ratings.")
-    print_scanners(panel)
+    print_scanners(panel, REBUILD_SCAN_LINKS)
     step("ratings")
     s = s.with_overrides(ratings=REBUILD_RATINGS)
     print_ratings(ratings_flow.run(s, track=track))
@@ -179,7 +189,38 @@ def _loop(base: Settings, world_dir: Path, manifest: dict[str, Any], pools_setti
                                                      "redact_addresses": True}),
                            only_if_changed=True, track=track)
     print_release(out)
-    return s, Path(out.dir)
+    return s, Path(out.dir), pools
+
+
+def _pools(s: Settings, world_dir: Path, track: bool, step: Stages) -> PoolsChoice:
+    """Round 1 of the pools twice: with the product's settings on a copy of the warehouse (what
+    revbench would invite), then with the settings fitted to the original's rated pairs on the
+    warehouse itself (what the rest of the rebuild uses: its misses are the pipeline's, not the
+    settings'). Both share the embedding cache."""
+    from revbench.app.rebuild_report import fit_from_world
+    from revbench.flows.pools import pools_flow
+
+    p = s.pools
+    defaults = {"tau": p.tau, "candidates_per_query": p.candidates_per_query,
+                "max_queries_per_candidate": p.max_queries_per_candidate, "min_recent_papers": p.min_recent_papers}
+    copy_dir = s.data_dir / "pools-defaults"
+    if copy_dir.exists():
+        shutil.rmtree(copy_dir)  # derived from this rebuild's warehouse alone: made anew each time
+    copy_dir.mkdir(parents=True)
+    for part in (s.warehouse_path, s.warehouse_path.with_name(s.warehouse_path.name + ".wal")):
+        if part.exists():  # a log not yet checkpointed is part of the file's state
+            shutil.copyfile(part, copy_dir / part.name)
+    (copy_dir / "cache").symlink_to(s.cache_dir.resolve(), target_is_directory=True)
+    step("pools", f"the product's settings (tau {p.tau}, {p.candidates_per_query} a query, {p.max_queries_per_candidate} "
+                  f"a candidate, {p.min_recent_papers} recent papers), model {p.model}")
+    # The copy of a warehouse that already holds the fitted round (a rebuild run again) replaces it.
+    print_pools(pools_flow.run(s.with_overrides(data_dir=copy_dir), round=1, replace=True, track=track))
+    fit = fit_from_world(s, world_dir)
+    step("pools", f"fitted to the original's rated pairs: tau {fit.tau} ({fit.below_tau} of {fit.pairs} rated pairs "
+                  f"below it), {fit.candidates_per_query} a query, {fit.max_queries_per_candidate} a candidate, "
+                  f"{fit.min_recent_papers} recent papers")
+    print_pools(pools_flow.run(s.with_overrides(pools=fit.settings()), round=1, track=track))
+    return PoolsChoice(defaults, fit.settings(), fit, copy_dir / "warehouse.duckdb")
 
 
 def _evaluate(s: Settings, kind: str, source: Path, release_dir: Path, out: Path, track: bool) -> list[dict[str, Any]]:
@@ -200,7 +241,13 @@ def _print_comparison(result: dict[str, Any], report: Path) -> None:
     r = result["pool_recall"]
     console.print(f"Pool recall of the original's rated pairs: {r['recalled']}/{r['pairs']} "
                   f"({(r['recall'] or 0):.0%}) at tau {r['tau']}; missed: "
-                  + (", ".join(f"{n} {k}" for k, n in r["missed_by_reason"].items() if n) or "none"))
+                  + (", ".join(f"{n} {k}" for k, n in r["missed_by_reason"].items() if n) or "none")
+                  + " (pools fitted to the original's rated pairs)")
+    if "defaults" in result:
+        d = result["defaults"]["pool_recall"]
+        console.print(f"With the product's pool settings (tau {d['tau']}): {d['recalled']}/{d['pairs']} "
+                      f"({(d['recall'] or 0):.0%}); missed: "
+                      + (", ".join(f"{n} {k}" for k, n in d["missed_by_reason"].items() if n) or "none"))
     t = result["tuples"]
     console.print(f"Tuples: original {t['original']}, rebuilt {t['rebuilt']}; of the {t['recalled']} original tuples "
                   f"whose pairs were both rated, {t['matched']} rebuilt with the same label, {t['reversed']} reversed, "

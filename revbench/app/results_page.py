@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 from rich.markup import escape
 
 import revbench
@@ -47,12 +48,20 @@ def read_evaluation_report(folder: Path) -> Pairs:
 
 def write_results_page(settings: Settings, out: Path, pairs: list[Pairs]) -> None:
     """``out/index.html`` from the latest evaluation of each scorer on each benchmark version,
-    with the scorer pairs of the evaluation report folders given."""
+    with the scorer pairs of the evaluation report folders given. The page vouches for the
+    releases it names with their status: each is verified against its manifest, and the manifest
+    against the warehouse's record, first (a changed release is refused by name, no page written)."""
+    from revbench.flows.release import verify_recorded
+
     results = None
     if settings.warehouse_path.exists():
         with Warehouse.open(settings.warehouse_path, read_only=True,
                             lock_wait=settings.warehouse.lock_wait_seconds) as wh:
             results = wh.evaluation_results() if wh.has_table(EVAL_RESULTS.name) else None
+            recorded = [] if results is None else results.filter(
+                (pl.col("benchmark") == "release") & pl.col("release_status").is_not_null())["version"].unique().sort()
+            for version in recorded:
+                verify_recorded(settings, settings.releases_dir / version, wh)
     if results is None or results.height == 0:
         raise UsageError(f"no evaluation results in the warehouse at {settings.warehouse_path}: run `revbench "
                          "evaluate` (or `revbench demo`) first")

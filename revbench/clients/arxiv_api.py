@@ -7,7 +7,7 @@ parsing and Result type stay the package's.
 
 from __future__ import annotations
 
-import time
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,11 +18,23 @@ import requests
 from arxiv import _feed  # the package's own Atom parser; Result objects come from it
 from lxml import etree
 
-from revbench.retry import Breaker, PermanentError, TransientError, call_with_retries, classify_status
+from revbench.retry import (
+    AdaptivePacer,
+    Breaker,
+    PermanentError,
+    RateLimited,
+    TransientError,
+    call_with_retries,
+    classify_status,
+    send_through_429s,
+)
 from revbench.settings import ArxivSettings, HttpSettings
 
+log = logging.getLogger("revbench.clients.arxiv")
 _STRICT = etree.XMLParser(resolve_entities=False, no_network=True, recover=False)
 _NS = {"atom": "http://www.w3.org/2005/Atom"}
+API_CEILING = 30000
+"""The most results arXiv's API pages through for one query (its documented limit)."""
 
 
 @dataclass(frozen=True)
@@ -92,27 +104,29 @@ class ArxivClient(arxiv.Client):
         self.query_url_format = settings.base_url.rstrip("?") + "?{}"
         self.settings = settings
         self.http = http
-        self._last_request: float | None = None
+        # arXiv's 3 s is the fastest we go; its 429s slow us down as Semantic Scholar's do.
+        self.pacer = AdaptivePacer(
+            settings.delay_seconds, settings.throttle_max_delay_seconds, settings.throttle_recovery_seconds
+        )
         self.requests_made = 0
+        self.throttled = 0
         self.breaker = Breaker("arXiv API", settings.base_url, http.breaker_failures)
 
-    def _respect_delay(self) -> None:
-        if self._last_request is not None:
-            wait = self.delay_seconds - (time.monotonic() - self._last_request)
-            if wait > 0:
-                time.sleep(wait)
-
     def _fetch_once(self, url: str, first_page: bool) -> _feed.ParsedFeed:
-        self._respect_delay()
-        try:
-            resp = self._session.get(
-                url, headers={"user-agent": self.http.user_agent}, timeout=self.http.timeout_seconds
-            )
-        except requests.RequestException as exc:  # timeouts, resets, bodies cut short
-            raise TransientError(f"arXiv request failed: {exc}", kind="timeout") from exc
-        finally:
-            self._last_request = time.monotonic()
+        def send() -> requests.Response:
             self.requests_made += 1
+            try:
+                return self._session.get(url, headers={"user-agent": self.http.user_agent}, timeout=self.http.timeout_seconds)
+            except requests.RequestException as exc:  # timeouts, resets, bodies cut short
+                raise TransientError(f"arXiv request failed: {exc}", kind="timeout") from exc
+
+        def throttled(slowed: bool) -> None:
+            self.throttled += 1
+            if slowed:
+                log.info("arXiv answered 429 without Retry-After; %.1f s between requests now", self.pacer.interval)
+
+        resp = send_through_429s(send, lambda r: (r.status_code, r.headers), self.pacer, self.settings.throttle_patience_seconds,
+                                 self.http.retry_after_max_seconds, "arXiv", throttled)
         # requests reads the body inside get(); a cut-off body shows up there as an exception.
         content = resp.content
         if resp.status_code >= 300:
@@ -143,7 +157,14 @@ class ArxivClient(arxiv.Client):
         return feed
 
     def _parse_feed(self, url: str, first_page: bool = True, _try_index: int = 0) -> _feed.ParsedFeed:
-        return call_with_retries(lambda: self._fetch_once(url, first_page), self.http, "arXiv query", breaker=self.breaker)
+        try:
+            return call_with_retries(lambda: self._fetch_once(url, first_page), self.http, "arXiv query", breaker=self.breaker)
+        except RateLimited as exc:
+            # Nothing of a crawl goes on without arXiv: a request that waited out 429s for all its
+            # patience counts as failed, so persistent 429s stop the run (after breaker_failures
+            # such requests in a row) instead of pacing every slice through its own patience.
+            self.breaker.failure(exc)
+            raise
 
     def fetch(self, params: Mapping[str, str | int], first_page: bool = True) -> ArxivPage:
         """One answer of the query endpoint for these query parameters (``search_query``,
@@ -164,15 +185,18 @@ class ArxivClient(arxiv.Client):
         feed = self._parse_feed(self._format_url(search, start, self.page_size), first_page=start == 0)
         return [to_record(r) for r in feed.results], feed.header.total_results
 
-    def search_window(self, category: str, start: datetime, end: datetime) -> tuple[list[ArxivRecord], int]:
+    def search_window(
+        self, category: str, start: datetime, end: datetime, most: int | None = None
+    ) -> tuple[list[ArxivRecord], int]:
         """All results of one window, paging until the total is reached.
 
-        Returns the records and the total the API reported; callers split a window whose total
-        is above the result ceiling before paging through it (see ``tasks.crawl``).
+        Returns the records and the total the API reported; a window whose total is above
+        ``most`` (``max_results_per_query`` unless given) returns only its total, for the caller
+        to split or to page through with a higher ``most`` (see ``tasks.crawl``).
         """
         query = query_for(category, start, end)
         records, total = self.page(query, 0)
-        if total > self.settings.max_results_per_query:
+        if total > (self.settings.max_results_per_query if most is None else most):
             return [], total
         while len(records) < total:
             more, _ = self.page(query, len(records))

@@ -11,20 +11,11 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from typing import Any
 
 import httpx
 
-from revbench.retry import (
-    AdaptivePacer,
-    Breaker,
-    RateLimited,
-    TransientError,
-    call_with_retries,
-    classify_status,
-    parse_retry_after,
-)
+from revbench.retry import AdaptivePacer, Breaker, TransientError, call_with_retries, classify_status, send_through_429s
 from revbench.settings import HttpSettings, SemanticScholarSettings
 
 PAPER_FIELDS = "paperId,externalIds,title,year,authors"
@@ -69,34 +60,23 @@ class SemanticScholarClient:
         self.breaker = Breaker("Semantic Scholar", settings.base_url, http.breaker_failures)
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        # A 429 is waited out here, never counted as a failed attempt: the service answers, only
-        # not this fast, so the pace slows until it lets us through or our patience runs out.
-        patience_ends: float | None = None
-        while True:
-            self.pacer.wait()
+        def send() -> httpx.Response:
             self.requests_made += 1
             try:
-                resp = self._client.request(method, path, **kwargs)
+                return self._client.request(method, path, **kwargs)
             except httpx.TimeoutException as exc:
                 raise TransientError(f"S2 timeout: {exc}", kind="timeout") from exc
             except httpx.TransportError as exc:
                 raise TransientError(f"S2 transport: {exc}", kind="transport") from exc
-            if resp.status_code != 429:
-                break
+
+        def throttled(slowed: bool) -> None:
             self.throttled += 1
-            retry_after = parse_retry_after(resp.headers)
-            now = time.monotonic()
-            patience_ends = patience_ends or now + self.settings.throttle_patience_seconds
-            if now >= patience_ends:
-                raise RateLimited(f"S2 {path}: HTTP 429 for {self.settings.throttle_patience_seconds:.0f} s", retry_after)
-            before = self.pacer.interval
-            self.pacer.throttled(None if retry_after is None else min(retry_after, self.http.retry_after_max_seconds))
-            if self.pacer.interval > before:
+            if slowed:
                 log.info("S2 answered 429 without Retry-After; %.1f s between requests now", self.pacer.interval)
-        if 200 <= resp.status_code < 300:
-            self.pacer.success()
-        else:
-            classify_status(resp.status_code, resp.headers, f"S2 {path}", detail=error_text(resp.content))
+
+        resp = send_through_429s(send, lambda r: (r.status_code, r.headers), self.pacer, self.settings.throttle_patience_seconds,
+                                 self.http.retry_after_max_seconds, f"S2 {path}", throttled)
+        classify_status(resp.status_code, resp.headers, f"S2 {path}", detail=error_text(resp.content))
         try:
             return json.loads(resp.content)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -118,7 +98,10 @@ class SemanticScholarClient:
         return call_with_retries(once, self.http, f"S2 batch of {len(arxiv_ids)}", breaker=self.breaker)
 
     def author_papers(self, author_id: str, fields: str = AUTHOR_PAPER_FIELDS, limit: int = 1000) -> list[dict[str, Any]]:
-        """An author's whole publication list, following ``next`` offsets."""
+        """An author's whole publication list, following ``next`` offsets. A ``next`` that does not
+        move past the offset just asked (or is not an offset) ends it with a ``TransientError``
+        naming the endpoint and the offset: the list is left whole for another run, never
+        followed round in a loop nor kept cut short."""
         out: list[dict[str, Any]] = []
         offset: int | None = 0
         while offset is not None:
@@ -137,6 +120,9 @@ class SemanticScholarClient:
             body = call_with_retries(once, self.http, f"S2 author {author_id}", breaker=self.breaker)
             out.extend(body["data"])
             offset = body.get("next")
+            if offset is not None and (isinstance(offset, bool) or not isinstance(offset, int) or offset <= start):
+                raise TransientError(f"S2 /author/{author_id}/papers: 'next' {offset!r} after offset {start} does not advance; "
+                                     f"stopped paging after {len(out)} papers", kind="paging_stuck")
         return out
 
     def close(self) -> None:

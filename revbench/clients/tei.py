@@ -32,7 +32,8 @@ class TeiAffiliation:
 @dataclass
 class TeiAuthor:
     """One author as GROBID read it from the PDF header. ``department``, ``institution`` and
-    ``affiliation`` are those of the first affiliation; ``affiliations`` holds every one, in order."""
+    ``affiliation`` are those of the first affiliation; ``affiliations`` holds every one, in order;
+    likewise ``email`` and ``emails``."""
 
     forename: str | None
     surname: str | None
@@ -42,6 +43,8 @@ class TeiAuthor:
     affiliation: str | None
     affiliations: list[TeiAffiliation] = field(default_factory=list)
     orcid: str | None = None
+    emails: list[str] = field(default_factory=list)
+    """Every ``<email>`` of the author, in order (GROBID writes several; ``email`` is the first)."""
 
     @property
     def full_name(self) -> str:
@@ -88,8 +91,9 @@ def normalize_orcid(raw: str | None) -> str | None:
 def parse_affiliation(aff: etree._Element) -> TeiAffiliation:
     """Department, institution and country of one ``<affiliation>``; a lab stays in ``text``."""
     orgs = aff.findall("tei:orgName", NS)
-    # GROBID leaves the separator after a country in the text ("France;").
-    country = (_text(aff.find("tei:address/tei:country", NS)) or "").rstrip(" ;,") or None
+    # GROBID leaves the separator after a country in the text ("France;"); before 0.4 it wrote
+    # the country straight under the affiliation, without an address.
+    country = (_text(aff.find("tei:address/tei:country", NS)) or _text(aff.find("tei:country", NS)) or "").rstrip(" ;,") or None
     parts = [t for t in (_text(o) for o in orgs) if t]
     if country:
         parts.append(country)
@@ -111,6 +115,33 @@ def _abstract(header: etree._Element) -> str | None:
     return " ".join(b for b in blocks if b) or _text(abstract)
 
 
+_TITLES = (
+    "tei:fileDesc/tei:titleStmt/tei:title[@level='a'][@type='main']",
+    "tei:fileDesc/tei:titleStmt/tei:title[@level='a'][not(@type)]",
+    # GROBID before 0.4 left titleStmt empty and wrote the title only in the source's analytic part.
+    "tei:fileDesc/tei:sourceDesc/tei:biblStruct/tei:analytic/tei:title[@type='main']",
+    "tei:fileDesc/tei:sourceDesc/tei:biblStruct/tei:analytic/tei:title[not(@type)]",
+)
+
+
+def _title(header: etree._Element) -> str | None:
+    """The article's title: the main title statement's, else the first other place GROBID put it."""
+    for path in _TITLES:
+        for el in header.xpath(path, namespaces=NS):
+            if text := _text(el):
+                return text
+    return None
+
+
+def _emails(author: etree._Element) -> list[str]:
+    out: list[str] = []
+    for e in author.iterfind("tei:email", NS):
+        text = _text(e)
+        if text and text not in out:
+            out.append(text)
+    return out
+
+
 def parse_tei_header(xml: str | bytes) -> TeiHeader:
     """Parse ``processHeaderDocument`` output; raises ``TeiError`` when it is not TEI."""
     data = xml.encode("utf-8") if isinstance(xml, str) else xml
@@ -124,7 +155,7 @@ def parse_tei_header(xml: str | bytes) -> TeiHeader:
     if header is None:
         raise TeiError("TEI without teiHeader")
     out = TeiHeader(
-        title=_text(header.find("tei:fileDesc/tei:titleStmt/tei:title[@level='a'][@type='main']", NS)),
+        title=_title(header),
         abstract=_abstract(header),
     )
     bibl = header.find("tei:fileDesc/tei:sourceDesc/tei:biblStruct", NS)
@@ -146,16 +177,18 @@ def parse_tei_header(xml: str | bytes) -> TeiHeader:
                 out.dropped_authors["empty_author"] += 1
             continue
         first = affiliations[0] if affiliations else TeiAffiliation(None, None, None, None)
+        emails = _emails(a)
         out.authors.append(
             TeiAuthor(
                 forename=forename,
                 surname=surname,
-                email=_text(a.find("tei:email", NS)),
+                email=emails[0] if emails else None,
                 department=first.department,
                 institution=first.institution,
                 affiliation=_joined(_first_orgs(a)),
                 affiliations=affiliations,
                 orcid=normalize_orcid(_text(a.find("tei:idno[@type='ORCID']", NS))),
+                emails=emails,
             )
         )
     out.arxiv_id = _text(bibl.find("tei:idno[@type='arXiv']", NS))

@@ -13,21 +13,26 @@ agent is stored or logged. ``/healthz`` and ``/healthz/link/{token}`` (a probe l
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from revbench.errors import UsageError
+from revbench.errors import SurveyStoreGone, UsageError
 from revbench.settings import Settings
+from revbench.survey import SIMULATED_TIME_HEADER
 from revbench.survey.tokens import BadToken, Claim, LinkSigner, token_digest
 from revbench.templates import bars_scale, read, render
 from revbench.warehouse.survey_store import SurveyStore
+
+log = logging.getLogger("revbench.survey")
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; form-action 'self'; base-uri 'none'; "
@@ -91,6 +96,8 @@ class Pages:
         self.store = store or SurveyStore(settings.survey_store_path)
         self.limiter = RateLimiter(sv.rate_limit_per_minute)
         self.scale = bars_scale()
+        self.store_trouble_logged = float("-inf")
+        self.simulated_times = sv.simulated_answer_times
 
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         html, _version = render(f"survey/{name}.html.j2", team=self.team, **ctx)
@@ -128,6 +135,23 @@ class Pages:
     def page_token(self, invitation_id: str) -> str:
         return self.signer.sign(Claim(invitation_id, "page"))
 
+    def answered_at(self, request: Request) -> datetime | None | HTMLResponse:
+        """When the answer was given: None for the store's clock (now), or, on a server for a
+        SYNTHETIC panel (``simulated_answer_times``), the time the panel declares on its simulated
+        clock, so that flags on its pace do not depend on how loaded the machine was; a declared
+        time that does not parse records nothing."""
+        declared = request.headers.get(SIMULATED_TIME_HEADER)
+        if not self.simulated_times or declared is None:
+            return None
+        try:
+            at = datetime.fromisoformat(declared)
+            if at.tzinfo is None:
+                raise ValueError("no time zone")
+        except ValueError:
+            return self.page("message", 400, title="Not understood", heading="That answer was not understood",
+                             text=f"{SIMULATED_TIME_HEADER} is not a time with a time zone. Nothing was recorded.")
+        return at
+
 
 def probe_link(signer: LinkSigner, limiter: RateLimiter) -> Callable[[str], Awaitable[JSONResponse]]:
     """``GET /healthz/link/{token}``: whether ``token`` is a probe link this server's keys verify.
@@ -150,20 +174,41 @@ def probe_link(signer: LinkSigner, limiter: RateLimiter) -> Callable[[str], Awai
     return check
 
 
+async def security_headers(request: Request, call_next: Any) -> Response:
+    """Every answer with the security headers (a route's own values stand)."""
+    response = await call_next(request)
+    for k, v in SECURITY_HEADERS.items():
+        response.headers.setdefault(k, v)
+    return response
+
+
+def store_gone(pages: Pages) -> Callable[[Request, SurveyStoreGone], Awaitable[Response]]:
+    """The answer while the store's file is gone from its path (see ``StoreBase``): nothing was
+    recorded, the person is asked to come back (the link stays good), and the curator reads the
+    store's one line in the server's log (once a minute at most)."""
+
+    async def handle(request: Request, exc: SurveyStoreGone) -> Response:
+        now = time.monotonic()
+        if now - pages.store_trouble_logged > 60:
+            pages.store_trouble_logged = now
+            log.error("%s", exc)
+        response = pages.page("message", 503, title="Briefly unavailable", heading="The survey is briefly unavailable",
+                              text="Nothing was recorded. Please try again in a few minutes; your link stays valid.")
+        response.headers["Retry-After"] = "60"
+        return response
+
+    return handle
+
+
 def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
     """The survey app for ``settings`` (its signing keys, store and team)."""
     pages = Pages(settings, store)
     store, signer, scale, page = pages.store, pages.signer, pages.scale, pages.page
     css = read("survey/survey.css")
-    app = FastAPI(title="revbench survey", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="revbench survey", docs_url=None, redoc_url=None, openapi_url=None,
+                  exception_handlers={SurveyStoreGone: store_gone(pages)})
     app.state.pages = pages
-
-    @app.middleware("http")
-    async def security(request: Request, call_next: Any) -> Response:
-        response = await call_next(request)
-        for k, v in SECURITY_HEADERS.items():
-            response.headers.setdefault(k, v)
-        return response
+    app.middleware("http")(security_headers)
 
     @app.get("/healthz")
     async def healthz() -> JSONResponse:
@@ -192,12 +237,15 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
                     page_url=f"/i/{pages.page_token(claim.invitation)}#paper-{index}")
 
     @app.post("/r/{token}")
-    async def rate(token: str) -> Response:
+    async def rate(token: str, request: Request) -> Response:
         got = await pages.checked(token, "rate")
         if isinstance(got, HTMLResponse):
             return got
+        at = pages.answered_at(request)
+        if isinstance(at, HTMLResponse):
+            return at
         claim, inv = got
-        await run_in_threadpool(store.record_click, claim.invitation, claim.paper, claim.rating, token_digest(token))
+        await run_in_threadpool(store.record_click, claim.invitation, claim.paper, claim.rating, token_digest(token), at)
         index = [p["paper_id"] for p in inv["papers"]].index(claim.paper) + 1
         return RedirectResponse(f"/i/{pages.page_token(claim.invitation)}?saved={index}#paper-{index}", status_code=303)
 
@@ -220,6 +268,9 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
         if isinstance(got, HTMLResponse):
             return got
         claim, inv = got
+        at = pages.answered_at(request)
+        if isinstance(at, HTMLResponse):
+            return at
         form = await request.form()
         ids = {p["paper_id"] for p in inv["papers"]}
         answers: dict[str, int | None] = {}
@@ -229,7 +280,7 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
                 return page("message", 400, title="Not understood", heading="That answer was not understood",
                             text="Please go back and choose one of the levels, or skip the paper. Nothing was recorded.")
             answers[pid] = None if value == "skip" else int(str(value))
-        await run_in_threadpool(store.record_answers, claim.invitation, answers)
+        await run_in_threadpool(store.record_answers, claim.invitation, answers, at)
         return RedirectResponse(f"/thanks/{token}", status_code=303)
 
     @app.get("/thanks/{token}")
@@ -256,9 +307,12 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
         if isinstance(got, HTMLResponse):
             return got
         claim, _inv = got
+        at = pages.answered_at(request)
+        if isinstance(at, HTMLResponse):
+            return at
         body = (await request.body()).decode(errors="replace")
         source = "one-click" if "List-Unsubscribe=One-Click" in body else "link"
-        await run_in_threadpool(store.opt_out, claim.invitation, source)
+        await run_in_threadpool(store.opt_out, claim.invitation, source, at)
         return page("optout", title="You will not be contacted again", token=token, done=True)
 
     return app

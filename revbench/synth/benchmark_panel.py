@@ -7,8 +7,8 @@ every link first, as in the SYNTHETIC panel, and must record nothing.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ import httpx
 import polars as pl
 
 from revbench.synth.imported import title_key
-from revbench.synth.respondents import confirm, parse_email, scan, scanned
+from revbench.synth.respondents import PanelClock, confirm, parse_email, scan, scanned
 
 
 def held_levels(world_dir: Path, corpus: pl.DataFrame) -> dict[tuple[str, str], int]:
@@ -37,16 +37,19 @@ def held_levels(world_dir: Path, corpus: pl.DataFrame) -> dict[tuple[str, str], 
 
 
 def answer_held(held: dict[tuple[str, str], int], messages: list[EmailMessage], seed: int, out_dir: Path,
-                recorded: Callable[[], int], pace_seconds: float = 0.2, workers: int = 8) -> dict[str, int]:
+                recorded: Callable[[], int], pace_seconds: float = 0.2, workers: int = 8,
+                stall_seconds: float = 0.0, scan_links: int | None = None) -> dict[str, int]:
     """Every recipient of ``messages`` answers the papers ``held`` gives them a level for (see the
-    module); returns counts like the SYNTHETIC panel's, with ``unheld`` (papers left unanswered
-    because the benchmark has no rating of that pair)."""
+    module), ``pace_seconds`` apart on their simulated clock (``PanelClock``); returns counts like
+    the SYNTHETIC panel's, with ``unheld`` (papers left unanswered because the benchmark has no
+    rating of that pair)."""
     from revbench.workers import map_unordered
 
     fronted = [m for m in messages if scanned(seed, str(m["To"]))]
     before = recorded()
-    scanner_requests = sum(map_unordered(lambda m: scan(m, seed), fronted, workers))
+    scanner_requests = sum(map_unordered(lambda m: scan(m, seed, scan_links), fronted, workers))
     scanner_recorded = recorded() - before
+    start = datetime.now(UTC)
 
     def act(msg: EmailMessage) -> tuple[dict[str, Any], dict[str, int]]:
         e = parse_email(msg)
@@ -54,11 +57,10 @@ def answer_held(held: dict[tuple[str, str], int], messages: list[EmailMessage], 
         todo = [(links, held[(to, title_key(title))]) for title, links in e.papers if (to, title_key(title)) in held]
         c = {"emails": 1, "answered": int(bool(todo)), "ratings": 0, "unheld": len(e.papers) - len(todo),
              "silent": int(not todo)}
+        clock = PanelClock(start, stall_seconds)
         with httpx.Client(follow_redirects=True, timeout=30) as http:
             for i, (links, level) in enumerate(todo):
-                if i:
-                    time.sleep(pace_seconds)  # reading the next abstract
-                confirm(http, links[level])
+                confirm(http, links[level], clock.after(pace_seconds if i else 0.0))  # after reading the abstract
                 c["ratings"] += 1
         return {"email": e.to, "behaviour": "benchmark" if todo else "silent", "low_effort": False}, c
 

@@ -6,8 +6,8 @@ What the source gives is kept: every query paper's and every reviewer publicatio
 abstract, who rated what, and each rating. What it does not give is made up deterministically
 (from the seed and the source's ids, never from the order of the files):
 
-- **people**: each reviewer becomes a person (a synthesised name, institution and email; their
-  Semantic Scholar id is the digits of the benchmark's id when it has them); each query paper
+- **people**: each reviewer becomes a person (a synthesised name made of words the benchmark's
+  text never uses, an institution and an email; their Semantic Scholar id is the digits of the benchmark's id when it has them); each query paper
   gets one to three synthesised authors who write nothing else and are never reviewers;
 - **papers**: the query papers, and every distinct publication of the reviewers (one paper per
   distinct title, written by every reviewer who lists it; a publication whose title is a query
@@ -30,6 +30,7 @@ import hashlib
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -43,7 +44,7 @@ from revbench.files import write_atomic
 from revbench.synth.vocab import FIRST_NAMES, INSTITUTIONS
 from revbench.synth.world import Generator, WorldSpec, _email_local, _Paper, _Person, _Rendered, render_paper, write_world
 
-IMPORT_FORMAT = 1
+IMPORT_FORMAT = 2
 """Bumped when what an imported world holds changes, so cached ones are rebuilt."""
 QUERY_CATEGORY = "cs.LG"
 PROFILE_CATEGORY = "cs.AI"
@@ -97,17 +98,37 @@ class ImportedPaper:
     team: list[int]
 
 
+_WORD = re.compile(r"[^\W_]+")
+
+
+def text_words(texts: list[str]) -> frozenset[str]:
+    """Every word of ``texts``, case-folded, diacritics dropped ("Müller" -> "muller")."""
+    words: set[str] = set()
+    for t in texts:
+        plain = "".join(c for c in unicodedata.normalize("NFKD", t) if not unicodedata.combining(c))
+        words.update(w.casefold() for w in _WORD.findall(plain))
+    return frozenset(words)
+
+
+def _uses(name: str, banned: frozenset[str]) -> bool:
+    return bool(text_words([name]) & banned)
+
+
 class _Names:
     """Unique synthesised names, drawn from a hash of (seed, who) so a person keeps their name
-    whatever else the benchmark holds."""
+    whatever else the benchmark holds, and made of words that ``banned`` (the real text's words)
+    does not hold: a synthesised respondent whose name a real abstract happens to spell ("Michael
+    S." in "Michael S. Jordan") would stop the release's privacy audit on public text."""
 
-    def __init__(self, seed: int, surnames: list[str]):
-        self.seed, self.surnames, self.used = seed, surnames, set[tuple[str, str]]()
+    def __init__(self, seed: int, surnames: list[str], banned: frozenset[str] = frozenset()):
+        self.seed, self.used = seed, set[tuple[str, str]]()
+        self.first = [f for f in FIRST_NAMES if not _uses(f, banned)]
+        self.surnames = [s for s in surnames if not _uses(s, banned)]
 
     def draw(self, who: str) -> tuple[str, str]:
         for attempt in range(10_000):
             u = _unit(self.seed, "name", who, attempt)
-            name = (FIRST_NAMES[u % len(FIRST_NAMES)], self.surnames[(u // len(FIRST_NAMES)) % len(self.surnames)])
+            name = (self.first[u % len(self.first)], self.surnames[(u // len(self.first)) % len(self.surnames)])
             if name not in self.used:
                 self.used.add(name)
                 return name
@@ -137,7 +158,9 @@ def plan_world(bench: Benchmark, seed: int) -> tuple[list[_Person], list[Importe
     reviewers = sorted(set(profiles["reviewer_id"].to_list()) | set(held["reviewer_id"].to_list()))
     # A fixed pool (about 4,000 surnames), not one sized by the benchmark: a person keeps their
     # name when the benchmark grows.
-    names = _Names(seed, Generator(WorldSpec(seed=seed)).surnames(NAME_POOL_PEOPLE))
+    real = [*bench.submissions["title"].to_list(), *bench.submissions["abstract"].to_list(),
+            *profiles["title"].to_list(), *profiles["abstract"].to_list()]
+    names = _Names(seed, Generator(WorldSpec(seed=seed)).surnames(NAME_POOL_PEOPLE), text_words([t for t in real if t]))
     taken: set[str] = set()
     people = [_person(i, names.draw(f"reviewer:{r}"), _unit(seed, "inst", r) % len(INSTITUTIONS), _s2_id(r, taken, seed))
               for i, r in enumerate(reviewers)]

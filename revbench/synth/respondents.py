@@ -12,6 +12,11 @@ Each recipient behaves in one seeded way: never answers; answers every paper by 
 (graded by how much of their work is on the paper's topic, with noise); skips a paper on the page; changes a rating; opts out; or answers with low effort
 (the same level everywhere, or every paper within seconds). Who did what is written beside the
 answers (``respondents.parquet``), so the ratings stage can measure its quality flags.
+
+The panel keeps a simulated clock per person (the time spent reading each abstract, a rusher's
+haste) and tells the survey server when, on that clock, each answer was given: a server for a
+SYNTHETIC panel records that time (REVBENCH_SURVEY__SIMULATED_ANSWER_TIMES), so the flags on
+pace read the same times however slowly the machine ran the panel.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
@@ -30,6 +36,7 @@ import httpx
 import numpy as np
 import polars as pl
 
+from revbench.survey import SIMULATED_TIME_HEADER
 from revbench.synth.truth import WorldTruth, topic_shares, true_rating
 
 BEHAVIOURS: dict[str, float] = {
@@ -43,6 +50,10 @@ MIN_PATTERN_PAPERS = 4
 
 SCANNED_SHARE = 0.25
 """Share of mailboxes behind a link-opening mail security scanner."""
+RUSH_SHARE = 0.1
+"""A rusher's time per paper, as a share of a reader's (``pace_seconds``)."""
+SECOND_THOUGHT_SHARE = 0.05
+"""Time between a changed rating and the one before it, as a share of ``pace_seconds``."""
 
 _PAPER = re.compile(r"^(\d+)\. (.+)$")
 _LINK = re.compile(r"^\s+([1-5]) \([^)]*\): (\S+)$")
@@ -82,27 +93,49 @@ def parse_email(msg: EmailMessage) -> ParsedEmail:
     return ParsedEmail(str(msg["To"]), [p for p in papers if len(p[1]) == 5], page, optout)
 
 
-def _press(http: httpx.Client, link: str, button: re.Pattern[str], what: str) -> httpx.Response:
+def simulated(at: datetime | None) -> dict[str, str]:
+    """The header that tells a survey server when, on the panel's simulated clock, an answer was
+    given (none without a time: the server's clock counts)."""
+    return {} if at is None else {SIMULATED_TIME_HEADER: at.isoformat(timespec="microseconds")}
+
+
+def _press(http: httpx.Client, link: str, button: re.Pattern[str], what: str, at: datetime | None) -> httpx.Response:
     """Open ``link`` (a page that records nothing) and press its one button (the POST that does)."""
     page = http.get(link)
     page.raise_for_status()
     action = button.search(page.text)
     if action is None:
         raise ValueError(f"{link}: the page has no {what} button")
-    done = http.post(str(page.url.join(html.unescape(action.group(1)))), data={})
+    done = http.post(str(page.url.join(html.unescape(action.group(1)))), data={}, headers=simulated(at))
     done.raise_for_status()
     return done
 
 
-def confirm(http: httpx.Client, link: str) -> httpx.Response:
+def confirm(http: httpx.Client, link: str, at: datetime | None = None) -> httpx.Response:
     """A person's rating: open the rating link (a page naming the paper and level), then press
-    its Confirm button; returns the final response."""
-    return _press(http, link, _CONFIRM, "Confirm")
+    its Confirm button (``at``: when, on a simulated clock); returns the final response."""
+    return _press(http, link, _CONFIRM, "Confirm", at)
 
 
-def opt_out(http: httpx.Client, link: str) -> httpx.Response:
+def opt_out(http: httpx.Client, link: str, at: datetime | None = None) -> httpx.Response:
     """A person's opt-out: open the link, then press the page's one button."""
-    return _press(http, link, _BUTTON_FORM, "opt-out")
+    return _press(http, link, _BUTTON_FORM, "opt-out", at)
+
+
+class PanelClock:
+    """One person's simulated clock: it moves by what the person does (reading, hurrying), not by
+    how long the machine took to do it; ``stall_seconds`` of real time pass before each answer
+    (a slow or loaded machine, in tests) without moving it."""
+
+    def __init__(self, start: datetime, stall_seconds: float = 0.0):
+        self.now, self.stall_seconds = start, stall_seconds
+
+    def after(self, seconds: float) -> datetime:
+        """The time of the next answer, ``seconds`` after the last on this clock."""
+        if self.stall_seconds:
+            time.sleep(self.stall_seconds)
+        self.now += timedelta(seconds=seconds)
+        return self.now
 
 
 def message_links(msg: EmailMessage) -> list[str]:
@@ -118,15 +151,19 @@ def message_links(msg: EmailMessage) -> list[str]:
     return links
 
 
-def scan(msg: EmailMessage, seed: int) -> int:
+def scan(msg: EmailMessage, seed: int, max_links: int | None = None) -> int:
     """A mail security scanner opening every link of ``msg`` before its reader does, as fast as
     it can: HEAD then GET (or GET then HEAD), following redirects or not, fetching the pages'
     style sheets or not (each seeded per mailbox); returns how many requests it made. Only links
     to the survey server (the host of the opt-out link every invitation carries) are opened: a web
     address in a real paper's title is passed over, so a simulated panel makes no request beyond
-    the machine and a survey server that does not answer still fails loudly."""
+    the machine and a survey server that does not answer still fails loudly. ``max_links``: the
+    first links only, as scanners that give up on a long message do (a rebuild's invitations can
+    list hundreds of papers, five links each)."""
     to = str(msg["To"])
     links = message_links(msg)
+    if max_links is not None:
+        links = links[:max_links]
     survey = {httpx.URL(u).host for u in links if "/u/" in u}
     follow = _unit(seed, "scanner-follow", to) < 0.5
     resources = _unit(seed, "scanner-resources", to) < 0.5
@@ -169,12 +206,13 @@ def behaviour(seed: int, email: str) -> str:
 
 
 def answer(truth: WorldTruth, messages: list[EmailMessage], corpus: pl.DataFrame, seed: int, out_dir: Path,
-           recorded: Callable[[], int], pace_seconds: float = 0.2, workers: int = 8) -> dict[str, int]:
+           recorded: Callable[[], int], pace_seconds: float = 0.2, workers: int = 8,
+           stall_seconds: float = 0.0) -> dict[str, int]:
     """Let every recipient of ``messages`` act on their email (``workers`` people at a time, each
-    taking ``pace_seconds`` per paper unless they rush), after the scanners in front of some
-    mailboxes opened every link; returns counts by what happened, with the scanners' requests and
-    how far ``recorded`` (the survey store's count of events and opt-outs) moved while only
-    scanners were at work."""
+    taking ``pace_seconds`` per paper on their simulated clock unless they rush; see
+    ``PanelClock``), after the scanners in front of some mailboxes opened every link; returns
+    counts by what happened, with the scanners' requests and how far ``recorded`` (the survey
+    store's count of events and opt-outs) moved while only scanners were at work."""
     from revbench.workers import map_unordered
 
     fronted = [m for m in messages if scanned(seed, str(m["To"]))]
@@ -186,6 +224,7 @@ def answer(truth: WorldTruth, messages: list[EmailMessage], corpus: pl.DataFrame
     person_of = {e.lower(): (p, shares.get(p, {})) for p, emails in truth.persons.select("person_id", "emails").iter_rows()
                  for e in emails}
     topic_of_title = {" ".join(t.split()): truth.paper_topics.get(a) for a, t in corpus.select("arxiv_id", "title").iter_rows()}
+    start = datetime.now(UTC)  # everyone opens their email now; from here on, their own clocks count
 
     def act(msg: EmailMessage) -> tuple[dict[str, Any], dict[str, int]]:
         e = parse_email(msg)
@@ -199,9 +238,10 @@ def answer(truth: WorldTruth, messages: list[EmailMessage], corpus: pl.DataFrame
         if how == "silent" or not e.papers:
             c["silent"] = 1
             return row, c
+        clock = PanelClock(start, stall_seconds)
         with httpx.Client(follow_redirects=True, timeout=30) as http:
             if how == "opt_out":
-                opt_out(http, e.optout_url)
+                opt_out(http, e.optout_url, clock.after(0))
                 c["opt_outs"] = 1
                 return row, c
             c["answered"] = 1
@@ -210,21 +250,22 @@ def answer(truth: WorldTruth, messages: list[EmailMessage], corpus: pl.DataFrame
             for i, (title, links) in enumerate(e.papers):
                 if i == skip_index:
                     continue
-                if how != "rusher" and i:
-                    time.sleep(pace_seconds)  # reading the next abstract
+                # Reading the next abstract, or not quite.
+                took = 0.0 if not i else pace_seconds * (RUSH_SHARE if how == "rusher" else 1.0)
                 topic = topic_of_title.get(title) or ""
                 value = same if how == "straight_liner" else true_rating(rng, topic, expertise) if topic else 3
-                confirm(http, links[value])
+                confirm(http, links[value], clock.after(took))
                 c["ratings"] += 1
                 if how == "changer" and i == 0:
-                    confirm(http, links[6 - value])  # a second thought
-                    confirm(http, links[value])  # and back
+                    confirm(http, links[6 - value], clock.after(pace_seconds * SECOND_THOUGHT_SHARE))  # a second thought
+                    confirm(http, links[value], clock.after(pace_seconds * SECOND_THOUGHT_SHARE))  # and back
                     c["changes"] = 1
             if skip_index >= 0 and e.page_url:
                 page = http.get(e.page_url)
                 page.raise_for_status()
                 ids = list(dict.fromkeys(re.findall(r'name="answer-([^"]+)"', page.text)))
-                http.post(e.page_url, data={f"answer-{ids[skip_index]}": "skip"}).raise_for_status()
+                http.post(e.page_url, data={f"answer-{ids[skip_index]}": "skip"},
+                          headers=simulated(clock.after(pace_seconds))).raise_for_status()
                 c["skips"] = 1
         return row, c
 

@@ -154,6 +154,17 @@ def test_arxiv_one_result_through_the_atom_parser(serve_replay, settings: Settin
     assert down.status == "fail" and "cannot connect" in down.detail and "REVBENCH_ARXIV__BASE_URL" in down.fix
 
 
+def test_arxiv_rate_limited_is_a_warning_at_once(world: Path, settings: Settings) -> None:
+    """A run waits arXiv's 429s out (up to its patience); the probe says so at once, not 900 s later."""
+    app = ReplayApp(ReplaySettings(fault_rate=1.0, max_consecutive_faults=1000), world_dir=world,
+                    fault_kinds={"arxiv": ("429_bare",)})
+    with ReplayServer(app) as server:
+        t0 = time.monotonic()
+        p = _one(_on(settings, server.base), "arxiv")
+    assert p.status == "warn" and "rate-limited right now (HTTP 429)" in p.detail and time.monotonic() - t0 < 5
+    assert app.faults.stats()["injected"]["arxiv:429_bare"] == 1
+
+
 def test_pdf_host_answers_or_not(serve_replay, settings: Settings) -> None:
     from starlette.applications import Starlette
     from starlette.responses import Response

@@ -4,6 +4,7 @@ authors (an empty ``persName``, an empty ``author``), ORCID iDs as URLs, raw aff
 from __future__ import annotations
 
 from revbench.clients.tei import normalize_orcid, parse_tei_header
+from tests.support.common import FIXTURES
 
 TEI = """<?xml version="1.0" encoding="UTF-8"?>
 <TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader><fileDesc><titleStmt><title level="a" type="main">T</title></titleStmt>
@@ -43,3 +44,50 @@ def test_orcid_forms() -> None:
     assert normalize_orcid("0000-0002-1825-0097") == "0000-0002-1825-0097"
     assert normalize_orcid("http://orcid.org/0000-0002-1825-0097/") == "0000-0002-1825-0097"
     assert normalize_orcid("1825-0097") is None and normalize_orcid(None) is None
+
+
+# GROBID before 0.4 (the fixture is its header output in that release's layout): an empty
+# titleStmt, the title only in the source's analytic part, <country> straight under <affiliation>.
+OLD = (FIXTURES / "grobid_header_0.3.tei.xml").read_text(encoding="utf-8")
+
+
+def _titled(title_stmt: str, analytic: str) -> str:
+    return (f'<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader><fileDesc><titleStmt>{title_stmt}</titleStmt>'
+            f"<sourceDesc><biblStruct><analytic>{analytic}</analytic></biblStruct></sourceDesc></fileDesc></teiHeader></TEI>")
+
+
+def test_old_grobid_title_comes_from_the_analytic_part() -> None:
+    h = parse_tei_header(OLD)
+    assert h.title == "Dense Retrieval for Reviewer Assignment"
+    assert h.abstract == "We study dense retrieval for matching submissions to reviewers. Experiments show gains."
+    assert [a.full_name for a in h.authors] == ["Zoë Müller", "J Wang"]
+
+
+def test_title_sources_in_order() -> None:
+    main = '<title level="a" type="main">Main</title>'
+    assert parse_tei_header(_titled(main, '<title level="a" type="main">Analytic</title>')).title == "Main"
+    # An untyped article title in titleStmt before the analytic one; a subtitle is not the title.
+    analytic = '<title level="a" type="main">A</title>'
+    assert parse_tei_header(_titled('<title level="a">Untyped</title>', analytic)).title == "Untyped"
+    assert parse_tei_header(_titled('<title level="a" type="sub">Sub</title>', analytic)).title == "A"
+    # An empty main title (GROBID writes one when it found none) is no title.
+    empty = '<title level="a" type="main"/>'
+    assert parse_tei_header(_titled(empty, '<title level="a">Untyped analytic</title>')).title == "Untyped analytic"
+    assert parse_tei_header(_titled(empty, "")).title is None
+
+
+def test_old_grobid_country_under_the_affiliation_is_kept() -> None:
+    zoe, wang = parse_tei_header(OLD).authors
+    (aff,) = zoe.affiliations
+    assert (aff.department, aff.institution, aff.country) == (
+        "Department of Computer Science", "ETH Zürich", "Switzerland")
+    assert aff.text == "Department of Computer Science, ETH Zürich, Switzerland"
+    assert wang.affiliations[0].country == "USA"
+
+
+def test_every_email_of_an_author_is_kept_in_order_once() -> None:
+    zoe, wang = parse_tei_header(OLD).authors
+    assert zoe.emails == ["zoe.mueller@inf.ethz.example", "zmueller@gmail.example", "z.mueller@alumni.ethz.example"]
+    assert zoe.email == "zoe.mueller@inf.ethz.example"  # the first, as before
+    assert zoe.as_row()["emails"] == zoe.emails
+    assert wang.emails == [] and wang.email is None

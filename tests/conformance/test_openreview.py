@@ -105,7 +105,7 @@ RATINGS = """reviewer,paper,rating
 def test_a_folder_layout_dataset_evaluates_with_years(tmp_path: Path) -> None:
     d = dataset(tmp_path, RATINGS)
     bench = load_openreview(d)
-    assert bench.draws[0]["year"].drop_nulls().to_list() == [1970] * 8
+    assert bench.draws[0]["year"].drop_nulls().to_list() == [2009] * 8  # mdate 1234567890 in seconds
     assert bench.dropped == {"archives: blank title": 2, "ratings: submission dropped or missing": 1}
     out_json = tmp_path / "results.json"
     code, out, err = run_cli("evaluate", "-b", f"openreview={d}", "-s", "tpms", "--bootstrap", "0",

@@ -143,3 +143,28 @@ def test_incremental_save_keeps_links_of_unchanged_blocks(tmp_path) -> None:
         wh.save_blocks(again.links, again.blocks, pl.DataFrame(), again.drop_blocks)
         links = wh.read(AUTHOR_LINKS)
     assert sorted(links.select("arxiv_id", "position").rows()) == [("2601.00001", 0), ("2601.00001", 1), ("2601.00002", 0)]
+
+
+def test_any_shared_address_is_an_exact_email_match() -> None:
+    """GROBID gives an author several addresses; a mention showing any one of them is the same
+    person (``emails`` null: a mention loaded before every address was kept, its ``email`` stands in)."""
+    df = frame([
+        ("2601.00001", 0, "Ana Lima", "ana@uni.example", "Uni A", None, None),
+        ("2601.00002", 0, "Ana Lima", "Ana.Lima@gmail.com", "Uni B", None, None),     # her second address only
+        ("2601.00003", 0, "Ana Lima", "other@uni.example", "Uni A", None, None),      # a namesake
+    ]).with_columns(pl.Series("emails", [["ana@uni.example", "analima@gmail.com"], None, ["other@uni.example"]]))
+    out = disambiguate(df, {}, FB, "test", 500, 0.5, NOW)
+    links = {f"{a}:{p}": (c, m) for a, p, c, m in out.links.select("arxiv_id", "position", "author_id", "method").iter_rows()}
+    assert links["2601.00001:0"][0] == links["2601.00002:0"][0] != links["2601.00003:0"][0]
+    assert links["2601.00002:0"][1] == "email"
+
+
+def test_one_address_hashes_as_before_every_address_was_kept() -> None:
+    """A block whose mentions have one address each is not decided again after the upgrade."""
+    df = frame([("2601.00001", 0, "Ana Lima", "ana@uni.example", "Uni A", None, None),
+                ("2601.00002", 0, "Ana Lima", None, "Uni A", None, None)])
+    before = disambiguate(df, {}, FB, "test", 500, 0.5, NOW).blocks
+    after = disambiguate(df.with_columns(pl.Series("emails", [["ana@uni.example"], []])), {}, FB, "test", 500, 0.5, NOW).blocks
+    assert before["input_hash"].to_list() == after["input_hash"].to_list()
+    grown = df.with_columns(pl.Series("emails", [["ana@uni.example", "ana@gmail.com"], []]))
+    assert disambiguate(grown, {}, FB, "test", 500, 0.5, NOW).blocks["input_hash"].to_list() != before["input_hash"].to_list()

@@ -16,7 +16,7 @@ from revbench.warehouse.status import read_status
 from revbench.warehouse.survey_store import SurveyStore
 from tests.support.common import run_cli, settings_env
 from tests.support.survey import paused_run_id
-from tests.support.waiting import assert_waiting, flow_messages, form_of
+from tests.support.waiting import assert_waiting, flow_messages, form_of, shown_in_ui
 
 
 def test_events_become_ratings_tuples_and_a_rerun_changes_nothing(answered) -> None:
@@ -140,3 +140,38 @@ def test_a_pause_nobody_answers_ends_the_run_as_paused_expired_in_one_line(prefe
     assert st.waiting == [] and st.runs[0]["status"] == "paused-expired"
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         assert wh.read(FLAG_DECISIONS).height == 0 and "pending" in set(wh.read(RATINGS)["status"])
+    assert shown_in_ui(st.runs[0]["run_id"], "wait expired") == "Failed"
+
+
+def test_a_decision_made_anywhere_ends_every_run_waiting_for_it(prefect_server, answered) -> None:
+    """Two tracked runs wait for the curator's decisions on the same flags; `revbench ratings
+    --decide drop` in its own process (no Prefect at all) decides them: both runs end their wait
+    by themselves and finish with those decisions, nothing is left waiting, and the dropped flags
+    show on each run in the UI."""
+    from tests.support.cli import cli
+
+    s, _ = answered
+    results: list[dict[str, object]] = [{}, {}]
+    runners = [threading.Thread(target=lambda r=r: r.update(out=ratings_flow(s))) for r in results]
+    runners[0].start()
+    first = paused_run_id(runners[0], results[0])
+    runners[1].start()
+    second = paused_run_id(runners[1], results[1], besides=(first,))
+    assert [w["run_id"] for w in read_status(s.warehouse_path).waiting] == [str(first), str(second)]
+    res = cli(s, "ratings", "--decide", "drop", "--curator", "ada", "--no-track", "--no-evaluate")
+    assert res.returncode == 0, res.stderr
+    for runner in runners:
+        runner.join(timeout=90)
+    assert not any(r.is_alive() for r in runners), "a waiting run did not end its wait"
+    st = read_status(s.warehouse_path)
+    assert st.waiting == []
+    assert {r["run_id"]: r["status"] for r in st.runs if r["run_id"] in (str(first), str(second))} == {
+        str(first): "completed", str(second): "completed"}
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        decisions, ratings = wh.read(FLAG_DECISIONS), wh.read(RATINGS)
+    dropped = ratings.filter(pl.col("status") == "dropped").height
+    assert set(decisions["decided_by"]) == {"ada"} and set(decisions["decision"]) == {"drop"} and dropped >= 2
+    for r in results:  # each finished with the command's decisions, none of its own
+        assert r["out"].dropped == dropped and r["out"].flags == decisions.height  # type: ignore[attr-defined]
+    for run_id in (first, second):
+        assert shown_in_ui(run_id, f"{decisions.height} flags dropped") == "Completed"

@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from revbench.tasks import rebuild as rb
 from revbench.tasks.rebuild import (
     MISS_REASONS,
     TUPLE_SCHEMA,
@@ -233,3 +234,47 @@ def test_a_recalled_tuple_the_rebuild_rated_differently_but_never_paired_is_unpa
     assert (c.recalled, c.matched, c.tied, c.unpaired, c.labels_identical) == (1, 0, 0, 1, True)
     nothing = compare_tuples(original, pl.DataFrame(schema=TUPLE_SCHEMA), ratings.head(0), "reviewer_centric")
     assert nothing.recalled == 0 and nothing.labels_identical is None  # nothing compared is not "identical"
+
+
+def _sims(rows: list[tuple[str, str, float | None]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema={"person_id": pl.Utf8, "arxiv_id": pl.Utf8, "similarity": pl.Float64}, orient="row")
+
+
+def test_fit_pools_keeps_the_rated_pairs_above_tau_and_reaches_their_depth() -> None:
+    # Three reviewers against two queries; the rated pairs are (b, q1) at rank 2 and (c, q2) at rank 3.
+    sims = _sims([("a", "q1", 0.9), ("b", "q1", 0.7), ("c", "q1", 0.2),
+                  ("a", "q2", 0.8), ("b", "q2", 0.6), ("c", "q2", 0.45), ("d", "q2", None)])
+    held = pl.DataFrame({"person_id": ["b", "c"], "arxiv_id": ["q1", "q2"]})
+    fit = rb.fit_pools(sims, held, {"b": 5, "c": 2}, product_min_recent=3, coverage=1.0)
+    assert (fit.tau, fit.candidates_per_query, fit.min_recent_papers, fit.pairs, fit.below_tau) == (0.45, 3, 2, 2, 0)
+    # At tau 0.45 q1 has a, b and q2 has a, b, c within the first 3: a and b carry two queries each.
+    assert fit.max_queries_per_candidate == 2 and (fit.covered, fit.invitations) == (2, 5)
+    assert fit.settings() == {"tau": 0.45, "candidates_per_query": 3, "max_queries_per_candidate": 2, "min_recent_papers": 2}
+
+
+def test_fit_pools_leaves_the_lowest_pairs_below_tau_at_a_lower_coverage() -> None:
+    sims = _sims([(f"r{i}", "q", i / 20) for i in range(1, 21)])
+    held = pl.DataFrame({"person_id": [f"r{i}" for i in range(1, 21)], "arxiv_id": ["q"] * 20})
+    fit = rb.fit_pools(sims, held, {}, product_min_recent=3, coverage=0.9)
+    # Any of the three lowest thresholds reaches 18 of 20 pairs with 18 candidates: the tightest is kept.
+    assert fit.tau == 0.15 and fit.below_tau == 2 and fit.candidates_per_query == 18
+    assert (fit.covered, fit.invitations) == (18, 18)
+    assert fit.min_recent_papers == 0  # a rated reviewer with no recent paper: screening must not drop them
+
+
+def test_fit_pools_takes_the_cheapest_pools_that_reach_the_coverage() -> None:
+    # b is similar to q1 but fourth of its candidates; c is first on q2 but barely similar. Both
+    # need tau 0.1 and depth 4 (5 pairs); half of them is cheapest as c alone: tau 0.1, depth 1
+    # (2 pairs), not b alone at tau 0.6 (depth 4, 4 pairs).
+    sims = _sims([("a", "q1", 0.9), ("x", "q1", 0.8), ("y", "q1", 0.7), ("b", "q1", 0.6),
+                  ("c", "q2", 0.1), ("a", "q2", 0.05)])
+    held = pl.DataFrame({"person_id": ["b", "c"], "arxiv_id": ["q1", "q2"]})
+    full = rb.fit_pools(sims, held, {}, 3, coverage=1.0)
+    assert (full.tau, full.candidates_per_query, full.invitations, full.covered) == (0.1, 4, 5, 2)
+    half = rb.fit_pools(sims, held, {}, 3, coverage=0.5)
+    assert (half.tau, half.candidates_per_query, half.invitations, half.covered) == (0.1, 1, 2, 1)
+
+
+def test_fit_pools_refuses_when_nothing_has_a_similarity() -> None:
+    with pytest.raises(ValueError, match="no rated pair has a similarity"):
+        rb.fit_pools(_sims([("a", "q", None)]), pl.DataFrame({"person_id": ["a"], "arxiv_id": ["q"]}), {}, 3)

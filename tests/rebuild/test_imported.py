@@ -17,6 +17,7 @@ import pytest
 from revbench.evaluation.importers.registry import load_benchmark
 from revbench.evaluation.model import Benchmark
 from revbench.synth.imported import (
+    IMPORT_FORMAT,
     PROFILE_CATEGORY,
     QUERY_CATEGORY,
     ensure_imported_world,
@@ -202,7 +203,7 @@ def test_a_hand_written_lrbench_folder(tiny_lrbench: Path, tmp_path: Path) -> No
     out = tmp_path / "w"
     manifest = import_world(out, "lrbench", tiny_lrbench, bench, 7, SINCE, UNTIL)
     assert manifest["imported"] | {"source": None} == {
-        "kind": "lrbench", "source": None, "benchmark_version": bench.version, "format": 1, "query_category": QUERY_CATEGORY,
+        "kind": "lrbench", "source": None, "benchmark_version": bench.version, "format": IMPORT_FORMAT, "query_category": QUERY_CATEGORY,
         "profile_category": PROFILE_CATEGORY, "queries": 2, "reviewers": 3, "publications": 5, "rated_pairs": 5}
     _query_authors_are_never_reviewers(out)
     truth = pl.read_parquet(out / "truth" / "benchmark_ratings.parquet")
@@ -240,7 +241,7 @@ def test_an_imported_world_is_reused_until_its_key_changes(tiny_lrbench: Path, t
     assert ensure_imported_world(out, "lrbench", tiny_lrbench, bench, 7, SINCE, UNTIL) == first
     assert (out / "arxiv.parquet").stat().st_mtime_ns == stamp
     other = ensure_imported_world(out, "lrbench", tiny_lrbench, bench, 8, SINCE, UNTIL)
-    assert other["spec_key"] != first["spec_key"] and other["spec_key"].endswith("-s8-f1")
+    assert other["spec_key"] != first["spec_key"] and other["spec_key"].endswith(f"-s8-f{IMPORT_FORMAT}")
     assert json.loads((out / "world.json").read_text())["spec_key"] == other["spec_key"]
 
 
@@ -255,3 +256,21 @@ def test_an_edited_archive_gives_another_world(tmp_path: Path) -> None:
                                    SINCE, UNTIL)
     assert second["spec_key"] != first["spec_key"]
     assert "Sparse passage retrieval" in {t for t in _titles(pl.read_parquet(out / "arxiv.parquet")).values()}
+
+
+def test_synthesised_names_use_no_word_of_the_real_text(tmp_path: Path) -> None:
+    """A real abstract that names people ("Michael S. Jordan") or happens to hold a given name or a
+    surname must not give a synthesised respondent that name: the release's privacy audit would
+    stop on public text. Here the abstract holds every given name the generator has but three."""
+    from revbench.synth.vocab import FIRST_NAMES
+
+    spared = sorted(FIRST_NAMES)[:3]
+    items = tiny_items()
+    items[0]["anchor"]["abstract"] += " We thank " + ", ".join(n for n in FIRST_NAMES if n not in spared) + "."
+    bench = load_benchmark("lrbench", write_lrbench(tmp_path / "lr", items), strict=True)
+    people, _papers, _ = plan_world(bench, 7)
+    text = " ".join([*bench.submissions["abstract"].to_list(), *bench.submissions["title"].to_list(),
+                     *bench.draws[0]["title"].to_list(), *bench.draws[0]["abstract"].drop_nulls().to_list()]).casefold()
+    words = set(re.findall(r"[^\W_]+", text))
+    assert {p.first for p in people} <= set(spared)
+    assert not any(w in words for p in people for w in re.findall(r"[^\W_]+", f"{p.first} {p.last}".casefold()))

@@ -23,6 +23,7 @@ def _found(text: str, known: dict[str, str] | None = None) -> list[tuple[str, st
     "A demo is accessible at our.lab.org",
     "See the project page, found at example.org",
     "Code at github.com",
+    "The toolkit can be accessed at neuspell.github.io.",  # the gold standard's abstract's form
     "Our code is at github.com/lab/x",  # any word, when the host is followed by a path
     "Our code is at https://github.com/lab/x",
 ])

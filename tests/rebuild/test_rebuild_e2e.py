@@ -57,9 +57,18 @@ def test_the_rebuild_keeps_the_originals_labels(rebuilt: dict[str, Any]) -> None
     assert (report / "lrbench" / "rebuild.png").stat().st_size > 1000
     assert {"pool_recall", "tuples", "scorers", "kendall_tau"} <= set(on_disk)
 
-    # Pool recall: every original rated pair is recalled or missed for one reason.
-    r = on_disk["pool_recall"]
-    assert r["pairs"] == 29 and r["tau"] == 0.4
+    # Pool recall: every original rated pair is recalled or missed for one reason, with the pools
+    # fitted to the original (the ones the comparison uses); the product's settings beside them.
+    r, pools, d = on_disk["pool_recall"], on_disk["pools"], on_disk["defaults"]
+    assert pools["used"] == "fitted" and r["tau"] == pools["fitted"]["tau"] <= 0.4
+    assert pools["defaults"]["tau"] == d["pool_recall"]["tau"] == Settings().pools.tau
+    assert r["pairs"] == d["pool_recall"]["pairs"] == 29 and d["pool_recall"]["recalled"] <= r["recalled"]
+    assert d["pool_recall"]["recalled"] + sum(d["pool_recall"]["missed_by_reason"].values()) == 29
+    for x in d["scorers"]:  # the product's pools keep a subset of the fitted pools' tuples
+        assert x["rebuilt_n"] is None or x["rebuilt_n"] <= next(y["rebuilt_n"] for y in on_disk["scorers"]
+                                                                if y["name"] == x["name"])
+    assert set(on_disk["pooling_bias"]) == {"recall_by_rating", "recall_by_stratum", "loss_change"}
+    assert "## Our pipeline or our settings" in (report / "lrbench" / "rebuild.md").read_text()
     assert set(r["missed_by_reason"]) == set(MISS_REASONS)
     assert r["recalled"] + sum(r["missed_by_reason"].values()) == r["pairs"]
     assert len(r["missed"]) == r["pairs"] - r["recalled"] and all(m["reason"] in MISS_REASONS for m in r["missed"])

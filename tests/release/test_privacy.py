@@ -209,3 +209,19 @@ def test_the_release_flow_refuses_a_respondents_respelled_name(rated: Settings) 
         os.environ.update(saved)
     assert code == 6 and "person_name (last_first) 'Murphy, Seo-yeon'" in msg and f"of {rater}" in msg
     assert "j***@mit.edu" in msg and "jane.doe@" not in msg
+
+
+def test_orcid_ids_are_found_when_their_check_digit_holds_and_named_when_known() -> None:
+    known = pl.DataFrame({"person_id": ["P1"], "name": ["Ada Quill"], "email": [None], "orcid": ["0000-0002-1694-233X"]})
+    auditor = Auditor(known, [])
+    assert auditor.scan("profile 0000-0002-1694-233X here") == [("orcid", "", "0000-0002-1694-233X", "P1")]
+    assert auditor.scan("see orcid.org/0000-0002-1825-0097.") == [("orcid", "", "0000-0002-1825-0097", "")]
+    for text in ("card 0000-0002-1825-0098", "phone 1234-5678-9012-3456", "12-0000-0002-1825-0097", "0000-0002-1825-0097-1"):
+        assert [h for h in auditor.scan(text) if h[0] == "orcid"] == [], text
+
+
+def test_an_institution_is_a_note_never_a_reason_to_stop() -> None:
+    tables = {"papers": pl.DataFrame({"abstract": ["Work done at Carnegie Mellon University with Ada Quill."]})}
+    people_ = pl.DataFrame({"person_id": ["P1"], "name": ["Ada Quill"], "email": [None]})
+    hits, strings = privacy_audit(tables, people_, ["Carnegie Mellon University"])
+    assert strings == 1 and {(h.kind, h.blocks) for h in hits} == {("affiliation", False), ("person_name", True)}

@@ -19,7 +19,7 @@ from revbench.schemas.release import FREE_TEXT, RELEASE_TABLES
 from revbench.tasks.release import read_tables, verify_release
 from revbench.warehouse import Warehouse
 from tests.support.survey import paused_run_id, run_cli_env
-from tests.support.waiting import assert_waiting, flow_messages, form_of
+from tests.support.waiting import assert_waiting, flow_messages, form_of, shown_in_ui
 
 KEY = "release-test-key-" + "k" * 20
 
@@ -65,25 +65,58 @@ def test_a_rebuild_is_byte_identical_checksummed_and_readable_as_lrbench(rated) 
     assert card.startswith("---\nlicense: cc-by-4.0") and "config_name: paper_centric" in card and "{{ " not in card  # BibTeX braces stay
 
 
+def _rater_and_outsider(wh: Warehouse) -> tuple[str, str, str]:
+    """A kept rater's name, one of their institutions, and the name of an author who never rated."""
+    rater, place = wh._exec(
+        """SELECT a.name, m.institution FROM authors a JOIN author_links l USING (author_id)
+           JOIN mentions m USING (arxiv_id, position)
+           WHERE a.author_id IN (SELECT reviewer_id FROM ratings WHERE status = 'kept') AND a.name LIKE '% %'
+             AND m.institution LIKE '% %' ORDER BY 1, 2 LIMIT 1""")[0]
+    outsider = wh._exec("""SELECT name FROM authors WHERE name LIKE '% %'
+                           AND author_id NOT IN (SELECT reviewer_id FROM ratings) ORDER BY name LIMIT 1""")[0][0]
+    return rater, place, outsider
+
+
 def test_planted_identifiers_stop_the_release_each_named_and_nothing_written(rated) -> None:
     s, _ = rated
     with Warehouse.open(s.warehouse_path) as wh:
         rated_papers = wh.benchmark_frames(10)["papers"]["paper_id"].to_list()
-        author = wh._exec("SELECT name FROM authors WHERE name LIKE '% %' ORDER BY name LIMIT 1")[0][0]
-        place = wh._exec("SELECT institution FROM mentions WHERE institution LIKE '% %' ORDER BY 1 LIMIT 1")[0][0]
+        rater, place, _ = _rater_and_outsider(wh)
         invitation = wh._exec("SELECT invitation_id FROM survey_invitations ORDER BY 1 LIMIT 1")[0][0]
-        plants = ["write to jane.doe@uni.example for data", f"joint work with {author}", f"done at {place}",
-                  f"see {invitation}", "http://survey.example/r?token=abc", "host 10.1.2.3 logs"]
+        plants = ["write to jane.doe@uni.example for data", f"joint work with {rater}", f"done at {place}",
+                  f"see {invitation}", "http://survey.example/r?token=abc", "host 10.1.2.3 logs",
+                  "iD 0000-0002-1825-0097 on file", "call 1234-5678-9012-3456 now"]  # the second fails the check digit
+        assert len(rated_papers) >= len(plants)
         for paper, text in zip(rated_papers, plants, strict=False):
             wh._exec("UPDATE papers SET abstract = abstract || ' ' || ? WHERE arxiv_id = ?", [text, paper])
     with pytest.raises(PrivacyAuditFailed) as err:
         release_flow.fn(s)
     kinds = {h.kind for h in err.value.hits}
-    assert kinds == {"email", "person_name", "affiliation", "survey_token", "url_with_query", "ip_address"}
+    # The rater's institution is a note, never a reason to stop: public abstracts name institutions.
+    assert kinds == {"email", "person_name", "survey_token", "url_with_query", "ip_address", "orcid"}
+    assert [h.found for h in err.value.hits if h.kind == "orcid"] == ["0000-0002-1825-0097"]
     assert all(h.table == "papers" and h.field == "abstract" for h in err.value.hits)
     assert not (s.releases_dir / "v1").exists() and not list(s.releases_dir.glob(".building-*"))
     code, _out, msg = run_cli_env(s, "release")
     assert code == 6 and "privacy audit" in msg and "papers row" in msg and "field abstract" in msg
+    assert "REVBENCH_RELEASE__REDACT_NAMES=true" in msg and "REVBENCH_RELEASE__REDACT_ADDRESSES=true" in msg
+
+
+def test_public_text_naming_institutions_and_other_authors_releases_and_names_are_redacted_on_request(rated) -> None:
+    s, _ = rated
+    with Warehouse.open(s.warehouse_path) as wh:
+        papers = wh.benchmark_frames(10)["papers"]["paper_id"].to_list()
+        rater, place, outsider = _rater_and_outsider(wh)
+        for paper, text in zip(papers, [f"Work done at {place}.", f"Following {outsider}, we ...",
+                                        f"As {rater} showed before."], strict=False):
+            wh._exec("UPDATE papers SET abstract = abstract || ' ' || ? WHERE arxiv_id = ?", [text, paper])
+    with pytest.raises(PrivacyAuditFailed) as err:  # the rater's own name, and only it, stops the release
+        release_flow.fn(s.with_overrides(release={"evaluate_after": False}))
+    assert [(h.kind, h.found) for h in err.value.hits] == [("person_name", rater)]
+    out = release_flow.fn(s.with_overrides(release={"evaluate_after": False, "redact_names": True}))
+    abstracts = " ".join(read_tables(s.releases_dir / out.version)["papers"]["abstract"].to_list())
+    assert f"Work done at {place}." in abstracts and f"Following {outsider}, we" in abstracts
+    assert "As [name] showed before." in abstracts and rater not in abstracts
 
 
 def test_two_releases_keep_ids_and_changes_list_exactly_the_difference(rated) -> None:
@@ -195,10 +228,13 @@ def test_a_release_is_published_on_the_curators_go_evaluated_and_followed_across
     assert published.status == "published" and published.decided_by == "ada" and published.evaluation is not None
     with pytest.raises(UsageError, match="already published"):
         release_flow.fn(s, version="v1", approve="no")
-    # A second release after one answer changed, published by the unattended setting.
+    # A second release after one answer changed (a link opened and confirmed: opening alone records
+    # nothing), published by the unattended setting.
+    from revbench.synth.respondents import confirm
+
     email = next(e for e in info["emails"] if e.to != info["liner"] and e.papers)
     with httpx.Client(follow_redirects=True, timeout=30) as http:
-        http.get(email.papers[0][1][2]).raise_for_status()
+        confirm(http, email.papers[0][1][2])
     ratings_flow.fn(s, decide="drop")
     second = release_flow.fn(s.with_overrides(release={"auto_approve": True}))
     assert second.status == "published" and second.decided_by == "REVBENCH_RELEASE__AUTO_APPROVE"
@@ -237,15 +273,21 @@ def test_a_tracked_release_waits_for_the_curator_and_lets_go_of_the_warehouse(pr
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         state = wh.release_state("v1")
     assert state["status"] == "rejected" and state["reason"] == "numbers look off"
+    # Not a plain green Completed: the state, the run's name, its log and an artifact say rejected.
+    assert shown_in_ui(run_id, "release v1 rejected") == "Rejected"
 
 
-def test_a_decision_made_by_command_while_a_run_waits_stands(prefect_server, rated) -> None:
-    """The waiting block names a command that decides instead; the answer given in the UI
-    afterwards does not overwrite what that command recorded."""
+def test_a_decision_made_by_command_ends_the_wait_of_the_run_waiting_for_it(prefect_server, rated) -> None:
+    """The waiting block names a command that decides instead. Once it has decided (in its own
+    process, without Prefect), the waiting run ends its wait by itself within seconds and
+    finishes with that decision: its form is gone, `revbench status` no longer lists it, and the
+    rejection shows on it in the UI."""
     import threading
+    import time
 
-    from prefect.flow_runs import resume_flow_run
+    from prefect.client.orchestration import get_client
 
+    from revbench.warehouse.status import read_status
     from tests.support.cli import cli
 
     s, _ = rated
@@ -254,12 +296,48 @@ def test_a_decision_made_by_command_while_a_run_waits_stands(prefect_server, rat
     runner = threading.Thread(target=lambda: result.update(out=release_flow(s)))
     runner.start()
     run_id = paused_run_id(runner, result)
-    res = cli(s, "release", "--version", "v1", "--approve", "yes", "--approver", "curator ada", "--no-track")
+    res = cli(s, "release", "--version", "v1", "--approve", "no", "--approver", "curator ada", "--no-track")
     assert res.returncode == 0, res.stderr
-    resume_flow_run(run_id, run_input={"publish": False, "approver": "curator bo", "reason": "late"})
-    runner.join(timeout=120)
+    decided = time.monotonic()
+    runner.join(timeout=60)
+    assert not runner.is_alive() and time.monotonic() - decided < 30, "the waiting run did not end its wait"
     out = result["out"]
-    assert out.status == "published" and out.decided_by == "curator ada"  # type: ignore[attr-defined]
+    assert out.status == "rejected" and out.decided_by == "curator ada"  # type: ignore[attr-defined]
+    st = read_status(s.warehouse_path)
+    assert st.waiting == [] and [r["status"] for r in st.runs if r["run_id"] == str(run_id)] == ["completed"]
+    with get_client(sync_client=True) as client:
+        assert not client.read_flow_run(run_id).state.is_paused()  # type: ignore[arg-type,union-attr]  # no form left
+    assert shown_in_ui(run_id, "release v1 rejected") == "Rejected"
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         state = wh.release_state("v1")
-    assert state["status"] == "published" and state["decided_by"] == "curator ada"
+    assert state["status"] == "rejected" and state["decided_by"] == "curator ada"
+
+
+def test_no_release_is_made_that_equals_the_last_published_one_unless_forced(rated) -> None:
+    """Nothing for nothing: a release that would equal the last published one is neither built
+    nor put to a curator, `--force` builds it anyway, and `--only-if-changed` compares with the
+    last published release, not with a newer rejected one."""
+    from revbench.synth.respondents import confirm
+
+    s, info = rated
+    s = s.with_overrides(release={"evaluate_after": False})
+    assert release_flow.fn(s, approve="yes", approver="ada").status == "published"  # v1
+    same = release_flow.fn(s)
+    assert same.unchanged and same.version == "v1" and same.status is None and not (s.releases_dir / "v2").exists()
+    code, out, err = run_cli_env(s, "release", "--no-track")
+    assert code == 0 and "Nothing changed since the published release v1" in " ".join(out.split()), err
+    assert not (s.releases_dir / "v2").exists()
+    code, _out, err = run_cli_env(s, "release", "--force", "--only-if-changed", "--no-track")
+    assert code == 2 and "give one" in err
+    # One answer changes; v2 is built from it and rejected: the last published release is still v1.
+    email = next(e for e in info["emails"] if e.to != info["liner"] and e.papers)
+    with httpx.Client(follow_redirects=True, timeout=30) as http:
+        confirm(http, email.papers[0][1][2])
+    ratings_flow.fn(s, decide="drop")
+    assert release_flow.fn(s, approve="no").status == "rejected"  # v2
+    third = release_flow.fn(s, only_if_changed=True)  # equal to the rejected v2, not to the published v1
+    assert not third.unchanged and third.version == "v3" and third.parent == "v1" and third.status == "built"
+    assert release_flow.fn(s, version="v3", approve="yes").status == "published"
+    assert release_flow.fn(s).unchanged and not (s.releases_dir / "v4").exists()
+    forced = release_flow.fn(s, force=True)
+    assert forced.version == "v4" and forced.parent == "v3" and forced.status == "built"

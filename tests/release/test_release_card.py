@@ -47,9 +47,11 @@ def card(synthetic: bool) -> tuple[str, str]:
 @pytest.mark.parametrize("synthetic", [True, False])
 def test_the_card_says_synthetic_exactly_when_the_world_was(synthetic: bool) -> None:
     text, version = card(synthetic)
-    assert version == template_version(card_text.CARD_TEMPLATE) and version.startswith("3-")
+    assert version == template_version(card_text.CARD_TEMPLATE) and version.startswith("4-")
     meta, lines = front_matter(text), body_lines(text)
     assert lines[0] == f"# {'SYNTHETIC ' if synthetic else ''}bench v2" and meta["pretty_name"] == lines[0][2:]
+    # What the audit protects and what no audit can: publication lists are linkable to their authors.
+    assert "What the audit protects, and what it cannot" in text and "linkable to its authors" in text
     assert ("SYNTHETIC" in lines[1]) is synthetic and ("SYNTHETIC" in text) is synthetic
     assert ("synthetic" in meta["tags"]) is synthetic
     assert ("collected by email survey" not in text) and ("simulated panel" in text) is synthetic

@@ -1,6 +1,7 @@
 """Verified, immutable releases: one byte changed in any file of a release is refused by name
-when it is published, loaded (``-b release=``), reported (``report --releases``), reused (the
-parent and ``--only-if-changed``) and verified (``release verify``), with the warehouse and the
+when it is published, loaded (``-b release=``, its JSON as ``-b lrbench=``), reported (``report
+--releases``, the results page of ``report --html``), reused (the parent and
+``--only-if-changed``) and verified (``release verify``), with the warehouse and the
 release folder left as they were; a published version is never replaced, a new one supersedes
 it, the parent chain never loops, ``LATEST`` only moves forward, and results stay attached to the
 exact manifest they were computed on."""
@@ -35,12 +36,13 @@ _TEMPLATE: dict[str, Settings] = {}
 @pytest.fixture
 def releases(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
     """A fresh copy of one data folder: v1 published (and evaluated: its results are in the
-    warehouse), v2 built from the same ratings and waiting for a curator's go. The folder is
-    made once per module (a survey round answered over HTTP costs seconds) and copied per test."""
+    warehouse), v2 built from the same ratings (forced: it equals v1) and waiting for a curator's
+    go. The folder is made once per module (a survey round answered over HTTP costs seconds) and
+    copied per test."""
     if not _TEMPLATE:
         s, _ = request.getfixturevalue("rated")
         assert release_flow.fn(s, approve="yes", approver="ada").status == "published"
-        assert release_flow.fn(s).status == "built"
+        assert release_flow.fn(s, force=True).status == "built"
         _TEMPLATE["s"] = s
     s = _TEMPLATE["s"]
     data = tmp_path / "copy" / "data"  # the first test's own data folder is the template
@@ -85,6 +87,8 @@ def test_one_byte_changed_in_any_file_is_refused_everywhere_by_name(releases, na
         "load": ["evaluate", "-b", f"release={v1}", "-s", "trivial", "--bootstrap", "0"],
         "report": ["report", "--releases"],
         "publish": ["release", "--version", "v2", "--approve", "yes", "--no-track"],
+        "page": ["report", "--html", str(s.data_dir / "page")],
+        "lrbench": ["evaluate", "-b", f"lrbench={v1}", "-s", "trivial", "--bootstrap", "0"],
     }
     for what, args in commands.items():
         code, out, err = run_cli_env(s, *args)
@@ -92,6 +96,7 @@ def test_one_byte_changed_in_any_file_is_refused_everywhere_by_name(releases, na
         assert len(err.strip().splitlines()) == 1 and f"/{name}:" in err and "not as it was built" in err, (what, err)
         if name == "manifest.json":  # its own list still matches its files: the warehouse's record does not
             assert "recorded in the warehouse" in err, (what, err)
+    assert not (s.data_dir / "page").exists()
     after = state(s)
     assert after["releases"] == before["releases"] and after["results"] == before["results"]
     assert after["files"] == before["files"]
@@ -173,7 +178,7 @@ def test_a_published_release_is_never_replaced_and_a_refusal_changes_nothing(rel
         release_flow.fn(s, version="v1")
     shutil.move(s.data_dir / "v1-aside", s.releases_dir / "v1")
     # An unpublished one is rebuilt as before: the old one kept aside, still built, same parent.
-    rebuilt = release_flow.fn(s, version="v2", replace=True)
+    rebuilt = release_flow.fn(s, version="v2", replace=True, force=True)
     assert rebuilt.status == "built" and rebuilt.parent == "v1"
     assert (s.releases_dir / ".replaced" / "v2-1" / "manifest.json").is_file()
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
@@ -214,10 +219,11 @@ def test_a_new_version_supersedes_the_published_one_which_stays_published_and_re
         "v1": v1["manifest_sha256"], "v2": v2["manifest_sha256"]}
     code, out, err = run_cli_env(s, "report", "--releases")
     assert code == 0 and "v1" in out and "v2" in out, err
-    # LATEST only moves forward: two more builds, the newer published first, then the older.
+    # LATEST only moves forward: two more builds (forced: the ratings did not change), the newer
+    # published first, then the older.
     quiet = s.with_overrides(release={"evaluate_after": False})
     for v in ("v3", "v4"):
-        assert release_flow.fn(quiet, version=v).parent == "v2"
+        assert release_flow.fn(quiet, version=v, force=True).parent == "v2"
     release_flow.fn(quiet, version="v4", approve="yes")
     release_flow.fn(quiet, version="v3", approve="yes")
     assert (s.releases_dir / "LATEST").read_text() == "v4\n"
@@ -225,7 +231,7 @@ def test_a_new_version_supersedes_the_published_one_which_stays_published_and_re
         by = {r["version"]: r for r in wh.releases().to_dicts()}
     assert {v: r["superseded_by"] for v, r in by.items()} == {"v1": "v2", "v2": "v4", "v3": "v4", "v4": None}
     assert all(r["status"] == "published" for r in by.values())
-    assert release_flow.fn(quiet).parent == "v4"  # v5: the newest published by build
+    assert release_flow.fn(quiet, force=True).parent == "v4"  # v5: the newest published by build
     assert_no_cycle(parents(s))
 
 
@@ -317,3 +323,27 @@ def test_a_file_changed_while_the_release_waits_for_its_go_is_refused_at_the_go(
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         assert wh.release_state("v1")["status"] == "built"
     assert not (s.releases_dir / "LATEST").exists()
+
+
+def test_the_results_page_and_the_lrbench_reader_take_a_release_as_built(releases, tmp_path: Path) -> None:
+    """Untouched, a release is shown and read as LR-bench; a copy elsewhere answers to its own
+    manifest (one byte of its JSON changed: refused by name), and LR-bench files without a
+    manifest are read as they are."""
+    s = releases
+    v1 = s.releases_dir / "v1"
+    code, out, err = run_cli_env(s, "report", "--html", str(tmp_path / "page"))
+    assert code == 0 and (tmp_path / "page" / "index.html").is_file(), err
+    code, out, err = run_cli_env(s, "evaluate", "-b", f"lrbench={v1}", "-s", "trivial", "--bootstrap", "0")
+    assert code == 0, err
+    copy = tmp_path / "elsewhere" / "v1"
+    shutil.copytree(v1, copy)
+    change_one_byte(copy / "evaluations_rc.json")
+    code, out, err = run_cli_env(s, "evaluate", "-b", f"lrbench={copy}", "-s", "trivial", "--bootstrap", "0")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{copy}/evaluations_rc.json: sha256" in err and "not as it was built" in err, err
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for f in ("evaluations_pc.json", "evaluations_rc.json"):
+        shutil.copy(v1 / f, plain / f)
+    code, out, err = run_cli_env(s, "evaluate", "-b", f"lrbench={plain}", "-s", "trivial", "--bootstrap", "0")
+    assert code == 0, err

@@ -67,4 +67,8 @@ def test_an_audit_stopped_by_a_written_address_says_how_to_redact_it() -> None:
     hit = AuditHit("reviewers", 7, "publications[0].abstract", "email", "ada@lab.org", "plain")
     assert "REVBENCH_RELEASE__REDACT_ADDRESSES=true" in str(PrivacyAuditFailed([hit]))
     name = AuditHit("papers", 1, "abstract", "person_name", "Ada Byron", "first_last", "author_x")
-    assert "REDACT" not in str(PrivacyAuditFailed([name]))
+    said = str(PrivacyAuditFailed([name]))
+    assert "REVBENCH_RELEASE__REDACT_NAMES=true" in said and "REDACT_ADDRESSES" not in said
+    token = AuditHit("papers", 2, "abstract", "survey_token", "inv_0123456789abcdef0123")
+    said = str(PrivacyAuditFailed([token]))
+    assert "REDACT" not in said and "revbench ratings --decide drop" in said

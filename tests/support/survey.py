@@ -54,16 +54,17 @@ RULES = {"straight_line_min_papers": 2, "variance_min_ratings": 99, "content_min
          "evaluate_after": False, "evaluate_scorers": ["trivial", "tpms"], "bootstrap": 50}
 
 
-def paused_run_id(runner: threading.Thread, result: dict[str, object], timeout: float = 120) -> object:
+def paused_run_id(runner: threading.Thread, result: dict[str, object], timeout: float = 120,
+                  besides: tuple[object, ...] = ()) -> object:
     """The id of the flow run paused for a person's input, once it is paused (``runner`` runs the
-    flow in a thread and stores its outcome in ``result``)."""
+    flow in a thread and stores its outcome in ``result``; runs in ``besides`` paused before)."""
     from prefect.client.orchestration import get_client
 
     deadline = time.monotonic() + timeout
     while True:
         assert time.monotonic() < deadline and runner.is_alive(), result
         with get_client(sync_client=True) as client:
-            paused = [r for r in client.read_flow_runs() if r.state and r.state.is_paused()]
+            paused = [r for r in client.read_flow_runs() if r.state and r.state.is_paused() and r.id not in besides]
         if paused:
             return paused[0].id
         time.sleep(0.5)

@@ -4,6 +4,7 @@ account of it (read while the run waits, the warehouse let go)."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -47,3 +48,32 @@ def form_of(run_id: object) -> tuple[str, dict]:
     with get_client(sync_client=True) as client:
         keys = keyset_from_paused_state(client.read_flow_run(run_id).state)  # type: ignore[arg-type]
     return read_flow_run_input(keys["description"], flow_run_id=run_id), read_flow_run_input(keys["schema"], flow_run_id=run_id)
+
+
+def shown_in_ui(run_id: object, label: str, timeout: float = 60) -> str:
+    """Checks that the Prefect UI shows ``label`` on a finished run: its name ends with
+    ``(label)``, its log holds a line with it and its ``outcome`` artifact names it; returns the
+    name of the run's final state."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        ArtifactFilterKey,
+        LogFilter,
+        LogFilterFlowRunId,
+    )
+
+    deadline = time.monotonic() + timeout
+    with get_client(sync_client=True) as client:
+        while True:  # logs reach the API in batches, a moment after the run ends
+            run = client.read_flow_run(run_id)  # type: ignore[arg-type]
+            lines = [r.message for r in client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])))]
+            artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=["outcome"]), flow_run_id=ArtifactFilterFlowRunId(any_=[run_id])))
+            if run.state is not None and run.state.is_final() and any(label in m for m in lines):
+                break
+            assert time.monotonic() < deadline, (run.name, run.state, lines)
+            time.sleep(0.5)
+    assert run.name.endswith(f"({label})"), run.name
+    assert [a for a in artifacts if label in str(a.data) or label in str(a.description)], artifacts
+    return run.state.name

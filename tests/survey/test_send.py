@@ -229,3 +229,31 @@ def test_a_tracked_wave_waits_for_the_curator_in_the_ui(prefect_server, survey_s
     out = result["out"]
     assert out.decision == "approve_first_n" and out.approver == "curator ada"  # type: ignore[attr-defined]
     assert len(sink.messages) == 1
+
+
+def test_a_go_given_in_one_waves_form_ends_the_wait_of_every_wave_waiting_for_it(
+        prefect_server, survey_settings: Settings, sink: MailSink) -> None:
+    """Two tracked runs wait for a go on round 1's invitations; the curator answers one's form
+    (send the first message): that run sends it, the other ends its wait by itself, sends nothing
+    a second time and reports the go given in the first."""
+    import threading
+
+    from prefect.flow_runs import resume_flow_run
+
+    from revbench.warehouse.status import read_status
+
+    results: list[dict[str, object]] = [{}, {}]
+    runners = [threading.Thread(target=lambda r=r: r.update(out=survey_flow(survey_settings, round=1))) for r in results]
+    runners[0].start()
+    first = paused_run_id(runners[0], results[0])
+    runners[1].start()
+    second = paused_run_id(runners[1], results[1], besides=(first,))
+    assert {w["run_id"] for w in read_status(survey_settings.warehouse_path).waiting} == {str(first), str(second)}
+    resume_flow_run(first, run_input={"decision": "approve_first_n", "first_n": 1, "approver": "curator ada"})
+    for runner in runners:
+        runner.join(timeout=90)
+    assert not any(r.is_alive() for r in runners), "the other wave did not end its wait"
+    answered, told = results[0]["out"], results[1]["out"]
+    assert answered.sent == 1 and told.sent == 0 and len(sink.messages) == 1  # type: ignore[attr-defined]
+    assert (told.decision, told.approved, told.approver) == ("approve_first_n", 1, "curator ada")  # type: ignore[attr-defined]
+    assert read_status(survey_settings.warehouse_path).waiting == []

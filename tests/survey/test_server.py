@@ -269,3 +269,30 @@ def test_a_damaged_store_is_named_not_overwritten(tmp_path: Path, content: bytes
     with pytest.raises(WarehouseDamaged, match=rf"the survey store {re.escape(str(path))} cannot be read .*move it aside"):
         SurveyStore(path)
     assert path.read_bytes() == content
+
+
+def test_a_declared_answer_time_counts_only_on_a_server_for_a_simulated_panel(setup) -> None:
+    """A SYNTHETIC panel says when, on its simulated clock, it answered; a server for one records
+    that time (a bad one records nothing), any other server its own clock's, so real answers keep
+    their real times whatever a client claims."""
+    from datetime import UTC, datetime
+
+    from revbench.survey import SIMULATED_TIME_HEADER
+
+    s, store, signer, real = setup
+    simulated = TestClient(create_app(s.with_overrides(survey={"simulated_answer_times": True}), store))
+    then = {SIMULATED_TIME_HEADER: "2026-09-21T12:00:03.25+02:00"}
+    before = datetime.now(UTC)
+    assert real.post(_url(signer, "r", Claim(A, "rate", "2609.00001", 4)), headers=then).status_code == 200
+    assert simulated.post(_url(signer, "r", Claim(A, "rate", "2609.00002", 2)), headers=then).status_code == 200
+    assert simulated.post(_url(signer, "i", Claim(B, "page")), data={"answer-2609.00003": "skip"},
+                          headers={SIMULATED_TIME_HEADER: "2026-09-21T10:00:09+00:00"}).status_code == 200
+    for bad in ("yesterday", "2026-09-21T10:00:09"):  # not a time, or one without its zone
+        r = simulated.post(_url(signer, "r", Claim(A, "rate", "2609.00001", 1)), headers={SIMULATED_TIME_HEADER: bad})
+        assert r.status_code == 400 and "Nothing was recorded" in r.text
+    assert simulated.post(_url(signer, "u", Claim(B, "optout")), headers=then).status_code == 200
+    events = {e["paper_id"]: e["created_at"] for e in store.events_since()}
+    assert len(events) == 3 and datetime.fromisoformat(events["2609.00001"]) >= before  # the real one: the server's clock
+    assert events["2609.00002"] == "2026-09-21T10:00:03.250000+00:00"  # as the store writes its own times
+    assert events["2609.00003"] == "2026-09-21T10:00:09.000000+00:00"
+    assert store.opted_out()[B] == "2026-09-21T10:00:03.250000+00:00"

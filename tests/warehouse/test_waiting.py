@@ -63,3 +63,25 @@ def test_a_run_whose_process_died_while_waiting_is_marked_crashed_and_its_record
         status = dict(wh.latest_runs(5).select("run_id", "status").iter_rows())
     assert status == {"alive": "waiting", "dead": "crashed", "busy": "crashed"}
     assert [w["run_id"] for w in read_waiting(db)] == ["alive"]
+
+
+def test_a_decision_made_elsewhere_is_noted_for_its_waiting_run_and_status_stops_saying_it_waits(tmp_path: Path) -> None:
+    from revbench.warehouse.holder import drop_stray_decisions, read_decision, write_decision
+
+    db = tmp_path / "warehouse.duckdb"
+    write_waiting(db, _info("a", "2026-01-01T00:00:01+00:00"))
+    write_waiting(db, _info("b", "2026-01-01T00:00:02+00:00"))
+    note = {"by": "curator ada", "run_id": "c", "what": "release v3 rejected by curator ada", "run_input": {}}
+    assert write_decision(db, "a", note) and not write_decision(db, "gone", note)  # only a run that waits is told
+    assert read_decision(db, "a") is not None and read_decision(db, "b") is None
+    a, b = read_waiting(db)
+    assert describe_waiting(a) == ("release run a no longer waits: release v3 rejected by curator ada (by curator ada, "
+                                   f"run c, at {a['decided']['at']}); it finishes with that decision")
+    assert "waits for" not in describe_waiting(a) and "waits for" in describe_waiting(b)
+    clear_waiting(db, "a")  # the run read its note and stopped waiting: both files go
+    assert [w["run_id"] for w in read_waiting(db)] == ["b"] and read_decision(db, "a") is None
+    # A note that crossed the end of a wait is swept away, and nothing stays beside the warehouse.
+    (tmp_path / "warehouse.duckdb.waiting" / "x.decided").write_text("{}")
+    clear_waiting(db, "b")
+    drop_stray_decisions(db)
+    assert not (tmp_path / "warehouse.duckdb.waiting").exists()

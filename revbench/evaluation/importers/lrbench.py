@@ -20,6 +20,7 @@ from revbench.evaluation.model import (
     Split,
     frame,
 )
+from revbench.release_files import MANIFEST, verify_release
 
 
 def _lr_file(path: Path, stem: str) -> Path | None:
@@ -146,7 +147,11 @@ def load_lrbench(path: Path, strict: bool = False) -> Benchmark:
     """LR-bench: ``evaluations_pc.json`` and/or ``evaluations_rc.json`` (anchor, positive,
     negative), with ``keywords.json`` when present. ``strict`` (a world is to be built from it)
     also refuses a paper without a title, a reviewer without publications and a (reviewer, paper)
-    rated twice differently."""
+    rated twice differently. A folder with a ``manifest.json`` (a revbench release, whose JSON reads
+    back as LR-bench) is first checked against it, every file by size and sha256 (``ReleaseTampered``
+    names the first that differs)."""
+    if (path / MANIFEST).is_file():
+        verify_release(path)
     splits, papers, profiles, files = [], [], [], []
     given: Given | None = {} if strict else None
     for stem, split_name in (("evaluations_pc", SPLIT_LR_PC), ("evaluations_rc", SPLIT_LR_RC)):

@@ -34,14 +34,32 @@ def _year(value: Any) -> int | None:
         return None
 
 
-def _epoch_year(value: Any) -> int | None:
-    """The year of an OpenReview date (``pdate``/``cdate``/``mdate``: milliseconds since the epoch)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+SECONDS_BELOW = 1e11
+"""OpenReview writes dates in milliseconds since the epoch; openreview-expertise's own files (and
+other exports) in seconds. A value below this is read as seconds (1e11 s is the year 5138), one at
+or above it as milliseconds (1e11 ms is 1973): no date of a paper is mistaken for the other unit."""
+FIRST_YEAR = 1900
+
+
+def _epoch_year(value: Any, where: str, key: str) -> int | None:
+    """The year of an OpenReview date (``pdate``/``cdate``/``tcdate``/``mdate``), read in seconds or
+    milliseconds by magnitude; ``InputError`` naming ``where`` when neither reading is a plausible
+    date (never a silent 1970). Not a number: no date; 0: no date (what an unset date is written as)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value == 0:
         return None
+    unit, seconds = ("seconds", value) if abs(value) < SECONDS_BELOW else ("milliseconds", value / 1000)
+    last = datetime.now(UTC).year + 1
     try:
-        return datetime.fromtimestamp(value / 1000, tz=UTC).year
+        year: int | None = datetime.fromtimestamp(seconds, tz=UTC).year
     except (OverflowError, OSError, ValueError):
-        return None
+        year = None
+    # A date within 1970 is far likelier a placeholder or a unit error (any date of our times in
+    # seconds, read as milliseconds, lands there) than a paper of that year.
+    if year is None or not FIRST_YEAR <= year <= last or year == 1970:
+        when = f"in {year}" if year is not None else "beyond any calendar"
+        raise InputError(f"{where}: {key} {value!r} is not a date: read as {unit} since 1970 (by its size) it falls "
+                         f"{when}; expected a year from {FIRST_YEAR} to {last} other than 1970")
+    return year
 
 
 def note_fields(note: Any, where: str, fallback_id: str | None = None) -> dict[str, Any]:
@@ -57,10 +75,11 @@ def note_fields(note: Any, where: str, fallback_id: str | None = None) -> dict[s
         v = content.get(k)
         return v.get("value") if isinstance(v, dict) else v
     # The year as OpenReview gives it, best source first: a stated year, then the publication,
-    # creation and modification dates (API v1 and v2 both keep those at the note's top level).
+    # creation (as shown, then true) and modification dates (API v1 and v2 both keep those at the
+    # note's top level).
     year = _year(val("year")) or _year(note.get("year"))
-    for key in ("pdate", "cdate", "mdate"):
-        year = year or _epoch_year(note.get(key))
+    for key in ("pdate", "cdate", "tcdate", "mdate"):
+        year = year or _epoch_year(note.get(key), where, key)
     return {
         "paper_id": str(note.get("id") or fallback_id or hashlib.sha1(str(val("title")).encode()).hexdigest()),
         "title": str(val("title") or ""),

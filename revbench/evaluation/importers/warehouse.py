@@ -23,20 +23,26 @@ from revbench.evaluation.model import (
 
 
 @benchmark_kind("warehouse")
-def load_warehouse(path: Path, profile_max_papers: int = 20) -> Benchmark:
+def load_warehouse(path: Path, profile_max_papers: int = 20, lock_wait: float = 0.0) -> Benchmark:
     """The warehouse's own benchmark, built by the ratings flow: the kept ratings as the
     pointwise split (each rated paper with its list of rated candidates), the paper-centric and
     reviewer-centric tuples as two more splits, the rated papers as submissions, and each rater's
-    most recent corpus papers (at most ``profile_max_papers``; rated papers left out) as profile."""
+    most recent corpus papers (at most ``profile_max_papers``; rated papers left out) as profile.
+    Waits up to ``lock_wait`` seconds for a run that holds the file."""
     from revbench.warehouse import Warehouse  # DuckDB loads only when this kind is read
 
-    with Warehouse.open(path, read_only=True) as wh:
+    with Warehouse.open(path, read_only=True, lock_wait=lock_wait) as wh:
         if not wh.has_table("rating_tuples"):
             raise InputError(f"the warehouse at {path} predates the ratings stage: run `revbench ratings` first")
         f = wh.benchmark_frames(profile_max_papers)
     if f["ratings"].height == 0:
         raise InputError(f"the warehouse at {path} holds no kept ratings yet: send a survey round (`revbench survey send`) "
                          "and pull its answers (`revbench ratings`) first")
+    if f["papers"].height == 0:  # no text to score: every scorer would score nothing
+        rated = f["ratings"]["paper_id"].unique().sort()
+        raise InputError(f"the warehouse at {path} holds {f['ratings'].height} kept ratings of {rated.len()} papers but "
+                         f"none of those papers (e.g. {rated[0]!r}): ingest them again (`revbench ingest` over their "
+                         "window) or restore the warehouse from a backup (`revbench restore`)")
     digest = hashlib.sha256()
     for name in ("ratings", "tuples"):
         digest.update(f[name].write_csv().encode())

@@ -86,6 +86,8 @@ def _weigh(m, idf: np.ndarray):  # type: ignore[no-untyped-def]
     """Rows of ``(0.5 + 0.5 tf/max_tf) idf`` scaled to unit length (empty rows stay zero)."""
     from scipy import sparse
 
+    if 0 in m.shape:  # no documents, or not one word in any (scipy cannot reduce an empty matrix)
+        return m
     row_max = m.max(axis=1).toarray().ravel()
     m.data = (0.5 + 0.5 * m.data / np.repeat(np.where(row_max > 0, row_max, 1), np.diff(m.indptr))) * idf[m.indices]
     norms = np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel())
