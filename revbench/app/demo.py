@@ -64,15 +64,21 @@ def demo_warehouse_for(settings: Settings, manifest: dict[str, Any]) -> None:
     marker.write_text(key)
 
 
-def demo_key(settings: Settings, name: str) -> str:
+def demo_key(settings: Settings, name: str, derived_from: str | None = None) -> str:
     """One of the demo's own keys (link signing, release ids), made once and kept in the data
     folder so links and release ids stay the same across demo runs; a real survey and release set
-    REVBENCH_SURVEY__SIGNING_KEY and REVBENCH_RELEASE__ID_KEY."""
+    REVBENCH_SURVEY__SIGNING_KEY and REVBENCH_RELEASE__ID_KEY. With ``derived_from`` (the world's
+    key) a new folder's key is derived from it, not drawn: the release ids, which the bootstrap
+    resamples in their order, and so every interval the demo prints are the same in every fresh
+    folder (its people are SYNTHETIC: nobody can be linked back). A folder keeps the key it has."""
+    import hashlib
     import secrets
 
     path = settings.data_dir / f".{name}-demo-key"
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(32))
+        made = (hashlib.sha256(f"revbench-demo-{name}\x1f{derived_from}".encode()).hexdigest() if derived_from
+                else secrets.token_urlsafe(32))
+        path.write_text(made)
         path.chmod(0o600)
     return path.read_text().strip()
 
@@ -222,7 +228,8 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
     from revbench.flows.release import release_flow
 
     # The demo's curator publishes what the audit passed.
-    print_release(release_flow.run(s.with_overrides(release={"id_key": demo_key(settings, "release"), "auto_approve": True}),
+    key = demo_key(settings, "release", derived_from=manifest["spec_key"])
+    print_release(release_flow.run(s.with_overrides(release={"id_key": key, "auto_approve": True}),
                                    only_if_changed=True, track=track))
     print_encodes()
     console.print(f"demo finished in {time.monotonic() - t0:.0f} s; run it again for a cheap refresh.")
