@@ -147,7 +147,6 @@ def _loop(base: Settings, world_dir: Path, manifest: dict[str, Any], queries: di
     """Ingest, identities, pools, survey, ratings and release on the imported world."""
     from revbench.flows.disambiguate import disambiguate_flow
     from revbench.flows.ingest import ingest_flow
-    from revbench.flows.pools import pools_flow
     from revbench.flows.ratings import ratings_flow
     from revbench.flows.release import release_flow
     from revbench.replay import spawn_replay

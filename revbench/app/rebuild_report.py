@@ -106,10 +106,10 @@ def fit_from_world(s: Settings, world_dir: Path) -> rb.PoolFit:
     return rb.fit_pools(sims, held.drop_nulls("arxiv_id"), recent, s.pools.min_recent_papers)
 
 
-def pool_fates(warehouse: Path, world_dir: Path, held: pl.DataFrame, similarity: pl.DataFrame) -> pl.DataFrame:
-    """:func:`tasks.rebuild.pair_fates` of round 1 of the pools in ``warehouse``."""
+def pool_fates(warehouse: Path, mentions: pl.DataFrame, held: pl.DataFrame, similarity: pl.DataFrame) -> pl.DataFrame:
+    """:func:`tasks.rebuild.pair_fates` of round 1 of the pools in ``warehouse`` (``mentions``:
+    the world's truth, whose person each mention is)."""
     from revbench.schemas.tables import ASSIGNMENTS, AUTHOR_LINKS, POOL_EVIDENCE, POOL_EXCLUSIONS, QUERY_SAMPLES
-    from revbench.synth.truth import load_truth
     from revbench.warehouse import Warehouse
 
     with Warehouse.open(warehouse, read_only=True) as wh:
@@ -117,7 +117,7 @@ def pool_fates(warehouse: Path, world_dir: Path, held: pl.DataFrame, similarity:
         queries = set(wh.read_round(QUERY_SAMPLES, 1)["arxiv_id"].to_list())
         evidence, exclusions = wh.read_round(POOL_EVIDENCE, 1), wh.read_round(POOL_EXCLUSIONS, 1)
         assignments = wh.read_round(ASSIGNMENTS, 1)
-    identities, _shared = _identities(links, load_truth(world_dir).mentions)
+    identities, _shared = _identities(links, mentions)
     return rb.pair_fates(held, identities, set(corpus["arxiv_id"].to_list()), queries, evidence, exclusions, assignments,
                          similarity)
 
@@ -167,8 +167,8 @@ def comparison(s: Settings, world_dir: Path, bench: Benchmark, kind: str, source
         tuples = wh.read(RATING_TUPLES)
     identities, shared = _identities(links, mentions)
     similarity = _held_similarity(s, corpus, mentions, held)
-    fates = pool_fates(s.warehouse_path, world_dir, held, similarity)
-    fates_defaults = pool_fates(pools.defaults_warehouse, world_dir, held, similarity)
+    fates = pool_fates(s.warehouse_path, mentions, held, similarity)
+    fates_defaults = pool_fates(pools.defaults_warehouse, mentions, held, similarity)
     person_to_reviewer = dict(pl.read_parquet(world_dir / "truth" / "reviewers.parquet").select("person_id", "reviewer_id").iter_rows())
     reviewer_of = {a: person_to_reviewer[p] for p, a in identities.sort("person_id").iter_rows() if p in person_to_reviewer}
     paper_of = dict(held.drop_nulls("arxiv_id").select("arxiv_id", "paper_id").unique().iter_rows())
@@ -251,7 +251,7 @@ def _subset_losses(s: Settings, release_dir: Path, key: str, evaluation_dir: Pat
     exported (no scorer runs again)."""
     from revbench.evaluation.evaluate import Evaluator
     from revbench.evaluation.importers.registry import load_benchmark
-    from revbench.evaluation.model import Scores
+    from revbench.evaluation.model import Scores, Split
     from revbench.flows.evaluate import predictions_path
     from revbench.tasks.release import release_id
 
@@ -267,8 +267,8 @@ def _subset_losses(s: Settings, release_dir: Path, key: str, evaluation_dir: Pat
 
     keep = [inside(a, b) and inside(c, d) for a, b, c, d in
             sp.tuples.select("reviewer_pos", "paper_pos", "reviewer_neg", "paper_neg").iter_rows()]
-    sub = type(sp)(split, tuples=sp.tuples.filter(pl.Series(keep, dtype=pl.Boolean)))
-    subset = type(bench)(bench.name, bench.version, bench.submissions, bench.draws, [sub], scale=bench.scale)
+    sub = Split(split, tuples=sp.tuples.filter(pl.Series(keep, dtype=pl.Boolean)))
+    subset = Benchmark(bench.name, bench.version, bench.submissions, bench.draws, [sub], scale=bench.scale)
     runs = []
     for name in scorers:
         path = predictions_path(evaluation_dir, bench.name, name)
