@@ -9,6 +9,7 @@ training) inherits :class:`WarehouseBase` and keeps its own SQL beside the table
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -57,6 +58,23 @@ def _damaged(path: Path, exc: BaseException) -> str:
             f"(mv {path} {path}.broken) and the next run starts a new one")
 
 
+_WRITERS: dict[Path, threading.RLock] = {}
+_WRITERS_LOCK = threading.Lock()
+
+
+def _writer_lock(path: Path) -> threading.RLock:
+    """The lock every writing statement and transaction on ``path`` in this process takes.
+
+    DuckDB's file lock keeps other processes out, but the sessions of one process (two runs on
+    threads, each resumed after a curator's decision) share one database, and DuckDB resolves
+    their overlapping transactions optimistically: the later one fails with "Conflict on tuple
+    deletion". Serialising writes here makes the second wait its turn instead. Reentrant, so a
+    transaction opened inside another (on any session of the same thread) joins it."""
+    key = path.resolve()
+    with _WRITERS_LOCK:
+        return _WRITERS.setdefault(key, threading.RLock())
+
+
 def utcnow() -> datetime:
     """Timezone-aware now, the only clock the warehouse stamps rows with."""
     return datetime.now(UTC)
@@ -77,16 +95,26 @@ class WarehouseBase:
         if self._in_tx:
             yield
             return
-        self._in_tx = True
-        try:
-            self._exec("BEGIN TRANSACTION")
+        with self._writing():
+            self._in_tx = True
+            try:
+                self._exec("BEGIN TRANSACTION")
+                yield
+                self._exec("COMMIT")
+            except BaseException:
+                self._abandon()
+                raise
+            finally:
+                self._in_tx = False
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """This process's turn to write ``path`` (nothing to wait for on a read-only session)."""
+        if self.read_only:
             yield
-            self._exec("COMMIT")
-        except BaseException:
-            self._abandon()
-            raise
-        finally:
-            self._in_tx = False
+            return
+        with _writer_lock(self.path):
+            yield
 
     def _abandon(self) -> None:
         """Roll back whatever is open. An interrupt can land between BEGIN and the block, after
@@ -105,7 +133,11 @@ class WarehouseBase:
 
     def _exec(self, query: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
         # DuckDB 2 refuses new work while a result is unfetched, so every statement is drained.
-        with _interruptible(self.path):
+        # A statement outside a transaction is its own transaction and may write: it waits its turn.
+        if self._in_tx:
+            with _interruptible(self.path):
+                return self.con.execute(query, params).fetchall()
+        with self._writing(), _interruptible(self.path):
             return self.con.execute(query, params).fetchall()
 
     def _frame(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:

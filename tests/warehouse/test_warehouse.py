@@ -164,3 +164,36 @@ def test_a_run_interrupted_inside_a_library_ends_cancelled(tmp_path: Path) -> No
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         statuses = [r[0] for r in wh._exec("SELECT status FROM runs ORDER BY started_at")]
     assert statuses == ["cancelled", "failed"]
+
+
+def test_two_sessions_of_one_process_write_the_same_table_in_turn(tmp_path: Path) -> None:
+    """Two runs on threads of one process (both resumed by one curator's decision) each replace a
+    derived table: DuckDB shares one database between them and would fail the later transaction
+    ("Conflict on tuple deletion"); each waits its turn instead, and the table ends as one of
+    them wrote it."""
+    import threading
+
+    path = tmp_path / "w.duckdb"
+    frames = [pl.DataFrame([_paper(f"2609.{i:05d}", title=f"by {who}") for i in range(200)]) for who in "ab"]
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def writer(df: pl.DataFrame) -> None:
+        try:
+            with Warehouse.open(path) as wh:
+                start.wait()
+                for _ in range(15):
+                    wh.replace_all(PAPERS, df)
+        except BaseException as exc:  # noqa: BLE001 - the test reports what a thread raised
+            errors.append(exc)
+
+    Warehouse.open(path).__enter__().close()
+    threads = [threading.Thread(target=writer, args=(df,)) for df in frames]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    with Warehouse.open(path) as wh:
+        titles = set(wh.read(PAPERS)["title"])
+    assert len(titles) == 1 and titles <= {"by a", "by b"}
