@@ -13,11 +13,11 @@ import polars as pl
 
 from revbench.errors import InputError, UsageError
 from revbench.evaluation.evaluate import Evaluator, cross_benchmark_average
-from revbench.evaluation.exports import export_formats
+from revbench.evaluation.exports import export_formats, file_name
 from revbench.evaluation.importers import coverage, is_lr_flat, load_benchmark, load_lr_flat, load_predictions
 from revbench.evaluation.importers.warehouse import load_warehouse
 from revbench.evaluation.model import Benchmark, MetricValue, Scores
-from revbench.evaluation.plan import EvaluationPlan, plan_evaluation
+from revbench.evaluation.plan import EvaluationPlan, export_key, plan_evaluation
 from revbench.evaluation.report import ReportTable, plot_loss, report_tables, results_frame
 from revbench.evaluation.scorers import Context, make_scorer
 from revbench.evaluation.separation import Separation, separation_rows, separation_table, split_separations
@@ -50,11 +50,19 @@ def load_inputs(plan: EvaluationPlan, allow_partial: bool, profile_max_papers: i
                          + ", ".join(f"{k}={p}" for (k, p), b in zip(plan.benchmarks, loaded, strict=True) if b.name in twice)
                          + "); evaluate them in separate runs, each with its own --report folder")
     preds: list[tuple[int, Scores]] = []
-    for p in plan.predictions:
+    for k, p in enumerate(plan.predictions):
         if is_lr_flat(p.path):
             # LR-bench's flat predictions carry their labels: a benchmark of their own.
+            name = f"lrbench:{p.path.stem}"
+            same = next((q for q in plan.predictions[:k]
+                         if export_key(q.path.stem) == export_key(p.path.stem) and is_lr_flat(q.path)), None)
+            if same is not None:
+                # Both would be the benchmark lrbench:<stem>: one's exports would overwrite the other's.
+                raise UsageError(f"--predictions {same.name}={same.path} and --predictions {p.name}={p.path} are both "
+                                 f"LR-bench flat files named {p.path.name} and would write the same export files "
+                                 f"(trec/{file_name(name)}/); copy one under another name")
             split, scores = load_lr_flat(p.path)
-            loaded.append(Benchmark(f"lrbench:{p.path.stem}", p.path.stem, pl.DataFrame(), [pl.DataFrame()], [split]))
+            loaded.append(Benchmark(name, p.path.stem, pl.DataFrame(), [pl.DataFrame()], [split]))
             preds.append((len(loaded) - 1, Scores(p.name, [scores], f"predictions:{p.path.name}", file_sha256(p.path))))
             continue
         candidates = [i for i, b in enumerate(loaded) if not p.target or b.name == p.target]

@@ -171,7 +171,7 @@ def pull_stage(run: Run, store: SurveyStore) -> Pulled:
         read = tasks.store_events(snap.rows, epoch)
         lost = dict(snap.lost)
         if lost:  # the digests leave the epoch out: the store read once, after its renewal, tells the gap
-            lost["held_up_to"] = tasks.restored_up_to(read, known, lost["pulled_up_to"])
+            lost["held_up_to"], lost["missing"] = tasks.lost_events(read, old, known, lost["lost_from"], lost["pulled_up_to"])
         incoming = tasks.fresh_events(read, known)
         found = tasks.PullFound(epoch=epoch, origin=str(snap.identity["origin"]), after=snap.after, new=incoming.height,
                                 known=read.height - incoming.height, first=not marks and not lost,

@@ -7,6 +7,14 @@ checkpoint: see :mod:`revbench.warehouse.backup` for why a copy and not ``EXPORT
 ``manifest.json`` (each file's size and sha256, the revbench version, the warehouse's schema
 version, runs and counts, the survey store's identity and answers, and when it was taken).
 
+The manifest is authenticated with HMAC-SHA256 under REVBENCH_BACKUP__KEY, a key the backup does
+not hold: a plain digest anyone could recompute, so a backup whose store was edited and whose
+sha256s were recomputed would restore. No backup is written without the key, and
+:func:`verify_manifest` (the one check every reader goes through) refuses a manifest that does
+not verify with it, one written with another key, and one without an HMAC (format 1, or one
+whose HMAC was removed). There is no switch that restores an unauthenticated manifest: a forger
+would strip the HMAC and use it; a format-1 backup restores with the revbench that wrote it.
+
 A snapshot is written into a hidden ``DIR/.revbench-backup-<time>.<pid>.partial`` folder and renamed
 once its manifest is on disk, so Ctrl-C or ``kill -9`` never leaves a folder that looks complete;
 the next backup removes such leftovers. Backups into one DIR take turns (a lock file in DIR), and
@@ -20,10 +28,12 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import hmac
 import json
 import os
 import re
 import shutil
+import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,11 +41,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from revbench.errors import InputError, RevbenchError, UsageError, WarehouseBusy
-from revbench.files import CHUNK, write_atomic
+from revbench.errors import InputError, NoSpace, RevbenchError, UsageError, WarehouseBusy
+from revbench.files import CHUNK, no_space, write_atomic
 from revbench.settings import Settings
 
-FORMAT, FORMAT_VERSION = "revbench-backup", 1
+FORMAT, FORMAT_VERSION = "revbench-backup", 2
+"""Version 2: the manifest carries ``key_id`` and ``manifest_hmac`` (version 1: a plain ``manifest_sha256``)."""
+KEY_SETTING = "REVBENCH_BACKUP__KEY"
+MIN_KEY_CHARS = 16
 MANIFEST = "manifest.json"
 WAREHOUSE_FILE, STORE_FILE = "warehouse.duckdb", "survey.sqlite"
 LOCK = ".revbench-backup.lock"
@@ -76,10 +89,50 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def manifest_digest(manifest: dict[str, Any]) -> str:
-    """sha256 of the manifest without its own digest (keys sorted): a hand edit shows."""
-    body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def backup_key(settings: Settings, then: str) -> bytes:
+    """REVBENCH_BACKUP__KEY as bytes, or one line saying it is missing (or short), ending in
+    ``then`` (what was not done, and what to set). No key is derived for a demo or a test folder:
+    whatever it were derived from would sit beside the backups, for whoever edits one to derive."""
+    secret = settings.backup.key.get_secret_value() if settings.backup.key is not None else ""
+    if len(secret) < MIN_KEY_CHARS:
+        said = "is not set" if not secret else f"is shorter than {MIN_KEY_CHARS} characters"
+        raise UsageError(f"{KEY_SETTING} {said}: each backup's manifest is authenticated with it (HMAC-SHA256) so "
+                         f"that a restore can tell an edited backup; {then}")
+    return secret.encode()
+
+
+def key_id(key: bytes) -> str:
+    """A short name of the key that reveals nothing of it (an HMAC of a fixed text): a restore
+    under another key says so, rather than calling the backup edited."""
+    return hmac.new(key, b"revbench backup key id", hashlib.sha256).hexdigest()[:16]
+
+
+def manifest_hmac(manifest: dict[str, Any], key: bytes) -> str:
+    """HMAC-SHA256 of the manifest without its own HMAC (keys sorted, compact JSON)."""
+    body = {k: v for k, v in manifest.items() if k != "manifest_hmac"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hmac.new(key, b"revbench-backup-manifest\n" + text.encode(), hashlib.sha256).hexdigest()
+
+
+def verify_manifest(path: Path, manifest: dict[str, Any], key: bytes) -> None:
+    """Refuse, in one line naming ``path`` and REVBENCH_BACKUP__KEY, a manifest that carries no
+    HMAC, was written with another key, or does not verify with ``key``: the one check between
+    a backup's manifest and anything that trusts it."""
+    if manifest.get("format_version") == 1:
+        raise InputError(f"{path} carries no HMAC (format 1, written before backups were keyed with {KEY_SETTING}, or "
+                         "marked so by whoever removed it): it cannot be verified; nothing was restored: restore it "
+                         f"with the revbench that wrote it ({manifest.get('revbench_version') or 'named in it'}) if "
+                         "you know where it has been")
+    given = manifest.get("manifest_hmac")
+    if not isinstance(given, str) or not given:
+        raise InputError(f"{path} carries no HMAC (removed after the backup was written): it cannot be verified with "
+                         f"{KEY_SETTING}; nothing was restored")
+    if manifest.get("key_id") != key_id(key):
+        raise InputError(f"{path} was written with another backup key (key id {str(manifest.get('key_id'))[:16]!r}; "
+                         f"{KEY_SETTING}'s is {key_id(key)!r}): set the key it was written with; nothing was restored")
+    if not hmac.compare_digest(given.encode(), manifest_hmac(manifest, key).encode()):
+        raise InputError(f"{path} does not verify with {KEY_SETTING} (its HMAC does not match: changed after the "
+                         "backup was written); nothing was restored")
 
 
 def is_snapshot(path: Path) -> bool:
@@ -218,10 +271,25 @@ def write_backup(settings: Settings, to: Path | None = None, keep: int | None = 
     ``keep`` (default REVBENCH_BACKUP__KEEP; 0 keeps all)."""
     folder = Path(to or backup_dir(settings)).expanduser().absolute()
     keep = settings.backup.keep if keep is None else keep
+    key = backup_key(settings, f"no backup was written into {folder}: set it to a long random key kept apart from the "
+                               "backups (python3 -c \"import secrets; print(secrets.token_urlsafe(32))\")")
     check_target(folder)
     if not settings.warehouse_path.exists() and not settings.survey_store_path.exists():
         raise UsageError(f"nothing to back up: no warehouse at {settings.warehouse_path} and no survey store at "
                          f"{settings.survey_store_path} (check REVBENCH_DATA_DIR)")
+    try:
+        return _write(settings, folder, keep, key, version)
+    except (OSError, sqlite3.Error) as exc:
+        why = no_space(exc)
+        if why is not None:
+            raise NoSpace(f"no space left to write the backup into {folder} ({why}); the partial snapshot was removed "
+                          "and no backup was written: free space there (or lower REVBENCH_BACKUP__KEEP) and run "
+                          "again") from None
+        raise RevbenchError(f"the backup into {folder} failed ({type(exc).__name__}: {exc}); the partial snapshot was "
+                            "removed and no backup was written") from exc
+
+
+def _write(settings: Settings, folder: Path, keep: int, key: bytes, version: str) -> Snapshot:
     folder.mkdir(parents=True, exist_ok=True)
     with taking_turns(folder, settings.warehouse.lock_wait_seconds):
         check_target(folder)
@@ -238,8 +306,9 @@ def write_backup(settings: Settings, to: Path | None = None, keep: int | None = 
                 "format": FORMAT, "format_version": FORMAT_VERSION, "name": name,
                 "created_at": started.isoformat(timespec="seconds"),
                 "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "revbench_version": version, "data_dir": str(settings.data_dir.absolute()), **parts}
-            manifest["manifest_sha256"] = manifest_digest(manifest)
+                "revbench_version": version, "data_dir": str(settings.data_dir.absolute()), **parts,
+                "key_id": key_id(key)}
+            manifest["manifest_hmac"] = manifest_hmac(manifest, key)
             write_atomic(partial / MANIFEST, json.dumps(manifest, indent=2, default=str) + "\n")
             _fsync_dir(partial)
             os.rename(partial, folder / name)
@@ -264,8 +333,9 @@ def prune(folder: Path, keep: int, written: Path | None = None) -> list[Path]:
     return old
 
 
-def read_manifest(folder: Path, flag: str = "--from") -> dict[str, Any]:
-    """The manifest of the snapshot ``folder``, its shape and its own digest checked."""
+def read_manifest(folder: Path, key: bytes, flag: str = "--from") -> dict[str, Any]:
+    """The manifest of the snapshot ``folder``, verified with ``key`` (:func:`verify_manifest`)
+    and its shape checked."""
     if not folder.exists():
         raise UsageError(f"{flag} {folder} does not exist")
     if not folder.is_dir():
@@ -286,12 +356,10 @@ def read_manifest(folder: Path, flag: str = "--from") -> dict[str, Any]:
         raise InputError(f"{path} cannot be read as JSON ({exc}); nothing was restored") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise InputError(f"{path} is not a revbench backup manifest (format {FORMAT!r} expected); nothing was restored")
-    if manifest.get("format_version") != FORMAT_VERSION:
+    if manifest.get("format_version") not in (1, FORMAT_VERSION):
         raise InputError(f"{path} has format version {manifest.get('format_version')!r}; this revbench reads "
                          f"{FORMAT_VERSION}: restore it with the revbench that wrote it")
-    if manifest.get("manifest_sha256") != manifest_digest(manifest):
-        raise InputError(f"{path} was changed after the backup was written (its digest does not match); "
-                         "nothing was restored")
+    verify_manifest(path, manifest, key)
     files = manifest.get("files")
     if not isinstance(files, dict) or not files or set(files) - {WAREHOUSE_FILE, STORE_FILE}:
         raise InputError(f"{path} lists unexpected files {sorted(files) if isinstance(files, dict) else files!r}; "

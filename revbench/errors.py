@@ -80,3 +80,10 @@ class WarehouseDamaged(RevbenchError):
 class SurveyStoreGone(WarehouseDamaged):
     """The survey store's file left its path (moved aside or deleted) while a process had it
     open: nothing is recorded, in it or anywhere, until a store is back at the path."""
+
+
+class NoSpace(RevbenchError):
+    """A write refused for want of space (a full disk, a quota, a file-size limit): the output
+    being written was removed, nothing half-written is left; free space and run again."""
+
+    exit_code = 7

@@ -7,14 +7,39 @@ in one ``os.replace``: a reader sees the old content or the new one, never half 
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
+import re
+import shutil
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 CHUNK = 1 << 20
 """Files are hashed in 1 MiB pieces, so a large one is never held in memory whole."""
+
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""A write refused for want of room: a full disk, a full quota, a file-size limit (``ulimit -f``)."""
+_SQLITE_FULL = 13
+
+
+def no_space(exc: BaseException) -> str | None:
+    """Why ``exc`` (or an error it was raised from) is a write refused for want of room, in the
+    system's words (``No space left on device``); None for any other error. SQLite reports a
+    full disk as SQLITE_FULL, without the errno."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # an error's causes, never round a cycle
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and seen.errno in NO_SPACE:
+            return seen.strerror or os.strerror(seen.errno)
+        if isinstance(seen, sqlite3.Error) and getattr(seen, "sqlite_errorcode", None) == _SQLITE_FULL:
+            return str(seen)
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def file_sha256(*paths: Path) -> str:
@@ -44,3 +69,44 @@ def write_atomic(path: Path, text: str) -> None:
     """``text`` into ``path``, whole or not at all: a later run trusts what it finds."""
     with replacing(path) as tmp:
         tmp.write_text(text)
+
+
+@contextmanager
+def writing_folder(out: Path) -> Iterator[Path]:
+    """The folder to write ``out``'s files into. An existing ``out`` is written in place (write
+    each file with :func:`write_atomic`). A missing one is written as a hidden sibling
+    ``.<name>.<pid>.partial``, renamed to ``out`` when the block ends without an error, and
+    removed (with the folders above it made for it) when it raises: a failure, a full disk among
+    them, leaves no empty or half-written folder. A sibling a killed process left is removed by
+    the next write of ``out``."""
+    if out.is_dir():
+        yield out
+        return
+    made = [p for p in [out.parent, *out.parent.parents] if not p.exists()]
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.partial")
+    left = re.compile(rf"^\.{re.escape(out.name)}\.(\d+)\.partial$")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        for p in out.parent.iterdir():
+            m = left.match(p.name)
+            if m and p.is_dir() and not p.is_symlink() and not _alive(int(m.group(1))):
+                shutil.rmtree(p, ignore_errors=True)
+        tmp.mkdir()
+        yield tmp
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        for p in made:  # deepest first; one that holds something now is someone else's
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True

@@ -1,9 +1,9 @@
 """Restoring a backup written by :mod:`revbench.backup`, losing no answer a person gave.
 
-``revbench restore --from DIR`` checks the snapshot (its manifest's own digest, then each file's
-size, then the sha256 of the very copy it restores), refuses while a run holds the warehouse or
-waits for a curator (exit 4), and refuses live data newer than the snapshot unless ``--force``
-(naming what the snapshot lacks). The live files it replaces go to
+``revbench restore --from DIR`` checks the snapshot (its manifest's HMAC under
+REVBENCH_BACKUP__KEY, then each file's size, then the sha256 of the very copy it restores),
+refuses while a run holds the warehouse or waits for a curator (exit 4), and refuses live data
+newer than the snapshot unless ``--force`` (naming what the snapshot lacks). The live files it replaces go to
 ``<data_dir>/restore-set-aside/<UTC time>/``, never deleted, with ``restore.json`` saying what
 was found and done.
 
@@ -50,13 +50,14 @@ from typing import Any
 from revbench.backup import (
     STORE_FILE,
     WAREHOUSE_FILE,
+    backup_key,
     check_sizes,
     copy_hashed,
     read_manifest,
     stamp,
 )
-from revbench.errors import InputError, UsageError, WarehouseBusy, WarehouseDamaged
-from revbench.files import write_atomic
+from revbench.errors import InputError, NoSpace, UsageError, WarehouseBusy, WarehouseDamaged
+from revbench.files import no_space, write_atomic
 from revbench.settings import Settings
 from revbench.warehouse.backup import (
     WarehouseFacts,
@@ -166,14 +167,23 @@ def _newer(live_wh: WarehouseFacts | None, b_wh: WarehouseFacts | None, wh_probl
 def restore(settings: Settings, source: Path, force: bool = False) -> RestoreResult:
     """Check the snapshot at ``source`` and restore it (see the module's docstring)."""
     folder = Path(source).expanduser().absolute()
-    manifest = read_manifest(folder)
+    key = backup_key(settings, f"the backup {folder} cannot be verified without it and nothing was restored: set it "
+                               "to the key the backup was written with")
+    manifest = read_manifest(folder, key)
     check_sizes(folder, manifest)
     _refuse_waiting(settings.warehouse_path)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     staging = settings.data_dir / f".restore-{stamp()}-{os.getpid()}"
     staging.mkdir()
     try:
-        staged = _stage(folder, manifest, staging)
+        try:
+            staged = _stage(folder, manifest, staging)
+        except OSError as exc:
+            why = no_space(exc)
+            if why is None:
+                raise
+            raise NoSpace(f"no space left in {settings.data_dir} to copy the backup {folder.name} beside the live data "
+                          f"({why}); nothing was restored: free space there and run again") from None
         b_wh = None
         if WAREHOUSE_FILE in staged:
             try:

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter
@@ -46,6 +47,27 @@ class PermanentError(Exception):
     def __init__(self, message: str, kind: str = "permanent"):
         super().__init__(message)
         self.kind = kind
+
+
+def public_url(url: str) -> str:
+    """``url`` as an error line may show it: no user, password, query or fragment (a query can
+    carry a key)."""
+    parts = urlsplit(str(url))
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+class ResponseTooLarge(TransientError):
+    """A service answered more than the client reads of one answer (``http.max_response_bytes``):
+    reading stopped there, so an endless or huge answer never fills memory. Not retried, as a
+    ``RateLimited`` is not: the same request would get the same answer. The work is left for the
+    next run, and a service that keeps answering so trips the breaker like any other failure."""
+
+    def __init__(self, service: str, url: str, limit: int):
+        super().__init__(f"{service} {public_url(url)}: answered more than {limit} bytes", kind="too_large")
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -230,7 +252,7 @@ def _retrying(
     retrying = Retrying(
         stop=stop_after_attempt(http.max_attempts),
         wait=_Wait(http),
-        retry=retry_if_exception(lambda e: isinstance(e, TransientError) and not isinstance(e, RateLimited)),
+        retry=retry_if_exception(lambda e: isinstance(e, TransientError) and not isinstance(e, RateLimited | ResponseTooLarge)),
         reraise=True,
         before_sleep=before_sleep,
         sleep=sleep,

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Mapping
 from datetime import date
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from revbench.errors import UsageError
@@ -20,10 +22,35 @@ DEFAULT_CATEGORIES = ["cs.AI", "cs.CL", "cs.CV", "cs.IR", "cs.LG"]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
+URL_FIELD = re.compile(r"(^|_)(url|address)$")
+"""The settings that hold an address (``base_url``, ``dask_address``): none may carry credentials."""
+USERINFO = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#\s]*@", re.I)
+"""A URL with credentials before its host (``https://user:pw@host``, ``https://token@host``)."""
+CREDENTIALS_GO = {
+    "s2": "the key goes in REVBENCH_S2__API_KEY",
+    "llm": "the key goes in REVBENCH_LLM__API_KEY",
+    "survey": "every email's links carry this address, and the survey server needs no login",
+}
+"""Where a section's credentials belong instead, when it has any."""
+
+
 class Section(BaseModel):
-    """A section of the settings tree: unknown keys and non-finite numbers are errors."""
+    """A section of the settings tree: unknown keys and non-finite numbers are errors, and no
+    address carries credentials."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*")
+    @classmethod
+    def _no_credentials_in_urls(cls, v: Any, info: ValidationInfo) -> Any:
+        # A password in a URL is printed wherever the URL is: logs, runs' parameters, errors, and
+        # for the survey every reminder's links. It is refused, never only hidden.
+        if isinstance(v, str) and info.field_name and URL_FIELD.search(info.field_name) and USERINFO.match(v.strip()):
+            section = next((name for name, f in Settings.model_fields.items() if f.annotation is cls), "")
+            where = CREDENTIALS_GO.get(section, "revbench sends this service no credentials")
+            raise ValueError(f"credentials do not belong in a URL (they would be written wherever the URL is); "
+                             f"remove the user:password@ part ({where})")
+        return v
 
     @model_validator(mode="before")
     @classmethod
@@ -67,6 +94,9 @@ class HttpSettings(Section):
     breaker_failures: int = Field(
         5, ge=1, description="Calls in a row to one service that fail after all retries before the run stops as failed."
     )
+    max_response_bytes: int = Field(
+        32_000_000, ge=1024, description="Most bytes read of one answer of arXiv, Semantic Scholar, GROBID or the LLM "
+        "(the largest real one is under 3 MB); a longer answer is cut off there and named (PDFs: pdf.max_bytes).")
     ca_bundle: Path | None = Field(
         None, description="PEM file of extra certificate authorities to trust, e.g. Caddy's internal CA of a test "
         "deployment (empty: the system's and certifi's only); `revbench doctor` checks the survey server with it.")
@@ -215,6 +245,9 @@ class SurveySettings(Section):
     )
     link_max_age_days: int = Field(30, ge=1, le=365, description="Days a rating or page link stays valid (opt-out links never expire).")
     base_url: str = Field("http://127.0.0.1:8765", description="Public address of the survey server, used in every link.")
+    store_dir: Path | None = Field(
+        None, description="Folder of the survey store (survey.sqlite), shared by the survey server and the flows "
+        "(empty: the data directory); a folder of its own lets a deployment give the survey server that folder alone.")
     team: str = Field("the revbench team", description="Research team named in the email.")
     lab: str = Field("", description="Lab named in the email (optional).")
     institution: str = Field("", description="Institution named in the email (optional).")
@@ -384,6 +417,9 @@ class BackupSettings(Section):
         "another disk is safer).")
     keep: int = Field(7, ge=0, description="Snapshots kept in that folder after each backup, the newest; older ones of "
                       "revbench's are removed (0: keep all).")
+    key: SecretStr | None = Field(
+        None, description="Key each backup's manifest is authenticated with (HMAC-SHA256), checked by every restore; "
+        "no backup is written without one. At least 16 characters, random, kept apart from the backups.")
 
 
 REFRESH_STAGES = ("ingest", "disambiguate", "pools", "survey", "ratings", "release", "evaluate")
@@ -565,7 +601,7 @@ class Settings(BaseSettings):
 
     @cached_property
     def survey_store_path(self) -> Path:
-        return self.data_dir / "survey.sqlite"
+        return (self.survey.store_dir or self.data_dir) / "survey.sqlite"
 
     @cached_property
     def releases_dir(self) -> Path:
@@ -623,7 +659,7 @@ def check_list_values(environ: Mapping[str, str], dotenv: Path | None = None) ->
 
 def shown_value(value: Any) -> str:
     """A setting's value as an error shows it: a long one shortened, with its length."""
-    text = repr(value)
+    text = re.sub(r"(?i)([a-z][a-z0-9+.-]*://)[^/?#\s'\"]*@", r"\1***@", repr(value))  # never a URL's password
     return text if len(text) <= 80 else f"{text[:20]}... ({len(str(value))} characters)"
 
 

@@ -61,15 +61,30 @@ def with_digests(events: pl.DataFrame) -> pl.DataFrame:
     return events.with_columns(pl.col("digest").fill_null(event_digests(events)))
 
 
-def restored_up_to(events: pl.DataFrame, known: set[str], high_water: int) -> int:
-    """The last id up to which a store that lost events still matches what was pulled from it:
-    below the first of its ids up to ``high_water`` that is missing or holds an answer never
-    pulled (ids a restored store handed out again)."""
-    held = dict(events.filter(pl.col("event_id") <= high_water).select("event_id", "digest").iter_rows())
-    for i in range(1, high_water + 1):
-        if held.get(i) not in known:
-            return i - 1
-    return high_water
+def lost_events(events: pl.DataFrame, pulled: pl.DataFrame, known: set[str], epoch: str,
+                high_water: int) -> tuple[int, tuple[int, ...]]:
+    """What a store that lost events (``events``: all it holds now) still holds and what it lost:
+    the highest id up to ``high_water`` under which it holds an answer already pulled
+    (``known``), and the ids of the events pulled from ``epoch`` up to that mark (``pulled``:
+    the warehouse's events) whose answer it no longer holds. An id the store never handed out
+    (SQLite's AUTOINCREMENT leaves gaps) was never pulled, so it is no loss; an id it handed out
+    again holds another answer, so the one pulled under it is."""
+    held = events.filter((pl.col("event_id") <= high_water) & pl.col("digest").is_in(list(known)))
+    gone = pulled.filter((pl.col("epoch") == epoch) & (pl.col("event_id") <= high_water)
+                         & ~pl.col("digest").is_in(events["digest"].to_list()))
+    return int(held["event_id"].max() or 0), tuple(sorted(int(i) for i in gone["event_id"].unique()))
+
+
+def id_ranges(ids: tuple[int, ...], most: int = 6) -> str:
+    """Event ids as ranges (``4-7, 9``), the first ``most`` of them, then how many in all."""
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    shown = ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs[:most])
+    return shown + (f", … ({len(ids)} events)" if len(runs) > most else "")
 
 
 def fresh_events(read: pl.DataFrame, known: set[str]) -> pl.DataFrame:
@@ -103,18 +118,28 @@ class PullFound:
     lost_from: str | None = None
     held_up_to: int = 0
     pulled_up_to: int = 0
+    missing: tuple[int, ...] = ()
+    """The ids of the events pulled from ``lost_from`` whose answers its store no longer holds."""
     opt_outs: int = 0
 
     def line(self) -> str:
         """One line: the store's epoch, what was new and what was already known, and any gap."""
         counts = f"{self.new} new answers, {self.known} already known"
         if self.lost_from is not None:
-            held = (f"holds none of the events up to {self.pulled_up_to} pulled from it (epoch {self.lost_from}): it was "
-                    f"emptied or restored from an older backup; everything pulled from it is kept in the warehouse"
-                    if self.held_up_to == 0 else
-                    f"holds events up to {self.held_up_to} but {self.pulled_up_to} were pulled from it (epoch "
-                    f"{self.lost_from}): it was restored from an older backup; events {self.held_up_to + 1}-"
-                    f"{self.pulled_up_to} are kept in the warehouse")
+            # Only ids pulled before and no longer held are named: an id gap was never an answer.
+            kept = ("every answer pulled from it is still there or kept in the warehouse" if not self.missing else
+                    f"event {self.missing[0]} is kept in the warehouse" if len(self.missing) == 1 else
+                    f"events {id_ranges(self.missing)} are kept in the warehouse")
+            if self.held_up_to == 0:
+                held = (f"holds none of the events up to {self.pulled_up_to} pulled from it (epoch {self.lost_from}): it was "
+                        f"emptied or restored from an older backup; everything pulled from it is kept in the warehouse")
+            elif all(i > self.held_up_to for i in self.missing):
+                held = (f"holds events up to {self.held_up_to} but {self.pulled_up_to} were pulled from it (epoch "
+                        f"{self.lost_from}): it was restored from an older backup; {kept}")
+            else:
+                held = (f"holds events up to {self.held_up_to} but not {len(self.missing)} of the events up to "
+                        f"{self.pulled_up_to} pulled from it (epoch {self.lost_from}): it was restored from an older "
+                        f"backup or edited; {kept}")
             text = f"the survey store {held}; its new epoch {self.epoch}: {counts}"
         elif self.first:
             text = f"first pull from the survey store (epoch {self.epoch}): {counts}"

@@ -415,6 +415,8 @@ def serve() -> None:
     url = str(PREFECT_API_URL.value())
     with get_client(sync_client=True) as client:
         failure = client.api_healthcheck()
+        if failure is None:
+            _check_prefect_credentials(client, url)
     if failure is not None:
         raise ServiceUnavailable("the Prefect API", url, f"{type(failure).__name__}: {failure}")
     served = deployments(settings)
@@ -434,6 +436,22 @@ def serve() -> None:
     console.print("Ctrl-C stops serving.")
     serve_deployments(settings)
     console.print("Stopped serving; the schedules stay paused until `revbench serve` runs again.")
+
+
+def _check_prefect_credentials(client: Any, url: str) -> None:
+    """One line, before anything is served, when the Prefect API wants credentials revbench lacks
+    (its health answers anyone; every other path wants PREFECT_SERVER_API_AUTH_STRING's value)."""
+    from prefect.exceptions import PrefectHTTPStatusError
+    from prefect.settings import PREFECT_API_AUTH_STRING
+
+    try:
+        client.read_flows(limit=1)
+    except PrefectHTTPStatusError as exc:
+        if exc.response.status_code not in (401, 403):
+            raise
+        given = "was refused" if PREFECT_API_AUTH_STRING.value() else "is not set"
+        raise UsageError(f"the Prefect API at {url} answered HTTP {exc.response.status_code}: PREFECT_API_AUTH_STRING "
+                         f"{given}; give it the server's PREFECT_SERVER_API_AUTH_STRING (docs/going-live.md)") from None
 
 
 survey_app = typer.Typer(help="Invitation emails, the survey server and its answers.", no_args_is_help=True)
@@ -498,15 +516,36 @@ def survey_resend(
 
 @survey_app.command("serve")
 def survey_serve(
-    host: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port")] = 8765,
+    host: Annotated[str | None, typer.Option(help="Address to listen on [default: 127.0.0.1]", show_default=False)] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port [default: 8765]", show_default=False)] = None,
+    socket: Annotated[Path | None, typer.Option("--socket", help="Listen on this unix socket instead (for a proxy on the same host; the server then needs no network)", show_default=False)] = None,
 ) -> None:
-    """Run the survey server (its own store; runs beside every flow)."""
-    settings = _setup()
+    """Run the survey server (its own store; runs beside every flow). It refuses to start holding a
+    secret that is not its own (only its signing keys: no SMTP password, API keys, release or
+    backup key, nor Prefect credentials)."""
+    if socket is not None and (host is not None or port is not None):
+        flag = "--host" if host is not None else "--port"
+        raise UsageError(f"--socket {socket}: not with {flag} (a unix socket is one address; give one or the other)")
+    from revbench.app.entry import prepare_process
+    from revbench.survey.privilege import foreign_secrets, without_foreign_secrets
+
+    # Checked on what the operator handed it (environment and .env): a demo's data folder adds
+    # its own keys to every command, and those are dropped below instead.
+    dotenv: dict[str, str] = {}
+    if Path(".env").is_file():
+        from dotenv import dotenv_values
+
+        dotenv = {k: v or "" for k, v in dotenv_values(".env").items()}
+    held = foreign_secrets(build_settings(demo_data=False), {**dotenv, **os.environ})
+    if held:
+        raise UsageError(f"the survey server holds secrets it must not: {', '.join(held)}; give it only its own "
+                         "settings (deploy/survey.env.example: its signing keys, store and pages; docs/going-live.md)")
+    settings = without_foreign_secrets(build_settings())
+    prepare_process(settings, prefect=False)
     from revbench.survey.server import serve
 
     try:
-        serve(settings, host, port, announce=console.print)
+        serve(settings, host or "127.0.0.1", port or 8765, announce=console.print, uds=socket)
     except KeyboardInterrupt:
         # Stopping the server is its normal end: uvicorn has finished the requests in flight, and
         # every acknowledged answer was committed before it was acknowledged.
@@ -543,9 +582,9 @@ def status() -> None:
 
 @app.command()
 def doctor(
-    only: Annotated[str | None, typer.Option("--only", metavar="SERVICE[,SERVICE]", help="Probe only these: settings, data, warehouse, store, grobid, arxiv, pdf, s2, llm, smtp, survey, prefect")] = None,
+    only: Annotated[str | None, typer.Option("--only", metavar="SERVICE[,SERVICE]", help="Probe only these: settings, data, warehouse, store, grobid, arxiv, pdf, s2, llm, smtp, survey, prefect; isolation (run from the survey server's side: fails when the curator's plane is reachable)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON instead of a table")] = False,
-    timeout: Annotated[float | None, typer.Option(min=0.1, max=600, help="Seconds each service has to answer (default: REVBENCH_HTTP__PROBE_TIMEOUT_SECONDS)")] = None,
+    timeout: Annotated[float | None, typer.Option(min=0.1, max=60, help="Seconds each service has to answer, at most 60 (default: REVBENCH_HTTP__PROBE_TIMEOUT_SECONDS)")] = None,
 ) -> None:
     """Check every service the configured stages need, with its own protocol, before a run.
 
@@ -555,7 +594,8 @@ def doctor(
     REVBENCH_LLM__MODEL); SMTP (connect, EHLO, STARTTLS, AUTH, QUIT: nothing is sent); the survey
     server's public URL (/healthz over HTTPS with the certificate verified, REVBENCH_HTTP__CA_BUNDLE
     trusted too, and a link signed with this configuration's key verifying there); the Prefect API
-    (PREFECT_API_URL: health, and its version against the installed prefect); the data folder
+    (PREFECT_API_URL: health, its version against the installed prefect, and with
+    PREFECT_API_AUTH_STRING a request without it refused); the data folder
     (writable, free space), the warehouse and the survey store (readable, schema against this
     code's; a warehouse a run holds passes); the settings (secrets set where a stage needs them, no
     placeholders or example hosts).
@@ -569,7 +609,8 @@ def doctor(
     wanted = parse_only(only)  # a wrong name is one line before anything is probed
     settings = build_settings()
     probes = run_probes(settings, _prefect_api_url(settings), wanted,
-                        timeout if timeout is not None else settings.http.probe_timeout_seconds)
+                        timeout if timeout is not None else settings.http.probe_timeout_seconds,
+                        prefect_auth=_prefect_setting(settings, "PREFECT_API_AUTH_STRING"))
     from revbench.app.console import print_doctor
 
     print_doctor(probes, as_json=json_out)
@@ -580,9 +621,14 @@ def _prefect_api_url(settings: Settings) -> str | None:
     """PREFECT_API_URL as a run of this configuration would find it: the environment, else the
     active profile under PREFECT_HOME (the data folder's, as ``prepare_process`` sets it; the
     doctor does not call it, as it must not write into a data folder it is checking)."""
-    from revbench.app.entry import prefect_api_url
+    return _prefect_setting(settings, "PREFECT_API_URL")
 
-    return prefect_api_url(Path(os.environ.get("PREFECT_HOME") or settings.data_dir / "prefect").expanduser())
+
+def _prefect_setting(settings: Settings, name: str) -> str | None:
+    """A Prefect client setting as a run of this configuration would find it (see ``_prefect_api_url``)."""
+    from revbench.app.entry import prefect_setting
+
+    return prefect_setting(name, Path(os.environ.get("PREFECT_HOME") or settings.data_dir / "prefect").expanduser())
 
 
 @app.command()
@@ -590,7 +636,7 @@ def backup(
     to: Annotated[Path | None, typer.Option("--to", metavar="DIR", help="Folder the snapshot goes to, as DIR/revbench-backup-<UTC time>/ (default: REVBENCH_BACKUP__DIR, else data/backups); it may hold only revbench's snapshots")] = None,
     keep: Annotated[int | None, typer.Option(min=0, help="Keep the newest N snapshots in DIR, removing older ones of revbench's (default: REVBENCH_BACKUP__KEEP; 0: keep all)")] = None,
 ) -> None:
-    """Snapshot the warehouse and the survey store with a manifest of checksums (safe while the survey server runs)."""
+    """Snapshot the warehouse and the survey store with a manifest of checksums, authenticated with REVBENCH_BACKUP__KEY (safe while the survey server runs)."""
     if to is not None:
         check_output_dir(to, "--to")
     settings = _setup()
@@ -605,7 +651,7 @@ def restore(
     from_: Annotated[Path, typer.Option("--from", metavar="DIR", help="A snapshot folder `revbench backup` wrote (DIR/revbench-backup-<UTC time>/)", show_default=False)],
     force: Annotated[bool, typer.Option("--force", help="Restore over live data the snapshot lacks (it is set aside; answers, opt-outs and messages sent are kept)")] = False,
 ) -> None:
-    """Check a snapshot against its manifest, then restore the warehouse and the survey store from it, keeping every answer given since."""
+    """Check a snapshot against its manifest (verified with REVBENCH_BACKUP__KEY), then restore the warehouse and the survey store from it, keeping every answer given since."""
     settings = _setup()
     from revbench.app.console import print_restore
     from revbench.restore import restore as restore_snapshot

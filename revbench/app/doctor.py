@@ -2,12 +2,13 @@
 
 Each probe asks what a run would ask first (GROBID's isalive and version, a one-result arXiv query
 through our Atom parser, a one-paper Semantic Scholar batch with the key, the LLM's model list,
-SMTP up to AUTH and no further, the survey server's health and a signed probe link over verified
-TLS, the Prefect API's health and version, the data folder, the settings) and answers one
+SMTP up to AUTH and no further, the survey server's health, a signed probe link over verified
+TLS and a link it must refuse, the Prefect API's health and version and, where the deployment has
+credentials, a request without them refused; the data folder, the settings) and answers one
 ``Probe``. Probes run at once, each in its own thread, so a dead service costs one timeout; a
 probe that outlives its deadline is reported as such and left behind. Nothing is sent, recorded or
 locked for writing, and no secret is printed: every text a probe returns is scrubbed of the
-configured secrets and of passwords in URLs.
+configured secrets and of passwords in URLs. No answer is read past a small prefix (doctor_http.py).
 
 Imports of the clients, the warehouse and the network libraries happen inside the probes: the
 command line loads this module for every command's ``--help``.
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from revbench.app.doctor_http import MODELS_CAP, read
 from revbench.errors import UsageError
 
 if TYPE_CHECKING:
@@ -44,14 +46,16 @@ SERVICES: dict[str, str] = {
     "smtp": "SMTP",
     "survey": "Survey server",
     "prefect": "Prefect API",
+    "isolation": "Curator plane from here",
 }
 """Every probe by the name ``--only`` takes, with the label the table shows, in table order."""
 LOCAL = ("settings", "data", "warehouse", "store")
 """Probes of this machine: no network timeout applies (a slow disk is not a dead service)."""
 LOCAL_SECONDS = 30.0
-MAX_TIMEOUT_SECONDS = 600.0
-"""The longest a service is waited for (``--timeout``'s bound); sockets and thread joins refuse
-much larger numbers."""
+MAX_TIMEOUT_SECONDS = 60.0
+"""The longest a service is waited for (``--timeout``'s bound, and REVBENCH_HTTP__PROBE_TIMEOUT_SECONDS
+is cut to it): a service that takes longer to say it is there is as good as down, and a person
+waits for the answer."""
 
 GROBID_FLOOR = (0, 6, 1)
 """The oldest GROBID whose TEI our parser is tested on: the conformance suite
@@ -134,6 +138,8 @@ def needs(settings: Settings, prefect_api_url: str | None) -> dict[str, list[str
         need["store"].append("ratings")
     if prefect_api_url:
         need["prefect"].append("tracked runs")
+    # isolation is asked for by name, from the survey server's side (from the flows' side the
+    # curator's plane is reachable by design): it never runs otherwise.
     return need
 
 
@@ -152,14 +158,18 @@ def llm_scorers(specs: list[str], llm_configured: bool) -> list[str]:
     return out
 
 
-def run_probes(settings: Settings, prefect_api_url: str | None, only: set[str] | None, timeout: float) -> list[Probe]:
+def run_probes(settings: Settings, prefect_api_url: str | None, only: set[str] | None, timeout: float,
+               prefect_auth: str | None = None) -> list[Probe]:
     """Probe every service (or those in ``only``) at once; one ``Probe`` per service, in table order.
     A service no configured stage needs is skipped unless ``only`` names it, and then its failure is
-    a warning. ``prefect_api_url`` is the entry point's reading of PREFECT_API_URL (None: not set).
-    ``timeout`` is capped at :data:`MAX_TIMEOUT_SECONDS` (the setting it defaults to has no cap)."""
+    a warning. ``prefect_api_url`` and ``prefect_auth`` are the entry point's readings of
+    PREFECT_API_URL and PREFECT_API_AUTH_STRING (None: not set). ``timeout`` is capped at
+    :data:`MAX_TIMEOUT_SECONDS` (the setting it defaults to has no cap)."""
     timeout = min(timeout, MAX_TIMEOUT_SECONDS)
     need = needs(settings, prefect_api_url)
-    chosen = [name for name in SERVICES if only is None or name in only]
+    if only and "isolation" in only:
+        need["isolation"].append("the survey server's side (--only isolation)")
+    chosen = [name for name in SERVICES if (only is None and name != "isolation") or (only and name in only)]
     done: dict[str, Probe] = {}
     jobs: dict[str, Callable[[_Clock], Probe]] = {}
     for name in chosen:
@@ -177,10 +187,10 @@ def run_probes(settings: Settings, prefect_api_url: str | None, only: set[str] |
             done[name] = Probe(name, _url_of(settings, name, prefect_api_url), "skipped",
                                f"not needed: no stage in REVBENCH_REFRESH__STAGES ({', '.join(settings.refresh.stages)}) uses it")
         else:
-            jobs[name] = _job(settings, name, prefect_api_url)
+            jobs[name] = _job(settings, name, prefect_api_url, prefect_auth)
     _preload(jobs)
     done.update(_run_all(jobs, settings, prefect_api_url, timeout))
-    secrets = _secrets(settings, prefect_api_url)
+    secrets = _secrets(settings, prefect_api_url) + ([prefect_auth] if prefect_auth else [])
     out = []
     for name in chosen:
         p = done[name]
@@ -206,7 +216,10 @@ class _Clock:
         return max(self.deadline - time.monotonic(), 0.001)
 
 
-def _job(settings: Settings, name: str, prefect_api_url: str | None) -> Callable[[_Clock], Probe]:
+def _job(settings: Settings, name: str, prefect_api_url: str | None, prefect_auth: str | None) -> Callable[[_Clock], Probe]:
+    from revbench.app.doctor_isolation import probe_isolation
+    from revbench.app.doctor_prefect import probe_prefect
+
     table: dict[str, Callable[[_Clock], Probe]] = {
         "settings": lambda c: probe_settings(settings),
         "data": lambda c: probe_data(settings),
@@ -219,7 +232,8 @@ def _job(settings: Settings, name: str, prefect_api_url: str | None) -> Callable
         "llm": lambda c: probe_llm(settings, c),
         "smtp": lambda c: probe_smtp(settings, c),
         "survey": lambda c: probe_survey(settings, c),
-        "prefect": lambda c: probe_prefect(settings, prefect_api_url or "", c),
+        "prefect": lambda c: probe_prefect(settings, prefect_api_url or "", prefect_auth, c),
+        "isolation": lambda c: probe_isolation(settings, prefect_api_url, c),
     }
     return table[name]
 
@@ -286,7 +300,12 @@ def _crashed(name: str, url: str, exc: Exception) -> Probe:
     anything else the probe's own."""
     import httpx
 
+    from revbench.app.doctor_http import AnswerTooLarge
+
     setting = URL_SETTINGS.get(name, "its address")
+    if isinstance(exc, AnswerTooLarge):
+        return Probe(name, url, "fail", str(exc), fix=f"check that {setting} is {SERVICES[name]}'s address: what the probe "
+                     "asks is answered in a few bytes")
     if isinstance(exc, httpx.InvalidURL):
         return Probe(name, url, "fail", f"not a valid URL ({exc})", fix=f"correct {setting}")
     if isinstance(exc, UnicodeEncodeError):
@@ -469,13 +488,13 @@ def probe_grobid(settings: Settings, clock: _Clock) -> Probe:
     try:
         with http_client(settings, clock) as client:
             t0 = time.monotonic()
-            alive = client.get(f"{base}/api/isalive", timeout=clock.left())
+            alive = read(client, "GET", f"{base}/api/isalive", "/api/isalive", timeout=clock.left())
             latency = _ms(t0)
             if alive.status_code != 200 or alive.text.strip().lower() != "true":
                 return Probe("grobid", base, "fail", f"/api/isalive answered HTTP {alive.status_code} "
                              f"{_short(alive.text, 60)!r}, not true", latency,
                              fix=f"set {setting} to the GROBID server's root (where /api/isalive answers true)")
-            answer = client.get(f"{base}/api/version", timeout=clock.left())
+            answer = read(client, "GET", f"{base}/api/version", "/api/version", timeout=clock.left())
     except httpx.HTTPError as exc:
         return _unreachable("grobid", base, exc, clock, setting)
     version = _grobid_version(answer)
@@ -506,6 +525,7 @@ def _grobid_version(answer: Any) -> str | None:
 
 def probe_arxiv(settings: Settings, clock: _Clock) -> Probe:
     """A one-result query (``cat:cs.LG``) through our client and the ``arxiv`` package's Atom parser."""
+    from revbench.app.doctor_http import cap_session
     from revbench.clients.arxiv_api import ArxivClient
     from revbench.retry import PermanentError, RateLimited, TransientError
 
@@ -513,6 +533,7 @@ def probe_arxiv(settings: Settings, clock: _Clock) -> Probe:
     http = settings.http.model_copy(update={"timeout_seconds": clock.left(), "max_attempts": 1})
     # A probe reports a 429 at once; a run waits it out.
     client = ArxivClient(settings.arxiv.model_copy(update={"throttle_patience_seconds": 0.0}), http)
+    cap_session(client._session, "the query endpoint")
     t0 = time.monotonic()
     try:
         page = client.fetch({"search_query": "cat:cs.LG", "max_results": 1})
@@ -551,7 +572,7 @@ def probe_pdf(settings: Settings, clock: _Clock) -> Probe:
     try:
         with http_client(settings, clock) as client:
             t0 = time.monotonic()
-            resp = client.head(f"{base}/pdf/{PDF_PROBE}", timeout=clock.left())
+            resp = read(client, "HEAD", f"{base}/pdf/{PDF_PROBE}", f"/pdf/{PDF_PROBE}", timeout=clock.left())
             latency = _ms(t0)
     except httpx.HTTPError as exc:
         return _unreachable("pdf", base, exc, clock, "REVBENCH_PDF__BASE_URL")
@@ -577,8 +598,8 @@ def probe_s2(settings: Settings, clock: _Clock) -> Probe:
     try:
         with http_client(settings, clock, headers=request_headers(s2, settings.http)) as client:
             t0 = time.monotonic()
-            resp = client.post(f"{base}/paper/batch", params={"fields": "paperId"}, json={"ids": [S2_PROBE_ID]},
-                               timeout=clock.left())
+            resp = read(client, "POST", f"{base}/paper/batch", "/paper/batch", params={"fields": "paperId"},
+                        json={"ids": [S2_PROBE_ID]}, timeout=clock.left())
             latency = _ms(t0)
     except httpx.HTTPError as exc:
         return _unreachable("s2", base, exc, clock, "REVBENCH_S2__BASE_URL")
@@ -621,10 +642,10 @@ def probe_llm(settings: Settings, clock: _Clock) -> Probe:
     try:
         with http_client(settings, clock, headers=headers) as client:
             t0 = time.monotonic()
-            resp = client.get(f"{base}/models", timeout=clock.left())
+            resp = read(client, "GET", f"{base}/models", "/models", MODELS_CAP, timeout=clock.left())
             latency = _ms(t0)
             if resp.status_code in (404, 405):
-                resp = client.post(f"{base}/chat/completions", timeout=clock.left(), json={
+                resp = read(client, "POST", f"{base}/chat/completions", "/chat/completions", timeout=clock.left(), json={
                     "model": llm.model, "max_tokens": 1, "messages": [{"role": "user", "content": "Say OK."}]})
                 return _llm_completion(base, llm.model, resp, latency)
     except httpx.HTTPError as exc:
@@ -773,11 +794,15 @@ def _tls_context(settings: Settings) -> Any:
 
 def probe_survey(settings: Settings, clock: _Clock) -> Probe:
     """``GET /healthz`` at the public base URL (certificate verified), then a probe link signed with
-    this configuration's key at ``/healthz/link/{token}``: verified there, the survey's links will be."""
+    this configuration's key at ``/healthz/link/{token}``: verified there, the survey's links will be;
+    then one signed with a key made up here, which must be refused: a server that accepts it would
+    take a forged rating or opt-out as well."""
+    import secrets
     import ssl
     from urllib.parse import urlsplit
 
     import httpx
+    from pydantic import SecretStr
 
     from revbench.survey.tokens import LinkSigner
 
@@ -802,21 +827,39 @@ def probe_survey(settings: Settings, clock: _Clock) -> Probe:
     try:
         with http_client(settings, clock, verify=verify) as client:
             t0 = time.monotonic()
-            health = client.get(f"{base}/healthz", timeout=clock.left())
+            health = read(client, "GET", f"{base}/healthz", "/healthz", timeout=clock.left())
             latency = _ms(t0)
             bad = _survey_health(base, health, latency)
             if bad is not None:
                 return bad
-            link = client.get(f"{base}/healthz/link/{signer.probe_token()}", timeout=clock.left())
+            link = read(client, "GET", f"{base}/healthz/link/{signer.probe_token()}", "/healthz/link", timeout=clock.left())
+            bad = _survey_link(base, link, latency)
+            if bad is not None:
+                return bad
+            # A link signed with a key made up here: a server that checks signatures with its keys refuses it.
+            forged = LinkSigner(SecretStr(secrets.token_urlsafe(32))).probe_token()
+            unsigned = read(client, "GET", f"{base}/healthz/link/{forged}", "/healthz/link", timeout=clock.left())
     except httpx.HTTPError as exc:
         return _unreachable("survey", base, exc, clock, "REVBENCH_SURVEY__BASE_URL")
-    bad = _survey_link(base, link, latency)
+    bad = _survey_forged(base, unsigned, latency)
     if bad is not None:
         return bad
     if plain:
-        return Probe("survey", base, "warn", "a signed link verifies; plain http on this machine (the demo's setup): "
-                     "anywhere else links would travel in clear", latency)
-    return Probe("survey", base, "ok", "certificate verified; a signed link verifies", latency)
+        return Probe("survey", base, "warn", "a signed link verifies, another refused; plain http on this machine (the "
+                     "demo's setup): anywhere else links would travel in clear", latency)
+    return Probe("survey", base, "ok", "certificate verified; a signed link verifies, another refused", latency)
+
+
+def _survey_forged(base: str, answer: Any, latency: float) -> Probe | None:
+    """A link this revbench did not sign must be refused (403; the survey server says "bad signature")."""
+    if answer.status_code == 403:
+        return None
+    if answer.status_code == 200:
+        return Probe("survey", base, "fail", "accepts a link this revbench did not sign: it runs with another signing "
+                     "key, or does not check signatures (anyone could rate or opt out for anyone)", latency,
+                     fix="run `revbench survey serve` of this revbench there, with the flows' REVBENCH_SURVEY__SIGNING_KEY")
+    return Probe("survey", base, "fail", f"a link this revbench did not sign answered HTTP {answer.status_code}, not a "
+                 "refusal (403)", latency, fix="check that REVBENCH_SURVEY__BASE_URL reaches `revbench survey serve`")
 
 
 def _survey_health(base: str, health: Any, latency: float) -> Probe | None:
@@ -853,41 +896,6 @@ def _survey_link(base: str, link: Any, latency: float) -> Probe | None:
                      "differ by more than 10 minutes", latency, fix="synchronise both clocks (NTP)")
     return Probe("survey", base, "fail", f"the probe link was refused: HTTP {link.status_code} {reason}".rstrip(), latency,
                  fix="check that REVBENCH_SURVEY__BASE_URL reaches `revbench survey serve`")
-
-
-def probe_prefect(settings: Settings, url: str, clock: _Clock) -> Probe:
-    """``GET /health`` and ``/admin/version`` of the Prefect API, against the installed prefect."""
-    import importlib.metadata
-
-    import httpx
-
-    base = url.rstrip("/")
-    try:
-        with http_client(settings, clock) as client:
-            t0 = time.monotonic()
-            health = client.get(f"{base}/health", timeout=clock.left())
-            latency = _ms(t0)
-            if health.status_code != 200:
-                return Probe("prefect", base, "fail", f"/health answered HTTP {health.status_code}", latency,
-                             fix="set PREFECT_API_URL to the server's API root (http://HOST:4200/api)")
-            answer = client.get(f"{base}/admin/version", timeout=clock.left())
-    except httpx.HTTPError as exc:
-        return _unreachable("prefect", base, exc, clock, "PREFECT_API_URL")
-    try:
-        server = str(answer.json()) if answer.status_code == 200 else ""
-    except ValueError:
-        server = ""
-    installed = importlib.metadata.version("prefect")
-    if not re.match(r"^\d+\.\d+", server):
-        return Probe("prefect", base, "warn", f"healthy; /admin/version answered HTTP {answer.status_code}", latency,
-                     fix=f"check that the server runs prefect {installed}")
-    if version_tuple(server)[:1] != version_tuple(installed)[:1]:
-        return Probe("prefect", base, "fail", f"server {server}, installed client {installed}: another major version",
-                     latency, server, fix=f"run a Prefect {installed} server (`prefect server start`)")
-    if version_tuple(server) < version_tuple(installed):
-        return Probe("prefect", base, "warn", f"healthy; the server ({server}) is older than the installed client "
-                     f"({installed})", latency, server, fix=f"upgrade the server to prefect {installed}")
-    return Probe("prefect", base, "ok", f"healthy; installed client {installed}", latency, server)
 
 
 def _gib(n: int) -> str:

@@ -177,9 +177,10 @@ def check_output_dir(path: Path, flag: str) -> None:
         raise UsageError(f"{flag} {path} is not writable")
 
 
-def prepare_process(settings: Settings) -> None:
+def prepare_process(settings: Settings, prefect: bool = True) -> None:
     """Third-party defaults and logging, before anything imports Prefect or GX (they read their
-    settings at import). A variable the user already set wins."""
+    settings at import). A variable the user already set wins. Without ``prefect`` (the survey
+    server, which never talks to it) no Prefect home is made: it may write its store folder alone."""
     defaults = {
         "PREFECT_HOME": str((settings.data_dir / "prefect").resolve()),
         # The temporary Prefect server cold-starts in ~20 s on two cores; its default timeout is shorter.
@@ -197,7 +198,8 @@ def prepare_process(settings: Settings) -> None:
     for key, value in defaults.items():
         os.environ.setdefault(key, value)
     # Prefect creates its home but not the folders above it.
-    Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)
+    if prefect:
+        Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)
     if threading.current_thread() is threading.main_thread():
         # SIGTERM stops a command the way Ctrl-C does: the run is marked cancelled, committed
         # work is kept, and the next run resumes.
@@ -245,9 +247,15 @@ def prefect_api_url(home: Path | None = None) -> str | None:
     """The Prefect API a run would use: ``PREFECT_API_URL`` in the environment, else the active
     profile's in ``<home>/profiles.toml`` (default ``$PREFECT_HOME``, else ``~/.prefect``), read
     without importing Prefect; None when there is none (runs start a temporary server)."""
-    url = os.environ.get("PREFECT_API_URL", "").strip()
-    if url:
-        return url
+    return prefect_setting("PREFECT_API_URL", home)
+
+
+def prefect_setting(name: str, home: Path | None = None) -> str | None:
+    """A Prefect client setting (``PREFECT_API_URL``, ``PREFECT_API_AUTH_STRING``) as a run would
+    find it: the environment, else the active profile (see ``prefect_api_url``); None when unset."""
+    value = os.environ.get(name, "").strip()
+    if value:
+        return value
     home = home or Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")).expanduser()
     try:
         text = (home / "profiles.toml").read_text()
@@ -260,7 +268,7 @@ def prefect_api_url(home: Path | None = None) -> str | None:
     except tomllib.TOMLDecodeError:
         return None
     active = os.environ.get("PREFECT_PROFILE") or profiles.get("active", "ephemeral")
-    return str(profiles.get("profiles", {}).get(active, {}).get("PREFECT_API_URL") or "").strip() or None
+    return str(profiles.get("profiles", {}).get(active, {}).get(name) or "").strip() or None
 
 
 def prefect_api_configured() -> bool:

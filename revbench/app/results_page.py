@@ -15,9 +15,9 @@ from rich.markup import escape
 import revbench
 from revbench.app.console import console, err_console
 from revbench.app.entry import prefect_api_configured
-from revbench.errors import UsageError
+from revbench.errors import NoSpace, UsageError
 from revbench.evaluation.html_report import results_page, separation_by_version
-from revbench.files import write_atomic
+from revbench.files import no_space, write_atomic, writing_folder
 from revbench.schemas.tables import EVAL_RESULTS
 from revbench.settings import Settings
 from revbench.warehouse.db import Warehouse
@@ -74,8 +74,15 @@ def write_results_page(settings: Settings, out: Path, pairs: list[Pairs]) -> Non
                           "version.", highlight=False, markup=False, soft_wrap=True)
     page, version = results_page(results, urls, f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", revbench.__version__,
                                  separation)
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "index.html", page)
+    try:
+        with writing_folder(out) as folder:
+            write_atomic(folder / "index.html", page)
+    except OSError as exc:
+        why = no_space(exc)
+        if why is None:
+            raise
+        raise NoSpace(f"no space left to write the results page into {out} ({why}); nothing was written: free space "
+                      "there and run again") from None
     console.print(f"Results page: [cyan]{escape(str(out / 'index.html'))}[/] (template {version}; opens from a file, "
                   "offline)")
 

@@ -18,6 +18,7 @@ import requests
 from arxiv import _feed  # the package's own Atom parser; Result objects come from it
 from lxml import etree
 
+from revbench.clients.bounded import read_requests
 from revbench.retry import (
     AdaptivePacer,
     Breaker,
@@ -116,7 +117,10 @@ class ArxivClient(arxiv.Client):
         def send() -> requests.Response:
             self.requests_made += 1
             try:
-                return self._session.get(url, headers={"user-agent": self.http.user_agent}, timeout=self.http.timeout_seconds)
+                resp = self._session.get(url, headers={"user-agent": self.http.user_agent}, timeout=self.http.timeout_seconds,
+                                         stream=True)
+                read_requests(resp, self.http.max_response_bytes, "arXiv API")
+                return resp
             except requests.RequestException as exc:  # timeouts, resets, bodies cut short
                 raise TransientError(f"arXiv request failed: {exc}", kind="timeout") from exc
 
@@ -127,7 +131,7 @@ class ArxivClient(arxiv.Client):
 
         resp = send_through_429s(send, lambda r: (r.status_code, r.headers), self.pacer, self.settings.throttle_patience_seconds,
                                  self.http.retry_after_max_seconds, "arXiv", throttled)
-        # requests reads the body inside get(); a cut-off body shows up there as an exception.
+        # The body was read inside send(), up to the cap; a cut-off body showed up there as an exception.
         content = resp.content
         if resp.status_code >= 300:
             # arXiv explains a refused query in an Atom error entry; the line names it.

@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from revbench.clients.bounded import cap_responses
 from revbench.retry import Breaker, PermanentError, TransientError, call_with_retries
 from revbench.settings import HttpSettings, LlmSettings
 
@@ -52,13 +53,18 @@ class LlmClient:
     def __init__(self, settings: LlmSettings, http: HttpSettings, cache_dir: Path | None = None):
         if not settings.base_url:
             raise LlmUnavailable("no LLM configured (set REVBENCH_LLM__BASE_URL)")
-        from openai import OpenAI
+        from openai import DefaultHttpxClient, OpenAI
 
         self.settings = settings
         self.http = http
         key = settings.api_key.get_secret_value() if settings.api_key else "unused"
+        # The SDK reads each answer whole; its HTTP client stops past the cap (an endless answer
+        # ends as ResponseTooLarge, which the SDK lets through unwrapped).
+        http_client = DefaultHttpxClient()
+        cap_responses(http_client, http.max_response_bytes, "LLM")
         # Our retry policy governs (Retry-After, backoff); the SDK's own retries are off.
-        self._client = OpenAI(base_url=settings.base_url, api_key=key, timeout=http.timeout_seconds, max_retries=0)
+        self._client = OpenAI(base_url=settings.base_url, api_key=key, timeout=http.timeout_seconds, max_retries=0,
+                              http_client=http_client)
         self.cache = LlmCache(cache_dir / "llm" / f"{hashlib.sha1(settings.model.encode()).hexdigest()[:10]}.jsonl") if cache_dir else None
         self.requests_made = 0
         self.cache_hits = 0

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import httpx
 
-from revbench.retry import Breaker, PermanentError, TransientError, call_with_retries, classify_status
+from revbench.clients.bounded import read_httpx
+from revbench.retry import Breaker, PermanentError, ResponseTooLarge, TransientError, call_with_retries, classify_status
 from revbench.settings import HttpSettings, PdfSettings
 
 PDF_MAGIC = b"%PDF-"
@@ -43,21 +44,14 @@ class PdfClient:
                 if resp.status_code == 404:
                     raise PermanentError(f"PDF not found: {url}", kind="pdf_unavailable")
                 classify_status(resp.status_code, resp.headers, "PDF")
-                declared = int(resp.headers.get("content-length") or 0)
-                if declared > self.settings.max_bytes:
-                    raise PermanentError(f"PDF of {declared} bytes over the cap", kind="pdf_too_large")
-                chunks: list[bytes] = []
-                size = 0
-                for chunk in resp.iter_bytes():
-                    size += len(chunk)
-                    if size > self.settings.max_bytes:
-                        raise PermanentError(f"PDF over {self.settings.max_bytes} bytes", kind="pdf_too_large")
-                    chunks.append(chunk)
+                data = read_httpx(resp, self.settings.max_bytes, "arXiv PDFs")
+        except ResponseTooLarge as exc:
+            # A PDF over the cap is the paper's own (it will be as large next run): final.
+            raise PermanentError(str(exc), kind="pdf_too_large") from None
         except httpx.TimeoutException as exc:
             raise TransientError(f"PDF timeout: {exc}", kind="timeout") from exc
         except (httpx.TransportError, httpx.RemoteProtocolError) as exc:
             raise TransientError(f"PDF transfer failed: {exc}", kind="transport") from exc
-        data = b"".join(chunks)
         check_pdf(data)
         return data
 

@@ -51,8 +51,10 @@ def probe(settings: Settings, service: str) -> Probe:
     name, url = probe_target(settings, service)
     timeout = settings.http.probe_timeout_seconds
     try:
-        with httpx.Client(timeout=timeout, headers={"user-agent": settings.http.user_agent}) as client:
-            resp = client.get(url)
+        # Its status and headers are the whole answer a probe needs: the body is never read.
+        with httpx.Client(timeout=timeout, headers={"user-agent": settings.http.user_agent}) as client, \
+                client.stream("GET", url) as resp:
+            pass
     except httpx.TimeoutException:
         raise ServiceUnavailable(name, url, f"no answer within {timeout:g} s") from None
     except httpx.HTTPError as exc:

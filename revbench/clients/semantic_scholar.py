@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from revbench.clients.bounded import read_httpx
 from revbench.retry import AdaptivePacer, Breaker, TransientError, call_with_retries, classify_status, send_through_429s
 from revbench.settings import HttpSettings, SemanticScholarSettings
 
@@ -60,10 +61,14 @@ class SemanticScholarClient:
         self.breaker = Breaker("Semantic Scholar", settings.base_url, http.breaker_failures)
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        def send() -> httpx.Response:
+        def send() -> tuple[httpx.Response, bytes]:
             self.requests_made += 1
             try:
-                return self._client.request(method, path, **kwargs)
+                resp = self._client.send(self._client.build_request(method, path, **kwargs), stream=True)
+                try:
+                    return resp, read_httpx(resp, self.http.max_response_bytes, "Semantic Scholar")
+                finally:
+                    resp.close()
             except httpx.TimeoutException as exc:
                 raise TransientError(f"S2 timeout: {exc}", kind="timeout") from exc
             except httpx.TransportError as exc:
@@ -74,11 +79,12 @@ class SemanticScholarClient:
             if slowed:
                 log.info("S2 answered 429 without Retry-After; %.1f s between requests now", self.pacer.interval)
 
-        resp = send_through_429s(send, lambda r: (r.status_code, r.headers), self.pacer, self.settings.throttle_patience_seconds,
-                                 self.http.retry_after_max_seconds, f"S2 {path}", throttled)
-        classify_status(resp.status_code, resp.headers, f"S2 {path}", detail=error_text(resp.content))
+        resp, content = send_through_429s(send, lambda r: (r[0].status_code, r[0].headers), self.pacer,
+                                          self.settings.throttle_patience_seconds, self.http.retry_after_max_seconds,
+                                          f"S2 {path}", throttled)
+        classify_status(resp.status_code, resp.headers, f"S2 {path}", detail=error_text(content))
         try:
-            return json.loads(resp.content)
+            return json.loads(content)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise TransientError(f"S2 answered unreadable JSON: {exc}", kind="malformed") from exc
 

@@ -2,15 +2,18 @@
 
 Every name a result row can carry must be unambiguous: a scorer and a predictions file with the
 same name, two scorers with the same label, or two prediction files of one name on one
-benchmark are errors here, before anything is loaded or scored.
+benchmark are errors here, before anything is loaded or scored; so are names that differ but
+become the same export file name.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from revbench.errors import UsageError
+from revbench.evaluation.exports import file_name
 from revbench.evaluation.importers.registry import KIND_MODULES
 from revbench.evaluation.scorers.base import Context, make_scorer
 from revbench.settings import Settings
@@ -149,4 +152,51 @@ def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str
         if key in seen:
             raise PlanError(f"--predictions {p.name!r} is given twice ({seen[key]} and {p.path}); give each a name of its own")
         seen[key] = p.path
+    check_export_names(labels, preds)
     return EvaluationPlan(benches, specs, preds, check_baseline(settings, baseline, labels, preds))
+
+
+def _given(p: PredictionsFile, name: str | None = None) -> str:
+    return f"{name or p.name}{'@' + p.target if p.target else ''}={p.path}"
+
+
+def export_key(name: str) -> str:
+    """The part of every export path a scorer's or predictions file's name becomes (see
+    :func:`revbench.evaluation.exports.file_name`), case folded: names differing only in case
+    overwrite each other on macOS and Windows."""
+    return file_name(name).casefold()
+
+
+def _shared_file_name(a: str, b: str) -> str | None:
+    """The export file name two runs' names would both write, if any: the same file name, or
+    one that another's per-draw files take (``tpms`` on several draws writes ``tpms_d1``)."""
+    ka, kb = export_key(a), export_key(b)
+    if ka == kb or re.fullmatch(re.escape(kb) + r"_d\d+", ka):
+        return file_name(a)
+    return file_name(b) if re.fullmatch(re.escape(ka) + r"_d\d+", kb) else None
+
+
+def check_export_names(labels: dict[str, str], preds: list[PredictionsFile]) -> None:
+    """No two runs of one benchmark write the same export files: names that differ but become
+    the same file name (``bm25:pooling=mean`` and ``bm25_pooling_mean``) would overwrite each
+    other's predictions, RATE and TREC files while ``exports.json`` lists both."""
+    seen: list[str] = []
+    for label, spec in labels.items():
+        for other in seen:
+            if shared := _shared_file_name(label, other):
+                raise PlanError(f"--scorer {labels[other]!r} and --scorer {spec!r} would both write export files "
+                                f"named {shared!r}; evaluate them in separate runs, each with its own --report folder")
+        seen.append(label)
+    files: list[PredictionsFile] = []
+    for p in preds:
+        for label in seen:
+            if shared := _shared_file_name(p.name, label):
+                raise PlanError(f"--predictions {_given(p)} and --scorer {labels[label]!r} would both write export "
+                                f"files named {shared!r}; rename the file's results, e.g. -p {_given(p, p.name + '_file')}")
+        # A file without @BENCHMARK scores the run's only benchmark: it may meet any other file there.
+        for q in files:
+            shared = _shared_file_name(p.name, q.name)
+            if shared and (q.target == p.target or q.target is None or p.target is None):
+                raise PlanError(f"--predictions {_given(q)} and --predictions {_given(p)} would both write export "
+                                f"files named {shared!r}; give each a name of its own")
+        files.append(p)

@@ -19,11 +19,13 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 
 from revbench.errors import SurveyStoreGone, UsageError
 from revbench.settings import Settings
@@ -108,6 +110,10 @@ class Pages:
                          text="It may have expired, or been changed. Please use a link from your most recent email; "
                               "nothing was recorded.")
 
+    def too_large(self) -> HTMLResponse:
+        return self.page("message", 413, title="Too much sent", heading="That was more than this page accepts",
+                         text="Nothing was recorded. Please use the buttons of the page or of your email.")
+
     def claim_for(self, token: str, *actions: str) -> tuple[Claim, dict[str, Any]] | HTMLResponse:
         """The token's claim and its invitation, or the page that refuses it (rate-limited,
         invalid, the wrong kind of link, an unknown invitation, or a paper not in it)."""
@@ -182,6 +188,73 @@ async def security_headers(request: Request, call_next: Any) -> Response:
     return response
 
 
+MAX_BODY_BYTES = 16 * 1024
+"""Most bytes of a request body the server reads. Its largest form, a page of 500 papers each
+answered (``answer-<id>=skip``), is under 16 KiB; most are under 300 bytes, the opt-out's is
+26. deploy/Caddyfile caps the survey site at the same (tests/deploy/test_caddy_body_limit.py
+holds them together)."""
+MAX_FORM_FIELDS = 500
+"""Most fields of the page's form: one per paper of an invitation."""
+
+
+class _BodyTooLarge(Exception):
+    """Raised into the app by ``BodyLimit``'s receive; never leaves ``BodyLimit``."""
+
+
+class BodyLimit:
+    """Pure ASGI middleware (a ``BaseHTTPMiddleware`` would buffer): a request body over
+    ``max_bytes`` gets ``refuse()`` (413) and the connection is closed. A declared length over the
+    cap is refused before a byte of the body is read; a chunked body is counted as the app reads
+    it and refused at the first chunk past the cap, nothing kept. A chunked body the app did not
+    read whole closes the connection after the answer, so the server never reads on to its end."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], max_bytes: int, refuse: Callable[[], Response]):
+        self.app, self.max_bytes, self.refuse = app, max_bytes, refuse
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
+                       send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length")
+        if declared is not None and (not declared.strip().isdigit() or int(declared) > self.max_bytes):
+            await self._refuse(scope, receive, send)
+            return
+        received, body_done, started = 0, declared is not None or b"transfer-encoding" not in headers, False
+
+        async def counted() -> dict[str, Any]:
+            nonlocal received, body_done
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _BodyTooLarge
+                body_done = not message.get("more_body", False)
+            return message
+
+        async def closing(message: dict[str, Any]) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                if not body_done:
+                    message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+            await send(message)
+
+        try:
+            await self.app(scope, counted, closing)
+        except _BodyTooLarge:
+            if started:  # no route answers before reading its body; if one did, the connection just ends
+                raise
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
+                      send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        response = self.refuse()
+        response.headers["Connection"] = "close"  # whatever is still coming is not read
+        await response(scope, receive, send)
+
+
 def store_gone(pages: Pages) -> Callable[[Request, SurveyStoreGone], Awaitable[Response]]:
     """The answer while the store's file is gone from its path (see ``StoreBase``): nothing was
     recorded, the person is asked to come back (the link stays good), and the curator reads the
@@ -208,6 +281,8 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
     app = FastAPI(title="revbench survey", docs_url=None, redoc_url=None, openapi_url=None,
                   exception_handlers={SurveyStoreGone: store_gone(pages)})
     app.state.pages = pages
+    # Before security_headers, so it runs inside it: the 413 page carries the headers too.
+    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES, refuse=pages.too_large)
     app.middleware("http")(security_headers)
 
     @app.get("/healthz")
@@ -271,10 +346,13 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
         at = pages.answered_at(request)
         if isinstance(at, HTMLResponse):
             return at
-        form = await request.form()
+        try:
+            items = (await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)).multi_items()
+        except HTTPException:  # Starlette's refusal of a file or too many fields: no form of ours
+            items = [("", "")]  # refused below, as any field not ours is
         ids = {p["paper_id"] for p in inv["papers"]}
         answers: dict[str, int | None] = {}
-        for key, value in form.multi_items():
+        for key, value in items:
             pid = key.removeprefix("answer-")
             if not key.startswith("answer-") or pid not in ids or value not in ("1", "2", "3", "4", "5", "skip"):
                 return page("message", 400, title="Not understood", heading="That answer was not understood",
@@ -318,14 +396,24 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
     return app
 
 
-def serve(settings: Settings, host: str, port: int, announce: Callable[[str], None] = lambda line: None) -> None:
+def serve(settings: Settings, host: str, port: int, announce: Callable[[str], None] = lambda line: None,
+          uds: Path | None = None) -> None:
     """Run the survey server until stopped (no access log: no IP address is written anywhere).
-    ``announce`` hears where it listens once the key is checked and the port is taken."""
+    ``announce`` hears where it listens once the key is checked and the port is taken. With
+    ``uds``, it listens on that unix socket instead of ``host`` and ``port``."""
     import socket
 
     import uvicorn
 
     app = create_app(settings)
+    config = uvicorn.Config(app, access_log=False, log_level="warning")
+    if uds is not None:
+        from revbench.survey.listen import unix_listener
+
+        with unix_listener(uds) as unix:
+            announce(f"survey server on unix socket {uds} (links use {settings.survey.base_url}); Ctrl-C stops it")
+            uvicorn.Server(config).run(sockets=[unix])
+        return
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # Connections accepted from a socket handed to uvicorn keep Nagle's algorithm, which with
@@ -339,4 +427,4 @@ def serve(settings: Settings, host: str, port: int, announce: Callable[[str], No
         raise UsageError(f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc}); "
                          "is another survey server running?") from None
     announce(f"survey server on http://{host}:{port} (links use {settings.survey.base_url}); Ctrl-C stops it")
-    uvicorn.Server(uvicorn.Config(app, access_log=False, log_level="warning")).run(sockets=[sock])
+    uvicorn.Server(config).run(sockets=[sock])

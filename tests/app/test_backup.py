@@ -1,11 +1,13 @@
 """Backups that restore: `revbench backup` writes a snapshot of the warehouse and the survey store
-with a manifest of checksums (consistent while the survey server answers, never half-written,
-one writer per folder); `revbench restore` checks it, refuses live data it lacks without --force,
+with a manifest of checksums authenticated with REVBENCH_BACKUP__KEY (consistent while the survey
+server answers, never half-written, one writer per folder); `revbench restore` checks it (an edited
+backup with its sha256s recomputed, another key's, no key: refused), refuses live data it lacks without --force,
 sets the live files aside, and keeps every acknowledged answer: the next ratings pull has each
 exactly once."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -21,7 +23,9 @@ import duckdb
 import httpx
 import pytest
 
-from revbench.backup import LOCK, MANIFEST, PARTIAL, manifest_digest, snapshots
+from revbench.backup import LOCK, MANIFEST, PARTIAL, manifest_hmac, snapshots
+from revbench.flows.backup import backup_flow
+from revbench.errors import UsageError
 from revbench.files import file_sha256
 from revbench.flows.ratings import ratings_flow
 from revbench.flows.survey import survey_flow
@@ -37,6 +41,19 @@ from tests.support.common import run_cli, settings_env
 from tests.support.survey import RULES, survey_server_process
 
 RATE = re.compile(r"http://127\.0\.0\.1:9(/r/[A-Za-z0-9_.\-]+)")
+BACKUP_KEY = "backup-key-of-these-tests-0123456789"
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The shared settings with a backup key: no backup is written without one."""
+    return settings.with_overrides(backup={"key": BACKUP_KEY})
+
+
+@pytest.fixture
+def survey_settings(survey_settings: Settings) -> Settings:
+    """The shared survey settings with a backup key."""
+    return survey_settings.with_overrides(backup={"key": BACKUP_KEY})
 
 
 def every_answer_once(s: Settings, acked: list[Answer]) -> None:
@@ -267,7 +284,7 @@ def test_a_changed_truncated_or_missing_backup_file_is_refused_by_name(settings:
     manifest = snap / MANIFEST
     text = manifest.read_text()
     manifest.write_text(text.replace('"created_at": "', '"created_at": "2999'))
-    refused(str(manifest), "was changed after the backup was written")
+    refused(str(manifest), "does not verify with REVBENCH_BACKUP__KEY", "changed after the backup was written")
     manifest.write_text("{not json")
     refused(str(manifest), "cannot be read as JSON")
 
@@ -286,13 +303,84 @@ def test_restore_names_a_wrong_from(settings: Settings, tmp_path: Path, monkeypa
         code, out, err = run_cli("restore", "--from", str(source))
         one_line_error(code, out, err, 2, *needles)
 
-    # A manifest whose digest holds but whose file entry is not a size and a sha256.
+    # A manifest whose HMAC holds (made with the key) but whose file entry is not a size and a sha256.
     manifest = json.loads((snap / MANIFEST).read_text())
     manifest["files"]["survey.sqlite"] = "trust me"
-    manifest["manifest_sha256"] = manifest_digest(manifest)
+    manifest["manifest_hmac"] = manifest_hmac(manifest, BACKUP_KEY.encode())
     (snap / MANIFEST).write_text(json.dumps(manifest))
     code, out, err = run_cli("restore", "--from", str(snap))
     one_line_error(code, out, err, 2, "lists survey.sqlite without its size and sha256", "nothing was restored")
+
+
+def forge(snap: Path, old_format: bool = False) -> None:
+    """The probe's forgery: an answer in the backup's survey store changed from 5 to 1, every
+    sha256 in the manifest and its plain digest recomputed (as anyone can); ``old_format`` also
+    drops the HMAC and marks the manifest as written before backups were keyed."""
+    con = sqlite3.connect(snap / "survey.sqlite")
+    with con:
+        assert con.execute("UPDATE events SET rating = 1 WHERE rating = 5").rowcount == 1
+    con.close()
+    manifest = json.loads((snap / MANIFEST).read_text())
+    for name, entry in manifest["files"].items():
+        entry.update(bytes=(snap / name).stat().st_size, sha256=file_sha256(snap / name))
+    if old_format:
+        manifest = {k: v for k, v in manifest.items() if k not in ("manifest_hmac", "key_id")} | {"format_version": 1}
+    body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
+    manifest["manifest_sha256"] = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    (snap / MANIFEST).write_text(json.dumps(manifest, indent=2))
+
+
+@pytest.mark.parametrize("old_format", [False, True], ids=["hmac-kept", "hmac-stripped"])
+def test_a_consistently_edited_backup_is_refused(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 old_format: bool) -> None:
+    use_env(settings, monkeypatch)
+    with Warehouse.open(settings.warehouse_path):
+        pass
+    store = SurveyStore(settings.survey_store_path)
+    store.publish_invitations([{"invitation_id": "inv_1", "round": 1, "papers": [{"paper_id": "2609.00001"}]}])
+    store.record_answers("inv_1", {"2609.00001": 5})
+    store.close()
+    snap = take_backup(tmp_path / "backups")
+    forge(snap, old_format)
+    # The store is lost: the moment a backup is restored, and nothing live stands in the way.
+    settings.survey_store_path.unlink()
+    code, out, err = run_cli("restore", "--from", str(snap))
+    needle = "carries no HMAC" if old_format else "does not verify with REVBENCH_BACKUP__KEY"
+    one_line_error(code, out, err, 2, str(snap), "REVBENCH_BACKUP__KEY", needle, "nothing was restored")
+    assert not settings.survey_store_path.exists() and not aside_folders(settings)
+
+
+def test_a_backup_is_refused_under_another_key_or_none_and_the_key_is_never_shown(
+        settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_env(settings, monkeypatch)
+    small_data(settings)
+    code, out, err = run_cli("backup", "--to", str(tmp_path / "backups"))
+    assert code == 0, out + err
+    snap = snapshots(tmp_path / "backups")[-1]
+    assert BACKUP_KEY not in (snap / MANIFEST).read_text() + out + err
+    live = {p: file_sha256(p) for p in (settings.warehouse_path, settings.survey_store_path)}
+
+    monkeypatch.setenv("REVBENCH_BACKUP__KEY", "another-key-just-as-long-and-random")
+    code, out, err = run_cli("restore", "--from", str(snap))
+    one_line_error(code, out, err, 2, str(snap), "REVBENCH_BACKUP__KEY", "written with another backup key",
+                   "nothing was restored")
+    assert BACKUP_KEY not in out + err and "another-key" not in out + err
+
+    monkeypatch.delenv("REVBENCH_BACKUP__KEY")
+    code, out, err = run_cli("restore", "--from", str(snap))
+    one_line_error(code, out, err, 2, "REVBENCH_BACKUP__KEY is not set", str(snap), "nothing was restored")
+    assert {p: file_sha256(p) for p in live} == live and not aside_folders(settings)
+
+    # No backup is written without a key (or with a short one), by the command or by the scheduled flow.
+    code, out, err = run_cli("backup", "--to", str(tmp_path / "unkeyed"))
+    one_line_error(code, out, err, 2, "REVBENCH_BACKUP__KEY is not set", str(tmp_path / "unkeyed"), "no backup was written")
+    monkeypatch.setenv("REVBENCH_BACKUP__KEY", "short")
+    code, out, err = run_cli("backup", "--to", str(tmp_path / "unkeyed"))
+    one_line_error(code, out, err, 2, "REVBENCH_BACKUP__KEY is shorter than 16 characters")
+    assert "short" not in out + err.replace("shorter", "")
+    with pytest.raises(UsageError, match="REVBENCH_BACKUP__KEY is not set"):
+        backup_flow.fn(settings.with_overrides(backup={"key": None}), to=tmp_path / "unkeyed")
+    assert not (tmp_path / "unkeyed").exists()
 
 
 def test_backups_accumulate_are_pruned_and_stay_among_their_own(settings: Settings, tmp_path: Path,

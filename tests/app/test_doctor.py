@@ -333,7 +333,7 @@ def test_survey_over_https_needs_a_trusted_certificate(tmp_path: Path, settings:
         assert untrusted.status == "fail" and "certificate is not trusted" in untrusted.detail
         assert "REVBENCH_HTTP__CA_BUNDLE" in untrusted.fix
         trusted = _one(_survey(settings, base).with_overrides(http={"ca_bundle": cert}), "survey")
-        assert trusted.status == "ok" and trusted.detail == "certificate verified; a signed link verifies"
+        assert trusted.status == "ok" and trusted.detail == "certificate verified; a signed link verifies, another refused"
         other_key = _survey(settings, base, signing_key="another-key-" + "o" * 20).with_overrides(http={"ca_bundle": cert})
         mismatch = _one(other_key, "survey")
         assert mismatch.status == "fail" and "another signing key" in mismatch.detail
@@ -393,6 +393,22 @@ def test_prefect_api_health_and_version(prefect_server: str, settings: Settings)
     assert down.status == "fail" and "PREFECT_API_URL" in down.fix
     unset = _one(settings, "prefect")
     assert unset.status == "skipped" and "not configured" in unset.detail
+
+
+def test_isolation_fails_when_a_curator_surface_answers_from_the_survey_side(prefect_server: str,
+                                                                            settings: Settings) -> None:
+    """Run from the survey server's side, the isolation probe fails on a Prefect API (here the
+    session's real one) or a GROBID that accepts a connection, naming it, and passes when none
+    does; a plain `revbench doctor` (the flows' side, where they are reachable) never runs it."""
+    reached = _one(settings, "isolation", prefect=prefect_server)
+    port = prefect_server.split(":")[2].split("/")[0]
+    assert reached.status == "fail" and f"Prefect API at 127.0.0.1:{port}" in reached.detail
+    assert "PrivateNetwork=yes" in reached.fix
+    cut_off = _on(settings, _closed_url(), grobid={"base_url": _closed_url()})
+    alone = _one(cut_off, "isolation", prefect=_closed_url() + "/api")
+    assert alone.status == "ok" and "none of" in alone.detail
+    everything = run_probes(cut_off, None, None, 1)
+    assert "isolation" not in {p.service for p in everything}
 
 
 # --- the data folder, the warehouse, the survey store ----------------------------------------------
@@ -502,13 +518,13 @@ def test_the_whole_doctor_against_the_demo_stand_ins(serve_replay, settings: Set
             _env(monkeypatch, s)
             code, out, err = run_cli("doctor")
             assert code == 0, out + err
-            for label in SERVICES.values():
-                assert label in out
+            for name, label in SERVICES.items():
+                assert (label in out) is (name != "isolation")  # the survey's side is asked for by name
             assert "FAIL" not in out and "ready: " in out
             code, out, _ = run_cli("doctor", "--json")
         assert sink.messages == [] and sink.attempts == 0
     body = json.loads(out)
-    assert code == 0 and body["ok"] is True and [p["service"] for p in body["probes"]] == list(SERVICES)
+    assert code == 0 and body["ok"] is True and [p["service"] for p in body["probes"]] == [n for n in SERVICES if n != "isolation"]
     status = {p["service"]: p["status"] for p in body["probes"]}
     assert status["prefect"] == "skipped" and status["grobid"] == "ok" and status["smtp"] == "warn"
 
@@ -562,10 +578,11 @@ def test_no_secret_is_printed(serve_replay, settings: Settings, monkeypatch: pyt
     closed = free_port()
     s = _on(settings, serve_replay(api_keys={"s2": S2_KEY, "llm": LLM_KEY}),
             s2={"api_key": "wrong-" + S2_KEY}, llm={"api_key": "wrong-" + LLM_KEY}).with_overrides(
-        grobid={"base_url": f"http://admin:{password}@127.0.0.1:{closed}"},
         smtp={"host": "127.0.0.1", "port": closed, "username": "bot", "password": password, "security": "none"},
         survey={"signing_key": KEY, "base_url": f"http://127.0.0.1:{closed}"}, release={"id_key": RELEASE_KEY})
     _env(monkeypatch, s)
+    # the one URL with a password the doctor still meets: the settings refuse one in theirs
+    monkeypatch.setenv("PREFECT_API_URL", f"http://admin:{password}@127.0.0.1:{closed}/api")
     monkeypatch.setenv("COLUMNS", "300")
     for args in (["doctor"], ["doctor", "--json"]):
         code, out, err = run_cli(*args, "--timeout", "2")
@@ -584,13 +601,12 @@ def test_redact() -> None:
 
 def test_no_password_of_a_malformed_url_is_printed(settings: Settings) -> None:
     password = "llm-url-pass-" + "m" * 8
-    s = settings.with_overrides(llm={"base_url": f"http://lu:{password}@[::1"},
-                                grobid={"base_url": f"http://g:{password.replace('-', '%2D')}x@127.0.0.1:{free_port()}"})
-    probes = run_probes(s, None, {"llm", "grobid"}, 2)
-    text = json.dumps([p.__dict__ for p in probes])
-    assert password not in text and password.replace("-", "%2D") not in text
-    assert all(p.status == "fail" for p in probes) and "lu:***@" in probes[1].url
-    assert "not a valid URL" in probes[1].detail and probes[1].fix == "correct REVBENCH_LLM__BASE_URL"
+    for url in (f"http://lu:{password}@[::1", f"http://g:{password.replace('-', '%2D')}x@127.0.0.1:{free_port()}"):
+        [p] = run_probes(settings, url, {"prefect"}, 2)
+        text = json.dumps(p.__dict__)
+        assert password not in text and password.replace("-", "%2D") not in text
+        assert p.status == "fail" and "PREFECT_API_URL holds credentials" in p.detail and ":***@" in p.url
+        assert "PREFECT_API_AUTH_STRING" in p.fix
 
 
 def test_a_huge_probe_timeout_setting_is_capped(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -621,3 +637,215 @@ def test_the_llm_is_needed_where_a_configured_stage_runs_a_scorer_that_calls_it(
     s = settings.with_overrides(refresh={"stages": ["evaluate"]}, ratings={"evaluate_scorers": ["rate:keywords=llm"]})
     p = _one(s, "llm")
     assert p.status == "fail" and "REVBENCH_LLM__BASE_URL is not set" in p.detail and "rate:keywords=llm" in p.detail
+
+
+# --- what would fail in production (issue 33) --------------------------------------------------------
+
+def test_a_survey_server_that_accepts_a_link_this_revbench_did_not_sign_fails(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = _survey(settings, "http://127.0.0.1:9")
+    with survey_server(s) as base:
+        honest = _one(_survey(settings, base), "survey")
+        assert honest.status == "warn"
+        # the same server, now taking any link as a probe link: one that checks no signature
+        monkeypatch.setattr(LinkSigner, "verify", lambda self, token: Claim("doctor", "probe"))
+        lying = _one(_survey(settings, base), "survey")
+        assert lying.status == "fail" and "accepts a link this revbench did not sign" in lying.detail
+        assert "another signing key, or does not check signatures" in lying.detail
+        _env(monkeypatch, _survey(settings, base))
+        code, out, _ = run_cli("doctor", "--only", "survey")
+    [line] = [ln for ln in out.splitlines() if ln.startswith("FAIL ")]
+    assert code == 1 and base in line and "accepts a link this revbench did not sign" in line
+    assert "a signed link verifies, another refused" in honest.detail
+
+
+@contextmanager
+def html_server(html_at: tuple[str, ...] = ("/health", "/admin/version")) -> Iterator[str]:
+    """A web server that answers an HTML page at ``html_at`` and Prefect's own answers elsewhere."""
+    from starlette.applications import Starlette
+    from starlette.responses import HTMLResponse, JSONResponse, Response
+    from starlette.routing import Route
+
+    def route(path: str, body: object) -> Route:
+        async def answer(request: Any) -> Response:
+            return HTMLResponse("<!doctype html><title>Welcome</title><p>It works!") if path in html_at else JSONResponse(body)
+        return Route(path, answer)
+
+    app = Starlette(routes=[route("/health", True), route("/admin/version", "3.8.8")])
+    with AppServer(app) as server:
+        yield server.base
+
+
+def test_an_html_page_at_prefect_api_url_is_not_a_prefect_api(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    with html_server() as base:
+        page = _one(settings, "prefect", prefect=base)
+        monkeypatch.setenv("PREFECT_API_URL", base)
+        code, out, _ = run_cli("doctor", "--only", "prefect")
+    assert page.status == "fail" and "/health answered text/html" in page.detail and "not a Prefect API" in page.detail
+    assert "PREFECT_API_URL" in page.fix
+    assert code == 1 and [ln for ln in out.splitlines() if ln.startswith("FAIL ")]
+    with html_server(("/admin/version",)) as base:  # healthy, and then a page where the version should be
+        version = _one(settings, "prefect", prefect=base)
+    assert version.status == "fail" and "/admin/version answered HTTP 200 text/html" in version.detail
+
+
+def test_a_prefect_api_off_this_machine_without_credentials_fails(settings: Settings) -> None:
+    p = _one(settings, "prefect", prefect="http://prefect.invalid:4200/api")
+    assert p.status == "fail" and "PREFECT_API_AUTH_STRING is not set for an API off this machine" in p.detail
+
+
+def test_prefect_answering_without_credentials_the_deployment_says_it_has(
+        prefect_server: str, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    auth = "curator:" + "c" * 24
+    [p] = run_probes(settings, prefect_server, {"prefect"}, 10, prefect_auth=auth)
+    assert p.status == "fail" and "answered HTTP 200 without credentials, though PREFECT_API_AUTH_STRING is set" in p.detail
+    assert "PREFECT_SERVER_API_AUTH_STRING" in p.fix
+    monkeypatch.setenv("PREFECT_API_URL", prefect_server)
+    monkeypatch.setenv("PREFECT_API_AUTH_STRING", auth)
+    code, out, err = run_cli("doctor", "--only", "prefect", "--timeout", "10")
+    assert code == 1 and "without credentials" in out and auth not in out + err
+
+
+@pytest.fixture(scope="module")
+def prefect_with_auth() -> Iterator[tuple[str, str]]:
+    """Prefect's own REST API (its auth middleware, its health and version routes) with an auth
+    string, in this process: (its URL, the auth string). The routes the doctor asks touch no database."""
+    from prefect.server.api.server import create_api_app
+    from prefect.settings import PREFECT_SERVER_API_AUTH_STRING, temporary_settings
+
+    auth = "curator:" + "a" * 24
+    with temporary_settings({PREFECT_SERVER_API_AUTH_STRING: auth}):
+        app = create_api_app(ignore_cache=True)
+    with AppServer(app) as server:
+        yield server.base, auth
+
+
+def test_prefect_with_its_credentials_passes_and_wrong_ones_name_the_auth_string(
+        prefect_with_auth: tuple[str, str], settings: Settings) -> None:
+    base, auth = prefect_with_auth
+    [ok] = run_probes(settings, base, {"prefect"}, 10, prefect_auth=auth)
+    assert ok.status == "ok" and ok.detail.startswith("healthy with credentials, refused without"), ok
+    [wrong] = run_probes(settings, base, {"prefect"}, 10, prefect_auth="curator:wrong-" + "w" * 12)
+    assert wrong.status == "fail" and "HTTP 401: PREFECT_API_AUTH_STRING was refused" in wrong.detail
+    assert "wrong-" not in wrong.detail + wrong.fix
+    [none] = run_probes(settings, base, {"prefect"}, 10)
+    assert none.status == "fail" and "HTTP 401: the server wants credentials" in none.detail
+    assert "PREFECT_API_AUTH_STRING" in none.fix
+
+
+@contextmanager
+def endless_server() -> Iterator[str]:
+    """A socket server that answers every request 200 and a body that never ends (64 KiB every
+    5 ms, about 13 MB/s, until the client hangs up); its base URL. The pace keeps a reader that
+    does not stop (the doctor before issue 33) from taking gigabytes before its timeout."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    stop = threading.Event()
+    chunk = b"x" * 65536
+
+    def one(conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(65536)  # the request (the probes' fit in one read)
+                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n")
+                while not stop.wait(0.005):
+                    conn.sendall(chunk)
+            except OSError:
+                pass
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=one, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        stop.set()
+        sock.close()
+        thread.join(5)
+
+
+def test_an_endless_answer_ends_each_probe_in_one_line_within_the_timeout(settings: Settings) -> None:
+    import tracemalloc
+
+    answer_cap, models_cap = 64 * 1024, 4 * 2**20  # revbench.app.doctor_http's ANSWER_CAP and MODELS_CAP
+    with endless_server() as base:
+        s = settings.with_overrides(grobid={"base_url": base}, arxiv={"base_url": base + "/api/query"},
+                                    s2={"base_url": base}, llm={"base_url": base + "/v1"},
+                                    survey={"signing_key": KEY, "base_url": base})
+        names = {"grobid", "arxiv", "s2", "llm", "survey", "prefect"}
+        tracemalloc.start()
+        t0 = time.monotonic()
+        try:
+            probes = run_probes(s, base, names, 5)
+            took = time.monotonic() - t0
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    said = {p.service: p.detail for p in probes}
+    asked = {"grobid": "/api/isalive", "arxiv": "", "s2": "/paper/batch", "llm": "/models", "survey": "/healthz",
+             "prefect": "/health"}
+    for name, path in asked.items():
+        cap = models_cap if name == "llm" else answer_cap
+        assert said[name].startswith(path) and said[name].endswith(f"answered more than {cap} bytes"), said
+    assert all(p.status == "fail" and "\n" not in p.detail + p.fix for p in probes)
+    assert took < 5, took  # each probe ends at its cap (under tracemalloc, ~2 s on two busy cores), not at the timeout
+    assert peak < 32 * 2**20, peak  # the largest cap is 4 MiB; the answers were endless
+
+
+@pytest.mark.parametrize("seconds", ["601", "61"])
+def test_timeout_over_a_minute_is_a_usage_error(seconds: str, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    _env(monkeypatch, settings.with_overrides(grobid={"base_url": _closed_url()}))
+    code, out, err = run_cli("doctor", "--only", "grobid", "--timeout", seconds)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and out == "" and len(lines) == 1, out + err
+    assert "--timeout" in lines[0] and "less than or equal to 60 " in lines[0]
+
+
+URL_SETTINGS_OF_EVERY_SECTION = ["REVBENCH_ARXIV__BASE_URL", "REVBENCH_S2__BASE_URL", "REVBENCH_PDF__BASE_URL",
+                                 "REVBENCH_GROBID__BASE_URL", "REVBENCH_LLM__BASE_URL", "REVBENCH_SURVEY__BASE_URL",
+                                 "REVBENCH_RUNNER__DASK_ADDRESS"]
+
+
+def test_every_address_setting_is_checked() -> None:
+    """Each setting named like an address (``*url``, ``*_address``) is in the list below: a new one is tested too."""
+    from revbench.settings import URL_FIELD, env_names
+
+    found = [n for n in env_names() if URL_FIELD.search(n.rpartition("__")[2].lower())]
+    assert found == URL_SETTINGS_OF_EVERY_SECTION
+
+
+@pytest.mark.parametrize("var", URL_SETTINGS_OF_EVERY_SECTION)
+def test_credentials_in_an_address_setting_are_refused(var: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    password = "pw-" + "p" * 14
+    scheme = "tcp" if var.endswith("DASK_ADDRESS") else "https"
+    monkeypatch.setenv(var, f"{scheme}://alice:{password}@host.lab.org:4443/x")
+    code, out, err = run_cli("doctor", "--only", "settings")
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and out == "" and len(lines) == 1, err
+    assert var in lines[0] and "credentials do not belong in a URL" in lines[0] and "***@host.lab.org" in lines[0]
+    assert password not in err and "alice" not in err
+    if var in ("REVBENCH_S2__BASE_URL", "REVBENCH_LLM__BASE_URL"):
+        assert var.replace("BASE_URL", "API_KEY") in lines[0]  # where the key goes instead
+    monkeypatch.setenv(var, f"{scheme}://{password}@host.lab.org")  # a token alone is a credential too
+    assert run_cli("doctor", "--only", "settings")[0] == 2
+
+
+def test_a_reminder_cannot_carry_a_link_with_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The survey's base URL is written into every email's links: one with credentials stops the
+    command at its settings, in one line, before any email is rendered."""
+    monkeypatch.setenv("REVBENCH_SURVEY__BASE_URL", "https://alice:link-pass-123@survey.lab.org")
+    monkeypatch.setenv("REVBENCH_SURVEY__SIGNING_KEY", KEY)
+    for args in (["survey", "remind", "--dry-run"], ["survey", "send", "--dry-run"]):
+        code, out, err = run_cli(*args)
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert code == 2 and len(lines) == 1 and "REVBENCH_SURVEY__BASE_URL" in lines[0], err
+        assert "link-pass-123" not in out + err
+    assert not list(tmp_path.rglob("*.eml"))

@@ -6,18 +6,15 @@ only when unattended sending is configured, and a failed wave never keeps answer
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
@@ -25,35 +22,12 @@ from revbench.app.deployments import BACKUP_FLOW, DEPLOYMENT, RATINGS_FLOW, REFR
 from revbench.replay.server import free_port
 from revbench.settings import ScheduleSettings, Settings
 from revbench.warehouse import Warehouse
+from tests.support.processes import clean_env, prefect_server_process, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 REFRESH = f"{REFRESH_FLOW}/{DEPLOYMENT}"
 RATINGS = f"{RATINGS_FLOW}/{DEPLOYMENT}"
 BACKUP = f"{BACKUP_FLOW}/{DEPLOYMENT}"
-
-
-def clean_env(home: Path, **extra: str) -> dict[str, str]:
-    """A child's environment: nothing of the developer's Prefect or revbench set-up, its own Prefect home."""
-    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")}
-    return {**keep, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-            "HF_HUB_OFFLINE": "1", "GX_ANALYTICS_ENABLED": "false", **extra}
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float, alive: subprocess.Popen[Any] | None = None,
-             log: Path | None = None) -> Any:
-    """Poll ``check`` until it returns something truthy; fail naming ``what`` (with the log of
-    ``alive`` if that process died meanwhile)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if alive is not None and alive.poll() is not None:
-            pytest.fail(f"the process exited ({alive.returncode}) while waiting for {what}:\n"
-                        + (log.read_text() if log else ""))
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"no {what} within {timeout:.0f} s" + (f":\n{log.read_text()}" if log else ""))
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
@@ -67,30 +41,9 @@ def scheduler_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                     PREFECT_SERVER_UI_ENABLED="false",
                     PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS="2",
                     PREFECT_SERVER_SERVICES_SCHEDULER_RECENT_DEPLOYMENTS_LOOP_SECONDS="1")
-    log = home / "server.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
-                                 "--port", str(port)], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=home,
-                                start_new_session=True)
-    url = f"http://127.0.0.1:{port}/api"
-
-    def healthy() -> bool:
-        try:
-            return httpx.get(f"{url}/health", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    try:
-        # A cold start with its database migrations takes about 20 s on two cores.
-        wait_for("Prefect server", healthy, 150, alive=proc, log=log)
+    command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    with prefect_server_process(command, env, home, port) as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 @contextmanager
@@ -335,6 +288,7 @@ def test_a_scheduled_backup_writes_a_snapshot_and_keeps_the_newest(tmp_path: Pat
     data = tmp_path / "data"
     with Warehouse.open(data / "warehouse.duckdb"):
         pass
+    monkeypatch.setenv("REVBENCH_BACKUP__KEY", "x" * 32)  # no backup is written without one
     monkeypatch.setenv("REVBENCH_BACKUP__KEEP", "2")
     results = [dep.scheduled_backup.fn() for _ in range(3)]  # the body a served run executes, in this process
     kept = snapshots(data / "backups")

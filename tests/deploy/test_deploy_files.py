@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 CADDYFILE = DEPLOY / "Caddyfile"
 TEMPLATE = DEPLOY / "revbench.env.example"
+SURVEY_TEMPLATE = DEPLOY / "survey.env.example"
+PREFECT_TEMPLATE = DEPLOY / "prefect-server.env.example"
 SYSTEMD = DEPLOY / "systemd"
 # A tag naming one release (x.y.z, with a variant such as -crf or -python3.11), never latest or a
 # floating major version: the deployment a user runs is the one these files describe.
@@ -33,7 +35,7 @@ LIVE_RUN_NEEDS = {
     "REVBENCH_DATA_DIR", "PREFECT_API_URL", "REVBENCH_GROBID__BASE_URL", "REVBENCH_S2__API_KEY",
     "REVBENCH_LLM__BASE_URL", "REVBENCH_LLM__API_KEY", "REVBENCH_SURVEY__SIGNING_KEY", "REVBENCH_SURVEY__BASE_URL",
     "REVBENCH_SURVEY__SENDER_EMAIL", "REVBENCH_SMTP__HOST", "REVBENCH_SMTP__USERNAME", "REVBENCH_SMTP__PASSWORD",
-    "REVBENCH_RELEASE__ID_KEY", "REVBENCH_BACKUP__DIR", "SURVEY_DOMAIN", "SURVEY_TLS",
+    "REVBENCH_RELEASE__ID_KEY", "REVBENCH_BACKUP__DIR", "SURVEY_DOMAIN", "SURVEY_TLS", "PREFECT_API_AUTH_STRING",
 }
 # The placeholders `revbench doctor` refuses: secrets, and hosts of the reserved example domain.
 SECRET_PLACEHOLDER = "change-me"
@@ -53,8 +55,14 @@ def compose() -> dict:
     return yaml.safe_load((DEPLOY / "compose.yaml").read_text())
 
 
-def template() -> dict[str, str | None]:
-    return dotenv_values(TEMPLATE)
+def template(path: Path = TEMPLATE) -> dict[str, str | None]:
+    return dotenv_values(path)
+
+
+def templates() -> dict[str, str | None]:
+    """The flows' settings: revbench.env and survey.env together, as revbench-serve.service and
+    compose's worker read them (the two never set one variable twice, a test checks)."""
+    return {**template(), **template(SURVEY_TEMPLATE)}
 
 
 def unit(name: str) -> dict[str, dict[str, list[str]]]:
@@ -97,7 +105,8 @@ def test_compose_runs_pinned_images() -> None:
     assert images["caddy"].startswith("caddy:2.")
     for name in ("worker", "survey"):
         assert services[name]["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}
-        assert services[name]["env_file"] == ".env"
+    assert services["worker"]["env_file"] == [".env", "survey.env"]
+    assert services["survey"]["env_file"] == ["survey.env"]
 
 
 def test_compose_services_restart_answer_and_stay_private() -> None:
@@ -118,10 +127,11 @@ def test_compose_services_restart_answer_and_stay_private() -> None:
             assert name == "caddy" or port.startswith("127.0.0.1:"), f"{name} publishes {port}"
     assert "survey" not in {n for n, svc in services.items() if svc.get("ports")}
     assert "./Caddyfile:/etc/caddy/Caddyfile:ro" in services["caddy"]["volumes"]
-    assert {"revbench-data", "prefect-server", "caddy-data", "caddy-config"} <= set(compose()["volumes"])
-    # Worker and survey server share the data; the worker also writes the backups.
-    assert "revbench-data:/var/lib/revbench" in services["survey"]["volumes"]
-    assert {"revbench-data:/var/lib/revbench", "./backups:/var/backups/revbench"} <= set(services["worker"]["volumes"])
+    assert {"revbench-data", "survey-store", "prefect-server", "caddy-data", "caddy-config"} <= set(compose()["volumes"])
+    # Worker and survey server share the survey store alone; the worker also writes the data and the backups.
+    assert services["survey"]["volumes"] == ["survey-store:/var/lib/revbench/survey"]
+    assert set(services["worker"]["volumes"]) == {"revbench-data:/var/lib/revbench", "survey-store:/var/lib/revbench/survey",
+                                                  "./backups:/var/backups/revbench"}
 
 
 def test_the_image_installs_the_pinned_project() -> None:
@@ -142,8 +152,11 @@ def test_the_image_installs_the_pinned_project() -> None:
 def test_the_settings_template_holds_real_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     import prefect.settings
 
-    values = template()
+    values = templates()
     keys = set(values)
+    # The survey server's file and the flows' never set one variable twice: no order decides.
+    assert set(template()) & set(template(SURVEY_TEMPLATE)) == set()
+    assert set(template(PREFECT_TEMPLATE)) == {"PREFECT_SERVER_API_AUTH_STRING"}
     revbench_keys = {k for k in keys if k.startswith("REVBENCH_")}
     assert revbench_keys <= set(env_names()), revbench_keys - set(env_names())
     for key in {k for k in keys if k.startswith("PREFECT_")}:
@@ -156,34 +169,42 @@ def test_the_settings_template_holds_real_settings(monkeypatch: pytest.MonkeyPat
 
     # The command line's own check of a settings file, and every value valid as it stands.
     check_environment({}, TEMPLATE)
+    check_environment({}, SURVEY_TEMPLATE)
     monkeypatch.delenv("REVBENCH_DATA_DIR")
-    s = Settings(_env_file=TEMPLATE)  # type: ignore[call-arg]
+    s = Settings(_env_file=(TEMPLATE, SURVEY_TEMPLATE))  # type: ignore[call-arg]
     assert s.survey.base_url == f"https://{values['SURVEY_DOMAIN']}"
     assert s.arxiv.categories == ["cs.AI", "cs.CL", "cs.CV", "cs.IR", "cs.LG"]
     assert s.schedule.refresh_cron == "0 3 * * *" and s.smtp.security == "starttls"
     # Data and the Prefect client's home sit in the directory compose's volume and systemd's
     # ReadWritePaths give the revbench user.
     assert s.data_dir.parent == Path("/var/lib/revbench") == Path(values["PREFECT_HOME"]).parent  # type: ignore[arg-type]
+    # The survey store in its own folder there: compose's survey-store volume, systemd's StateDirectory.
+    assert s.survey_store_path == Path("/var/lib/revbench/survey/survey.sqlite")
+    assert f"survey-store:{s.survey.store_dir}" in compose()["services"]["survey"]["volumes"]
+    assert unit("revbench-survey.service")["Service"]["StateDirectory"] == [
+        str(s.survey.store_dir.relative_to("/var/lib"))]  # type: ignore[union-attr]
     # Backups go where compose mounts a host folder and the serving unit may write.
     assert s.backup.dir == Path("/var/backups/revbench")
     assert f"./backups:{s.backup.dir}" in compose()["services"]["worker"]["volumes"]
     assert str(s.backup.dir) in unit("revbench-serve.service")["Service"]["ReadWritePaths"][0].split()
 
 
-def test_the_settings_template_reads_the_same_in_a_shell() -> None:
+@pytest.mark.parametrize("path", [TEMPLATE, SURVEY_TEMPLATE, PREFECT_TEMPLATE], ids=lambda p: p.name)
+def test_the_settings_template_reads_the_same_in_a_shell(path: Path) -> None:
     # `set -a; . revbench.env` is how the guide runs `revbench doctor` on a systemd host: the shell
     # must read every value as revbench's own reader does (quotes, JSON lists, cron fields).
-    script = f'set -a; . "{TEMPLATE}"; env -0'
+    script = f'set -a; . "{path}"; env -0'
     done = subprocess.run(["sh", "-c", script], env={"PATH": "/usr/bin:/bin"}, capture_output=True, check=True)
     shell = dict(item.split("=", 1) for item in done.stdout.decode().split("\0") if "=" in item)
-    assert {k: shell.get(k) for k in template()} == template()
+    assert {k: shell.get(k) for k in template(path)} == template(path)
 
 
 def test_the_settings_template_ships_placeholders_only() -> None:
-    values = template()
-    secrets = secret_names() & set(values)
+    values = {**templates(), **template(PREFECT_TEMPLATE)}
+    secrets = (secret_names() | {"PREFECT_API_AUTH_STRING", "PREFECT_SERVER_API_AUTH_STRING"}) & set(values)
     assert secrets >= {"REVBENCH_S2__API_KEY", "REVBENCH_LLM__API_KEY", "REVBENCH_SURVEY__SIGNING_KEY",
-                       "REVBENCH_SMTP__PASSWORD", "REVBENCH_RELEASE__ID_KEY"}
+                       "REVBENCH_SMTP__PASSWORD", "REVBENCH_RELEASE__ID_KEY", "PREFECT_API_AUTH_STRING",
+                       "PREFECT_SERVER_API_AUTH_STRING"}
     for key in secrets:
         assert values[key] == SECRET_PLACEHOLDER, key
     for key, value in values.items():
@@ -206,11 +227,14 @@ def test_the_caddyfile_keeps_no_client_address() -> None:
         assert re.search(rf"request>{field} delete", code), field
     assert 'Strict-Transport-Security "max-age=31536000"' in code
     assert "skip_install_trust" in code and "tls {$SURVEY_TLS}" in code
-    # Its default upstream is where the systemd unit runs the survey server.
+    # Its default upstream is where `revbench survey serve` listens by default; the systemd drop-in
+    # points it at the unix socket the unit serves on.
     upstream = re.search(r"reverse_proxy \{\$SURVEY_UPSTREAM:([\d.]+:\d+)\}", code).group(1)  # type: ignore[union-attr]
+    assert upstream == "127.0.0.1:8765"
     exec_start = unit("revbench-survey.service")["Service"]["ExecStart"][0]
-    host, port = upstream.split(":")
-    assert exec_start.endswith(f"revbench survey serve --host {host} --port {port}")
+    env = dict(v.split("=", 1) for v in unit("caddy.service.d/revbench.conf")["Service"]["Environment"])
+    socket = env["SURVEY_UPSTREAM"].removeprefix("unix/")
+    assert env["SURVEY_UPSTREAM"].startswith("unix//") and exec_start.endswith(f"revbench survey serve --socket {socket}")
 
 
 @pytest.mark.parametrize("tls", ["change-me@example.org", "internal"], ids=["acme", "internal-ca"])
@@ -225,7 +249,6 @@ def test_the_caddyfile_validates(caddy_bin: str, caddy_env: dict[str, str], tls:
     assert bare.returncode != 0
 
 
-REVBENCH_UNITS = ["revbench-survey.service", "revbench-serve.service"]
 HARDENED = ["revbench-survey.service", "revbench-serve.service", "prefect-server.service"]
 
 
@@ -234,10 +257,11 @@ def test_the_systemd_units_agree_with_the_rest() -> None:
         svc = unit(name)["Service"]
         assert svc["User"] == ["revbench"] and svc["Restart"] == ["on-failure"], name
         assert svc["NoNewPrivileges"] == ["yes"] and svc["ProtectSystem"] == ["strict"], name
-        assert "/var/lib/revbench" in svc["ReadWritePaths"][0].split(), name
+        assert svc["ReadWritePaths"][0].split()[0].startswith("/var/lib/revbench"), name
         assert unit(name)["Install"]["WantedBy"] == ["multi-user.target"], name
-    for name in REVBENCH_UNITS:
-        assert unit(name)["Service"]["EnvironmentFile"] == ["/etc/revbench/revbench.env"], name
+    assert unit("revbench-serve.service")["Service"]["EnvironmentFile"] == ["/etc/revbench/revbench.env",
+                                                                             "/etc/revbench/survey.env"]
+    assert unit("revbench-survey.service")["Service"]["EnvironmentFile"] == ["/etc/revbench/survey.env"]
     assert unit("revbench-serve.service")["Service"]["ExecStart"] == ["/opt/revbench/venv/bin/revbench serve"]
     assert "/var/backups/revbench" in unit("revbench-serve.service")["Service"]["ReadWritePaths"][0].split()
     assert unit("prefect-server.service")["Service"]["ExecStart"] == [
@@ -250,7 +274,8 @@ def test_the_systemd_units_agree_with_the_rest() -> None:
     # Caddy's drop-in gives Debian's caddy.service the values the template documents, nothing else.
     env = dict(v.split("=", 1) for v in unit("caddy.service.d/revbench.conf")["Service"]["Environment"])
     assert set(env) == {"SURVEY_DOMAIN", "SURVEY_TLS", "SURVEY_UPSTREAM"}
-    assert env["SURVEY_DOMAIN"] == template()["SURVEY_DOMAIN"] and env["SURVEY_UPSTREAM"] == "127.0.0.1:8765"
+    assert env["SURVEY_DOMAIN"] == template()["SURVEY_DOMAIN"]
+    assert env["SURVEY_UPSTREAM"] == "unix//run/revbench-survey/survey.sock"
     assert "EnvironmentFile" not in unit("caddy.service.d/revbench.conf")["Service"]
 
 

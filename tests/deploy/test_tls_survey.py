@@ -1,14 +1,20 @@
 """The survey behind TLS as deploy/ runs it: Debian's caddy with deploy/Caddyfile (Caddy's internal
 CA, as on a test host) in front of `revbench survey serve` on 127.0.0.1; chromium rates a paper
 through the HTTPS link of an invitation, trusting Caddy's root the way a system does (a certificate
-database, not an ignored error); and `revbench doctor` passes its survey check there."""
+database, not an ignored error); and `revbench doctor` passes its survey check there. As the
+systemd units run it, the survey server listens on a unix socket instead, and Caddy proxies to it."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
+import signal
+import stat
 import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,13 +23,15 @@ import httpx
 import pytest
 
 from revbench.flows.survey import survey_flow
+from revbench.survey.privilege import foreign_secrets
 from revbench.replay.mailsink import MailSink
 from revbench.replay.server import free_port
 from revbench.settings import Settings
 from revbench.warehouse.survey_store import SurveyStore
 from tests.support.browser import chromium
 from tests.support.cli import cli
-from tests.support.survey import survey_server_process
+from tests.support.common import settings_env
+from tests.support.survey import KEY, survey_server_process
 
 pytestmark = pytest.mark.slow
 
@@ -130,3 +138,50 @@ def test_doctor_passes_the_survey_check_through_caddy(tls_survey) -> None:
     [probe] = untrusted["probes"]
     assert (probe["service"], probe["status"]) == ("survey", "fail") and probe["url"] == front.base, probe
     assert "certificate" in f"{probe['detail']} {probe['fix']}".lower(), probe
+
+
+def test_caddy_proxies_to_the_survey_server_on_a_unix_socket(settings: Settings, caddy_front: Callable[..., Any],
+                                                            tmp_path: Path) -> None:
+    # The survey settings survey.env gives it (no secret but its key), and a socket where the
+    # systemd unit puts one: a folder of its own, which only the proxy's group may enter.
+    s = settings.with_overrides(survey={"signing_key": KEY, "store_dir": str(tmp_path / "store")})
+    assert foreign_secrets(s, {}) == []
+    run = tmp_path / "run"
+    run.mkdir(mode=0o750)
+    sock = run / "survey.sock"
+    assert len(str(sock)) < 100  # a unix socket's path has at most 107 bytes
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REVBENCH_", "PREFECT_API"))}
+    env.update(settings_env(s))
+    log = tmp_path / "survey.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "revbench", "survey", "serve", "--socket", str(sock)], env=env,
+                                cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        direct = httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://survey", timeout=5)
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            try:
+                if direct.get("/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert stat.S_ISSOCK(sock.stat().st_mode) and stat.S_IMODE(sock.stat().st_mode) == 0o660
+        with caddy_front(free_port(), f"unix/{sock}") as front:
+            health = httpx.get(f"{front.base}/healthz", verify=front.trust(), timeout=10)
+            assert health.status_code == 200 and health.json() == {"ok": True}
+            assert health.headers["strict-transport-security"] == "max-age=31536000"
+            assert health.headers["x-frame-options"] == "DENY" and "server" not in health.headers
+            # A forged link through the socket is the survey server's own refusal, not Caddy's.
+            forged = httpx.get(f"{front.base}/r/forged-token", verify=front.trust(), timeout=10)
+            assert forged.status_code == 403 and "This link is not valid" in forged.text
+        direct.close()
+        # Stopped as systemd stops it, it takes its socket along; its store is in its folder alone.
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0, log.read_text()
+        assert not sock.exists() and (tmp_path / "store" / "survey.sqlite").is_file()
+        assert not (tmp_path / "data").exists(), "the survey server wrote outside its store folder"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

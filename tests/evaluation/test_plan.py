@@ -48,3 +48,29 @@ def test_bad_requests_name_the_flag(settings: Settings, files, benchmarks, score
     fmt = {k: str(v) for k, v in files.items()}
     with pytest.raises(PlanError, match=message):
         plan_evaluation(settings, [b.format(**fmt) for b in benchmarks], scorers, [p.format(**fmt) for p in predictions])
+
+
+@pytest.mark.parametrize(("scorers", "predictions", "needles"), [
+    (["bm25:pooling=mean"], ["bm25_pooling_mean={p}"],
+     ["--predictions bm25_pooling_mean=", "--scorer 'bm25:pooling=mean'", "rename", "-p bm25_pooling_mean_file="]),
+    (["bm25:pooling=mean"], ["BM25_Pooling_Mean@goldstandard={p}"], ["--predictions BM25_Pooling_Mean@goldstandard="]),
+    (["embedding:model=org/m", "embedding:model=org_m"], [],
+     ["--scorer 'embedding:model=org/m' and --scorer 'embedding:model=org_m'", "separate runs"]),
+    (None, ["x={p}", "x@goldstandard={q}"], ["--predictions x=", "--predictions x@goldstandard=", "a name of its own"]),
+    (None, ["a:b={p}", "a_b={q}"], ["--predictions a:b=", "--predictions a_b=", "a name of its own"]),
+    (["tpms"], ["TPMS_d2={p}"], ["--predictions TPMS_d2=", "--scorer 'tpms'", "named 'TPMS_d2'"]),  # a draw's file
+])
+def test_names_that_become_one_export_file_name_are_an_error(settings: Settings, files, scorers, predictions,
+                                                             needles) -> None:
+    fmt = {k: str(v) for k, v in files.items()}
+    with pytest.raises(PlanError, match="would both write export files named") as e:
+        plan_evaluation(settings, [f"goldstandard={files['gold']}"], scorers, [p.format(**fmt) for p in predictions])
+    assert "\n" not in str(e.value) and all(n in str(e.value) for n in needles), str(e.value)
+
+
+def test_files_of_one_name_on_different_benchmarks_are_not_a_clash(settings: Settings, files, tmp_path: Path) -> None:
+    (tmp_path / "lr").mkdir()
+    plan = plan_evaluation(settings, [f"goldstandard={files['gold']}", f"lrbench={tmp_path / 'lr'}"], ["trivial"],
+                           [f"x@goldstandard={files['p']}", f"x@lrbench={files['q']}"])
+    assert [p.name for p in plan.predictions] == ["x", "x"]
+    assert plan_evaluation(settings, [f"goldstandard={files['gold']}"], ["tpms"], [f"tpms_draw={files['p']}"]).scorers

@@ -60,6 +60,26 @@ def test_the_epoch_row_moves_the_mark_to_the_newest_event_read() -> None:
     assert (empty["high_water"], empty["high_water_digest"], empty["first_pulled_at"]) == (2, "old-digest", T1)
 
 
+def test_a_store_that_lost_events_is_reported_by_the_ids_it_no_longer_holds() -> None:
+    pulled = r.store_events(store_rows(*[(e, "a", f"p{e}", 3) for e in (1, 2, 3, 5, 6, 7, 8, 9)]), "e1")
+    known = set(pulled["digest"].to_list())
+    # Restored from a backup of events 1-7: id 4 never handed out (a gap, no answer), 8-9 lost.
+    restored = r.store_events(store_rows(*[(e, "a", f"p{e}", 3) for e in (1, 2, 3, 5, 6, 7)]), "e2")
+    held, missing = r.lost_events(restored, pulled, known, "e1", 9)
+    assert (held, missing) == (7, (8, 9))
+    line = r.PullFound("e2", "renewed", 0, 0, 6, lost_from="e1", held_up_to=held, pulled_up_to=9, missing=missing).line()
+    assert "holds events up to 7 but 9 were pulled from it (epoch e1): it was restored from an older backup; " \
+           "events 8-9 are kept in the warehouse" in line, line
+    # Edited by hand as well: event 2 taken out, id 7 given to another answer.
+    edited = restored.filter(~pl.col("event_id").is_in([2, 7])).vstack(r.store_events(store_rows((7, "b", "p7", 1)), "e2"))
+    held, missing = r.lost_events(edited, pulled, known, "e1", 9)
+    assert (held, missing) == (6, (2, 7, 8, 9))
+    line = r.PullFound("e2", "renewed", 0, 1, 4, lost_from="e1", held_up_to=held, pulled_up_to=9, missing=missing).line()
+    assert "holds events up to 6 but not 4 of the events up to 9 pulled from it (epoch e1)" in line, line
+    assert "events 2, 7-9 are kept in the warehouse" in line, line
+    assert r.id_ranges((1, 2, 3, 5, 8, 9)) == "1-3, 5, 8-9" and r.id_ranges((1, 3, 5), most=2) == "1, 3, … (3 events)"
+
+
 def flags_of(*rows: tuple[str, str]) -> pl.DataFrame:
     """(flag id, evidence hash) flags on alice's p1 and p2."""
     return pl.DataFrame([{"flag_id": f, "rule": "straight_lining", "subject": "invitation", "reviewer_id": "alice",

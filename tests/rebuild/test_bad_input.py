@@ -15,7 +15,7 @@ from revbench.evaluation.importers.registry import load_benchmark
 from revbench.settings import Settings
 from tests.support.cli import cli, error_line, one_line_error, write_gold
 from tests.support.common import run_cli
-from tests.support.rebuild import copy_sample, write_lrbench
+from tests.support.rebuild import copy_sample, tiny_items, write_lrbench
 
 Items = list[dict[str, Any]]
 
@@ -99,6 +99,32 @@ def _other_kind(items: Items) -> tuple[int, str]:
     return 0, "a reviewer-centric tuple in the paper-centric file"
 
 
+def _repeated_anchor(items: Items) -> tuple[int, int]:
+    """The first item whose anchor paper an earlier item anchors too, and that earlier item."""
+    first: dict[str, int] = {}
+    for i, t in enumerate(items):
+        pid = t["anchor"]["paper_id"]
+        if pid in first:
+            return i, first[pid]
+        first[pid] = i
+    raise AssertionError("no paper anchors two items")
+
+
+def _two_titles(items: Items) -> tuple[int, str]:
+    i, earlier = _repeated_anchor(items)
+    old = items[earlier]["anchor"]["paper_title"]
+    items[i]["anchor"]["paper_title"] = "A title of another paper"
+    shown = old if len(old) <= 60 else old[:59] + "…"
+    return i, (f"paper {items[i]['anchor']['paper_id']!r} is titled 'A title of another paper' here and {shown!r} "
+               f"in item {earlier}; give each paper id one title")
+
+
+def _two_abstracts(items: Items) -> tuple[int, str]:
+    i, earlier = _repeated_anchor(items)
+    items[i]["anchor"]["abstract"] = "An abstract of another paper."
+    return i, "has the abstract 'An abstract of another paper.' here and "
+
+
 # (change, refused without strict too)
 CASES: dict[str, tuple[Callable[[Items], tuple[int, str]], bool]] = {
     "missing title": (_drop_title, False), "blank title": (_blank_title, False), "missing score": (_drop_score, True),
@@ -106,6 +132,7 @@ CASES: dict[str, tuple[Callable[[Items], tuple[int, str]], bool]] = {
     "untitled publication": (_untitled_publication, False), "rated twice differently": (_rated_twice, False),
     "positive not above negative": (_not_above, False), "null id": (_null_id, False),
     "title not text": (_title_not_text, False), "other kind of tuple": (_other_kind, False),
+    "two titles for one paper": (_two_titles, True), "two abstracts for one paper": (_two_abstracts, True),
 }
 
 
@@ -202,7 +229,73 @@ def test_a_rated_paper_missing_from_the_submissions_is_refused(gold_source: Path
     load_benchmark("goldstandard", gold_source)
 
 
+def _titled_differently(gold: Path, where: str) -> tuple[Path, str, str]:
+    """A rated paper given another title in a second draw (``draw``) or a second time in the first
+    draw's submissions (``file``): the file changed, the paper and its first title."""
+    first = gold / "d_20_1" / "submissions.json"
+    held = json.loads(first.read_text())
+    paper = _participants(gold)[0][1][0]
+    other = {"id": paper, "content": {**held[paper]["content"], "title": "A title of another paper"}}
+    if where == "file":
+        held["again"] = other
+        first.write_text(json.dumps(held))
+        return first, paper, held[paper]["content"]["title"]
+    second = gold / "d_20_2" / "submissions.json"
+    if not second.exists():  # the hand-written slice has one draw: a second one, the same
+        copy_sample(gold / "d_20_1", gold / "d_20_2")
+    subs = json.loads(second.read_text())
+    subs[paper] = other
+    second.write_text(json.dumps(subs))
+    return second, paper, held[paper]["content"]["title"]
+
+
+@pytest.mark.parametrize("where", ["draw", "file"])
+def test_a_submission_given_two_titles_is_refused(gold_source: Path, where: str) -> None:
+    changed, paper, title = _titled_differently(gold_source, where)
+    first = gold_source / "d_20_1" / "submissions.json"
+    at = "submission again" if where == "file" else f"submission {paper}"
+    there = f"submission {paper}" if where == "file" else f"{first} submission {paper}"
+    shown = title if len(title) <= 60 else title[:59] + "…"
+    for strict in (True, False):  # evaluation would keep one of the two titles unseen
+        with pytest.raises(InputError) as caught:
+            load_benchmark("goldstandard", gold_source, strict=strict)
+        assert str(caught.value) == (f"{changed} {at}: paper {paper!r} is titled 'A title of another paper' here and "
+                                     f"{shown!r} in {there}; give each paper id one title"), str(caught.value)
+
+
+def test_one_paper_in_both_files_with_its_abstract_once_is_no_clash(tiny_lrbench: Path) -> None:
+    q1 = json.loads((tiny_lrbench / "evaluations_pc.json").read_text())[0]["anchor"]
+    rc = {"anchor": {"author_id": "r9", "papers": [{"title": "Efficient transformers", "abstract": "x"}]},
+          "positive": {"paper_id": "q1", "paper_title": " sparse attention for long  DOCUMENTS ", "abstract": "", "score": 5},
+          "negative": {"paper_id": "p_b", "paper_title": "B", "abstract": "", "score": 2}, "type": "reviewer_centric"}
+    (tiny_lrbench / "evaluations_rc.json").write_text(json.dumps([rc]))
+    bench = load_benchmark("lrbench", tiny_lrbench, strict=True)
+    q1_row = bench.submissions.filter(bench.submissions["paper_id"] == "q1").select("paper_id", "title", "abstract")
+    assert q1_row.rows() == [("q1", q1["paper_title"], q1["abstract"])]
+    rc["positive"]["paper_title"] = "Dense Attention for Short Documents"
+    (tiny_lrbench / "evaluations_rc.json").write_text(json.dumps([rc]))
+    message = _refusal("lrbench", tiny_lrbench)
+    assert message == (f"{tiny_lrbench / 'evaluations_rc.json'} item 0: paper 'q1' is titled 'Dense Attention for Short "
+                       f"Documents' here and 'Sparse Attention for Long Documents' in {tiny_lrbench / 'evaluations_pc.json'} "
+                       "item 0; give each paper id one title"), message
+
+
 # The command line: one line, exit 2, nothing written.
+
+
+@pytest.mark.parametrize("command", ["demo", "evaluate"])
+def test_one_paper_with_two_titles_is_one_line_on_the_command_line(settings: Settings, tmp_path: Path,
+                                                                  command: str) -> None:
+    items = json.loads(json.dumps(tiny_items()))
+    index, says = _two_titles(items)
+    d = write_lrbench(tmp_path / "two-titles", items)
+    args = (["demo", "--world", f"lrbench={d}", "--no-track"] if command == "demo"
+            else ["evaluate", "-b", f"lrbench={d}", "--report", str(tmp_path / "report")])
+    result = cli(settings, *args, extra={"PREFECT_HOME": str(tmp_path / "prefect")})
+    assert result.returncode == 2, result.stdout + result.stderr
+    line = error_line(result)
+    assert f"{d / 'evaluations_pc.json'} item {index}: {says}" in line, line
+    assert not list(settings.data_dir.rglob("*.duckdb")) and not (tmp_path / "report").exists()
 
 
 def test_demo_world_on_a_bad_copy_is_one_line_and_writes_nothing(settings: Settings, tmp_path: Path) -> None:

@@ -4,8 +4,11 @@ command-line tests write."""
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from revbench.settings import Settings
@@ -13,14 +16,27 @@ from tests.support.common import run_cli, settings_env
 from tests.support.evaluation import bench, write_openreview
 
 
-def cli(s: Settings, *args: str, extra: dict[str, str] | None = None, wait: bool = True):  # type: ignore[no-untyped-def]
-    """``revbench ARGS`` in its own process, configured through the environment like a user's."""
+def cli(s: Settings, *args: str, extra: dict[str, str] | None = None, wait: bool = True,  # type: ignore[no-untyped-def]
+        preexec: Callable[[], None] | None = None):
+    """``revbench ARGS`` in its own process, configured through the environment like a user's;
+    ``preexec`` runs in the child before revbench starts (e.g. :func:`file_size_limit`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REVBENCH_", "PREFECT_API"))}
     env.update(settings_env(s), **(extra or {}))
     cmd = [sys.executable, "-m", "revbench", *args]
     if not wait:
-        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=preexec)
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, preexec_fn=preexec)
+
+
+def file_size_limit(limit: int) -> Callable[[], None]:
+    """A ``preexec`` for :func:`cli` that caps each file the process writes at ``limit`` bytes: a
+    write past it fails with the kernel's own EFBIG (SIGXFSZ ignored, so the process is not
+    killed), as a write onto a full disk fails, with no mount rights, root or mock needed."""
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
 
 
 def error_line(result: subprocess.CompletedProcess[str]) -> str:

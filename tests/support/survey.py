@@ -28,10 +28,14 @@ POOLS = {"tau": 0.5, "min_recent_papers": 1, "candidates_per_query": 3, "max_que
 @contextmanager
 def survey_server_process(s: Settings) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """``revbench survey serve`` in its own process, as a curator runs it for weeks; yields its
-    base URL once it answers, and kills it (SIGKILL) on the way out."""
+    base URL once it answers, and kills it (SIGKILL) on the way out. Like a deployment, it gets
+    none of the secrets ``s`` holds for the flows (it refuses to start with one)."""
+    from revbench.survey.privilege import OWN_SECRETS, PREFECT_SECRETS, secret_settings, variable
+
+    foreign = {variable(d) for d in secret_settings() if d not in OWN_SECRETS} | set(PREFECT_SECRETS)
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REVBENCH_")}
-    env.update(settings_env(s))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REVBENCH_") and k not in foreign}
+    env.update({k: v for k, v in settings_env(s).items() if k not in foreign})
     proc = subprocess.Popen([sys.executable, "-m", "revbench", "survey", "serve", "--port", str(port)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"

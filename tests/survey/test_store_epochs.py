@@ -114,6 +114,39 @@ def test_a_restored_backup_loses_no_answer_and_names_the_gap(sent, tmp_path: Pat
     assert same(pulled(s), acked) and ratings_of(s) == latest(acked)
 
 
+def skip_an_id(path: Path) -> None:
+    """The store's next event id skipped, as SQLite's AUTOINCREMENT leaves a gap (a row deleted,
+    an insert that took an id and failed): legitimate, and no answer lost."""
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'events'")
+    con.close()
+
+
+def test_an_id_gap_in_a_restored_store_is_no_loss(sent, tmp_path: Path) -> None:
+    s, invs = sent
+    (i1, p1), (i2, p2) = invs[0], invs[1]
+    store = SurveyStore(s.survey_store_path)
+    epoch = store.epoch()
+    acked = answer(store, [(i1, p1[0], 2), (i1, p1[-1], 4), (i2, p2[0], 5)])  # events 1-3
+    skip_an_id(s.survey_store_path)  # no event 4
+    acked += answer(store, [(i2, p2[-1], 1), (i1, p1[0], 3), (i2, p2[0], 4)])  # events 5-7
+    backup(s.survey_store_path, tmp_path / "backup.sqlite")
+    acked += answer(store, [(i1, p1[-1], 5), (i2, p2[-1], 2)])  # events 8-9
+    assert [e["event_id"] for e in store.events_since(0)] == [1, 2, 3, 5, 6, 7, 8, 9]
+    assert ratings_flow.fn(s, decide="keep").events_pulled == 8
+
+    store.close()
+    replace_file(s.survey_store_path, tmp_path / "backup.sqlite")  # the swap: 1-3 and 5-7, intact
+    store = SurveyStore(s.survey_store_path)
+    out = ratings_flow.fn(s, decide="keep")
+    renewed = store.epoch()
+    line = (f"holds events up to 7 but 9 were pulled from it (epoch {epoch}): it was restored from an older backup; "
+            f"events 8-9 are kept in the warehouse; its new epoch {renewed}: 0 new answers, 6 already known")
+    assert line in out.survey_store, out.survey_store
+    assert same(pulled(s), acked) and ratings_of(s) == latest(acked)
+
+
 def test_an_emptied_store_starts_a_new_epoch_and_keeps_answers_and_opt_outs(sent, monkeypatch) -> None:
     s, invs = sent
     (i1, p1), (i2, p2), (i3, _p3) = invs[0], invs[1], invs[2]

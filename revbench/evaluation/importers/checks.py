@@ -153,3 +153,36 @@ def once(first: dict[tuple[str, str], int], key: tuple[str, str], row: int, wher
         raise InputError(f"{where}: reviewer {key[0]!r} and paper {key[1]!r} already have a {what} in row "
                          f"{first[key]}; give each pair once")
     first[key] = row
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    """A title or abstract as an error line shows it: white space collapsed, a long one cut."""
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[:limit - 1] + "…")
+
+
+class PaperTexts:
+    """The title and the abstract each paper id was first given with, and where (a file and the
+    item, row or line in it): a second, different text for one id is refused, since a loader keeps
+    one row per paper and would silently drop the other. White space and case are no difference,
+    nor is an empty text beside a written one."""
+
+    def __init__(self) -> None:
+        self.first: dict[tuple[str, str], tuple[str, Path, str]] = {}
+
+    def check(self, paper_id: str, title: str, abstract: str, path: Path, at: str) -> None:
+        """Record ``paper_id``'s texts as given at ``path`` ``at`` (``item 3``, ``line 7``), or
+        refuse a different one in one line naming both places and both texts."""
+        for field, text in (("title", title), ("abstract", abstract)):
+            key = " ".join(text.split()).casefold()
+            if not key:
+                continue
+            if (paper_id, field) not in self.first:
+                self.first[(paper_id, field)] = (text, path, at)
+                continue
+            text0, path0, at0 = self.first[(paper_id, field)]
+            if key != " ".join(text0.split()).casefold():
+                there = at0 if path0 == path else f"{path0} {at0}"
+                given = f"is titled {_shown(text)} here" if field == "title" else f"has the abstract {_shown(text)} here"
+                raise InputError(f"{path} {at}: paper {paper_id!r} {given} and {_shown(text0)} in {there}; "
+                                 f"give each paper id one {field}")

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from revbench.errors import InputError
-from revbench.evaluation.importers.checks import DEFAULT_SCALE, files_digest, number_text, rating
+from revbench.evaluation.importers.checks import DEFAULT_SCALE, PaperTexts, files_digest, number_text, rating
 from revbench.evaluation.importers.openreview import read_openreview_dir
 from revbench.evaluation.importers.registry import benchmark_kind
 from revbench.evaluation.model import RATINGS_SCHEMA, SPLIT_GOLD, Benchmark, Split, frame
@@ -93,8 +93,9 @@ def load_goldstandard(path: Path, strict: bool = False) -> Benchmark:
     if not draw_dirs:
         raise InputError(f"{base}: no d_20_<x> evaluation datasets")
     subs, draws = [], []
+    texts = PaperTexts()  # across the draws: the submissions are kept once, by id
     for d in draw_dirs:
-        s, prof = read_openreview_dir(d)
+        s, prof = read_openreview_dir(d, texts)
         subs.append(s)
         draws.append(prof)
     submissions = pl.concat(subs).unique("paper_id", keep="first").sort("paper_id")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from revbench.errors import InputError
-from revbench.evaluation.importers.checks import DEFAULT_SCALE, files_digest, rating, read_json
+from revbench.evaluation.importers.checks import DEFAULT_SCALE, PaperTexts, files_digest, rating, read_json
 from revbench.evaluation.importers.openreview import note_fields
 from revbench.evaluation.importers.registry import benchmark_kind
 from revbench.evaluation.model import (
@@ -94,10 +94,13 @@ def _strict_item(where: str, t: dict[str, Any], given: Given, pc_file: bool, pat
 
 
 def _lr_tuples(items: Any, path: Path, scale: tuple[float, float],
-               given: Given | None = None,
+               given: Given | None = None, texts: PaperTexts | None = None,
                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """The tuples, papers and profiles of one file; with ``given`` (strict: a world is to be built),
-    every item also passes :func:`_strict_item`, pairs checked across files through ``given``."""
+    every item also passes :func:`_strict_item`, pairs checked across files through ``given``.
+    ``texts`` holds every paper's title and abstract across the benchmark's files: one paper id
+    given two titles (or abstracts) is refused, naming both items."""
+    texts = PaperTexts() if texts is None else texts
     if not isinstance(items, list):
         raise InputError(f"{path}: expected a list of {{anchor, positive, negative}} tuples")
     if given is not None and not items:
@@ -121,6 +124,7 @@ def _lr_tuples(items: Any, path: Path, scale: tuple[float, float],
             pid = str(a["paper_id"])
             papers.append({"paper_id": pid, "title": _text(a.get("paper_title") or a.get("title")) or "",
                            "abstract": _text(a.get("abstract")) or ""})
+            texts.check(pid, papers[-1]["title"], papers[-1]["abstract"], path, f"item {i}")
             for side in (pos, neg):
                 for j, p in enumerate(side.get("papers", [])):
                     profiles.append({"reviewer_id": str(side["author_id"]), **note_fields(p, f"{where} papers[{j}]")})
@@ -135,6 +139,7 @@ def _lr_tuples(items: Any, path: Path, scale: tuple[float, float],
             for side in (pos, neg):
                 papers.append({"paper_id": str(side["paper_id"]), "title": _text(side.get("paper_title") or side.get("title")) or "",
                                "abstract": _text(side.get("abstract")) or ""})
+                texts.check(papers[-1]["paper_id"], papers[-1]["title"], papers[-1]["abstract"], path, f"item {i}")
             tuples.append(dict(reviewer_pos=rid, paper_pos=str(pos["paper_id"]), reviewer_neg=rid,
                                paper_neg=str(neg["paper_id"]), rating_pos=r_pos, rating_neg=r_neg, cluster=rid))
         if given is not None:  # after the ids are known to be there
@@ -154,12 +159,13 @@ def load_lrbench(path: Path, strict: bool = False) -> Benchmark:
         verify_release(path)
     splits, papers, profiles, files = [], [], [], []
     given: Given | None = {} if strict else None
+    texts = PaperTexts()
     for stem, split_name in (("evaluations_pc", SPLIT_LR_PC), ("evaluations_rc", SPLIT_LR_RC)):
         f = _lr_file(path, stem)
         if f is None:
             continue
         files.append(f)
-        t, p, prof = _lr_tuples(read_json(f), f, DEFAULT_SCALE, given)
+        t, p, prof = _lr_tuples(read_json(f), f, DEFAULT_SCALE, given, texts)
         papers += p
         profiles += prof
         splits.append(Split(split_name, tuples=frame(t, TUPLES_SCHEMA)))

@@ -15,6 +15,7 @@ import polars as pl
 from revbench.errors import InputError
 from revbench.evaluation.importers.checks import (
     DEFAULT_SCALE,
+    PaperTexts,
     files_digest,
     finite_number,
     number_text,
@@ -91,10 +92,15 @@ def note_fields(note: Any, where: str, fallback_id: str | None = None) -> dict[s
 BLANK_TITLE = "blank title"
 
 
+def _jsonl_lines(f: Path) -> list[tuple[int, Any]]:
+    """``(line number, note)`` for every non-empty line of one ``.jsonl`` file."""
+    return [(i, parse_json(line, f"{f} line {i}"))
+            for i, line in enumerate(f.read_text(errors="replace").splitlines(), start=1) if line.strip()]
+
+
 def _jsonl_notes(f: Path) -> list[tuple[str, Any]]:
     """``(where, note)`` for every non-empty line of one ``.jsonl`` file."""
-    return [(f"{f} line {i}", parse_json(line, f"{f} line {i}"))
-            for i, line in enumerate(f.read_text(errors="replace").splitlines(), start=1) if line.strip()]
+    return [(f"{f} line {i}", n) for i, n in _jsonl_lines(f)]
 
 
 def openreview_files(d: Path) -> list[Path]:
@@ -103,20 +109,30 @@ def openreview_files(d: Path) -> list[Path]:
     return [*subs, *sorted((d / "archives").glob("*.jsonl"))]
 
 
-def read_openreview_notes(d: Path) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, int]]:
+def read_openreview_notes(d: Path, texts: PaperTexts | None = None) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, int]]:
     """Submissions, reviewer profiles and what was dropped (``"<part>: <reason>" -> count``) of one
     OpenReview-expertise dataset. Submissions are ``submissions.json`` (an object by id, or a list)
     or a ``submissions/`` folder of ``<id>.jsonl`` (one note each); profiles are
-    ``archives/~<reviewer>.jsonl``. A note with a blank title is dropped: it says nothing of a topic."""
+    ``archives/~<reviewer>.jsonl``. A note with a blank title is dropped: it says nothing of a topic.
+    A submission id given two titles or abstracts is refused, within the dataset and across the
+    datasets that share ``texts`` (the gold standard's draws)."""
+    texts = PaperTexts() if texts is None else texts
     sub_path, sub_dir = d / "submissions.json", d / "submissions"
     if sub_path.exists():
         raw = read_json(sub_path)
         if not isinstance(raw, dict | list):
             raise InputError(f"{sub_path}: expected an object of submissions or a list")
         notes = list(raw.items()) if isinstance(raw, dict) else [(None, n) for n in raw]
-        subs = [note_fields(n, f"{sub_path} submission {k or i}", k) for i, (k, n) in enumerate(notes)]
+        subs = []
+        for i, (k, n) in enumerate(notes):
+            subs.append(note_fields(n, f"{sub_path} submission {k or i}", k))
+            texts.check(subs[-1]["paper_id"], subs[-1]["title"], subs[-1]["abstract"], sub_path, f"submission {k or i}")
     elif sub_dir.is_dir():
-        subs = [note_fields(n, where, f.stem) for f in sorted(sub_dir.glob("*.jsonl")) for where, n in _jsonl_notes(f)]
+        subs = []
+        for f in sorted(sub_dir.glob("*.jsonl")):
+            for line, n in _jsonl_lines(f):
+                subs.append(note_fields(n, f"{f} line {line}", f.stem))
+                texts.check(subs[-1]["paper_id"], subs[-1]["title"], subs[-1]["abstract"], f, f"line {line}")
         if not subs:
             raise InputError(f"{sub_dir}: no <id>.jsonl submission notes")
     else:
@@ -135,9 +151,9 @@ def read_openreview_notes(d: Path) -> tuple[pl.DataFrame, pl.DataFrame, dict[str
     return frame(kept_subs, PAPERS_SCHEMA), frame(kept_rows, PROFILE_SCHEMA), dropped
 
 
-def read_openreview_dir(d: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+def read_openreview_dir(d: Path, texts: PaperTexts | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Submissions and reviewer profiles of one OpenReview-format dataset (see :func:`read_openreview_notes`)."""
-    submissions, profiles, _ = read_openreview_notes(d)
+    submissions, profiles, _ = read_openreview_notes(d, texts)
     return submissions, profiles
 
 
