@@ -11,7 +11,7 @@ about 50 texts/s on this CPU, so 160k papers would add about 55 min to each run;
 is measured by ``pools_bench``), author disambiguation with the offline fallback (the LLM path's
 number of calls at this size is measured by ``disambiguate_bench``), DuckDB limited to 8 GB.
 
-    .venv/bin/python -m benchmarks.refresh_bench [--papers 160000] [--runners threads,dask]
+    .venv/bin/python -m benchmarks.refresh_bench [--papers 160000] [--runners threads,dask,dask-external]
 
 ``--new-round-min-papers 100`` lets a small world's day-later run take the pools round-2 path
 that a day at 160k takes; ``--profile DIR --py-spy PATH`` records every stage process (and its
@@ -24,6 +24,7 @@ keeps what it measured).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -32,6 +33,7 @@ import sys
 import threading
 import time
 from datetime import UTC, date, datetime, timedelta
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,7 @@ STAGE_GROUPS = [["ingest"], ["disambiguate"], ["pools"], ["survey", "ratings", "
 
 
 def _settings(data: Path, base: str, runner: str, until: date, window_days: int, new_round_min_papers: int | None = None,
-              pools_model: str = "hashing", embed_backend: str = "auto") -> Any:
+              pools_model: str = "hashing", embed_backend: str = "auto", dask_address: str = "") -> Any:
     from revbench.replay.server import replay_overrides
     from revbench.settings import Settings
 
@@ -52,7 +54,7 @@ def _settings(data: Path, base: str, runner: str, until: date, window_days: int,
     return Settings(data_dir=data).with_overrides(
         **replay_overrides(base),
         refresh=refresh,
-        runner={"kind": runner, "dask_workers": 2},
+        runner={"kind": "dask", "dask_address": dask_address} if dask_address else {"kind": runner, "dask_workers": 2},
         # Hashed word counts of one synthetic field's papers are close: at tau 0.4 a query has
         # ~20k neighbours among 160k papers, and uncapped the recall outgrew 24 GB.
         pools={"model": pools_model, "max_neighbors": 200},
@@ -69,7 +71,7 @@ def stage_main(a: argparse.Namespace) -> None:
     from revbench.flows.refresh import refresh_flow
 
     s = _settings(Path(a.data), a.base, a.runner, date.fromisoformat(a.until), a.window_days, a.new_round_min_papers,
-                  a.pools_model, a.embed_backend)
+                  a.pools_model, a.embed_backend, a.dask_address or "")
     peaks = {"workers": 0.0, "self": 0.0}
     done = threading.Event()
 
@@ -122,6 +124,38 @@ def embed_record(s: Any, since: datetime) -> dict[str, Any] | None:
             "saved_share": round(1 - encoded / texts, 4) if texts else None}
 
 
+EXTERNAL = "dask-external"
+"""The runner name of a Dask cluster started apart from the flow (revbench.replay.cluster: a
+scheduler and two workers, each with its own HOME), reached through RUNNER__DASK_ADDRESS."""
+
+
+@contextlib.contextmanager
+def _sampled(pids: list[int]) -> Iterator[dict[str, float]]:
+    """The largest RSS any of ``pids`` (with its children) reached while the block ran, in MiB."""
+    import psutil
+
+    peak = {"workers": 0.0}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.2):
+            for pid in pids:
+                try:
+                    p = psutil.Process(pid)
+                    rss = max([p.memory_info().rss, *(c.memory_info().rss for c in p.children(recursive=True))])
+                except psutil.Error:
+                    continue
+                peak["workers"] = max(peak["workers"], rss / 2**20)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        thread.join()
+
+
 def run_stages(stages: list[str], data: Path, base: str, runner: str, until: date, window_days: int,
                env: dict[str, str], a: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "benchmarks.refresh_bench", "--stage-run", ",".join(stages), "--data", str(data),
@@ -147,15 +181,26 @@ def run_stages(stages: list[str], data: Path, base: str, runner: str, until: dat
         out = a.profile / f"{runner}-{'-'.join(stages)}-{until}.txt"
         cmd = [a.py_spy, "record", "--format", "raw", "--rate", "50", "--idle", "--threads", "--subprocesses",
                "--nonblocking", "-o", str(out), "--", *cmd]
-    t = time.perf_counter()
-    with log.open("w") as err:
-        proc = subprocess.run(cmd, check=False, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
-    wall = time.perf_counter() - t
+    with contextlib.ExitStack() as stack:
+        if runner == EXTERNAL:
+            # Started for each stage process, as its own processes (not the stage's children):
+            # their start is not timed, their peak memory is sampled from here.
+            from revbench.replay.cluster import local_cluster
+
+            cluster = stack.enter_context(local_cluster(data.parent / "cluster" / "-".join(stages), 2))
+            cmd += ["--dask-address", cluster.address]
+            peak = stack.enter_context(_sampled([p.pid for p in cluster.workers]))
+        t = time.perf_counter()
+        with log.open("w") as err:
+            proc = subprocess.run(cmd, check=False, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+        wall = time.perf_counter() - t
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode or not lines:
         raise SystemExit(f"refresh over {stages} with {runner} failed (exit {proc.returncode}); its log: {log}")
     out = json.loads(lines[-1])
     out["process_s"] = round(wall, 1)
+    if runner == EXTERNAL:
+        out["peak_worker_rss_mb"] = round(peak["workers"])
     print(f"  {runner:7s} {','.join(stages):35s} {out['seconds']:8.1f} s  peak {out['peak_rss_mb']} MB"
           f" (largest Dask worker {out['peak_worker_rss_mb']} MB)  " + "; ".join(f"{r['stage']}: {r['status']}" for r in out["stages"]),
           flush=True)
@@ -190,6 +235,7 @@ def main() -> None:
     p.add_argument("--runner")
     p.add_argument("--until")
     p.add_argument("--window-days", type=int)
+    p.add_argument("--dask-address")
     a = p.parse_args()
     if a.day < 1:
         p.error(f"--day {a.day}: expected 1 or more")

@@ -114,10 +114,11 @@ class RevbenchFlow(Generic[P, R]):
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         settings = kwargs.get("settings", args[0] if args else None)
         if isinstance(settings, Settings):
-            from revbench.flows.pieces import task_runner
+            from revbench.flows.pieces import task_runner, workers_report_here
 
-            return self.flow.with_options(task_runner=task_runner(settings.runner, settings.http.probe_timeout_seconds))(
-                *args, **kwargs)
+            with workers_report_here(settings.runner):
+                return self.flow.with_options(
+                    task_runner=task_runner(settings.runner, settings.http.probe_timeout_seconds))(*args, **kwargs)
         return self.flow(*args, **kwargs)
 
     def run(self, *args: P.args, track: bool = True, **kwargs: P.kwargs) -> R:

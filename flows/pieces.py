@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from typing import Any, TypeVar
 
-from revbench.errors import ServiceUnavailable, interrupt_noted
+from revbench.errors import PieceFailed, RevbenchError, ServiceUnavailable, interrupt_noted
 from revbench.flows.common import prefect_active
 from revbench.settings import LimitsSettings, RunnerSettings
 from revbench.workers import map_unordered
@@ -57,6 +58,36 @@ def task_runner(runner: RunnerSettings, probe_timeout: float = 5.0) -> Any:
     from prefect.task_runners import ThreadPoolTaskRunner
 
     return ThreadPoolTaskRunner(max_workers=runner.max_workers)
+
+
+@contextlib.contextmanager
+def workers_report_here(runner: RunnerSettings) -> Iterator[None]:
+    """Make the flow's Prefect API the one every Dask worker reports to, for the block.
+
+    prefect-dask ships the flow's settings context with each task, and the worker builds its
+    client from it. A flow without PREFECT_API_URL talks to its temporary server through no URL
+    at all, so the context carries none and each worker (which has no URL either) would start a
+    temporary server of its own: its task runs missing from the curator's UI, the server left
+    behind. Here the temporary server is started first and its URL put in the context, and the
+    context forbids temporary servers, so a worker that still finds no URL fails its piece
+    instead of starting one. Credentials (PREFECT_API_AUTH_STRING) travel in the same context,
+    pickled over the scheduler's connection (tls:// keeps them private on a network)."""
+    if runner.kind != "dask":
+        yield
+        return
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED, temporary_settings
+
+    updates: dict[Any, Any] = {PREFECT_SERVER_EPHEMERAL_ENABLED: False}
+    if not PREFECT_API_URL.value():
+        from prefect.server.api.server import SubprocessASGIServer
+
+        # The same server Prefect's client would start on its own (one per process; stopped
+        # when the process exits, as it is without Dask).
+        server = SubprocessASGIServer()
+        server.start()
+        updates[PREFECT_API_URL] = server.api_url
+    with temporary_settings(updates=updates):
+        yield
 
 
 def no_worker_profiler() -> None:
@@ -101,7 +132,47 @@ def _piece_task(fn: Callable[..., Any], name: str, service: str | None) -> Any:
 
     tags = [SERVICE_TAGS[service]] if service else []
     # Pieces are never cached by Prefect: the warehouse records what is done.
-    return task(_unless_interrupted(fn), name=name, tags=tags, cache_policy=NO_CACHE, persist_result=False)
+    return task(_unless_interrupted(_naming_the_worker(fn, name)), name=name, tags=tags, cache_policy=NO_CACHE,
+                persist_result=False)
+
+
+def dask_worker() -> str | None:
+    """``Dask worker NAME (ADDRESS)`` when called on a Dask worker, else None."""
+    if "distributed" not in sys.modules:
+        return None
+    from distributed import get_worker
+
+    try:
+        w = get_worker()
+    except ValueError:
+        return None
+    return f"Dask worker {w.name} ({w.address})"
+
+
+def _naming_the_worker(fn: Callable[..., R], name: str) -> Callable[..., R]:
+    """``fn``, whose failure on a Dask worker names the worker and the piece: what one worker
+    lacks (a model, a module, a path that exists only on the flow's host, a service it cannot
+    reach) is then one line that says where to look. On threads it fails as it always did."""
+
+    @functools.wraps(fn)
+    def piece(*args: Any, **kwargs: Any) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except ServiceUnavailable as exc:
+            where = dask_worker()
+            if where is None:
+                raise
+            raise ServiceUnavailable(exc.service, exc.url, f"{exc.detail}; seen by piece {name} on {where}") from None
+        except RevbenchError:
+            raise
+        except Exception as exc:
+            where = dask_worker()
+            if where is None:
+                raise
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            raise PieceFailed(f"piece {name} failed on {where}: {type(exc).__name__}: {first}") from None
+
+    return piece
 
 
 def _unless_interrupted(fn: Callable[..., R]) -> Callable[..., R]:

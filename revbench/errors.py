@@ -65,6 +65,14 @@ class ServiceUnavailable(RevbenchError):
         return (type(self), (self.service, self.url, self.detail))
 
 
+class PieceFailed(RevbenchError):
+    """A piece of a stage failed in another process (a Dask worker): the message names the
+    worker, the piece and what was missing there (a model, a module, a path, a service)."""
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return (type(self), (str(self),))
+
+
 class WarehouseBusy(RevbenchError):
     """Another process holds the warehouse."""
 

@@ -63,7 +63,11 @@ def encode_piece(model_name: str, items: list[tuple[str, str]], token_budget: in
     With a ``token_budget`` (the GPU path) texts go in batches of about that many padded
     tokens (lengths estimated at four characters a token, capped at the model's limit);
     otherwise in batches of 32."""
-    model = model_for(model_name, runtime, Path(root) if root else None)
+    try:
+        model = model_for(model_name, runtime, Path(root) if root else None)
+    except OSError as exc:  # not downloaded where this piece runs (a worker offline, another cache)
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise OSError(f"model {model_name} ({runtime}) is not available here: {first}") from exc
     texts = [t for _, t in items]
     kw = dict(normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
     if not token_budget or not texts:

@@ -5,7 +5,6 @@ stop that takes the whole process group with it."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -15,6 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from revbench.replay.cluster import stop as stop_group
 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:
@@ -39,20 +40,6 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float, alive: subproc
         if time.monotonic() > deadline:
             pytest.fail(f"no {what} within {timeout:.0f} s" + (f":\n{log.read_text()}" if log else ""))
         time.sleep(0.5)
-
-
-def stop_group(proc: subprocess.Popen[Any], grace: float = 20) -> None:
-    """SIGTERM to the process group ``proc`` leads (started with ``start_new_session``), SIGKILL
-    after ``grace`` seconds."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 @contextmanager
