@@ -35,7 +35,7 @@ from revbench.settings import Settings
 from revbench.warehouse import Warehouse
 from revbench.warehouse.holder import write_waiting
 from revbench.warehouse.survey_store import SurveyStore
-from tests.support.answers import Answer, acknowledged, answer, latest, pulled, ratings_of, same
+from tests.support.answers import Answer, acknowledged, answer, latest, one_answer, pulled, ratings_of, same
 from tests.support.cli import cli, one_line_error
 from tests.support.common import run_cli, settings_env
 from tests.support.survey import RULES, survey_server_process
@@ -246,12 +246,7 @@ def test_a_wave_sent_after_the_backup_is_neither_forgotten_nor_sent_twice(survey
 
 def small_data(s: Settings) -> None:
     """A warehouse and a store with one answer: enough for the checks that need no flow."""
-    with Warehouse.open(s.warehouse_path):
-        pass
-    store = SurveyStore(s.survey_store_path)
-    store.publish_invitations([{"invitation_id": "inv_1", "round": 1, "papers": [{"paper_id": "2609.00001"}]}])
-    store.record_answers("inv_1", {"2609.00001": 3})
-    store.close()
+    one_answer(s, 3)
 
 
 def test_a_changed_truncated_or_missing_backup_file_is_refused_by_name(settings: Settings, tmp_path: Path,
@@ -334,12 +329,7 @@ def forge(snap: Path, old_format: bool = False) -> None:
 def test_a_consistently_edited_backup_is_refused(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  old_format: bool) -> None:
     use_env(settings, monkeypatch)
-    with Warehouse.open(settings.warehouse_path):
-        pass
-    store = SurveyStore(settings.survey_store_path)
-    store.publish_invitations([{"invitation_id": "inv_1", "round": 1, "papers": [{"paper_id": "2609.00001"}]}])
-    store.record_answers("inv_1", {"2609.00001": 5})
-    store.close()
+    one_answer(settings, 5)
     snap = take_backup(tmp_path / "backups")
     forge(snap, old_format)
     # The store is lost: the moment a backup is restored, and nothing live stands in the way.

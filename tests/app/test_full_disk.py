@@ -11,8 +11,7 @@ from pathlib import Path
 from revbench.backup import LOCK, snapshots
 from revbench.flows.evaluate import evaluate_flow
 from revbench.settings import Settings
-from revbench.warehouse import Warehouse
-from revbench.warehouse.survey_store import SurveyStore
+from tests.support.answers import one_answer
 from tests.support.cli import cli, error_line, file_size_limit
 from tests.support.evaluation import write_openreview
 
@@ -21,12 +20,7 @@ BACKUP_KEY = "backup-key-of-these-tests-0123456789"
 
 def test_a_backup_onto_a_full_disk_is_one_line_and_leaves_no_snapshot(settings: Settings, tmp_path: Path) -> None:
     s = settings.with_overrides(backup={"key": BACKUP_KEY})
-    with Warehouse.open(s.warehouse_path):
-        pass
-    store = SurveyStore(s.survey_store_path)
-    store.publish_invitations([{"invitation_id": "inv_1", "round": 1, "papers": [{"paper_id": "2609.00001"}]}])
-    store.record_answers("inv_1", {"2609.00001": 5})
-    store.close()
+    one_answer(s, 5)
     # Room for the live store's own files, not for a copy of the warehouse.
     limit = s.warehouse_path.stat().st_size // 2
     assert limit > 64 * 1024

@@ -11,6 +11,17 @@ from revbench.warehouse.survey_store import SurveyStore
 Answer = tuple[str, str, int | None, str]  # invitation, paper, rating (None: a skip), created_at
 
 
+def one_answer(s: Settings, rating: int) -> None:
+    """A new warehouse and a survey store holding one invitation answered with ``rating``: what a
+    backup holds at its smallest."""
+    with Warehouse.open(s.warehouse_path):
+        pass
+    store = SurveyStore(s.survey_store_path)
+    store.publish_invitations([{"invitation_id": "inv_1", "round": 1, "papers": [{"paper_id": "2609.00001"}]}])
+    store.record_answers("inv_1", {"2609.00001": rating})
+    store.close()
+
+
 def answer(store: SurveyStore, answers: list[tuple[str, str, int | None]]) -> list[Answer]:
     """Record answers as the survey server does once a person confirms them; returns what the
     store acknowledged (each answer with its time)."""
