@@ -77,7 +77,7 @@ def lr_files(work: Path) -> tuple[Path, Path, str]:
 
 def gold_layout(work: Path, reviewers: int = 58, rated: int = 8, draws: int = 10, seed: int = 1) -> Path:
     """A SYNTHETIC gold-standard layout of the full dataset's size (flat slice layout)."""
-    from revbench.synth.world import Generator, WorldSpec
+    from revbench.synth.draw import Generator, WorldSpec
 
     g = Generator(WorldSpec(seed=seed))
     root = work / "gold-full"

@@ -144,7 +144,8 @@ def main() -> None:
     if a.scale_child:
         print(json.dumps(scale_run(a.scale_child)))
         return
-    from revbench.synth.world import WorldSpec, ensure_world
+    from revbench.synth.draw import WorldSpec
+    from revbench.synth.world import ensure_world
 
     demo = Path("data/bench/world-demo")
     ensure_world(demo, WorldSpec(n_papers=300, seed=7, start=date(2026, 9, 1), end=date(2026, 10, 31)))

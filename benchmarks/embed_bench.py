@@ -53,7 +53,7 @@ def gold_texts(root: Path) -> list[str]:
 
 
 def synthetic_texts(n: int) -> list[str]:
-    from revbench.synth.world import Generator, WorldSpec
+    from revbench.synth.draw import Generator, WorldSpec
 
     g = Generator(WorldSpec(seed=4))
     out = []

@@ -27,7 +27,7 @@ from revbench.evaluation.model import PAPERS_SCHEMA, PROFILE_SCHEMA, RATINGS_SCH
 from revbench.evaluation.scorers import Context, make_scorer
 from revbench.evaluation.scorers.tpms import tokens
 from revbench.settings import Settings
-from revbench.synth.world import Generator, WorldSpec
+from revbench.synth.draw import Generator, WorldSpec
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

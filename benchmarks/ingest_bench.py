@@ -53,7 +53,8 @@ def main() -> None:
     from revbench.replay import spawn_replay
     from revbench.replay.server import replay_overrides
     from revbench.settings import Settings
-    from revbench.synth.world import WorldSpec, ensure_world
+    from revbench.synth.draw import WorldSpec
+    from revbench.synth.world import ensure_world
 
     world_dir = a.work / f"world-{a.papers}"
     t0 = time.perf_counter()

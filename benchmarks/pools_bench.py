@@ -119,7 +119,8 @@ def main() -> None:
     p.add_argument("--tau", type=float, default=0.6)
     p.add_argument("--embed-texts", type=int, default=600)
     a = p.parse_args()
-    from revbench.synth.world import WorldSpec, ensure_world
+    from revbench.synth.draw import WorldSpec
+    from revbench.synth.world import ensure_world
 
     demo = Path("data/bench/world-demo")
     ensure_world(demo, WorldSpec(n_papers=300, seed=7, start=date(2026, 9, 1), end=date(2026, 10, 31)))

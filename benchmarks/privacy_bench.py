@@ -45,8 +45,9 @@ from typing import Any
 import polars as pl
 
 from revbench.synth.vocab import FIRST_NAMES
-from revbench.synth.world import Generator, WorldSpec
-from revbench.tasks.privacy import NOTE_KINDS, Auditor, common_words, privacy_audit
+from revbench.synth.draw import Generator, WorldSpec
+from revbench.tasks.privacy import NOTE_KINDS, Auditor, privacy_audit
+from revbench.tasks.privacy_names import common_words
 from tests.support.privacy_corpus import GIVEN_WORDS, clean_sentences, email_respellings, name_respellings, people
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -249,7 +249,8 @@ def main() -> None:
 
     from revbench.replay import spawn_replay
     from revbench.settings import ReplaySettings
-    from revbench.synth.world import WorldSpec, ensure_world, grow_world, spec_of
+    from revbench.synth.draw import WorldSpec
+    from revbench.synth.world import ensure_world, grow_world, spec_of
 
     runners = [r.strip() for r in a.runners.split(",") if r.strip()]
     world = a.work / "world"

@@ -142,7 +142,7 @@ def main() -> None:
 
     from revbench.replay.server import free_port
     from revbench.survey.tokens import Claim, LinkSigner
-    from revbench.warehouse.survey_store import SurveyStore
+    from revbench.warehouse.store import SurveyStore
 
     signer = LinkSigner(SecretStr(KEY))
     papers = [{"paper_id": f"2609.{k:05d}", "title": f"SYNTHETIC paper {k}", "abstract": "SYNTHETIC abstract. " * 40}

@@ -1,8 +1,9 @@
-"""The CLI and settings reference pages, generated from the code at every docs build.
+"""The CLI, settings and stages reference pages, generated from the code at every docs build.
 
-An mkdocs hook (``hooks:`` in mkdocs.yml): ``on_files`` adds ``reference/cli.md`` and
-``reference/settings.md`` as generated pages, so they are never committed and cannot drift from
-the command line or the settings tree. ``python docs/gen_reference.py cli|settings`` prints one.
+An mkdocs hook (``hooks:`` in mkdocs.yml): ``on_files`` adds ``reference/cli.md``,
+``reference/settings.md`` and ``reference/stages.md`` as generated pages, so they are never
+committed and cannot drift from the command line, the settings tree or the stage table.
+``python docs/gen_reference.py cli|settings|stages`` prints one.
 
 The CLI page walks the typer app's click command (usage, help, and each option as ``--help``
 shows it); the settings page reads ``render_env_example()``, the same walk of the settings tree
@@ -107,7 +108,29 @@ def settings_page() -> str:
     return "\n".join(out) + "\n"
 
 
-PAGES = {"reference/cli.md": command_pages, "reference/settings.md": settings_page}
+INTRO_STAGES = """# Stages
+
+The stages of `revbench refresh`, in the order it runs them, generated at each docs build from the
+stage table (`STAGES` in `revbench/stages.py`). `REVBENCH_REFRESH__STAGES` and `--stages` take
+these names. Before a stage runs, its plan reads what it watches and says why it runs or why not
+([The refresh](../stages/refresh.md)); the refresh then calls its flow with the plan's arguments
+and those below. To add a stage: [Add a stage](../extending/stage.md).
+"""
+
+
+def stages_page() -> str:
+    """Markdown table of the refresh's stages, one row per entry of ``revbench.stages.STAGES``."""
+    from revbench.stages import STAGES
+
+    out = [INTRO_STAGES, "| stage | run alone | flow | plan | watches | the refresh passes |", "|---|---|---|---|---|---|"]
+    for s in STAGES:
+        passes = [f"`{k}={v!r}`" for k, v in s.flow_args.items()] + (["`synthetic` (its plan gets the window)"] if s.window else [])
+        watches = ", ".join(f"`{i}`" if " " not in i else i for i in s.inputs)
+        out.append(f"| {s.name} | `{s.command}` | `{s.flow}` | `{s.planner}` | {watches} | {', '.join(passes)} |")
+    return "\n".join(out) + "\n"
+
+
+PAGES = {"reference/cli.md": command_pages, "reference/settings.md": settings_page, "reference/stages.md": stages_page}
 
 
 def on_files(files: Any, config: Any) -> Any:

@@ -1,6 +1,6 @@
 """The backup flow: a snapshot of the warehouse and the survey store, then the oldest pruned.
 
-The steps live in :mod:`revbench.backup`. Unlike the other flows it records no run in the
+The steps live in :mod:`revbench.backup.take`. Unlike the other flows it records no run in the
 warehouse: a backup must not change what it copies, and a run row written after the copy would
 make the live warehouse look newer than every snapshot of it. It holds the warehouse only while
 it copies the file (announced in the holder file, so ``revbench status`` and a waiting run name
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from revbench.backup import write_backup
+from revbench.backup.take import write_backup
 from revbench.flows.common import code_version, publish_table, revbench_flow
 from revbench.flows.results import FlowResult
 from revbench.settings import Settings

@@ -14,16 +14,15 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-import numpy as np
-
+from revbench.evaluation.inputs import load_inputs
 from revbench.evaluation.model import Benchmark
 from revbench.evaluation.plan import plan_evaluation
 from revbench.files import file_sha256, write_atomic
-from revbench.flows.common import Run, Stage, flow_run, publish_table, revbench_flow, stage, stage_task
-from revbench.flows.pieces import chunks, map_pieces
+from revbench.flows.common import Run, flow_run, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.encoding import encode_texts
 from revbench.flows.results import FlowResult
 from revbench.ml.backends import runtime_for
-from revbench.ml.embeddings import check_model, encode_piece, export_dir, settings_cache, text_hash
+from revbench.ml.embeddings import check_model, export_dir, settings_cache, text_hash
 from revbench.ml.models import device
 from revbench.settings import Settings
 from revbench.tasks.embed import benchmark_texts, counts_by_kind, vector_frame
@@ -50,25 +49,6 @@ class EmbedResult(FlowResult):
     run_id: str
     device: str
     rows: list[EmbeddedBenchmark]
-
-
-def encode_texts(st: Stage, model: str, texts: list[str], what: str) -> tuple[np.ndarray, int, int]:
-    """Vectors of ``texts`` by ``model``; only texts never embedded are encoded, in pieces of
-    RUNNER__EMBED_BATCH (Prefect tasks on the run's task runner when tracked), each kept as it
-    completes, so a killed run encodes only what it had not finished. Returns the vectors, the
-    count encoded and the pieces."""
-    cache = settings_cache(st.settings, model)
-    todo = cache.missing(texts)
-    budget = st.settings.embed.token_budget if device() == "cuda" and cache.runtime == "torch" else 0
-    pieces = [(model, list(batch), budget, cache.runtime, str(cache.root))
-              for batch in chunks(todo, st.settings.runner.embed_batch)]
-    encoded = 0
-    with st.progress(len(todo), f"embedding {len(todo)} {what} ({model}, {cache.runtime})") as progress:
-        for hashes, vecs in map_pieces(encode_piece, pieces, f"embed-{what.replace(' ', '-')}", "embed"):
-            cache.add(hashes, vecs)
-            encoded += len(hashes)
-            progress.advance(len(hashes))
-    return cache.embed(texts), encoded, len(pieces)  # every text is cached now: nothing is encoded here
 
 
 @stage_task("embed-benchmark")
@@ -101,8 +81,6 @@ def embed_stage(run: Run, bench: Benchmark, model: str) -> EmbeddedBenchmark:
 @revbench_flow("embed")
 def embed_flow(settings: Settings, benchmarks: list[str], models: list[str] | None = None) -> EmbedResult:
     """Embed every benchmark's texts with every model (default: EMBED__MODELS) and export them."""
-    from revbench.flows.evaluate import load_inputs
-
     plan = plan_evaluation(settings, benchmarks, ["trivial"], [])
     models = models or settings.embed.models
     loaded, _ = load_inputs(plan, allow_partial=False, profile_max_papers=settings.ratings.profile_max_papers,

@@ -11,20 +11,19 @@ from typing import Any
 
 import polars as pl
 
-from revbench.errors import InputError, UsageError
+from revbench.errors import UsageError
 from revbench.evaluation.evaluate import Evaluator, cross_benchmark_average
-from revbench.evaluation.exports import export_formats, file_name
-from revbench.evaluation.importers import coverage, is_lr_flat, load_benchmark, load_lr_flat, load_predictions
-from revbench.evaluation.importers.warehouse import load_warehouse
+from revbench.evaluation.exports import export_formats
+from revbench.evaluation.inputs import load_inputs, warn_training_overlap
 from revbench.evaluation.model import Benchmark, MetricValue, Scores
-from revbench.evaluation.plan import EvaluationPlan, export_key, plan_evaluation
+from revbench.evaluation.plan import EvaluationPlan, plan_evaluation
 from revbench.evaluation.report import ReportTable, plot_loss, report_tables, results_frame
 from revbench.evaluation.scorers import Context, make_scorer
 from revbench.evaluation.separation import Separation, separation_rows, separation_table, split_separations
-from revbench.files import file_sha256
 from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage
 from revbench.flows.pieces import map_pieces
-from revbench.flows.results import FlowResult
+from revbench.flows.results import ConfiguredEvaluation, FlowResult
+from revbench.release_checks import check_recorded_releases
 from revbench.schemas.tables import EVAL_RESULTS
 from revbench.settings import Settings
 from revbench.tasks.evaluate import dropped_by_benchmark, json_rows, stored_results
@@ -32,87 +31,6 @@ from revbench.warehouse import utcnow
 
 log = logging.getLogger("revbench.evaluate")
 SameAs = dict[tuple[str, str], tuple[str, str]]
-
-
-def load_inputs(plan: EvaluationPlan, allow_partial: bool, profile_max_papers: int = 20,
-                lock_wait: float = 0.0) -> tuple[list[Benchmark], list[tuple[int, Scores]]]:
-    """Load and check every benchmark and prediction file before any work, so bad input writes
-    nothing. A file that leaves pairs of its benchmark unscored is an error unless
-    ``allow_partial`` (then every row reports its coverage). A warehouse benchmark waits up to
-    ``lock_wait`` seconds for a run that holds its file."""
-    loaded = [load_warehouse(path, profile_max_papers, lock_wait) if kind == "warehouse" else load_benchmark(kind, path)
-              for kind, path in plan.benchmarks]
-    names = [b.name for b in loaded]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        # Reports, exports and scorer pairs are kept by benchmark name: a second one would overwrite the first.
-        raise UsageError(f"-b: {len(loaded)} benchmarks but {', '.join(twice)} named twice ("
-                         + ", ".join(f"{k}={p}" for (k, p), b in zip(plan.benchmarks, loaded, strict=True) if b.name in twice)
-                         + "); evaluate them in separate runs, each with its own --report folder")
-    preds: list[tuple[int, Scores]] = []
-    for k, p in enumerate(plan.predictions):
-        if is_lr_flat(p.path):
-            # LR-bench's flat predictions carry their labels: a benchmark of their own.
-            name = f"lrbench:{p.path.stem}"
-            same = next((q for q in plan.predictions[:k]
-                         if export_key(q.path.stem) == export_key(p.path.stem) and is_lr_flat(q.path)), None)
-            if same is not None:
-                # Both would be the benchmark lrbench:<stem>: one's exports would overwrite the other's.
-                raise UsageError(f"--predictions {same.name}={same.path} and --predictions {p.name}={p.path} are both "
-                                 f"LR-bench flat files named {p.path.name} and would write the same export files "
-                                 f"(trec/{file_name(name)}/); copy one under another name")
-            split, scores = load_lr_flat(p.path)
-            loaded.append(Benchmark(name, p.path.stem, pl.DataFrame(), [pl.DataFrame()], [split]))
-            preds.append((len(loaded) - 1, Scores(p.name, [scores], f"predictions:{p.path.name}", file_sha256(p.path))))
-            continue
-        candidates = [i for i, b in enumerate(loaded) if not p.target or b.name == p.target]
-        if len(candidates) != 1:
-            raise InputError(f"--predictions {p.name}={p.path}: say which benchmark it scores, as NAME@BENCHMARK=PATH")
-        bench = loaded[candidates[0]]
-        scores = load_predictions(p.path, p.name, bench)
-        covered, needed, example = coverage(bench, scores)
-        if covered < needed and not allow_partial:
-            raise InputError(
-                f"--predictions {p.name}={p.path} scores {covered} of the {needed} reviewer-paper pairs {bench.name} needs "
-                f"(missing e.g. reviewer {example[0]!r}, paper {example[1]!r}); pass --allow-partial to evaluate on the "
-                "covered pairs, with the coverage in every result")
-        preds.append((candidates[0], scores))
-    return loaded, preds
-
-
-def check_recorded_releases(settings: Settings, benchmarks: list[tuple[str, Path]]) -> None:
-    """A release of this project's releases folder is checked against the manifest sha256 the
-    warehouse recorded when it was built, before anything is read (its loader checks every file
-    against the manifest; a copy elsewhere has only its own manifest to answer to); read as
-    ``release`` or, its JSON, as ``lrbench``."""
-    for kind, path in benchmarks:
-        is_release = kind == "release" or (kind == "lrbench" and (path / "manifest.json").is_file())
-        if is_release and path.resolve().parent == settings.releases_dir.resolve():
-            from revbench.flows.release import verify_recorded
-
-            verify_recorded(settings, path)
-
-
-def warn_training_overlap(specs: list[str], loaded: list[Benchmark]) -> None:
-    """A trained adapter evaluated on papers it saw in training (as weak-supervision text, never
-    with a label) gets optimistic numbers there: say so, with the count."""
-    from revbench.evaluation.scorers.base import parse_spec
-
-    models = [(spec, model) for spec in specs if (model := parse_spec(spec)[1].get("model", ""))]
-    if not models:
-        return  # no scorer names a model (predictions files, tpms): the ML modules stay unloaded
-    from revbench.ml.models import is_adapter
-    from revbench.ml.training import training_ids
-
-    for spec, model in models:
-        if not is_adapter(model):
-            continue
-        seen = training_ids(model)
-        for b in loaded:
-            overlap = seen & set(b.submissions["paper_id"].to_list()) if b.submissions.height else set()
-            if overlap:
-                log.warning("%s was trained on text of %d of the %d submissions of %s (weak supervision, no ratings): "
-                            "its results there are optimistic", spec, len(overlap), b.submissions.height, b.name)
 
 
 def score_piece(settings: Settings, index: int, benchmark: Benchmark, spec: str) -> tuple[int, str, Scores, float]:
@@ -176,16 +94,6 @@ class EvaluateResult(FlowResult):
     dropped: dict[str, dict[str, int]]
     separation: list[dict[str, Any]] = field(default_factory=list)
     """Every two scorers' paired difference in loss per split (``separation.json``)."""
-
-
-@dataclass(frozen=True)
-class ConfiguredEvaluation(FlowResult):
-    """The configured scorers' evaluation that ends the ratings and release flows and the refresh."""
-
-    run_id: str
-    markdown: str
-    tables: list[ReportTable]
-    report_dir: str
 
 
 @dataclass(frozen=True)
@@ -268,14 +176,17 @@ def evaluate_flow(
     json_out: str | None = None,
     plot: bool = True,
     allow_partial: bool = False,
+    plan: EvaluationPlan | None = None,
 ) -> EvaluateResult:
     """Evaluate every scorer and prediction file on every benchmark; store, report, return rows.
 
     Without ``scorers``, ``trivial`` and ``tpms`` run when no predictions file is given. ``plot``
     draws ``loss.png`` (matplotlib costs most of a second: one-off commands skip it unless asked).
     Results are appended: each run's rows carry its run id, every scorer's spec and the hash of
-    any predictions file; earlier runs' rows stay in ``eval_results``."""
-    plan = plan_evaluation(settings, benchmarks, scorers, predictions or [], baseline)
+    any predictions file; earlier runs' rows stay in ``eval_results``. ``plan`` is these arguments
+    as :func:`plan_evaluation` checked them already (the command line checks them before a
+    tracked run starts Prefect); without it they are checked here, once either way."""
+    plan = plan or plan_evaluation(settings, benchmarks, scorers, predictions or [], baseline)
     if bootstrap < 0:
         raise UsageError(f"--bootstrap {bootstrap}: expected 0 or more resamples")
     check_recorded_releases(settings, plan.benchmarks)
@@ -303,7 +214,7 @@ def evaluate_flow(
 def evaluate_configured(settings: Settings, benchmark: str, report_dir: Path) -> ConfiguredEvaluation:
     """``REVBENCH_RATINGS__EVALUATE_SCORERS`` on one benchmark (``KIND=PATH``), as the ratings and
     release flows end: a subflow when tracked, in-process otherwise."""
-    from revbench.flows.common import prefect_active
+    from revbench.flows.pieces import prefect_active
 
     ev = evaluate_flow.run(settings, benchmarks=[benchmark], scorers=list(settings.ratings.evaluate_scorers),
                            bootstrap=settings.ratings.bootstrap, report_dir=str(report_dir), track=prefect_active())

@@ -17,7 +17,6 @@ from functools import cache
 from typing import Any, TypeVar
 
 from revbench.errors import PieceFailed, RevbenchError, ServiceUnavailable, interrupt_noted
-from revbench.flows.common import prefect_active
 from revbench.settings import LimitsSettings, RunnerSettings
 from revbench.workers import map_unordered
 
@@ -26,6 +25,15 @@ R = TypeVar("R")
 SERVICE_TAGS = {name: f"revbench:{name}" for name in LimitsSettings.model_fields}
 """The tag each service's pieces carry; a Prefect concurrency limit on the tag bounds them
 across every worker."""
+
+
+def prefect_active() -> bool:
+    """True inside a Prefect flow or task run."""
+    if "prefect" not in sys.modules:
+        return False
+    from prefect.context import FlowRunContext, TaskRunContext
+
+    return FlowRunContext.get() is not None or TaskRunContext.get() is not None
 
 
 def check_scheduler(address: str, timeout: float) -> None:

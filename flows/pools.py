@@ -12,7 +12,7 @@ import polars as pl
 from revbench.clients.semantic_scholar import SemanticScholarClient
 from revbench.errors import UsageError
 from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
-from revbench.flows.embed import encode_texts
+from revbench.flows.encoding import encode_texts
 from revbench.flows.results import FlowResult
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import ASSIGNMENTS, S2_AUTHOR_PAPERS

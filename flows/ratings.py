@@ -14,28 +14,17 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any
 
 import polars as pl
 
 from revbench.errors import UsageError
-from revbench.flows.common import (
-    DecidedElsewhere,
-    Run,
-    Waiting,
-    decision_made,
-    flow_run,
-    mark_outcome,
-    prefect_active,
-    publish_markdown,
-    publish_table,
-    revbench_flow,
-    stage,
-    stage_task,
-    wait_for_curator,
-)
-from revbench.flows.results import FlowResult
-from revbench.flows.survey import opt_out_stage
+from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.curator import DecidedElsewhere, Waiting, decision_made, mark_outcome, wait_for_curator
+from revbench.flows.opt_outs import opt_out_stage
+from revbench.flows.pieces import prefect_active
+from revbench.flows.results import ConfiguredEvaluation, FlowResult
+from revbench.flows.store_pull import read_store
 from revbench.schemas.quality import DataQualityError, validate_frames
 from revbench.schemas.tables import (
     EVENT_REJECTS,
@@ -48,12 +37,10 @@ from revbench.schemas.tables import (
 )
 from revbench.settings import Settings
 from revbench.tasks import curator_forms as forms
+from revbench.tasks import rating_stats
 from revbench.tasks import ratings as tasks
 from revbench.warehouse import utcnow
-from revbench.warehouse.survey_store import SurveyStore
-
-if TYPE_CHECKING:
-    from revbench.flows.evaluate import ConfiguredEvaluation
+from revbench.warehouse.store import SurveyStore
 
 log = logging.getLogger("revbench.ratings")
 DECISIONS = ("keep", "drop")
@@ -114,41 +101,6 @@ class Built:
     tuples: pl.DataFrame
 
 
-class _Snapshot(NamedTuple):
-    identity: dict[str, Any]
-    rows: list[dict[str, Any]]
-    after: int
-    lost: dict[str, Any]
-
-
-def lost_since_pull(store: SurveyStore, epoch: str, high_water: int, digest: str | None) -> bool:
-    """Whether the store no longer holds, as it was pulled, the event at its epoch's high-water
-    mark: it was emptied or restored from an older backup, and its ids may name new answers."""
-    if not high_water:
-        return False
-    held = store.event(high_water)
-    return held is None or (digest is not None and tasks.store_events([held], epoch)["digest"][0] != digest)
-
-
-def _read_store(store: SurveyStore, marks: dict[str, tuple[int, str | None]]) -> _Snapshot:
-    """The store's events past its epoch's high-water mark (``marks``: epoch -> (mark, digest)).
-    A store that lost events gets a new epoch and is read whole (``lost`` says what was lost);
-    so is one whose epoch another pull renewed meanwhile."""
-    ident = store.identity()
-    epoch = str(ident["epoch"])
-    after, at_mark = marks.get(epoch, (0, None))
-    lost: dict[str, Any] = {}
-    if lost_since_pull(store, epoch, after, at_mark):
-        lost = {"lost_from": epoch, "pulled_up_to": after}
-        store.renew_epoch(epoch)
-        after = 0
-    ident, rows = store.snapshot(after)
-    if ident["epoch"] != epoch and not lost:  # renewed by another pull meanwhile: all of it, by digest
-        after = 0
-        ident, rows = store.snapshot(0)
-    return _Snapshot(ident, rows, after, lost)
-
-
 @stage_task("pull-events")
 def pull_stage(run: Run, store: SurveyStore) -> Pulled:
     """New events from the survey store, every event resolved again (a new answer supersedes an
@@ -166,7 +118,7 @@ def pull_stage(run: Run, store: SurveyStore) -> Pulled:
         known = set(old["digest"].to_list())
         marks = st.wh.survey_epoch_marks()
         epochs = st.wh.read(SURVEY_EPOCHS, order_by=["last_pulled_at"])
-        snap = _read_store(store, marks)
+        snap = read_store(store, marks)
         epoch = str(snap.identity["epoch"])
         read = tasks.store_events(snap.rows, epoch)
         lost = dict(snap.lost)
@@ -320,8 +272,8 @@ def tuples_stage(run: Run, ratings: pl.DataFrame, flags: pl.DataFrame, decisions
 def _report(run: Run, report_dir: Path, pulled: Pulled, found: tasks.PullFound, flags: pl.DataFrame, asked: int,
             decisions: pl.DataFrame, built: Built) -> RatingsResult:
     """The run's counts, statistics and figure: written to ``report_dir``, shown as artifacts."""
-    stats = tasks.statistics(built.ratings)
-    figure = tasks.plot_distributions(stats, report_dir / "distributions.png") if stats.ratings else None
+    stats = rating_stats.statistics(built.ratings)
+    figure = rating_stats.plot_distributions(stats, report_dir / "distributions.png") if stats.ratings else None
     md = stats.markdown()
     report_dir.mkdir(parents=True, exist_ok=True)
     (report_dir / "statistics.md").write_text(md)

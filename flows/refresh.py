@@ -4,7 +4,8 @@ when its inputs did not change since the refresh that last ran it.
 A stage is planned before it runs: the plan reads a few counts and digests from the warehouse
 (cheap next to the stage) and says in words why the stage runs or why it does not. The refresh
 holds the warehouse only while planning and recording, so the stage flows (and other commands)
-can open it in between; what each refresh did is kept in ``refresh_stages``.
+can open it in between; what each refresh did is kept in ``refresh_stages``. The stages, their
+order, flows and plans are the table in ``revbench.stages``.
 """
 
 from __future__ import annotations
@@ -13,26 +14,27 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from revbench.flows.common import (
+    RevbenchFlow,
     code_version,
     current_run_id,
     open_warehouse,
-    prefect_active,
     publish_markdown,
     publish_table,
     revbench_flow,
 )
+from revbench.flows.pieces import no_worker_profiler, prefect_active
 from revbench.flows.results import FlowResult, Scalar
 from revbench.schemas.model import Table
 from revbench.schemas.tables import AUTHORS, MENTIONS, PAPERS, RATING_TUPLES, RATINGS, REFRESH_STAGES
-from revbench.settings import REFRESH_STAGES as STAGE_NAMES
 from revbench.settings import Settings
+from revbench.stages import STAGE_NAMES, StageSpec, resolve, stage_spec
 from revbench.tasks.crawl import plan_slices
 from revbench.warehouse import Warehouse, utcnow
 
@@ -169,8 +171,8 @@ def plan_survey(settings: Settings, wh: Warehouse) -> Plan:
 
 
 def plan_ratings(settings: Settings, wh: Warehouse) -> Plan:
-    from revbench.flows.ratings import lost_since_pull
-    from revbench.warehouse.survey_store import SurveyStore
+    from revbench.flows.store_pull import lost_since_pull
+    from revbench.warehouse.store import SurveyStore
 
     if not settings.survey_store_path.exists():
         return Plan(False, "no survey store yet (no wave sent)", _fp(0), {})
@@ -222,46 +224,21 @@ def plan_evaluate(settings: Settings, wh: Warehouse) -> Plan:
              settings.ratings.bootstrap, last)
     if n == 0:
         return Plan(False, "no benchmark tuples yet", fp, {})
+    # The configured scorers on this warehouse's benchmark (``evaluate_configured``'s arguments).
+    args = {"benchmark": f"warehouse={settings.warehouse_path}", "report_dir": settings.data_dir / "reports" / "warehouse"}
     return _unchanged(wh, "evaluate", fp, f"the {n} tuples and the scorers") or Plan(
-        True, f"{n} tuples or the scorers changed since the last evaluation (or none ran yet)", fp, {})
+        True, f"{n} tuples or the scorers changed since the last evaluation (or none ran yet)", fp, args)
 
 
-def run_stage(settings: Settings, stage: str, args: dict[str, Any], synthetic: bool, track: bool) -> FlowResult:
-    """Run one stage's flow (a subflow when the refresh is tracked)."""
-    if stage == "ingest":
-        from revbench.flows.ingest import ingest_flow
-
-        return ingest_flow.run(settings, args["since"], args["until"], synthetic=synthetic, track=track)
-    if stage == "disambiguate":
-        from revbench.flows.disambiguate import disambiguate_flow
-
-        return disambiguate_flow.run(settings, track=track)
-    if stage == "pools":
-        from revbench.flows.pools import pools_flow
-
-        return pools_flow.run(settings, round=args["round"], track=track)
-    if stage == "survey":
-        from revbench.flows.survey import survey_flow
-
-        return survey_flow.run(settings, round=args["round"], track=track)
-    if stage == "ratings":
-        from revbench.flows.ratings import ratings_flow
-
-        # The refresh evaluates once, in its own stage.
-        return ratings_flow.run(settings, evaluate=False, track=track)
-    if stage == "release":
-        from revbench.flows.release import release_flow
-
-        return release_flow.run(settings, only_if_changed=True, track=track)
-    from revbench.flows.evaluate import evaluate_configured
-
-    return evaluate_configured(settings, f"warehouse={settings.warehouse_path}", settings.data_dir / "reports" / "warehouse")
-
-
-PLANNERS: dict[str, Callable[..., Plan]] = {
-    "disambiguate": plan_disambiguate, "pools": plan_pools, "survey": plan_survey, "ratings": plan_ratings,
-    "release": plan_release, "evaluate": plan_evaluate,
-}
+def run_stage(settings: Settings, spec: StageSpec, args: dict[str, Any], synthetic: bool, track: bool) -> FlowResult:
+    """Run one stage's flow with its plan's arguments (a subflow when the refresh is tracked)."""
+    flow = resolve(spec.flow)
+    kwargs = {**spec.flow_args, **args, **({"synthetic": synthetic} if spec.window else {})}
+    if isinstance(flow, RevbenchFlow):
+        return flow.run(settings, track=track, **kwargs)
+    # A plain function (the configured evaluation) is a subflow of a tracked refresh by itself.
+    out: FlowResult = flow(settings, **kwargs)
+    return out
 
 
 def summarize(out: FlowResult) -> dict[str, Scalar]:
@@ -282,32 +259,33 @@ def shared_cluster(settings: Settings, track: bool) -> Iterator[Settings]:
         return
     from distributed import LocalCluster
 
-    from revbench.flows.pieces import no_worker_profiler
-
     no_worker_profiler()
     with LocalCluster(n_workers=r.dask_workers, threads_per_worker=r.dask_threads_per_worker, processes=True,
                       dashboard_address=None) as cluster:
         yield settings.with_overrides(runner={"dask_address": cluster.scheduler_address})
 
 
-def plan_stage(settings: Settings, stage: str, since: date, until: date) -> Plan:
+def plan_stage(settings: Settings, spec: StageSpec, since: date, until: date) -> Plan:
     """The plan of one stage, from a warehouse session held only while planning."""
+    planner = resolve(spec.planner)
     with _session(settings) as wh:
-        return plan_ingest(settings, wh, since, until) if stage == "ingest" else PLANNERS[stage](settings, wh)
+        plan: Plan = planner(settings, wh, since, until) if spec.window else planner(settings, wh)
+        return plan
 
 
 def refresh_stage(settings: Settings, refresh_id: str, position: int, stage: str, since: date, until: date,
                   synthetic: bool, track: bool, done: list[StageOutcome]) -> None:
     """Plan one stage, run it when the plan says so, and record what happened in
     ``refresh_stages`` and in ``done`` (a failed stage too, before its error goes on)."""
-    plan = plan_stage(settings, stage, since, until)
+    spec = stage_spec(stage)
+    plan = plan_stage(settings, spec, since, until)
     log.debug("%s: %s (%s)", stage, "runs" if plan.run else "skipped", plan.reason)
     if not plan.run:
         outcome = StageOutcome(position, stage, plan.reason, None, 0.0, None, "skipped")
     else:
         t0 = time.monotonic()
         try:
-            out = run_stage(settings, stage, plan.args, synthetic, track)
+            out = run_stage(settings, spec, plan.args, synthetic, track)
         except BaseException as exc:
             reason = f"{plan.reason}; failed: {type(exc).__name__}: {exc}"[:2000]
             failed = StageOutcome(position, stage, reason, None, time.monotonic() - t0, None, "failed")

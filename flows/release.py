@@ -20,44 +20,30 @@ import shutil
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 
 from revbench.errors import RevbenchError, UsageError
 from revbench.files import write_atomic
-from revbench.flows.common import (
-    DecidedElsewhere,
-    Run,
-    Waiting,
-    code_version,
-    decision_made,
-    flow_run,
-    mark_outcome,
-    prefect_active,
-    publish_markdown,
-    publish_table,
-    revbench_flow,
-    stage,
-    wait_for_curator,
-)
-from revbench.flows.results import FlowResult
+from revbench.flows.common import Run, code_version, flow_run, publish_markdown, publish_table, revbench_flow, stage
+from revbench.flows.curator import DecidedElsewhere, Waiting, decision_made, mark_outcome, wait_for_curator
+from revbench.flows.pieces import prefect_active
+from revbench.flows.results import ConfiguredEvaluation, FlowResult
+from revbench.release_checks import ReleaseState, recorded_state, verify_recorded
 from revbench.schemas.tables import RATING_FLAGS, RATINGS, RELEASES, SURVEY_EVENTS
 from revbench.settings import Settings
-from revbench.tasks import privacy
-from revbench.tasks import ratings as rating_tasks
+from revbench.stages import stages_before
+from revbench.tasks import privacy, rating_stats
 from revbench.tasks import release as tasks
 from revbench.tasks import release_card as card_text
 from revbench.templates import bars_scale
-from revbench.warehouse import Warehouse, utcnow
+from revbench.warehouse import utcnow
 from revbench.warehouse.migrations import LATEST_VERSION
-
-if TYPE_CHECKING:
-    from revbench.flows.evaluate import ConfiguredEvaluation
 
 log = logging.getLogger("revbench.release")
 VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-SOURCE_FLOWS = ("ingest", "disambiguate", "pools", "survey", "ratings")
+SOURCE_FLOWS = stages_before("release")
 """Flows whose latest run the manifest names (the evaluations and releases themselves are not inputs)."""
 
 
@@ -133,20 +119,6 @@ class ReleaseResult(FlowResult):
 
 
 @dataclass(frozen=True)
-class ReleaseState:
-    """The warehouse's record of one release."""
-
-    status: str
-    decided_by: str | None
-    manifest_sha256: str | None
-
-    @classmethod
-    def of(cls, row: dict[str, Any] | None) -> ReleaseState | None:
-        """From a ``releases`` row (None stays None)."""
-        return None if row is None else cls(row["status"], row.get("decided_by"), row.get("manifest_sha256"))
-
-
-@dataclass(frozen=True)
 class Draft:
     """A release built in memory: its parent, the last published release (and the parent
     verified, when its folder is there), the warehouse inputs, the release tables and RATE's JSON."""
@@ -201,7 +173,7 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
                          f"under {root / '.replaced'}), --approve yes|no to decide on it, or choose another --version")
     if decide_only:
         return _decide_only(settings, version, approve, approver)
-    _refuse_published(root, version, _recorded_state(settings, version))  # before the run: a refusal writes nothing
+    _refuse_published(root, version, recorded_state(settings, version))  # before the run: a refusal writes nothing
     params = {"version": version, "replace": replace, "only_if_changed": only_if_changed, "approve": approve,
               "force": force}
     with flow_run(settings, "release", params) as run:
@@ -366,38 +338,6 @@ def _advance_latest(root: Path, releases: pl.DataFrame) -> None:
     write_atomic(latest, newest + "\n")  # readers see the old name or the new one, never an empty file
 
 
-def _recorded_state(settings: Settings, version: str) -> ReleaseState | None:
-    """The warehouse's record of release ``version`` (None when there is no warehouse or no record)."""
-    if not settings.warehouse_path.exists():
-        return None
-    with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
-        return ReleaseState.of(wh.release_state(version)) if wh.has_table(RELEASES.name) else None
-
-
-def verify_recorded(settings: Settings, release_dir: Path, wh: Warehouse | None = None) -> tasks.VerifiedRelease:
-    """``release_dir``'s files against its manifest and, for a folder of the releases directory
-    that the warehouse recorded, that manifest against the sha256 recorded when it was built (a
-    copy elsewhere, or a release from another project, is checked against its own manifest).
-    Without ``wh`` the warehouse is opened to read, if there is one."""
-    expected = None
-    if release_dir.resolve().parent == settings.releases_dir.resolve():
-        state = ReleaseState.of(wh.release_state(release_dir.name)) if wh is not None else \
-            _recorded_state(settings, release_dir.name)
-        expected = state.manifest_sha256 if state else None
-    return tasks.verify_release(release_dir, expected)
-
-
-def release_report(settings: Settings, metric: str, split: str) -> pl.DataFrame:
-    """``metric`` on ``split`` of each scorer across the published releases (``scorer, version,
-    manifest_sha256, value, ci_low, ci_high``), once every release reported is verified against
-    its manifest and the manifest against the warehouse: a changed release is refused, not shown."""
-    with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
-        rows = wh.release_results(metric, split)
-    for version, digest in rows.select("version", "manifest_sha256").unique(maintain_order=True).iter_rows():
-        tasks.verify_release(settings.releases_dir / version, digest)
-    return rows
-
-
 def _decide_only(settings: Settings, version: str, approve: str | None, approver: str) -> ReleaseResult:
     """Record the decision on a release built earlier (no rebuild)."""
     root = settings.releases_dir
@@ -446,8 +386,8 @@ def _write(run: Run, version: str, draft: Draft, strings: int) -> Written:
                                                                 tasks.changes(draft.tables, parent_tables)))
     ratings = run.wh.read(RATINGS)
     counts = tasks.release_counts(run.wh.read(SURVEY_EVENTS), ratings, run.wh.count(RATING_FLAGS), draft.tables)
-    stats = rating_tasks.statistics(ratings)
-    figure = rating_tasks.plot_distributions(stats, building / "figures" / "distributions.png") if stats.ratings else None
+    stats = rating_stats.statistics(ratings)
+    figure = rating_stats.plot_distributions(stats, building / "figures" / "distributions.png") if stats.ratings else None
     published = ratings["rated_at"].max() if ratings.height else None  # from the data: the same state, the same date
     card_version = _describe(run, version, draft, building, rows, counts, stats.markdown(), strings,
                              published.date() if published else None,

@@ -5,7 +5,10 @@ and the tests), never dictionaries. Each flow module defines its result as a sub
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from revbench.evaluation.report import ReportTable
 
 Scalar = int | float | bool | str
 
@@ -23,3 +26,15 @@ class FlowResult:
             if isinstance(value, int | float | bool) or (isinstance(value, str) and len(value) < 80):
                 out[f.name] = value
         return out
+
+
+@dataclass(frozen=True)
+class ConfiguredEvaluation(FlowResult):
+    """The configured scorers' evaluation that ends the ratings and release flows and the refresh
+    (``revbench.flows.evaluate.evaluate_configured``); here, beside the base, because the ratings
+    and release flows' results carry it."""
+
+    run_id: str
+    markdown: str
+    tables: list[ReportTable]
+    report_dir: str

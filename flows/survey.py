@@ -27,10 +27,8 @@ import polars as pl
 
 from revbench.errors import ServiceUnavailable, UsageError, note_interrupt
 from revbench.flows.common import (
-    DecidedElsewhere,
     Run,
     Stage,
-    decision_made,
     flow_run,
     publish_markdown,
     publish_table,
@@ -38,14 +36,17 @@ from revbench.flows.common import (
     stage,
     stage_task,
 )
+from revbench.flows.curator import DecidedElsewhere, Waiting, decision_made, wait_for_curator
+from revbench.flows.opt_outs import opt_out_stage
+from revbench.flows.pieces import prefect_active
 from revbench.flows.results import FlowResult
 from revbench.retry import PermanentError, TransientError
-from revbench.schemas.tables import SURVEY_APPROVALS, SURVEY_INVITATIONS, SURVEY_MESSAGES, SURVEY_OPT_OUTS
+from revbench.schemas.tables import SURVEY_APPROVALS, SURVEY_INVITATIONS, SURVEY_MESSAGES
 from revbench.settings import Settings
 from revbench.survey.tokens import LinkSigner
 from revbench.tasks import survey as tasks
 from revbench.warehouse import utcnow
-from revbench.warehouse.survey_store import SurveyStore
+from revbench.warehouse.store import SurveyStore
 
 if TYPE_CHECKING:
     from revbench.clients.smtp import SmtpSender
@@ -164,19 +165,6 @@ def deferred_interrupts() -> Iterator[None]:
             raise KeyboardInterrupt(f"signal {held[0]} (held until the message was recorded)")
 
 
-@stage_task("pull-opt-outs")
-def opt_out_stage(run: Run, store: SurveyStore) -> set[str]:
-    """Opt-outs recorded by the survey server, kept in the warehouse by address for good."""
-    with stage(run, "opt-outs") as st:
-        have = st.wh.opted_out_emails()  # kept as first recorded: a later or replaced store never rewrites them
-        new = tasks.new_opt_outs(st.wh.survey_invitations(), store.opted_out(), have, utcnow())
-        if new.height:
-            st.wh.upsert(SURVEY_OPT_OUTS, new)
-        out = have | set(new["email"].to_list())
-        st.result.rows_in, st.result.rows_out = new.height, len(out)
-    return out
-
-
 @stage_task("render-invitations")
 def invitation_stage(run: Run, round: int, signer: LinkSigner, store: SurveyStore, opted_out: set[str]) -> Prepared:
     """The round's invitations and their emails (new ones only: a re-run keeps what exists)."""
@@ -243,12 +231,9 @@ def _ask_curator(run: Run, round: int, kind: str, pending: pl.DataFrame, approve
         return approve[0], pending.height if approve[1] < 0 else min(approve[1], pending.height), approver or "command line"
     if run.settings.survey.auto_approve:
         return "auto", pending.height, "REVBENCH_SURVEY__AUTO_APPROVE"
-    from revbench.flows.common import prefect_active
-
     if not prefect_active():
         raise UsageError(f"{pending.height} {kind} messages of round {round} wait for a curator's go: pass --approve all, "
                          "--approve N (the first N) or --approve cancel, or run tracked and answer in the Prefect UI")
-    from revbench.flows.common import Waiting, wait_for_curator
     from revbench.flows.survey_input import SendApproval
 
     form = SendApproval.with_initial_data(description=(
@@ -402,8 +387,7 @@ def survey_flow(settings: Settings, round: int = 1, kind: str = "invitation", dr
     if kind not in ("invitation", "reminder"):
         raise UsageError(f"unknown kind {kind!r}: invitation or reminder")
     decision_given = parse_approval(approve)
-    sv = settings.survey
-    signer = LinkSigner(sv.signing_key, sv.old_signing_keys, sv.link_max_age_days)
+    signer = LinkSigner.from_settings(settings.survey)
     if not dry_run and not settings.smtp.host:
         raise UsageError("REVBENCH_SMTP__HOST is not set: nothing can be sent (use --dry-run to write .eml files)")
     store = SurveyStore(settings.survey_store_path)

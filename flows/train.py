@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -37,12 +37,12 @@ from revbench.flows.common import (
     stage,
     stage_task,
 )
-from revbench.flows.embed import encode_texts
+from revbench.flows.encoding import encode_texts
 from revbench.flows.results import FlowResult
 from revbench.ml.backends import runtime_for
 from revbench.ml.embeddings import check_model
 from revbench.ml.keywords import KEYWORD_TEMPLATE, KeywordCall, keyword_profiles, llm_keywords, paper_keywords
-from revbench.ml.training import TrainConfig, train
+from revbench.ml.training import TrainConfig, TrainResult, train
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import KEYWORD_PROFILES, PAPER_KEYWORDS
 from revbench.settings import Settings, TrainSettings
@@ -130,38 +130,24 @@ class Provenance:
         return cls(**{**data, "keywords": KeywordCounts(**data["keywords"]), "held_out": HeldOut(**data["held_out"])})
 
 
-@dataclass(frozen=True)
-class Fitted:
-    """What the training did (the loss of every step is in the model card)."""
+@dataclass(frozen=True, kw_only=True)
+class Trained(TrainResult, FlowResult):
+    """A train run that trained: what the training did (its fields are
+    :class:`revbench.ml.training.TrainResult`'s), the set's provenance and the scorer to evaluate."""
 
-    adapter: str
-    steps: int
-    resumed_from: int
-    pairs: int
-    seconds: float
-    pairs_per_second: float
-    first_loss: float | None
-    last_loss: float | None
+    status: Literal["trained"] = "trained"
+    scorer: str
+    provenance: Provenance
 
 
 @dataclass(frozen=True, kw_only=True)
-class TrainResult(FlowResult):
-    """What one train run did: ``trained``, with the set's provenance and what the training did,
-    or ``skipped``, with the reason (an adapter trained with these settings exists); the scorer
-    to evaluate either way."""
+class TrainSkipped(FlowResult):
+    """A train run that did nothing: an adapter trained with these settings exists (the reason
+    says where); its scorer is the one to evaluate."""
 
-    status: str
+    status: Literal["skipped"] = "skipped"
     scorer: str
-    reason: str | None = None
-    provenance: Provenance | None = None
-    adapter: str | None = None
-    steps: int | None = None
-    resumed_from: int | None = None
-    pairs: int | None = None
-    seconds: float | None = None
-    pairs_per_second: float | None = None
-    first_loss: float | None = None
-    last_loss: float | None = None
+    reason: str
 
 
 def _keyword_client(st: Stage) -> LlmClient | None:
@@ -252,7 +238,7 @@ def supervise_stage(run: Run, inputs: ProfileInputs, out: Path) -> Provenance:
 
 
 @stage_task("lora-training")
-def train_stage(run: Run, out: Path) -> Fitted:
+def train_stage(run: Run, out: Path) -> TrainResult:
     """LoRA training on the written triplets, resumable from ``out/checkpoints``."""
     with stage(run, "train") as st:
         try:
@@ -268,14 +254,12 @@ def train_stage(run: Run, out: Path) -> Fitted:
                 bar.advance(step - bar.done)  # a resumed run starts past its checkpoint
 
             result = train(pairs, out, cfg, card={"revbench_run": run.run_id}, progress=tick)
-        fit = Fitted(adapter=str(result.adapter), steps=result.steps, resumed_from=result.resumed_from,
-                     pairs=result.pairs, seconds=result.seconds, pairs_per_second=result.pairs_per_second,
-                     first_loss=result.first_loss, last_loss=result.last_loss)
         st.result.rows_in = pairs.height
         st.result.rows_out = result.steps - result.resumed_from
-        st.result.notes = asdict(fit)
+        # The loss of every step is in the model card, not in the run's notes.
+        st.result.notes = {k: str(v) if k == "adapter" else v for k, v in asdict(result).items() if k != "losses"}
         write_card(out, result.adapter, st.settings.train, result.losses)
-        return fit
+        return result
 
 
 def write_card(out: Path, adapter: Path, t: TrainSettings, losses: list[float]) -> None:
@@ -349,7 +333,7 @@ def _prepare(out: Path, digest: str, held_out: HeldOut, replace: bool) -> str | 
     return None
 
 
-def _publish_summary(provenance: Provenance, fit: Fitted, scorer: str) -> None:
+def _publish_summary(provenance: Provenance, fit: TrainResult, scorer: str) -> None:
     rows = [{"step": "triplets", "value": provenance.triplets},
             {"step": "skipped anchors", "value": sum(provenance.skipped.values())},
             {"step": "training steps", "value": fit.steps},
@@ -363,7 +347,7 @@ def _publish_summary(provenance: Provenance, fit: Fitted, scorer: str) -> None:
 
 
 @revbench_flow("train")
-def train_flow(settings: Settings, name: str = "rate", replace: bool = False) -> TrainResult:
+def train_flow(settings: Settings, name: str = "rate", replace: bool = False) -> Trained | TrainSkipped:
     """Train a RATE-style adapter on the warehouse and register it as a scorer."""
     if not name or set(name) - NAME_CHARS or name.startswith("."):
         raise UsageError(f"--name {name!r}: lower-case letters, digits, '-', '_' and '.' only")
@@ -376,8 +360,8 @@ def train_flow(settings: Settings, name: str = "rate", replace: bool = False) ->
         held_out = held_out_digest(wh.rated_papers())
     if _prepare(out, settings_digest(t), held_out, replace) == "done":
         adapter = out / "adapter"
-        return TrainResult(status="skipped", reason=f"{adapter} was trained with these settings already (--replace to "
-                           "train again)", scorer=f"rate:model={adapter}")
+        return TrainSkipped(reason=f"{adapter} was trained with these settings already (--replace to train again)",
+                            scorer=f"rate:model={adapter}")
     check_model(t.base_model, "TRAIN__BASE_MODEL")  # trained in PyTorch; candidates are encoded in EMBED__BACKEND's runtime
     runtime_for(settings.embed.backend, settings.cache_dir, t.base_model)
     with flow_run(settings, "train", {"name": name, "replace": replace}) as run:
@@ -393,4 +377,4 @@ def train_flow(settings: Settings, name: str = "rate", replace: bool = False) ->
         fit = train_stage(run, out)
         scorer = f"rate:model={out / 'adapter'}"
         _publish_summary(provenance, fit, scorer)
-        return TrainResult(status="trained", scorer=scorer, provenance=provenance, **asdict(fit))
+        return Trained(**{f.name: getattr(fit, f.name) for f in fields(fit)}, scorer=scorer, provenance=provenance)

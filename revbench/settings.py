@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from revbench.errors import UsageError
 from revbench.reference import arxiv_categories
+from revbench.stages import STAGE_NAMES
 
 DEFAULT_CATEGORIES = ["cs.AI", "cs.CL", "cs.CV", "cs.IR", "cs.LG"]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -422,14 +423,11 @@ class BackupSettings(Section):
         "no backup is written without one. At least 16 characters, random, kept apart from the backups.")
 
 
-REFRESH_STAGES = ("ingest", "disambiguate", "pools", "survey", "ratings", "release", "evaluate")
-
-
 class RefreshSettings(Section):
     """The refresh: which stages run, over which window, and when a new round or release is due."""
 
-    stages: list[str] = Field(default_factory=lambda: list(REFRESH_STAGES),
-                              description="Stages the refresh runs, in this order (JSON list; " + ", ".join(REFRESH_STAGES) + ").")
+    stages: list[str] = Field(default_factory=lambda: list(STAGE_NAMES),
+                              description="Stages the refresh runs, in this order (JSON list; " + ", ".join(STAGE_NAMES) + ").")
     window_days: int = Field(61, ge=1, le=3660, description="Days of last-revision dates ingested, ending at UNTIL.")
     until: date | None = Field(None, description="Last day of the window (YYYY-MM-DD; empty: yesterday, UTC).")
     new_round_min_papers: int = Field(
@@ -441,13 +439,13 @@ class RefreshSettings(Section):
     @classmethod
     def _stages(cls, v: list[str]) -> list[str]:
         for s in v:
-            if s not in REFRESH_STAGES:
-                close = difflib.get_close_matches(s, REFRESH_STAGES, n=1)
+            if s not in STAGE_NAMES:
+                close = difflib.get_close_matches(s, STAGE_NAMES, n=1)
                 raise ValueError(f"unknown refresh stage {s!r}" + (f" (did you mean {close[0]}?)" if close else "")
-                                 + f"; stages: {', '.join(REFRESH_STAGES)}")
+                                 + f"; stages: {', '.join(STAGE_NAMES)}")
         if len(set(v)) != len(v):
             raise ValueError("a refresh stage is listed twice")
-        return sorted(v, key=REFRESH_STAGES.index)
+        return sorted(v, key=STAGE_NAMES.index)
 
 
 class EmbedSettings(Section):

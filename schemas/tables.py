@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from revbench.schemas.model import Column, Table
+from revbench.stages import STAGE_NAMES
 
 ARXIV_ID_PATTERN = r"^(?:\d{4}\.\d{4,5}|[a-z\-]+(?:\.[A-Z]{2})?/\d{7})$"
 
@@ -725,8 +726,7 @@ REFRESH_STAGES = Table(
     columns=(
         Column("refresh_id", pl.Utf8, nullable=False, doc="the refresh run (runs.run_id)"),
         Column("position", pl.Int64, nullable=False, min_value=0),
-        Column("stage", pl.Utf8, nullable=False,
-               allowed=("ingest", "disambiguate", "pools", "survey", "ratings", "release", "evaluate")),
+        Column("stage", pl.Utf8, nullable=False, allowed=STAGE_NAMES),
         Column("status", pl.Utf8, nullable=False, allowed=("ran", "skipped", "failed")),
         Column("reason", pl.Utf8, nullable=False, doc="why the stage ran or was skipped, in words"),
         Column("fingerprint", pl.Utf8, nullable=False, doc="digest of the stage's inputs when it was planned"),

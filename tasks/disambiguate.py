@@ -125,6 +125,13 @@ class UnionFind:
         self.flag[lo] = self.flag[lo] or self.flag[hi]
         return True
 
+    def sets(self) -> list[list[int]]:
+        """Each set's members, in order; the sets in order of their first member."""
+        groups: dict[int, list[int]] = defaultdict(list)
+        for i in range(len(self.parent)):
+            groups[self.find(i)].append(i)
+        return list(groups.values())
+
 
 @dataclass
 class BlockResult:
@@ -196,11 +203,8 @@ def cluster_id(keys: Iterable[str]) -> str:
 
 
 def instances_of(members: list[Mention], uf: UnionFind) -> list[Instance]:
-    groups: dict[int, list[int]] = defaultdict(list)
-    for i in range(len(members)):
-        groups[uf.find(i)].append(i)
     out = []
-    for idx in sorted(groups.values(), key=lambda g: g[0]):
+    for idx in uf.sets():
         ms = [members[i] for i in idx]
         out.append(Instance(
             members=idx,
@@ -299,118 +303,113 @@ def fallback_decider(threshold: float) -> Decider:
                     emails[uf.find(x)] = ex | ey
                     orcids[uf.find(x)] = ox | oy
                     evidence.append(f"{a.affiliations[0]} ~ {b.affiliations[0]} ({sim:.2f})")
-        groups: dict[int, list[int]] = defaultdict(list)
-        for i in range(len(instances)):
-            groups[uf.find(i)].append(i + 1)
-        return Decision(sorted(groups.values()), "fallback", "; ".join(evidence))
+        return Decision(sorted([i + 1 for i in s] for s in uf.sets()), "fallback", "; ".join(evidence))
 
     return decide
+
+
+class Block:
+    """One block's mentions while they merge: the sets so far (flagged "has an email"), each
+    set's ORCIDs and S2 ids (kept up to date on every union), what merged each mention and why."""
+
+    def __init__(self, members: list[Mention]):
+        self.members, self.uf = members, UnionFind(len(members), [bool(m.emails) for m in members])
+        self.why: dict[int, tuple[str, str]] = {}  # what first merged each mention: (method, evidence)
+        self.merges, self.conflicts = Counter[str](), Counter[str]()
+        self.orcids: dict[int, set[str]] = {i: ({m.orcid} if m.orcid else set()) for i, m in enumerate(members)}
+        self.s2_sets: dict[int, set[str]] = {i: ({m.s2} if m.s2 else set()) for i, m in enumerate(members)}
+
+    def join(self, a: int, b: int, how: str, why: str) -> bool:
+        """Merge the sets of ``a`` and ``b``, unless they carry different ORCIDs (a conflict)."""
+        uf, ra, rb = self.uf, self.uf.find(a), self.uf.find(b)
+        if ra == rb:
+            return False
+        if _disjoint(self.orcids[ra], self.orcids[rb]):
+            self.conflicts[f"{how}_vs_orcid"] += 1
+            return False
+        o, s2 = self.orcids[ra] | self.orcids[rb], self.s2_sets[ra] | self.s2_sets[rb]
+        uf.union(a, b)
+        self.orcids[uf.find(a)], self.s2_sets[uf.find(a)] = o, s2
+        self.merges[how] += 1
+        for i in (a, b):
+            self.why.setdefault(i, (how, why))
+        return True
+
+    def join_shared_ids(self) -> None:
+        """Mentions that share an ORCID, then mentions that share an email address."""
+        by_orcid: dict[str, list[int]] = defaultdict(list)
+        by_email: dict[str, list[int]] = defaultdict(list)
+        for i, m in enumerate(self.members):
+            if m.orcid:
+                by_orcid[m.orcid].append(i)
+            for e in m.emails:
+                by_email[e].append(i)
+        for how, label, groups in (("orcid", "ORCID", by_orcid), ("email", "email", by_email)):
+            for value, idx in groups.items():
+                for i in idx[1:]:
+                    self.join(idx[0], i, how, f"{label} {value}")
+
+    def join_by_affiliation(self) -> None:
+        """Email-less mentions join the one emailed person at their affiliation (several there: only
+        each other), and only where all their affiliations point to the same people."""
+        uf, by_aff = self.uf, defaultdict[str, list[int]](list)
+        for i, m in enumerate(self.members):
+            for a in m.affs:
+                by_aff[a].append(i)
+        # Who has an email is fixed before this step: a mention joined here does not become an
+        # anchor for its other affiliations.
+        bare_now = [not uf.flag[uf.find(i)] for i in range(len(self.members))]
+        emailed_at = {aff: {uf.find(i) for i in idx if not bare_now[i]} for aff, idx in by_aff.items()}
+        for aff, idx in by_aff.items():
+            emailed, bare = sorted(emailed_at[aff]), [i for i in idx if bare_now[i]]
+            anchor = emailed[0] if len(emailed) == 1 else (bare[0] if bare else None)
+            if anchor is None:
+                continue
+            near = {uf.find(anchor)} if len(emailed) == 1 else self.emailed_near(anchor, emailed_at)
+            for i in bare:  # a mention's second institution may hold a namesake with an address
+                g1, g2 = self.members[i].given, self.members[anchor].given
+                if self.emailed_near(i, emailed_at) != near or (g1 and g2 and g1 != g2) or uf.find(i) == uf.find(anchor):
+                    continue
+                mine, theirs = self.s2_sets[uf.find(i)], self.s2_sets[uf.find(anchor)]
+                if not _disjoint(mine, theirs):  # S2 ids are evidence against, never alone for (S2 also errs)
+                    shared = mine & theirs
+                    why = f"affiliation {aff}" + (f"; S2 author id {min(shared)} agrees" if shared else "")
+                    self.join(anchor, i, "affiliation", why)
+
+    def emailed_near(self, i: int, emailed_at: dict[str, set[int]]) -> set[int]:
+        """The emailed people at any of a mention's affiliations (roots as they are now)."""
+        return {self.uf.find(r) for a in self.members[i].affs for r in emailed_at[a]}
+
+    def ask(self, key: str, decider: Decider | None, min_similarity: float) -> list[dict[str, Any]]:
+        """Let the decider group what the exact rules left apart; its recorded decisions."""
+        instances = instances_of(self.members, self.uf)
+        if decider is None or len(instances) <= 1 or not needs_decision(instances, min_similarity):
+            return []
+        # Instances without an affiliation are never grouped with others: they are not shown.
+        shown = [inst for inst in instances if inst.affiliations]
+        decision = decider(key, shown)
+        for group in decision.groups:
+            for g in group[1:]:
+                self.join(shown[group[0] - 1].members[0], shown[g - 1].members[0], decision.method, decision.evidence)
+        return [{**decision.record, "block_key": key}] if decision.record else []
+
+    def links(self) -> list[tuple[str, str, str, str]]:
+        """Each mention's (key, cluster id, method, evidence), cluster by cluster."""
+        out = []
+        for idx in self.uf.sets():
+            cid = cluster_id(self.members[i].key for i in idx)
+            out += [(self.members[i].key, cid, *self.why.get(i, ("singleton", ""))) for i in idx]
+        return out
 
 
 def decide_block(key: str, members: list[Mention], decider: Decider | None, min_similarity: float) -> BlockResult:
     """Run the hierarchy on one block: ORCID, email, affiliation, then the decider; no step
     ever joins two sets that carry different ORCIDs."""
-    uf = UnionFind(len(members), [bool(m.emails) for m in members])
-    method: dict[int, str] = {}
-    evidence: dict[int, str] = {}
-    merges: Counter[str] = Counter()
-    conflicts: Counter[str] = Counter()
-    # Per set root: its ORCIDs and Semantic Scholar ids, kept up to date on every union.
-    orcids: dict[int, set[str]] = {i: ({m.orcid} if m.orcid else set()) for i, m in enumerate(members)}
-    s2_sets: dict[int, set[str]] = {i: ({m.s2} if m.s2 else set()) for i, m in enumerate(members)}
-
-    def orcid_apart(a: int, b: int) -> bool:
-        return _disjoint(orcids[uf.find(a)], orcids[uf.find(b)])
-
-    def join(a: int, b: int, how: str, why: str) -> bool:
-        if uf.find(a) == uf.find(b):
-            return False
-        if orcid_apart(a, b):
-            conflicts[f"{how}_vs_orcid"] += 1
-            return False
-        ra, rb = uf.find(a), uf.find(b)
-        o, s2 = orcids[ra] | orcids[rb], s2_sets[ra] | s2_sets[rb]
-        uf.union(a, b)
-        orcids[uf.find(a)], s2_sets[uf.find(a)] = o, s2
-        merges[how] += 1
-        for i in (a, b):
-            if i not in method:
-                method[i], evidence[i] = how, why
-        return True
-
-    by_orcid: dict[str, list[int]] = defaultdict(list)
-    by_email: dict[str, list[int]] = defaultdict(list)
-    by_aff: dict[str, list[int]] = defaultdict(list)
-    for i, m in enumerate(members):
-        if m.orcid:
-            by_orcid[m.orcid].append(i)
-        for e in m.emails:
-            by_email[e].append(i)
-        for a in m.affs:
-            by_aff[a].append(i)
-    for orcid, idx in by_orcid.items():
-        for i in idx[1:]:
-            join(idx[0], i, "orcid", f"ORCID {orcid}")
-    for email, idx in by_email.items():
-        for i in idx[1:]:
-            join(idx[0], i, "email", f"email {email}")
-
-    # Semantic Scholar ids are evidence against a merge when both sides have some and none is
-    # shared (S2 also errs, so agreement alone never merges).
-    def s2_conflict(a: int, b: int) -> bool:
-        return _disjoint(s2_sets[uf.find(a)], s2_sets[uf.find(b)])
-
-    # Who has an email is fixed before this step: a mention joined here does not become an
-    # anchor for its other affiliations.
-    bare_now = [not uf.flag[uf.find(i)] for i in range(len(members))]
-    emailed_at = {aff: {uf.find(i) for i in idx if not bare_now[i]} for aff, idx in by_aff.items()}
-
-    def emailed_near(i: int) -> set[int]:
-        """The emailed people at any of a mention's affiliations (roots as they are now)."""
-        return {uf.find(r) for a in members[i].affs for r in emailed_at[a]}
-
-    for aff, idx in by_aff.items():
-        emailed = sorted(emailed_at[aff])
-        bare = [i for i in idx if bare_now[i]]
-        # Email-less mentions join the one emailed person at this affiliation; with several
-        # emailed people there, they are ambiguous and only join each other. A mention with
-        # several affiliations joins only where all of them point to the same people (its
-        # second institution may hold a namesake with an address).
-        anchor = emailed[0] if len(emailed) == 1 else (bare[0] if bare else None)
-        if anchor is None:
-            continue
-        near = {uf.find(anchor)} if len(emailed) == 1 else emailed_near(anchor)
-        for i in bare:
-            g1, g2 = members[i].given, members[anchor].given
-            if emailed_near(i) != near:
-                continue
-            if (not g1 or not g2 or g1 == g2) and uf.find(i) != uf.find(anchor) and not s2_conflict(i, anchor):
-                shared = s2_sets[uf.find(i)] & s2_sets[uf.find(anchor)]
-                why = f"affiliation {aff}" + (f"; S2 author id {min(shared)} agrees" if shared else "")
-                join(anchor, i, "affiliation", why)
-
-    decisions: list[dict[str, Any]] = []
-    instances = instances_of(members, uf)
-    if decider is not None and len(instances) > 1 and needs_decision(instances, min_similarity):
-        # Instances without an affiliation are never grouped with others: they are not shown.
-        shown = [inst for inst in instances if inst.affiliations]
-        decision = decider(key, shown)
-        if decision.record:
-            decisions.append({**decision.record, "block_key": key})
-        for group in decision.groups:
-            first = shown[group[0] - 1].members[0]
-            for g in group[1:]:
-                join(first, shown[g - 1].members[0], decision.method, decision.evidence)
-
-    clusters: dict[int, list[int]] = defaultdict(list)
-    for i in range(len(members)):
-        clusters[uf.find(i)].append(i)
-    links = []
-    for idx in clusters.values():
-        cid = cluster_id(members[i].key for i in idx)
-        for i in idx:
-            links.append((members[i].key, cid, method.get(i, "singleton"), evidence.get(i, "")))
-    return BlockResult(links, merges, conflicts, decisions)
+    block = Block(members)
+    block.join_shared_ids()
+    block.join_by_affiliation()
+    decisions = block.ask(key, decider, min_similarity)
+    return BlockResult(block.links(), block.merges, block.conflicts, decisions)
 
 
 def block_size_histogram(sizes: Counter[int]) -> list[dict[str, Any]]:

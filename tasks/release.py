@@ -46,7 +46,7 @@ def redact_addresses_in(text: str) -> str:
     """``text`` with every address the privacy audit would call one (plain ``x@lab.org``, or
     grouped ``{x, y}@lab.org``) replaced by [email]; metrics such as ``Hits@10.In`` or
     ``mAP@0.5`` stay, by the audit's own rule."""
-    from revbench.tasks.privacy import unknown_address_ok
+    from revbench.tasks.privacy_emails import unknown_address_ok
 
     return ADDRESS.sub(lambda m: ADDRESS_MARK if unknown_address_ok(m.group(1).lower(), "plain") else m.group(0), text)
 

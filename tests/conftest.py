@@ -45,7 +45,8 @@ logging.getLogger().addHandler(logging.NullHandler())
 
 from revbench.replay.server import ReplayApp, ReplayServer  # noqa: E402
 from revbench.settings import ReplaySettings, Settings  # noqa: E402
-from revbench.synth.world import WorldSpec, generate_world  # noqa: E402
+from revbench.synth.draw import WorldSpec  # noqa: E402
+from revbench.synth.world import generate_world  # noqa: E402
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

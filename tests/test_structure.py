@@ -18,12 +18,12 @@ CODE_DIRS = ["revbench", *MAPPED]
 SQL = re.compile(r"^\s*(SELECT|INSERT INTO|UPDATE|DELETE FROM|CREATE TABLE|ALTER TABLE)\s")
 
 
-def modules() -> dict[str, tuple[Path, ast.Module]]:
-    """Every module of the package by import name, parsed."""
+def modules(root: Path = ROOT) -> dict[str, tuple[Path, ast.Module]]:
+    """Every module of the package under ``root`` by import name, parsed."""
     out = {}
     for top in CODE_DIRS:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            rel = path.relative_to(ROOT / top).with_suffix("")
+        for path in sorted((root / top).rglob("*.py")):
+            rel = path.relative_to(root / top).with_suffix("")
             parts = [p for p in rel.parts if p != "__init__"]
             base = MAPPED.get(top, "revbench")
             out[".".join([base, *parts])] = (path, ast.parse(path.read_text(), str(path)))
@@ -135,21 +135,24 @@ def test_warehouse_modules_stay_small() -> None:
     assert {name: n for name, n in lines.items() if n > 250} == {}
 
 
-def load_time_imports(name: str) -> set[str]:
-    """The modules of ours that ``name`` imports while it loads: statements at module level,
-    including those inside ``if``/``try``/``with`` blocks and class bodies, resolved to the
-    module they name (``from pkg import mod`` is ``pkg.mod`` when that is a module, relative
-    imports from the module's own package). Imports inside functions are left out: a
-    function-level import runs only when the function is called, after every module has loaded,
-    and is the standard way to defer a heavy or upward dependency. ``if TYPE_CHECKING:`` blocks
-    are left out too: they never run."""
-    path, tree = MODULES[name]
+def our_imports(name: str, mods: dict[str, tuple[Path, ast.Module]] | None = None,
+                inside_functions: bool = True, type_checking: bool = False) -> set[str]:
+    """The modules of ours that ``name`` imports, resolved to the module they name (``from pkg
+    import mod`` is ``pkg.mod`` when that is a module; relative imports from the module's own
+    package; ``import a.b.name`` of a function is its module).
+
+    Imports inside functions count by default: one runs later than a module-level import, but a
+    circle closed by it is still two modules that need each other (four such circles hid from the
+    load-time rule until the second locality pass). ``if TYPE_CHECKING:`` blocks count only when
+    asked: they never run."""
+    mods = MODULES if mods is None else mods
+    path, tree = mods[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     named: list[str] = []
 
     def visit(body: list[ast.stmt]) -> None:
         for node in body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not inside_functions:
                 continue
             if isinstance(node, ast.Import):
                 named.extend(a.name for a in node.names)
@@ -158,8 +161,9 @@ def load_time_imports(name: str) -> set[str]:
                 if node.level:
                     parts = package.split(".")[:len(package.split(".")) - node.level + 1]
                     base = ".".join([*parts, *([node.module] if node.module else [])])
-                named.extend(f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names)
+                named.extend(f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names)
             elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                visit(node.body if type_checking else [])
                 visit(node.orelse)
             else:
                 for field in ("body", "orelse", "finalbody", "handlers"):
@@ -169,11 +173,16 @@ def load_time_imports(name: str) -> set[str]:
     visit(tree.body)
     found = set()
     for target in named:
-        while target and target not in MODULES:  # ``import a.b.name`` of a function: its module
+        while target and target not in mods:
             target = target.rpartition(".")[0]
-        if target and target != name:
+        if target and target != name and not target.startswith(name + "."):
             found.add(target)
     return found
+
+
+def load_time_imports(name: str) -> set[str]:
+    """What ``name`` imports while it loads: module level only, ``TYPE_CHECKING`` left out."""
+    return our_imports(name, inside_functions=False)
 
 
 def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -223,13 +232,29 @@ def test_import_cycle_finder_sees_a_cycle() -> None:
     assert import_cycles({"a": {"b"}, "b": set()}) == []
 
 
+TYPE_CHECKING_LOOPS = [
+    # The replay server hands itself to its route modules, which name its type in annotations only.
+    ["revbench.replay.arxiv", "revbench.replay.grobid", "revbench.replay.llm", "revbench.replay.s2",
+     "revbench.replay.server"],
+]
+"""The one kind of circle allowed: closed only by ``if TYPE_CHECKING:`` imports, which never run."""
+
+
+def cycles_of(mods: dict[str, tuple[Path, ast.Module]], type_checking: bool = False) -> list[list[str]]:
+    """The import circles among ``mods``, imports inside functions counted."""
+    return import_cycles({name: our_imports(name, mods, type_checking=type_checking) for name in mods})
+
+
 def test_no_import_cycles() -> None:
-    """No two modules need each other to load (see :func:`load_time_imports` for what counts):
-    in a cycle, whichever loads first sees the other half-initialised. A package's
-    ``__init__`` importing its own modules is no cycle; one of them importing names from the
-    ``__init__`` back is."""
-    graph = {name: load_time_imports(name) for name in MODULES}
-    assert import_cycles(graph) == []
+    """No two modules need each other, not even through an import inside a function: whichever
+    loads first sees the other half-initialised, and a deferred import hides the circle from a
+    reader as well as from this rule. A package's ``__init__`` importing its own modules is no
+    circle; one of them importing names from the ``__init__`` back is."""
+    assert cycles_of(MODULES) == []
+
+
+def test_the_only_circles_through_type_checking_are_the_named_ones() -> None:
+    assert [c for c in cycles_of(MODULES, type_checking=True) if c not in TYPE_CHECKING_LOOPS] == []
 
 
 def test_the_ml_package_imports_nothing_above_it() -> None:
@@ -279,3 +304,118 @@ def test_no_flow_returns_a_dict() -> None:
         if untyped or loose:
             bad.append((name, node.name, " | ".join(returned)))
     assert bad == []
+
+
+def flow_modules(mods: dict[str, tuple[Path, ast.Module]]) -> dict[str, set[str]]:
+    """Each module of ``revbench.flows`` that defines a flow, with the names another flow may
+    import from it to run as a subflow: its flows, and its functions that run one of them
+    (``evaluate_configured`` runs ``evaluate_flow.run`` with the configured scorers)."""
+    out: dict[str, set[str]] = {}
+    for name, (_, tree) in mods.items():
+        if name.startswith("revbench.flows"):
+            functions = [node for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+            flows = {node.name for node in functions if _decorated_as_flow(node)}
+            if flows:
+                out[name] = flows | {node.name for node in functions if any(
+                    isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "run"
+                    and getattr(call.func.value, "id", None) in flows for call in ast.walk(node))}
+    return out
+
+
+def flow_to_flow_imports(mods: dict[str, tuple[Path, ast.Module]]) -> list[tuple[str, str, str]]:
+    """Imports of one flow module by another that take anything but a flow to call as a subflow
+    (module, imported module, name), imports inside functions included."""
+    flows = flow_modules(mods)
+    bad = []
+    for name in flows:
+        for node in ast.walk(mods[name][1]):
+            if isinstance(node, ast.Import):
+                bad += [(name, a.name, "*") for a in node.names if a.name in flows and a.name != name]
+            elif isinstance(node, ast.ImportFrom) and node.module in flows and node.module != name:
+                bad += [(name, node.module, a.name) for a in node.names if a.name not in flows[node.module]]
+    return bad
+
+
+def test_flow_modules_import_each_other_only_to_call_a_subflow() -> None:
+    """A flow module is used as a flow, never as a library: what two flows share lives below them
+    (``revbench.evaluation``, ``revbench.ml``, the plumbing modules of ``revbench.flows``), so a
+    flow's module loads without the other flows' Prefect definitions and their stages."""
+    assert flow_modules(MODULES)
+    assert flow_to_flow_imports(MODULES) == []
+
+
+MAX_MODULE_LINES = 500
+LONG_MODULES = {
+    # One declaration per warehouse table, read as one catalogue by the migrations, the docs
+    # generator and the release's manifest; the warehouse's queries are split by stage instead.
+    "schemas/tables.py",
+    # One pydantic-settings tree: each section is a short class, and `.env.example`, the docs'
+    # settings reference and the doctor's secret list are generated from it as a whole.
+    "revbench/settings.py",
+}
+"""Modules allowed over :data:`MAX_MODULE_LINES`, each with why it is one piece."""
+
+
+def oversized(mods: dict[str, tuple[Path, ast.Module]], root: Path = ROOT) -> dict[str, int]:
+    """Modules over :data:`MAX_MODULE_LINES` lines that are not in :data:`LONG_MODULES`."""
+    lines = {path.relative_to(root).as_posix(): len(path.read_text().splitlines()) for path, _ in mods.values()}
+    return {rel: n for rel, n in lines.items() if n > MAX_MODULE_LINES and rel not in LONG_MODULES}
+
+
+def test_no_module_is_longer_than_500_lines_unless_named() -> None:
+    """A module over 500 lines holds more than one thing (the doctor held every service's probe
+    in 1,070 lines before each probe moved beside its client)."""
+    assert oversized(MODULES) == {}
+    assert all((ROOT / rel).is_file() for rel in LONG_MODULES)
+
+
+def test_the_rules_fail_on_planted_faults(tmp_path: Path) -> None:
+    """On a copy of the source with a circle through a function-level import, a flow module
+    importing another's helper and a 600-line module planted, each rule names what was planted."""
+    for top in CODE_DIRS:
+        for path in (ROOT / top).rglob("*.py"):
+            target = tmp_path / path.relative_to(ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(path.read_text())
+    copied = modules(tmp_path)
+    before = (cycles_of(copied), flow_to_flow_imports(copied), oversized(copied, tmp_path))
+    (tmp_path / "revbench/planted_a.py").write_text("def f():\n    from revbench.planted_b import g\n    return g\n")
+    (tmp_path / "revbench/planted_b.py").write_text("from revbench.planted_a import f\n\ndef g():\n    return f\n")
+    flows = flow_modules(MODULES)
+    importer, imported = sorted(flows)[:2]
+    helper = next(node.name for node in MODULES[imported][1].body if isinstance(node, ast.FunctionDef | ast.ClassDef)
+                  and node.name not in flows[imported])
+    path = tmp_path / MODULES[importer][0].relative_to(ROOT)
+    path.write_text(path.read_text() + f"\n\ndef planted():\n    from {imported} import {helper}\n    return {helper}\n")
+    (tmp_path / "flows/planted_long.py").write_text("x = 1\n" * 600)
+    planted = modules(tmp_path)
+    assert [c for c in cycles_of(planted) if c not in before[0]] == [["revbench.planted_a", "revbench.planted_b"]]
+    assert [f for f in flow_to_flow_imports(planted) if f not in before[1]] == [(importer, imported, helper)]
+    assert oversized(planted, tmp_path) == {**before[2], "flows/planted_long.py": 600}
+
+
+NOT_SERVICES = {
+    "revbench.clients.bounded": "reads any client's answer up to its cap",
+    "revbench.clients.probe": "the stages' reachability check, which uses the clients",
+    "revbench.clients.tei": "parses GROBID's TEI; GROBID's client owns the service",
+}
+"""Modules of ``revbench.clients`` that talk to no service of their own."""
+
+
+def test_every_service_is_registered_with_its_probe() -> None:
+    """Each client module is a service in ``revbench.services`` (or is named above as a helper),
+    and each entry's probe resolves to a function of one ``ctx`` argument: the doctor's table is
+    the registry, so a service added without a probe fails here, not in production."""
+    import inspect
+
+    from revbench.services import SERVICES
+
+    homes = {s.probe.partition(":")[0] for s in SERVICES}
+    clients = {name for name in MODULES if name.startswith("revbench.clients.")}
+    assert sorted(c for c in clients if c not in homes and f"{c}_probe" not in homes) == sorted(NOT_SERVICES)
+    assert len({s.name for s in SERVICES}) == len(SERVICES)
+    for service in SERVICES:
+        module = service.probe.partition(":")[0]
+        assert module in MODULES, service
+        probe = service.load()
+        assert callable(probe) and list(inspect.signature(probe).parameters) == ["ctx"], service.name

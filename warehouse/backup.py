@@ -156,7 +156,7 @@ def check_closed(staged: Path) -> None:
 
 CARRIED = ("survey_invitations", "survey_messages", "survey_approvals", "survey_opt_outs", "flag_decisions")
 """What people did, and what was sent to them, since a backup: a restored warehouse keeps these
-rows of the live one (answers travel through the survey store, see ``revbench.restore``)."""
+rows of the live one (answers travel through the survey store, see ``revbench.backup.restore``)."""
 LEFT = ("sending", "sent", "unconfirmed")
 
 

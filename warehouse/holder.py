@@ -102,7 +102,7 @@ def clear_waiting(db: Path, run_id: str) -> None:
 def write_decision(db: Path, run_id: str, note: dict[str, Any]) -> bool:
     """Tell waiting run ``run_id`` that what it waits for was decided elsewhere (``note``: by
     whom, which run, what); False when it no longer waits. The waiting run's own process reads
-    the note and ends its wait (``revbench.flows.common.DecisionWatcher``)."""
+    the note and ends its wait (``revbench.flows.curator.DecisionWatcher``)."""
     folder = waiting_dir(db)
     if not (folder / f"{run_id}.json").exists():
         return False

@@ -49,7 +49,7 @@ def read_status(path: Path) -> WarehouseStatus:
 def survey_counts(warehouse: Path, store_path: Path) -> dict[str, Any]:
     """Invited, sent, answered, skipped and opted-out counts; message states need the
     warehouse and are left out while a flow holds it."""
-    from revbench.warehouse.survey_store import SurveyStore
+    from revbench.warehouse.store import SurveyStore
 
     out: dict[str, Any] = {}
     if warehouse.exists():

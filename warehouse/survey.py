@@ -1,7 +1,7 @@
 """The survey in the warehouse: invitations, the messages sent for them, and opt-outs.
 
 Owns ``survey_invitations``, ``survey_messages``, ``survey_approvals`` and ``survey_opt_outs``
-(the survey server's own answers live in the SQLite store, :mod:`revbench.warehouse.survey_store`).
+(the survey server's own answers live in the SQLite store, :mod:`revbench.warehouse.store`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ import sys
 import threading
 import traceback
 from dataclasses import asdict
-from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,7 +28,6 @@ from revbench.app.console import (
     print_ingest_summary,
     print_pools,
     print_report,
-    print_status,
 )
 from revbench.app.entry import (
     DEMO_SINCE,
@@ -37,36 +35,14 @@ from revbench.app.entry import (
     build_settings,
     check_output_dir,
     check_output_file,
-    override,
     prepare_process,
     resolve_track,
 )
+from revbench.app import cli_ops
+from revbench.app.cli_common import Track, app, parse_date, setup
+from revbench.app.cli_survey import survey_app
 from revbench.errors import RevbenchError, UsageError, clear_interrupt, interrupt_noted
 from revbench.settings import ReplaySettings, Settings, render_env_example
-
-app = typer.Typer(help="Build, refresh and evaluate benchmarks of reviewer expertise. Add --debug anywhere "
-                       "for tracebacks.", no_args_is_help=True, pretty_exceptions_enable=False)
-
-Track = Annotated[
-    bool | None,
-    typer.Option("--track/--no-track", help="Run as a Prefect flow run (visible in the UI) or in this process; "
-                                            "default: tracked when a Prefect API is configured"),
-]
-
-
-def _setup(**overrides: Any) -> Settings:
-    settings = build_settings()
-    if overrides:
-        settings = override(settings, overrides)
-    prepare_process(settings)
-    return settings
-
-
-def _date(value: str, flag: str) -> date:
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        raise UsageError(f"{flag} {value!r} is not a date YYYY-MM-DD") from None
 
 
 @app.command()
@@ -78,12 +54,12 @@ def ingest(
     track: Track = None,
 ) -> None:
     """Crawl arXiv, enrich with Semantic Scholar, extract PDFs with GROBID and load the corpus."""
-    s, u = _date(since, "--since"), _date(until, "--until")
+    s, u = parse_date(since, "--since"), parse_date(until, "--until")
     if u < s:
         raise UsageError(f"--until {until} is before --since {since}")
     if json_out:
         check_output_file(json_out, "--json-out")
-    settings = _setup(**({"arxiv.categories": categories} if categories else {}))
+    settings = setup(**({"arxiv.categories": categories} if categories else {}))
     from revbench.flows.ingest import ingest_flow
 
     summary = ingest_flow.run(settings, s, u, track=resolve_track(track, long_flow=True))
@@ -152,16 +128,16 @@ def evaluate(
         check_output_file(json_out, "--json-out")
     if report:
         check_output_dir(report, "--report")
-    settings = _setup()
+    settings = setup()
     from revbench.evaluation.plan import plan_evaluation
     from revbench.flows.evaluate import evaluate_flow
 
-    plan_evaluation(settings, benchmark, scorer or None, predictions, baseline)
+    plan = plan_evaluation(settings, benchmark, scorer or None, predictions, baseline)
     out = evaluate_flow.run(
         settings, benchmarks=benchmark, scorers=scorer or None, predictions=predictions, baseline=baseline,
         bootstrap=bootstrap, seed=seed, report_dir=str(report) if report else None, allow_partial=allow_partial,
         json_out=str(json_out) if json_out else None, plot=report is not None if plot is None else plot,
-        track=resolve_track(track, long_flow=False),
+        track=resolve_track(track, long_flow=False), plan=plan,
     )
     print_report(out.tables)
     for name, dropped in out.dropped.items():
@@ -177,7 +153,7 @@ def embed(
     track: Track = None,
 ) -> None:
     """Embed a benchmark's texts with each model (GPU when present), cached and exported with a manifest."""
-    settings = _setup()
+    settings = setup()
     from revbench.flows.embed import embed_flow
 
     out = embed_flow.run(settings, benchmarks=benchmark, models=model or None, track=resolve_track(track, long_flow=False))
@@ -196,7 +172,7 @@ def train(
 ) -> None:
     """Keyword profiles, weak supervision and LoRA training (RATE style); resumes a killed run."""
     changes = {k: v for k, v in {"train.base_model": base_model, "train.max_steps": max_steps}.items() if v is not None}
-    settings = _setup(**changes)
+    settings = setup(**changes)
     from revbench.flows.train import train_flow
 
     out = train_flow.run(settings, name=name, replace=replace, track=resolve_track(track, long_flow=True))
@@ -221,7 +197,7 @@ def pools(
     if target_pair is not None and target_from_report is None:
         raise UsageError("--target-pair needs --target-from-report DIR")
     changes = {k: v for k, v in {"pools.queries_per_category": per_category, "pools.tau": tau}.items() if v is not None}
-    settings = _setup(**changes)
+    settings = setup(**changes)
     if target_from_report is not None:
         settings = settings.with_overrides(pools={"queries_per_category": _round_target(settings, target_from_report, target_pair)})
     from revbench.flows.pools import pools_flow
@@ -267,10 +243,10 @@ def refresh(
     if stages is not None:
         changes["refresh.stages"] = [x.strip() for x in stages.split(",") if x.strip()]
     if until is not None:
-        changes["refresh.until"] = _date(until, "--until")
+        changes["refresh.until"] = parse_date(until, "--until")
     if runner is not None:
         changes["runner.kind"] = runner
-    settings = _setup(**changes)
+    settings = setup(**changes)
     from revbench.app.console import print_refresh
     from revbench.flows.refresh import refresh_flow
 
@@ -283,7 +259,7 @@ def disambiguate(
     track: Track = None,
 ) -> None:
     """Resolve author mentions to canonical authors (re-deciding only blocks whose inputs changed)."""
-    settings = _setup(**({"disambiguate.use_llm": False} if fallback else {}))
+    settings = setup(**({"disambiguate.use_llm": False} if fallback else {}))
     from revbench.flows.disambiguate import disambiguate_flow
 
     print_disambiguation(disambiguate_flow.run(settings, track=resolve_track(track, long_flow=True)))
@@ -299,7 +275,7 @@ def ratings(
     """Pull survey answers into ratings: de-duplicate, flag, apply curator decisions, build tuples and statistics."""
     if decide is not None and decide not in ("keep", "drop"):
         raise UsageError(f"--decide {decide!r}: expected keep or drop")
-    settings = _setup()
+    settings = setup()
     from revbench.app.console import print_ratings
     from revbench.flows.ratings import ratings_flow
 
@@ -338,7 +314,7 @@ def release(
     if force and only_if_changed:
         raise UsageError("--force builds a release even when nothing changed, --only-if-changed only when something "
                          "did; give one")
-    settings = _setup()
+    settings = setup()
     from revbench.app.console import print_release
     from revbench.flows.release import release_flow
 
@@ -353,9 +329,9 @@ def release_verify(
     path: Annotated[Path, typer.Argument(help="The release folder (holding manifest.json)")],
 ) -> None:
     """Check a release: each file against manifest.json (size, sha256), nothing unlisted, the manifest against the warehouse."""
-    settings = _setup()
+    settings = setup()
     from revbench.app.console import print_release_verified
-    from revbench.flows.release import verify_recorded
+    from revbench.release_checks import verify_recorded
 
     print_release_verified(verify_recorded(settings, path))
 
@@ -378,14 +354,14 @@ def report(
         from revbench.app.results_page import read_evaluation_report, write_results_page
 
         pairs = [read_evaluation_report(d) for d in evaluation_report]
-    settings = _setup()
+    settings = setup()
     if html is not None:
         write_results_page(settings, html.expanduser(), pairs)
         if not releases:
             return
     from revbench.app.console import print_release_report
     from revbench.evaluation.report import plot_across_releases
-    from revbench.flows.release import release_report
+    from revbench.release_checks import release_report
 
     rows = release_report(settings, metric, split)
     if rows.height == 0:
@@ -395,268 +371,12 @@ def report(
     print_release_report(rows, metric, split, png)
 
 
-@app.command()
-def serve() -> None:
-    """Serve the scheduled refresh, ratings pull and backup (REVBENCH_SCHEDULE__*) on a Prefect server until Ctrl-C."""
-    settings = _setup()
-    from revbench.app.entry import prefect_api_configured
-
-    if not prefect_api_configured():
-        raise UsageError("serving needs a Prefect server: start one with `prefect server start` and set "
-                         "PREFECT_API_URL=http://127.0.0.1:4200/api")
-    from prefect.client.orchestration import get_client
-    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL
-    from rich.markup import escape
-
-    from revbench.app.deployments import deployments, next_run, schedule_of
-    from revbench.app.deployments import serve as serve_deployments
-    from revbench.errors import ServiceUnavailable
-
-    url = str(PREFECT_API_URL.value())
-    with get_client(sync_client=True) as client:
-        failure = client.api_healthcheck()
-        if failure is None:
-            _check_prefect_credentials(client, url)
-    if failure is not None:
-        raise ServiceUnavailable("the Prefect API", url, f"{type(failure).__name__}: {failure}")
-    served = deployments(settings)
-    console.print(f"Serving on the Prefect API at {url}:")
-    for d in served:
-        cron, tz = schedule_of(d)
-        console.print(f"  [cyan]{d.flow_name}/{d.name}[/]  cron '{cron}' ({tz}), next run "
-                      f"{next_run(cron, tz):%Y-%m-%d %H:%M %Z}")
-    if not settings.schedule.ratings_cron:
-        console.print("  (no ratings pull: REVBENCH_SCHEDULE__RATINGS_CRON is empty)")
-    if not settings.schedule.backup_cron:
-        console.print("  (no scheduled backup: REVBENCH_SCHEDULE__BACKUP_CRON is empty)")
-    names = " or ".join(f"prefect deployment run '{d.flow_name}/{d.name}'" for d in served)
-    console.print(escape(f"Run one now: {names} (the refresh takes -p 'stages=[\"ratings\"]' for some stages)")
-                  + (f", or from {PREFECT_UI_URL.value()}/deployments" if PREFECT_UI_URL.value() else "") + ".",
-                  highlight=False, soft_wrap=True)
-    console.print("Ctrl-C stops serving.")
-    serve_deployments(settings)
-    console.print("Stopped serving; the schedules stay paused until `revbench serve` runs again.")
-
-
-def _check_prefect_credentials(client: Any, url: str) -> None:
-    """One line, before anything is served, when the Prefect API wants credentials revbench lacks
-    (its health answers anyone; every other path wants PREFECT_SERVER_API_AUTH_STRING's value)."""
-    from prefect.exceptions import PrefectHTTPStatusError
-    from prefect.settings import PREFECT_API_AUTH_STRING
-
-    try:
-        client.read_flows(limit=1)
-    except PrefectHTTPStatusError as exc:
-        if exc.response.status_code not in (401, 403):
-            raise
-        given = "was refused" if PREFECT_API_AUTH_STRING.value() else "is not set"
-        raise UsageError(f"the Prefect API at {url} answered HTTP {exc.response.status_code}: PREFECT_API_AUTH_STRING "
-                         f"{given}; give it the server's PREFECT_SERVER_API_AUTH_STRING (docs/going-live.md)") from None
-
-
-survey_app = typer.Typer(help="Invitation emails, the survey server and its answers.", no_args_is_help=True)
+# The operator's and the survey's commands live in their own modules; registered here, after
+# ``report`` and before ``world``, so that ``--help`` and the generated reference keep their order.
+app.command()(cli_ops.serve)
 app.add_typer(survey_app, name="survey")
-
-
-def _survey_wave(kind: str, round: int, dry_run: bool, approve: str | None, approver: str, track: bool | None) -> None:
-    settings = _setup()
-    from revbench.app.console import print_survey_wave
-    from revbench.flows.survey import parse_approval, survey_flow
-
-    parse_approval(approve)
-    stats = survey_flow.run(settings, round=round, kind=kind, dry_run=dry_run, approve=approve,
-                            approver=approver or os.environ.get("USER", ""),
-                            track=resolve_track(track, long_flow=True))
-    print_survey_wave(stats)
-
-
-Approve = Annotated[str | None, typer.Option(help="The curator's go: all, N (the first N) or cancel; without it a tracked run waits for the answer in the Prefect UI")]
-
-
-@survey_app.command("send")
-def survey_send(
-    round: Annotated[int, typer.Option("--round", min=1, help="The pools round whose invitations are sent")] = 1,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Write .eml files to data/survey/round-N/outbox and send nothing")] = False,
-    approve: Approve = None,
-    approver: Annotated[str, typer.Option(help="Who approves (recorded with the decision)")] = "",
-    track: Track = None,
-) -> None:
-    """Render a round's invitation emails and send them after a curator's go (each exactly once)."""
-    _survey_wave("invitation", round, dry_run, approve, approver, track)
-
-
-@survey_app.command("remind")
-def survey_remind(
-    round: Annotated[int, typer.Option("--round", min=1, help="The round whose invitees are reminded")] = 1,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Write .eml files and send nothing")] = False,
-    approve: Approve = None,
-    approver: Annotated[str, typer.Option(help="Who approves (recorded with the decision)")] = "",
-    track: Track = None,
-) -> None:
-    """Remind invitees with unanswered papers (not those who finished or opted out)."""
-    _survey_wave("reminder", round, dry_run, approve, approver, track)
-
-
-@survey_app.command("resend")
-def survey_resend(
-    message_ids: Annotated[list[str], typer.Argument(help="Message-IDs of unconfirmed messages (`revbench survey status` lists them)", show_default=False)],
-    approver: Annotated[str, typer.Option(help="Who decided to send them again (recorded with the run)")] = "",
-    track: Track = None,
-) -> None:
-    """Send again unconfirmed messages, named one by one: they may have arrived (their reply was
-    lost), so nothing else sends them again; check with the recipient or the server's log first."""
-    settings = _setup()
-    from revbench.app.console import print_survey_resend
-    from revbench.flows.survey import survey_resend_flow
-
-    stats = survey_resend_flow.run(settings, message_ids=message_ids, approver=approver or os.environ.get("USER", ""),
-                                   track=resolve_track(track, long_flow=False))
-    print_survey_resend(stats)
-
-
-@survey_app.command("serve")
-def survey_serve(
-    host: Annotated[str | None, typer.Option(help="Address to listen on [default: 127.0.0.1]", show_default=False)] = None,
-    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port [default: 8765]", show_default=False)] = None,
-    socket: Annotated[Path | None, typer.Option("--socket", help="Listen on this unix socket instead (for a proxy on the same host; the server then needs no network)", show_default=False)] = None,
-) -> None:
-    """Run the survey server (its own store; runs beside every flow). It refuses to start holding a
-    secret that is not its own (only its signing keys: no SMTP password, API keys, release or
-    backup key, nor Prefect credentials)."""
-    if socket is not None and (host is not None or port is not None):
-        flag = "--host" if host is not None else "--port"
-        raise UsageError(f"--socket {socket}: not with {flag} (a unix socket is one address; give one or the other)")
-    from revbench.app.entry import prepare_process
-    from revbench.survey.privilege import foreign_secrets, without_foreign_secrets
-
-    # Checked on what the operator handed it (environment and .env): a demo's data folder adds
-    # its own keys to every command, and those are dropped below instead.
-    dotenv: dict[str, str] = {}
-    if Path(".env").is_file():
-        from dotenv import dotenv_values
-
-        dotenv = {k: v or "" for k, v in dotenv_values(".env").items()}
-    held = foreign_secrets(build_settings(demo_data=False), {**dotenv, **os.environ})
-    if held:
-        raise UsageError(f"the survey server holds secrets it must not: {', '.join(held)}; give it only its own "
-                         "settings (deploy/survey.env.example: its signing keys, store and pages; docs/going-live.md)")
-    settings = without_foreign_secrets(build_settings())
-    prepare_process(settings, prefect=False)
-    from revbench.survey.server import serve
-
-    try:
-        serve(settings, host or "127.0.0.1", port or 8765, announce=console.print, uds=socket)
-    except KeyboardInterrupt:
-        # Stopping the server is its normal end: uvicorn has finished the requests in flight, and
-        # every acknowledged answer was committed before it was acknowledged.
-        pass
-    console.print(f"survey server stopped; answers are in {settings.survey_store_path}")
-
-
-@survey_app.command("status")
-def survey_status() -> None:
-    """Sent, answered, skipped and opted-out counts (from the survey store; the warehouse when free),
-    and the unconfirmed messages: id, recipient, since when, the server."""
-    settings = build_settings()
-    from revbench.app.console import print_survey_status
-    from revbench.tasks.survey import unconfirmed_rows
-    from revbench.warehouse.status import survey_counts, unconfirmed_messages
-
-    unconfirmed = unconfirmed_messages(settings.warehouse_path)
-    print_survey_status(survey_counts(settings.warehouse_path, settings.survey_store_path),
-                        unconfirmed_rows(unconfirmed) if unconfirmed is not None else [])
-
-
-@app.command()
-def status() -> None:
-    """Warehouse counts by table, rejects by reason and the latest runs (never disturbs a running flow)."""
-    settings = build_settings()
-    from revbench.warehouse.status import read_status
-
-    st = read_status(settings.warehouse_path)
-    if st.missing:
-        console.print(f"No warehouse at {settings.warehouse_path}; run `revbench demo` or `revbench ingest`.")
-        raise typer.Exit(1)
-    print_status(st)
-
-
-@app.command()
-def doctor(
-    only: Annotated[str | None, typer.Option("--only", metavar="SERVICE[,SERVICE]", help="Probe only these: settings, data, warehouse, store, grobid, arxiv, pdf, s2, llm, smtp, survey, prefect; isolation (run from the survey server's side: fails when the curator's plane is reachable)")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON instead of a table")] = False,
-    timeout: Annotated[float | None, typer.Option(min=0.1, max=60, help="Seconds each service has to answer, at most 60 (default: REVBENCH_HTTP__PROBE_TIMEOUT_SECONDS)")] = None,
-) -> None:
-    """Check every service the configured stages need, with its own protocol, before a run.
-
-    GROBID (isalive, and a version not older than 0.6.1, the oldest our TEI parser is tested on);
-    arXiv (a one-result query, parsed); arXiv's PDFs (the headers of one); Semantic Scholar (a
-    one-paper batch with the key, and the pace it implies); the LLM (its model list holds
-    REVBENCH_LLM__MODEL); SMTP (connect, EHLO, STARTTLS, AUTH, QUIT: nothing is sent); the survey
-    server's public URL (/healthz over HTTPS with the certificate verified, REVBENCH_HTTP__CA_BUNDLE
-    trusted too, and a link signed with this configuration's key verifying there); the Prefect API
-    (PREFECT_API_URL: health, its version against the installed prefect, and with
-    PREFECT_API_AUTH_STRING a request without it refused); the data folder
-    (writable, free space), the warehouse and the survey store (readable, schema against this
-    code's; a warehouse a run holds passes); the settings (secrets set where a stage needs them, no
-    placeholders or example hosts).
-
-    Probes run at once, so a dead service costs one timeout. A service no stage in
-    REVBENCH_REFRESH__STAGES needs is shown as not needed. Exit 0 when everything needed answers,
-    1 when something failed (one line each after the table: the service, its URL, what to fix),
-    2 for a wrong --only. Nothing is sent, recorded or locked, and no secret is printed."""
-    from revbench.app.doctor import failed, parse_only, run_probes
-
-    wanted = parse_only(only)  # a wrong name is one line before anything is probed
-    settings = build_settings()
-    probes = run_probes(settings, _prefect_api_url(settings), wanted,
-                        timeout if timeout is not None else settings.http.probe_timeout_seconds,
-                        prefect_auth=_prefect_setting(settings, "PREFECT_API_AUTH_STRING"))
-    from revbench.app.console import print_doctor
-
-    print_doctor(probes, as_json=json_out)
-    raise typer.Exit(1 if failed(probes) else 0)
-
-
-def _prefect_api_url(settings: Settings) -> str | None:
-    """PREFECT_API_URL as a run of this configuration would find it: the environment, else the
-    active profile under PREFECT_HOME (the data folder's, as ``prepare_process`` sets it; the
-    doctor does not call it, as it must not write into a data folder it is checking)."""
-    return _prefect_setting(settings, "PREFECT_API_URL")
-
-
-def _prefect_setting(settings: Settings, name: str) -> str | None:
-    """A Prefect client setting as a run of this configuration would find it (see ``_prefect_api_url``)."""
-    from revbench.app.entry import prefect_setting
-
-    return prefect_setting(name, Path(os.environ.get("PREFECT_HOME") or settings.data_dir / "prefect").expanduser())
-
-
-@app.command()
-def backup(
-    to: Annotated[Path | None, typer.Option("--to", metavar="DIR", help="Folder the snapshot goes to, as DIR/revbench-backup-<UTC time>/ (default: REVBENCH_BACKUP__DIR, else data/backups); it may hold only revbench's snapshots")] = None,
-    keep: Annotated[int | None, typer.Option(min=0, help="Keep the newest N snapshots in DIR, removing older ones of revbench's (default: REVBENCH_BACKUP__KEEP; 0: keep all)")] = None,
-) -> None:
-    """Snapshot the warehouse and the survey store with a manifest of checksums, authenticated with REVBENCH_BACKUP__KEY (safe while the survey server runs)."""
-    if to is not None:
-        check_output_dir(to, "--to")
-    settings = _setup()
-    from revbench.app.console import print_backup
-    from revbench.flows.backup import backup_flow
-
-    print_backup(backup_flow.fn(settings, to=to, keep=keep))
-
-
-@app.command()
-def restore(
-    from_: Annotated[Path, typer.Option("--from", metavar="DIR", help="A snapshot folder `revbench backup` wrote (DIR/revbench-backup-<UTC time>/)", show_default=False)],
-    force: Annotated[bool, typer.Option("--force", help="Restore over live data the snapshot lacks (it is set aside; answers, opt-outs and messages sent are kept)")] = False,
-) -> None:
-    """Check a snapshot against its manifest (verified with REVBENCH_BACKUP__KEY), then restore the warehouse and the survey store from it, keeping every answer given since."""
-    settings = _setup()
-    from revbench.app.console import print_restore
-    from revbench.restore import restore as restore_snapshot
-
-    print_restore(restore_snapshot(settings, from_, force=force))
+for command in (cli_ops.status, cli_ops.doctor, cli_ops.backup, cli_ops.restore):
+    app.command()(command)
 
 
 @app.command()
@@ -670,9 +390,10 @@ def world(
     extra_days: Annotated[int, typer.Option(min=0, help="Growth days after --until, each adding new papers")] = 0,
 ) -> None:
     """Generate a SYNTHETIC world (services' answers plus hidden truth)."""
-    from revbench.synth.world import WorldSpec, generate_world
+    from revbench.synth.draw import WorldSpec
+    from revbench.synth.world import generate_world
 
-    s, u = _date(since, "--since"), _date(until, "--until")
+    s, u = parse_date(since, "--since"), parse_date(until, "--until")
     if u < s:
         raise UsageError(f"--until {until} is before --since {since}")
     check_output_dir(out, "--out")

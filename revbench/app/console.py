@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the flows load only when a command runs one
     from revbench.flows.refresh import RefreshResult
     from revbench.flows.release import ReleaseResult
     from revbench.flows.survey import SurveyResend, SurveyWave
-    from revbench.flows.train import TrainResult
+    from revbench.flows.train import Trained, TrainSkipped
 
 console = Console()
 err_console = Console(stderr=True)
@@ -319,9 +319,9 @@ def print_embed(out: EmbedResult) -> None:
     console.print(t)
 
 
-def print_train(out: TrainResult) -> None:
+def print_train(out: Trained | TrainSkipped) -> None:
     """What the training did and the scorer it registered."""
-    if out.status == "skipped" or out.provenance is None:
+    if out.status == "skipped":
         console.print(f"Nothing to do: {out.reason}.\nScorer: [cyan]{out.scorer}[/]")
         return
     p = out.provenance
@@ -395,7 +395,8 @@ def print_backup(out: Any) -> None:
 
 
 def print_restore(out: Any) -> None:
-    """What a restore did (``revbench.restore.RestoreResult``): each part, what was carried over, where the live files went."""
+    """What a restore did (``revbench.backup.restore.RestoreResult``): each part, what was carried over, where the
+    live files went."""
     from rich.markup import escape
 
     console.print(f"Restored [bold]{escape(str(out.backup))}[/] (taken {out.created_at})", soft_wrap=True, highlight=False)

@@ -94,7 +94,7 @@ def survey_round(settings: Settings, panel: Callable[[list[Any], Callable[[], in
     from revbench.replay.server import AppServer, free_port
     from revbench.survey.server import create_app
     from revbench.warehouse.status import survey_counts
-    from revbench.warehouse.survey_store import SurveyStore
+    from revbench.warehouse.store import SurveyStore
 
     port = free_port()
 
@@ -192,7 +192,8 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
     from revbench.replay import spawn_replay
     from revbench.schemas.tables import ASSIGNMENTS, AUTHOR_LINKS, POOL_EVIDENCE, POOL_EXCLUSIONS
     from revbench.synth.truth import coi_violations, disambiguation_quality, load_truth, planted_conflicts_caught
-    from revbench.synth.world import WorldSpec, ensure_world
+    from revbench.synth.draw import WorldSpec
+    from revbench.synth.world import ensure_world
     from revbench.warehouse import Warehouse
 
     t0 = time.monotonic()

@@ -51,7 +51,7 @@ def write_results_page(settings: Settings, out: Path, pairs: list[Pairs]) -> Non
     with the scorer pairs of the evaluation report folders given. The page vouches for the
     releases it names with their status: each is verified against its manifest, and the manifest
     against the warehouse's record, first (a changed release is refused by name, no page written)."""
-    from revbench.flows.release import verify_recorded
+    from revbench.release_checks import verify_recorded
 
     results = None
     if settings.warehouse_path.exists():

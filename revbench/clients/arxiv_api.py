@@ -8,6 +8,7 @@ parsing and Result type stay the package's.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,6 +20,7 @@ from arxiv import _feed  # the package's own Atom parser; Result objects come fr
 from lxml import etree
 
 from revbench.clients.bounded import read_requests
+from revbench.health import Probe, ProbeContext, cap_session, cert_problem, ms, root_cause, short
 from revbench.retry import (
     AdaptivePacer,
     Breaker,
@@ -238,3 +240,40 @@ def _one_line(text: str | None) -> str | None:
 
 def _query_of(url: str) -> str:
     return unquote_plus(url.partition("?")[2])
+
+
+# What `revbench doctor` asks this service (registered in revbench/services.py).
+
+def probe_arxiv(ctx: ProbeContext) -> Probe:
+    """A one-result query (``cat:cs.LG``) through our client and the ``arxiv`` package's Atom parser."""
+    settings, clock = ctx.settings, ctx.clock
+    url = settings.arxiv.base_url
+    http = settings.http.model_copy(update={"timeout_seconds": clock.left(), "max_attempts": 1})
+    # A probe reports a 429 at once; a run waits it out.
+    client = ArxivClient(settings.arxiv.model_copy(update={"throttle_patience_seconds": 0.0}), http)
+    cap_session(client._session, "the query endpoint")
+    t0 = time.monotonic()
+    try:
+        page = client.fetch({"search_query": "cat:cs.LG", "max_results": 1})
+    except RateLimited:
+        return Probe("arxiv", url, "warn", "answers, but rate-limited right now (HTTP 429); runs slow down and wait", ms(t0))
+    except (TransientError, PermanentError) as exc:
+        cause = exc.__cause__
+        if isinstance(cause, requests.Timeout):
+            return Probe("arxiv", url, "fail", f"no answer within {clock.seconds:g} s",
+                         fix="check that it runs and that REVBENCH_ARXIV__BASE_URL is its query endpoint "
+                             "(https://export.arxiv.org/api/query)")
+        if isinstance(cause, requests.RequestException):
+            cert = cert_problem(cause)
+            what = f"its TLS certificate is not trusted ({cert})" if cert else f"cannot connect ({root_cause(cause)})"
+            return Probe("arxiv", url, "fail", what, fix="check REVBENCH_ARXIV__BASE_URL "
+                         "(https://export.arxiv.org/api/query) and that arXiv can be reached from here")
+        return Probe("arxiv", url, "fail", short(str(exc), 160), ms(t0),
+                     fix="check REVBENCH_ARXIV__BASE_URL (https://export.arxiv.org/api/query) and that arXiv answers")
+    finally:
+        client._session.close()
+    latency = ms(t0)
+    if not page.records:
+        return Probe("arxiv", url, "warn", f"the Atom feed parsed but held no entry ({page.total} results)", latency,
+                     fix="check that REVBENCH_ARXIV__BASE_URL is arXiv's query endpoint")
+    return Probe("arxiv", url, "ok", f"Atom feed parsed: {page.records[0].arxiv_id} of {page.total} results", latency)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import threading
+import time
 from typing import Any
 
 import requests
 
 from revbench.clients.bounded import read_requests
 from revbench.clients.tei import TeiError, TeiHeader, parse_tei_header
+from revbench.health import Probe, ProbeContext, http_client, ms, read, short, unreachable, version_tuple
 from revbench.retry import RETRYABLE_STATUS, Breaker, PermanentError, ResponseTooLarge, TransientError, call_with_retries
 from revbench.settings import GrobidSettings, HttpSettings
 
@@ -103,3 +106,56 @@ class GrobidHeaderClient:
     def header(self, pdf: bytes, name: str = "paper.pdf") -> tuple[TeiHeader, str]:
         """Extract the header of one PDF; returns the parsed header and the raw TEI."""
         return call_with_retries(lambda: self._once(pdf, name), self.http, f"GROBID {name}", breaker=self.breaker)
+
+
+# What `revbench doctor` asks this service (registered in revbench/services.py).
+
+GROBID_FLOOR = (0, 6, 1)
+"""The oldest GROBID whose TEI our parser is tested on: the conformance suite
+(tests/conformance/test_grobid.py) parses every sample of ../shared/external/real-responses/grobid,
+written by GROBID 0.6.1 (the oldest, resources__test_pdf__0046d83a-...tei.xml) up to 0.8.3-SNAPSHOT."""
+
+
+def probe_grobid(ctx: ProbeContext) -> Probe:
+    """``GET /api/isalive`` (true), then ``/api/version``, not older than :data:`GROBID_FLOOR`."""
+    import httpx
+
+    settings, clock = ctx.settings, ctx.clock
+    base = settings.grobid.base_url.rstrip("/")
+    setting = "REVBENCH_GROBID__BASE_URL"
+    try:
+        with http_client(settings, clock) as client:
+            t0 = time.monotonic()
+            alive = read(client, "GET", f"{base}/api/isalive", "/api/isalive", timeout=clock.left())
+            latency = ms(t0)
+            if alive.status_code != 200 or alive.text.strip().lower() != "true":
+                return Probe("grobid", base, "fail", f"/api/isalive answered HTTP {alive.status_code} "
+                             f"{short(alive.text, 60)!r}, not true", latency,
+                             fix=f"set {setting} to the GROBID server's root (where /api/isalive answers true)")
+            answer = read(client, "GET", f"{base}/api/version", "/api/version", timeout=clock.left())
+    except httpx.HTTPError as exc:
+        return unreachable("grobid", base, exc, clock, setting)
+    version = _grobid_version(answer)
+    floor = ".".join(map(str, GROBID_FLOOR))
+    if version is None:
+        return Probe("grobid", base, "warn", f"alive; /api/version answered HTTP {answer.status_code}, no version",
+                     latency, fix=f"run GROBID {floor} or newer (the TEI parser is tested on 0.6.1 to 0.8.3)")
+    if version_tuple(version) < GROBID_FLOOR:
+        return Probe("grobid", base, "fail", f"GROBID {version} is older than {floor}, the oldest whose TEI our parser is "
+                     "tested on", latency, version, fix="run a current GROBID (e.g. the grobid/grobid:0.8.2 image)")
+    return Probe("grobid", base, "ok", "alive", latency, version)
+
+
+def _grobid_version(answer: Any) -> str | None:
+    """GROBID's version: JSON ``{"version": ...}`` from recent servers, the bare text from older ones."""
+    if answer.status_code != 200:
+        return None
+    text = answer.text.strip()
+    try:
+        import json
+
+        body = json.loads(text)
+    except ValueError:
+        body = text
+    version = body.get("version") if isinstance(body, dict) else body if isinstance(body, str) else None
+    return str(version) if version and re.match(r"^\d+\.\d+", str(version)) else None

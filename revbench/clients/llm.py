@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from revbench.clients.bounded import cap_responses
+from revbench.health import Probe, ProbeContext, http_client, ms, read, short, unreachable
 from revbench.retry import Breaker, PermanentError, TransientError, call_with_retries
 from revbench.settings import HttpSettings, LlmSettings
 
@@ -109,3 +111,65 @@ class LlmClient:
         if self.cache is not None:
             self.cache.put(key, answer, {"model": self.settings.model, **(meta or {})})
         return answer
+
+
+# What `revbench doctor` asks this service (registered in revbench/services.py).
+
+MODELS_CAP = 4 * 2**20
+"""The most the LLM probe reads of ``/models``: the one list whose length is the service's own
+(an OpenAI-compatible router lists hundreds of models with their descriptions, about 1 MB)."""
+
+
+def probe_llm(ctx: ProbeContext) -> Probe:
+    """``GET /models`` with the key; the configured model must be listed. An endpoint without a
+    model list gets a one-token completion with the model instead."""
+    import httpx
+
+    settings, clock = ctx.settings, ctx.clock
+    llm = settings.llm
+    base = (llm.base_url or "").rstrip("/")
+    key = llm.api_key.get_secret_value() if llm.api_key is not None else ""
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    try:
+        with http_client(settings, clock, headers=headers) as client:
+            t0 = time.monotonic()
+            resp = read(client, "GET", f"{base}/models", "/models", MODELS_CAP, timeout=clock.left())
+            latency = ms(t0)
+            if resp.status_code in (404, 405):
+                resp = read(client, "POST", f"{base}/chat/completions", "/chat/completions", timeout=clock.left(), json={
+                    "model": llm.model, "max_tokens": 1, "messages": [{"role": "user", "content": "Say OK."}]})
+                return _llm_completion(base, llm.model, resp, latency)
+    except httpx.HTTPError as exc:
+        return unreachable("llm", base, exc, clock, "REVBENCH_LLM__BASE_URL")
+    if resp.status_code in (401, 403):
+        return Probe("llm", base, "fail", f"the API key was refused: HTTP {resp.status_code}{_llm_said(resp)}", latency,
+                     fix="check REVBENCH_LLM__API_KEY")
+    try:
+        ids = [m["id"] for m in resp.json()["data"]]
+    except (ValueError, KeyError, TypeError):
+        return Probe("llm", base, "fail", f"/models answered HTTP {resp.status_code}{_llm_said(resp)}, not a model list",
+                     latency, fix="set REVBENCH_LLM__BASE_URL to an OpenAI-compatible root ending in /v1")
+    if llm.model not in ids:
+        shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+        return Probe("llm", base, "fail", f"model {llm.model!r} is not among the {len(ids)} it serves ({shown})", latency,
+                     fix="set REVBENCH_LLM__MODEL to a model it lists")
+    return Probe("llm", base, "ok", f"model {llm.model} listed ({len(ids)} models)", latency)
+
+
+def _llm_said(resp: Any) -> str:
+    try:
+        message = resp.json()["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return ""
+    return f" ({short(str(message), 80)})"
+
+
+def _llm_completion(base: str, model: str, resp: Any, latency: float) -> Probe:
+    if resp.status_code in (401, 403):
+        return Probe("llm", base, "fail", f"the API key was refused: HTTP {resp.status_code}{_llm_said(resp)}", latency,
+                     fix="check REVBENCH_LLM__API_KEY")
+    if resp.status_code != 200:
+        return Probe("llm", base, "fail", f"no model list, and a one-token completion with {model!r} answered "
+                     f"HTTP {resp.status_code}{_llm_said(resp)}", latency,
+                     fix="check REVBENCH_LLM__MODEL and REVBENCH_LLM__BASE_URL (an OpenAI-compatible root ending in /v1)")
+    return Probe("llm", base, "ok", f"no model list; a one-token completion with {model} answered", latency)

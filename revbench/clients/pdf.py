@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 
 from revbench.clients.bounded import read_httpx
+from revbench.health import Probe, ProbeContext, http_client, ms, read, unreachable
 from revbench.retry import Breaker, PermanentError, ResponseTooLarge, TransientError, call_with_retries, classify_status
 from revbench.settings import HttpSettings, PdfSettings
 
@@ -62,3 +65,31 @@ class PdfClient:
 
     def close(self) -> None:
         self._client.close()
+
+
+# What `revbench doctor` asks this service (registered in revbench/services.py).
+
+PDF_PROBE = "1706.03762v1"
+"""The PDF whose headers the PDF probe asks for (the S2 probe's paper; the body is not fetched)."""
+
+
+def probe_pdf(ctx: ProbeContext) -> Probe:
+    """``HEAD /pdf/{PDF_PROBE}`` where the extraction downloads PDFs: any HTTP answer is the host
+    answering (as the run's own check before extraction); a PDF there is the full answer."""
+    settings, clock = ctx.settings, ctx.clock
+    base = settings.pdf.base_url.rstrip("/")
+    try:
+        with http_client(settings, clock) as client:
+            t0 = time.monotonic()
+            resp = read(client, "HEAD", f"{base}/pdf/{PDF_PROBE}", f"/pdf/{PDF_PROBE}", timeout=clock.left())
+            latency = ms(t0)
+    except httpx.HTTPError as exc:
+        return unreachable("pdf", base, exc, clock, "REVBENCH_PDF__BASE_URL")
+    kind = resp.headers.get("content-type", "").split(";")[0].strip()
+    if resp.status_code == 200 and kind == "application/pdf":
+        return Probe("pdf", base, "ok", f"a PDF answers at /pdf/{PDF_PROBE}", latency)
+    if resp.status_code >= 500:
+        return Probe("pdf", base, "warn", f"answers, but /pdf/{PDF_PROBE} answered HTTP {resp.status_code}", latency,
+                     fix="check REVBENCH_PDF__BASE_URL (https://arxiv.org) and that the host serves PDFs")
+    return Probe("pdf", base, "ok", f"answers (HTTP {resp.status_code} {kind or 'without a type'} for "
+                 f"/pdf/{PDF_PROBE}, a paper it need not hold)", latency)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 import httpx
 
 from revbench.clients.bounded import read_httpx
+from revbench.health import Probe, ProbeContext, http_client, ms, read, unreachable
 from revbench.retry import AdaptivePacer, Breaker, TransientError, call_with_retries, classify_status, send_through_429s
 from revbench.settings import HttpSettings, SemanticScholarSettings
 
@@ -133,3 +135,51 @@ class SemanticScholarClient:
 
     def close(self) -> None:
         self._client.close()
+
+
+# What `revbench doctor` asks this service (registered in revbench/services.py).
+
+S2_PROBE_ID = "ARXIV:1706.03762"
+"""The paper the Semantic Scholar probe looks up ("Attention Is All You Need"; an unknown id
+answers null, which is as good an answer)."""
+
+
+def probe_s2(ctx: ProbeContext) -> Probe:
+    """A one-paper ``POST /paper/batch`` with the key when one is set; says the pace it implies."""
+    settings, clock = ctx.settings, ctx.clock
+    s2 = settings.s2
+    base = s2.base_url.rstrip("/")
+    key = s2.api_key is not None
+    try:
+        with http_client(settings, clock, headers=request_headers(s2, settings.http)) as client:
+            t0 = time.monotonic()
+            resp = read(client, "POST", f"{base}/paper/batch", "/paper/batch", params={"fields": "paperId"},
+                        json={"ids": [S2_PROBE_ID]}, timeout=clock.left())
+            latency = ms(t0)
+    except httpx.HTTPError as exc:
+        return unreachable("s2", base, exc, clock, "REVBENCH_S2__BASE_URL")
+    said = error_text(resp.content)
+    said = f" ({said})" if said else ""
+    if resp.status_code in (401, 403):
+        if key:
+            return Probe("s2", base, "fail", f"the API key was refused: HTTP {resp.status_code}{said}", latency,
+                         fix="check REVBENCH_S2__API_KEY (or leave it empty for the slower keyless pool)")
+        return Probe("s2", base, "fail", f"HTTP {resp.status_code}{said} without a key", latency,
+                     fix="set REVBENCH_S2__API_KEY, or check REVBENCH_S2__BASE_URL")
+    if resp.status_code == 429:
+        return Probe("s2", base, "warn", f"answers, but rate-limited right now (HTTP 429){said}; runs slow down and wait",
+                     latency, fix="" if key else "an API key (REVBENCH_S2__API_KEY) gets a rate of its own")
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    if resp.status_code != 200 or not isinstance(body, list) or len(body) != 1:
+        return Probe("s2", base, "fail", f"/paper/batch answered HTTP {resp.status_code}{said}, not a one-paper batch",
+                     latency, fix="set REVBENCH_S2__BASE_URL to the Graph API root (https://api.semanticscholar.org/graph/v1)")
+    if key:
+        return Probe("s2", base, "ok", f"key accepted: runs {_pace(s2.delay_seconds)}", latency)
+    return Probe("s2", base, "ok", f"no key: the shared keyless pool; runs {_pace(s2.keyless_delay_seconds)}", latency)
+
+
+def _pace(seconds: float) -> str:
+    return f"send one request per {seconds:g} s" if seconds > 0 else "send requests without a pause"

@@ -25,6 +25,7 @@ from email.message import EmailMessage
 from typing import Any
 
 from revbench.errors import ServiceUnavailable, UsageError
+from revbench.health import Probe, ProbeContext, cert_problem, is_loopback, ms, short
 from revbench.retry import PermanentError, TransientError
 from revbench.settings import SmtpSettings
 
@@ -295,3 +296,99 @@ class SmtpSender:
                 self._smtp = None
         except (OSError, smtplib.SMTPException):
             self._drop()
+
+
+# What `revbench doctor` asks this service (registered in revbench/services.py).
+
+def probe_smtp(ctx: ProbeContext) -> Probe:
+    """Connect, EHLO, STARTTLS (security=starttls), AUTH (a username set), QUIT: nothing is sent.
+    Certificates are verified as the sender verifies them (the system's CAs, or SSL_CERT_FILE)."""
+    settings, clock = ctx.settings, ctx.clock
+    sm = settings.smtp
+    url = f"smtp://{sm.host}:{sm.port}" if sm.host else ""
+    if not sm.host:
+        return Probe("smtp", url, "fail", "REVBENCH_SMTP__HOST is not set: nothing can be sent",
+                     fix="set REVBENCH_SMTP__HOST (and PORT, SECURITY, USERNAME, PASSWORD) to your mail server")
+    if sm.security == "none" and not is_loopback(sm.host):
+        return Probe("smtp", url, "fail", "security=none outside this machine: mail and the password would travel in clear",
+                     fix="set REVBENCH_SMTP__SECURITY=starttls (port 587) or ssl (port 465)")
+
+    smtp: smtplib.SMTP | None = None
+    steps: list[str] = []
+    step = "connect"
+    latency: float | None = None
+    banner: str | None = None
+    try:
+        # The sender's own connection: every read and write within the probe's time left (a server
+        # that drips its replies a byte at a time cannot outlast it), the certificate checked alike.
+        smtp = bounded_connection(sm, clock.left())
+        t0 = time.monotonic()
+        _code, greeting = smtp.connect(sm.host, sm.port)
+        latency = ms(t0)
+        banner = short(greeting.decode(errors="replace"), 60) or None
+        step = "EHLO"
+        code, _ = smtp.ehlo()
+        if code != 250:
+            return Probe("smtp", url, "fail", f"EHLO answered {code}", latency, banner, fix="check REVBENCH_SMTP__HOST and PORT")
+        steps.append("EHLO")
+        if sm.security == "starttls":
+            if not smtp.has_extn("starttls"):
+                return Probe("smtp", url, "fail", "the server does not offer STARTTLS", latency, banner,
+                             fix="use the submission port 587, or REVBENCH_SMTP__SECURITY=ssl on port 465")
+            step = "STARTTLS"
+            smtp.starttls(context=ssl.create_default_context())
+            smtp.ehlo()
+            steps.append("STARTTLS")
+        if sm.username:
+            step = "AUTH"
+            if not smtp.has_extn("auth"):
+                after = " after STARTTLS" if steps[-1] == "STARTTLS" else ""
+                return Probe("smtp", url, "fail", f"the server offers no AUTH{after}", latency, banner,
+                             fix="check REVBENCH_SMTP__SECURITY and PORT (servers offer AUTH over TLS only)")
+            smtp.login(sm.username, sm.password.get_secret_value() if sm.password else "")
+            steps.append(f"AUTH as {sm.username}")
+        step = "QUIT"
+        smtp.quit()
+    except smtplib.SMTPAuthenticationError as exc:
+        said = exc.smtp_error.decode(errors="replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
+        return Probe("smtp", url, "fail", f"the login of {sm.username!r} was refused: {exc.smtp_code} {short(said, 80)}",
+                     latency, banner, fix="check REVBENCH_SMTP__USERNAME and REVBENCH_SMTP__PASSWORD")
+    except (OSError, smtplib.SMTPException) as exc:
+        cert = cert_problem(exc)
+        if cert is not None:
+            return Probe("smtp", url, "fail", f"its TLS certificate is not trusted ({cert})",
+                         fix=f"the server's certificate must be valid for {sm.host} (SSL_CERT_FILE names a private CA)")
+        if _timed_out(exc):
+            what = "no greeting" if step == "connect" else f"no answer to {step}"
+            return Probe("smtp", url, "fail", f"{what} within {clock.seconds:g} s",
+                         fix="check that it runs and that REVBENCH_SMTP__HOST and PORT are its address")
+        if isinstance(exc, smtplib.SMTPNotSupportedError | smtplib.SMTPException) and step != "connect":
+            return Probe("smtp", url, "fail", f"{step} failed: {short(str(exc), 100)}",
+                         fix="check REVBENCH_SMTP__SECURITY and PORT (587 starttls, 465 ssl)")
+        return Probe("smtp", url, "fail", f"cannot connect ({short(str(exc) or type(exc).__name__, 100)})",
+                     fix="start it, or set REVBENCH_SMTP__HOST and PORT to where it runs")
+    finally:
+        _close(smtp)  # after QUIT a no-op; on every early answer above the connection is let go at once
+    done = ", ".join(steps)
+    if sm.security == "none":
+        return Probe("smtp", url, "warn", f"{done}; plain text on this machine (a local server only); nothing sent",
+                     latency, banner)
+    return Probe("smtp", url, "ok", f"{done}; nothing sent", latency, banner)
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a timeout is behind ``exc`` (smtplib reports one as a closed connection)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, TimeoutError) or "timed out" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _close(smtp: Any) -> None:
+    try:
+        if smtp is not None:
+            smtp.close()
+    except OSError:
+        pass

@@ -7,6 +7,10 @@ and ``optimum-intel`` pulls a CUDA build of PyTorch. So the model is exported he
 PyTorch's own ONNX exporter and run by ``onnxruntime`` or ``openvino`` directly; tokenising,
 pooling and normalising follow the sentence-transformers configuration the export records.
 
+Which model a name means (and what precision it runs in) is :mod:`revbench.ml.models`'s
+answer: this module imports it, never the reverse. :func:`load_encoder` is the one place that
+picks the runtime's loader.
+
 An export lives in ``<cache>/onnx/<model key>/`` (the graph, its int8 twin, the tokenizer and
 ``encoder.json``), made once per model and reused by every stage and process.
 
@@ -30,13 +34,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from revbench.errors import UsageError
 from revbench.files import write_atomic
-from revbench.ml.models import HASHING_MODEL, Runtime, model_key
+from revbench.ml.models import HASHING_MODEL, Runtime, load_model, model_key, openvino_precision
 
 RUNTIMES: tuple[Runtime, ...] = ("torch", "onnx", "onnx-int8", "openvino")
 PACKAGES = {"torch": "torch", "onnx": "onnxruntime", "onnx-int8": "onnxruntime", "openvino": "openvino"}
@@ -154,16 +158,6 @@ def _decided(path: str, key: str) -> Runtime:
     return runtime  # type: ignore[no-any-return]
 
 
-@functools.lru_cache(maxsize=1)
-def openvino_precision() -> Literal["bfloat16", "float32"]:
-    """What OpenVINO computes in on this CPU by default: bfloat16 where the CPU has it (AVX-512
-    BF16, AMX), else float32. Part of the vectors' key: the two differ in the fifth decimal."""
-    import openvino as ov
-
-    hint = str(ov.Core().get_property("CPU", "INFERENCE_PRECISION_HINT")).lower()
-    return "bfloat16" if "bf16" in hint or "bfloat16" in hint else "float32"
-
-
 def export_folder(root: Path, name: str) -> Path:
     """Where the ONNX export of model ``name`` is kept."""
     return root / "onnx" / model_key(name)
@@ -221,8 +215,6 @@ def _export(name: str, folder: Path) -> None:
     its tokenizer and what pooling and normalising it needs."""
     import torch
 
-    from revbench.ml.models import load_model
-
     st = load_model(name, half=False)
     kinds = [type(m).__name__ for m in st]
     if kinds[:2] != ["Transformer", "Pooling"] or any(k != "Normalize" for k in kinds[2:]):
@@ -272,6 +264,18 @@ def _dimension(st: Any) -> int:
 
 
 _FIRST_USE = threading.Lock()
+
+
+def load_encoder(name: str, runtime: Runtime = "torch", export_root: Path | None = None) -> Any:
+    """The model ``name`` means, run by ``runtime``: PyTorch loads it itself
+    (:func:`revbench.ml.models.load_model`, half precision on a GPU); another runtime loads the
+    model's ONNX export kept under ``export_root`` (made on first use). The hashing encoder has
+    no runtime: every one gets it."""
+    if runtime == "torch" or name == HASHING_MODEL:
+        return load_model(name)
+    if export_root is None:
+        raise ValueError(f"the {runtime} runtime needs a folder for the model's ONNX export")
+    return onnx_encoder(name, runtime, export_root)
 
 
 def onnx_encoder(name: str, runtime: Runtime, root: Path) -> OnnxEncoder:

@@ -15,7 +15,8 @@ import numpy as np
 import polars as pl
 
 from revbench.files import file_sha256, replacing
-from revbench.ml.models import Runtime, cut_keys, load_model, model_key, vector_key
+from revbench.ml.backends import load_encoder, runtime_for
+from revbench.ml.models import Runtime, cut_keys, model_key, vector_key
 
 if TYPE_CHECKING:
     from revbench.settings import Settings
@@ -35,7 +36,7 @@ def model_for(name: str, runtime: Runtime = "torch", root: Path | None = None) -
     key = (model_key(name), runtime)  # a retrained adapter in the same folder is another model
     with _models_lock:
         if key not in _models:
-            _models[key] = load_model(name, runtime=runtime, export_root=root)
+            _models[key] = load_encoder(name, runtime, root)
         return _models[key]
 
 
@@ -263,6 +264,4 @@ def settings_cache(settings: Settings, model: str) -> EmbeddingCache:
     """The shared cache of ``model`` under the settings' cache folder, encoding in the runtime
     ``REVBENCH_EMBED__BACKEND`` names (``auto`` resolved for this machine): the one door every
     stage that encodes goes through."""
-    from revbench.ml.backends import runtime_for
-
     return EmbeddingCache.shared(settings.cache_dir, model, runtime_for(settings.embed.backend, settings.cache_dir, model))

@@ -13,7 +13,9 @@ A sentence-transformers model runs in one of the runtimes of :mod:`revbench.ml.b
 vector is, like the precision and the token limit.
 
 :func:`resolve_model` turns a name into a :class:`ModelSpec`; :func:`load_model` builds that
-model. The embedding cache and training both ask here, so neither needs the other.
+model in PyTorch. The embedding cache and training both ask here, so neither needs the other.
+Running a model in another runtime is :mod:`revbench.ml.backends`'s part: it imports this
+module, never the reverse.
 """
 
 from __future__ import annotations
@@ -90,8 +92,6 @@ def resolve_model(name: str = DEFAULT_MODEL, half: bool = True, runtime: Runtime
     if runtime == "torch":
         precision = "float16" if half and device() == "cuda" else "float32"
     elif runtime == "openvino":
-        from revbench.ml.backends import openvino_precision
-
         precision = openvino_precision()
     else:
         precision = "int8" if runtime == "onnx-int8" else "float32"
@@ -103,6 +103,16 @@ def resolve_model(name: str = DEFAULT_MODEL, half: bool = True, runtime: Runtime
 
         return ModelSpec(name, str(get_model_path()), None, "sentence-transformers", precision, runtime)
     return ModelSpec(name, name, None, "sentence-transformers", precision, runtime)
+
+
+@functools.lru_cache(maxsize=1)
+def openvino_precision() -> Literal["bfloat16", "float32"]:
+    """What OpenVINO computes in on this CPU by default: bfloat16 where the CPU has it (AVX-512
+    BF16, AMX), else float32. Part of the vectors' key: the two differ in the fifth decimal."""
+    import openvino as ov
+
+    hint = str(ov.Core().get_property("CPU", "INFERENCE_PRECISION_HINT")).lower()
+    return "bfloat16" if "bf16" in hint or "bfloat16" in hint else "float32"
 
 
 def adapter_identity(path: str) -> str:
@@ -204,21 +214,14 @@ def quiet_peft() -> None:
     warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
 
 
-def load_model(name: str = DEFAULT_MODEL, half: bool = True, runtime: Runtime = "torch",
-               export_root: Path | None = None) -> Any:
-    """The model ``name`` means (:func:`resolve_model`), loaded: the :class:`HashingEncoder`, a
-    sentence-transformers model, or an adapter merged into its base; on a GPU in half precision
-    unless ``half`` is False (training). Another ``runtime`` than PyTorch loads the model's ONNX
-    export kept under ``export_root`` (made on first use: :mod:`revbench.ml.backends`)."""
-    spec = resolve_model(name, half, runtime)
+def load_model(name: str = DEFAULT_MODEL, half: bool = True) -> Any:
+    """The model ``name`` means (:func:`resolve_model`), loaded in PyTorch: the
+    :class:`HashingEncoder`, a sentence-transformers model, or an adapter merged into its base;
+    on a GPU in half precision unless ``half`` is False (training). Another runtime loads it
+    through :func:`revbench.ml.backends.load_encoder`."""
+    spec = resolve_model(name, half)
     if spec.backend == "hashing":
         return HashingEncoder()
-    if runtime != "torch":
-        from revbench.ml.backends import onnx_encoder
-
-        if export_root is None:
-            raise ValueError(f"the {runtime} runtime needs a folder for the model's ONNX export")
-        return onnx_encoder(name, runtime, export_root)
     model = _merged(spec) if spec.adapter else _sentence_transformer(spec.base_model)
     return model.half() if spec.precision == "float16" else model
 

@@ -68,9 +68,10 @@ class TrainConfig:
         return min(total, self.max_steps) if self.max_steps else total
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainResult:
-    """What a training run did: steps, losses, speed, where the adapter is."""
+    """What a training run did: steps, losses, speed, where the adapter is (the one record of
+    it: whoever reports a training extends this, never copies its fields)."""
 
     adapter: Path
     steps: int

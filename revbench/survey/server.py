@@ -20,9 +20,9 @@ from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -30,9 +30,9 @@ from starlette.exceptions import HTTPException
 from revbench.errors import SurveyStoreGone, UsageError
 from revbench.settings import Settings
 from revbench.survey import SIMULATED_TIME_HEADER
-from revbench.survey.tokens import BadToken, Claim, LinkSigner, token_digest
+from revbench.survey.tokens import Action, BadToken, Claim, LinkSigner, token_digest
 from revbench.templates import bars_scale, read, render
-from revbench.warehouse.survey_store import SurveyStore
+from revbench.warehouse.store import SurveyStore
 
 log = logging.getLogger("revbench.survey")
 
@@ -88,13 +88,26 @@ class RateLimiter:
         return len(self._hits)
 
 
+Checked = tuple[Claim, dict[str, Any]]
+"""A valid link's claim and the invitation it names."""
+
+
+class Refused(Exception):
+    """The page that answers a request instead of its route: a link refused, or an answer not
+    understood. Raised by the route's dependencies, so nothing is recorded."""
+
+    def __init__(self, response: HTMLResponse):
+        super().__init__(response.status_code)
+        self.response = response
+
+
 class Pages:
     """What every route shares: the signer, the store, the rate limit and the page templates."""
 
     def __init__(self, settings: Settings, store: SurveyStore | None = None):
         sv = settings.survey
         self.team = sv.team
-        self.signer = LinkSigner(sv.signing_key, sv.old_signing_keys, sv.link_max_age_days)
+        self.signer = LinkSigner.from_settings(sv)
         self.store = store or SurveyStore(settings.survey_store_path)
         self.limiter = RateLimiter(sv.rate_limit_per_minute)
         self.scale = bars_scale()
@@ -114,38 +127,35 @@ class Pages:
         return self.page("message", 413, title="Too much sent", heading="That was more than this page accepts",
                          text="Nothing was recorded. Please use the buttons of the page or of your email.")
 
-    def claim_for(self, token: str, *actions: str) -> tuple[Claim, dict[str, Any]] | HTMLResponse:
-        """The token's claim and its invitation, or the page that refuses it (rate-limited,
-        invalid, the wrong kind of link, an unknown invitation, or a paper not in it)."""
+    def claim_for(self, token: str, *actions: str) -> Checked:
+        """The token's claim and its invitation; :class:`Refused` with the page that refuses it
+        (rate-limited, invalid, the wrong kind of link, an unknown invitation, or a paper not in it)."""
         # The signature first (one HMAC): a forged token is refused before any per-link state
         # exists, so a flood of them costs no memory.
         try:
             claim = self.signer.verify(token)
         except BadToken:
-            return self.refuse()
+            raise Refused(self.refuse()) from None
         if not self.limiter.allow(token_digest(token)):
-            return self.page("message", 429, title="Too many requests", heading="Too many requests",
-                             text="Please wait a minute and try again.")
+            raise Refused(self.page("message", 429, title="Too many requests", heading="Too many requests",
+                                    text="Please wait a minute and try again."))
         if claim.action not in actions:
-            return self.refuse()
+            raise Refused(self.refuse())
         inv = self.store.invitation(claim.invitation)
         if inv is None:
-            return self.refuse()
+            raise Refused(self.refuse())
         if claim.paper is not None and claim.paper not in {p["paper_id"] for p in inv["papers"]}:
-            return self.refuse()
+            raise Refused(self.refuse())
         return claim, inv
-
-    async def checked(self, token: str, action: str) -> tuple[Claim, dict[str, Any]] | HTMLResponse:
-        return await run_in_threadpool(self.claim_for, token, action)
 
     def page_token(self, invitation_id: str) -> str:
         return self.signer.sign(Claim(invitation_id, "page"))
 
-    def answered_at(self, request: Request) -> datetime | None | HTMLResponse:
+    def answered_at(self, request: Request) -> datetime | None:
         """When the answer was given: None for the store's clock (now), or, on a server for a
         SYNTHETIC panel (``simulated_answer_times``), the time the panel declares on its simulated
         clock, so that flags on its pace do not depend on how loaded the machine was; a declared
-        time that does not parse records nothing."""
+        time that does not parse records nothing (:class:`Refused`, 400)."""
         declared = request.headers.get(SIMULATED_TIME_HEADER)
         if not self.simulated_times or declared is None:
             return None
@@ -154,9 +164,53 @@ class Pages:
             if at.tzinfo is None:
                 raise ValueError("no time zone")
         except ValueError:
-            return self.page("message", 400, title="Not understood", heading="That answer was not understood",
-                             text=f"{SIMULATED_TIME_HEADER} is not a time with a time zone. Nothing was recorded.")
+            raise Refused(self.page("message", 400, title="Not understood", heading="That answer was not understood",
+                                    text=f"{SIMULATED_TIME_HEADER} is not a time with a time zone. Nothing was "
+                                         "recorded.")) from None
         return at
+
+
+# Each route's checks are FastAPI dependencies: they run before the route's body, in the order of
+# its parameters (the link, then the declared time), and a refusal is raised as the page that
+# answers instead (``Refused``, turned back into that page by the app's handler).
+
+def _link(action: Action) -> Callable[[str, Request], Awaitable[Checked]]:
+    async def check(token: str, request: Request) -> Checked:
+        pages: Pages = request.app.state.pages
+        return await run_in_threadpool(pages.claim_for, token, action)
+
+    return check
+
+
+_page_link = _link("page")
+
+
+async def _shown_page(token: str, request: Request, saved: int | None = None) -> tuple[Checked, int | None]:
+    """The invitation page's link, with ``?saved=`` (the paper just saved) validated first, as
+    the route's query parameter is: a malformed one is answered 422 before the link is checked."""
+    return await _page_link(token, request), saved
+
+
+async def _answered_at(request: Request) -> datetime | None:
+    pages: Pages = request.app.state.pages
+    return pages.answered_at(request)
+
+
+RatingLink = Annotated[Checked, Depends(_link("rate"))]
+"""A rating link (``/r/``): its claim and invitation, or the page that refuses it."""
+PageLink = Annotated[Checked, Depends(_page_link)]
+"""An invitation page's link (``/i/``, ``/thanks/``)."""
+ShownPage = Annotated[tuple[Checked, int | None], Depends(_shown_page)]
+"""The invitation page's link (``GET /i/``) and which paper was just saved."""
+OptOutLink = Annotated[Checked, Depends(_link("optout"))]
+"""An opt-out link (``/u/``)."""
+AnsweredAt = Annotated[datetime | None, Depends(_answered_at)]
+"""When the answer was given (:meth:`Pages.answered_at`)."""
+
+
+async def refused(request: Request, exc: Refused) -> Response:
+    """The page a dependency refused the request with."""
+    return exc.response
 
 
 def probe_link(signer: LinkSigner, limiter: RateLimiter) -> Callable[[str], Awaitable[JSONResponse]]:
@@ -279,7 +333,7 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
     store, signer, scale, page = pages.store, pages.signer, pages.scale, pages.page
     css = read("survey/survey.css")
     app = FastAPI(title="revbench survey", docs_url=None, redoc_url=None, openapi_url=None,
-                  exception_handlers={SurveyStoreGone: store_gone(pages)})
+                  exception_handlers={SurveyStoreGone: store_gone(pages), Refused: refused})
     app.state.pages = pages
     # Before security_headers, so it runs inside it: the 413 page carries the headers too.
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES, refuse=pages.too_large)
@@ -296,12 +350,9 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
         return Response(css, media_type="text/css", headers={"Cache-Control": "public, max-age=3600"})
 
     @app.get("/r/{token}")
-    async def confirm_page(token: str) -> Response:
+    async def confirm_page(token: str, got: RatingLink) -> Response:
         # Opening a rating link records nothing (a scanner opens it too): it shows what one
         # press of Confirm will save.
-        got = await pages.checked(token, "rate")
-        if isinstance(got, HTMLResponse):
-            return got
         claim, inv = got
         index = [p["paper_id"] for p in inv["papers"]].index(claim.paper) + 1
         level = next(lv for lv in scale["levels"] if lv["rating"] == claim.rating)
@@ -312,24 +363,15 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
                     page_url=f"/i/{pages.page_token(claim.invitation)}#paper-{index}")
 
     @app.post("/r/{token}")
-    async def rate(token: str, request: Request) -> Response:
-        got = await pages.checked(token, "rate")
-        if isinstance(got, HTMLResponse):
-            return got
-        at = pages.answered_at(request)
-        if isinstance(at, HTMLResponse):
-            return at
+    async def rate(token: str, got: RatingLink, at: AnsweredAt) -> Response:
         claim, inv = got
         await run_in_threadpool(store.record_click, claim.invitation, claim.paper, claim.rating, token_digest(token), at)
         index = [p["paper_id"] for p in inv["papers"]].index(claim.paper) + 1
         return RedirectResponse(f"/i/{pages.page_token(claim.invitation)}?saved={index}#paper-{index}", status_code=303)
 
     @app.get("/i/{token}")
-    async def show(token: str, saved: int | None = None) -> Response:
-        got = await pages.checked(token, "page")
-        if isinstance(got, HTMLResponse):
-            return got
-        claim, inv = got
+    async def show(token: str, shown: ShownPage) -> Response:
+        (claim, inv), saved = shown
         current = await run_in_threadpool(store.current, claim.invitation)
         papers = [{**p, "answer": current.get(p["paper_id"]), "skipped": p["paper_id"] in current and current[p["paper_id"]] is None}
                   for p in inv["papers"]]
@@ -338,14 +380,8 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
                     question=scale["question"], saved=saved_title, optout_token=signer.sign(Claim(claim.invitation, "optout")))
 
     @app.post("/i/{token}")
-    async def submit(token: str, request: Request) -> Response:
-        got = await pages.checked(token, "page")
-        if isinstance(got, HTMLResponse):
-            return got
+    async def submit(token: str, request: Request, got: PageLink, at: AnsweredAt) -> Response:
         claim, inv = got
-        at = pages.answered_at(request)
-        if isinstance(at, HTMLResponse):
-            return at
         try:
             items = (await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)).multi_items()
         except HTTPException:  # Starlette's refusal of a file or too many fields: no form of ours
@@ -362,10 +398,7 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
         return RedirectResponse(f"/thanks/{token}", status_code=303)
 
     @app.get("/thanks/{token}")
-    async def thanks(token: str) -> Response:
-        got = await pages.checked(token, "page")
-        if isinstance(got, HTMLResponse):
-            return got
+    async def thanks(token: str, got: PageLink) -> Response:
         claim, inv = got
         current = await run_in_threadpool(store.current, claim.invitation)
         skipped = sum(1 for v in current.values() if v is None)
@@ -373,21 +406,12 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
                     total=len(inv["papers"]))
 
     @app.get("/u/{token}")
-    async def optout_page(token: str) -> Response:
-        got = await pages.checked(token, "optout")
-        if isinstance(got, HTMLResponse):
-            return got
+    async def optout_page(token: str, _got: OptOutLink) -> Response:
         return page("optout", title="Stop these emails", token=token, done=False)
 
     @app.post("/u/{token}")
-    async def optout(token: str, request: Request) -> Response:
-        got = await pages.checked(token, "optout")
-        if isinstance(got, HTMLResponse):
-            return got
+    async def optout(token: str, request: Request, got: OptOutLink, at: AnsweredAt) -> Response:
         claim, _inv = got
-        at = pages.answered_at(request)
-        if isinstance(at, HTMLResponse):
-            return at
         body = (await request.body()).decode(errors="replace")
         source = "one-click" if "List-Unsubscribe=One-Click" in body else "link"
         await run_in_threadpool(store.opt_out, claim.invitation, source, at)

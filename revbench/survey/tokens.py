@@ -13,13 +13,16 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from itsdangerous import BadData, BadSignature, URLSafeTimedSerializer
 from itsdangerous.encoding import base64_decode, base64_encode
 from pydantic import SecretStr
 
 from revbench.errors import UsageError
+
+if TYPE_CHECKING:
+    from revbench.settings import SurveySettings
 
 SALT = "revbench-survey-link-v1"
 Action = Literal["page", "rate", "optout", "probe"]
@@ -61,6 +64,12 @@ class LinkSigner:
         keys = [k.get_secret_value() for k in old_keys or []] + [key.get_secret_value()]
         self._serializer = URLSafeTimedSerializer(keys, salt=SALT, signer_kwargs={"digest_method": hashlib.sha256})
         self.max_age = max_age_days * 86400
+
+    @classmethod
+    def from_settings(cls, survey: SurveySettings) -> LinkSigner:
+        """The signer the survey settings name: the signing key, the earlier keys still
+        accepted, and how long a rating or page link stays valid."""
+        return cls(survey.signing_key, survey.old_signing_keys, survey.link_max_age_days)
 
     def sign(self, claim: Claim) -> str:
         payload: dict[str, object] = {"i": claim.invitation, "a": claim.action}

@@ -42,7 +42,9 @@ import polars as pl
 from revbench.evaluation.model import Benchmark
 from revbench.files import write_atomic
 from revbench.synth.vocab import FIRST_NAMES, INSTITUTIONS
-from revbench.synth.world import Generator, WorldSpec, _email_local, _Paper, _Person, _Rendered, render_paper, write_world
+from revbench.synth.answers import _Rendered, render_paper
+from revbench.synth.draw import Generator, WorldSpec, _email_local, _Paper, _Person
+from revbench.synth.world import write_world
 
 IMPORT_FORMAT = 2
 """Bumped when what an imported world holds changes, so cached ones are rebuilt."""

@@ -21,15 +21,17 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from revbench.app.doctor import SERVICES, Probe, needs, redact, run_probes
+from revbench.app.doctor import needs, run_probes
+from revbench.health import Probe, redact
 from revbench.replay.mailsink import HANG, MailSink
 from revbench.replay.server import AppServer, ReplayApp, ReplayServer, free_port, replay_overrides
+from revbench.services import LABELS as SERVICES
 from revbench.settings import ReplaySettings, Settings
 from revbench.survey.server import create_app
 from revbench.survey.tokens import Claim, LinkSigner
 from revbench.warehouse import Warehouse
 from revbench.warehouse.migrations import LATEST_VERSION
-from revbench.warehouse.survey_store import SurveyStore
+from revbench.warehouse.store import SurveyStore
 from tests.support.common import run_cli, settings_env
 from tests.support.survey import KEY
 from tests.support.tls import self_signed_certificate
@@ -55,7 +57,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SYNTHETIC world small enough to build in a moment (no PDFs: the doctor asks for none)."""
     from datetime import date
 
-    from revbench.synth.world import WorldSpec, generate_world
+    from revbench.synth.draw import WorldSpec
+    from revbench.synth.world import generate_world
 
     out = tmp_path_factory.mktemp("doctor-world")
     generate_world(out, WorldSpec(n_papers=20, seed=3, start=date(2026, 9, 1), end=date(2026, 9, 20), documents=False))
@@ -775,7 +778,7 @@ def endless_server() -> Iterator[str]:
 def test_an_endless_answer_ends_each_probe_in_one_line_within_the_timeout(settings: Settings) -> None:
     import tracemalloc
 
-    answer_cap, models_cap = 64 * 1024, 4 * 2**20  # revbench.app.doctor_http's ANSWER_CAP and MODELS_CAP
+    answer_cap, models_cap = 64 * 1024, 4 * 2**20  # revbench.health.ANSWER_CAP, revbench.clients.llm.MODELS_CAP
     with endless_server() as base:
         s = settings.with_overrides(grobid={"base_url": base}, arxiv={"base_url": base + "/api/query"},
                                     s2={"base_url": base}, llm={"base_url": base + "/v1"},

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from revbench.backup import LOCK, snapshots
+from revbench.backup.manifest import snapshots
+from revbench.backup.take import LOCK
 from revbench.flows.evaluate import evaluate_flow
 from revbench.settings import Settings
 from tests.support.answers import one_answer

@@ -283,7 +283,7 @@ def test_a_scheduled_backup_writes_a_snapshot_and_keeps_the_newest(tmp_path: Pat
     import json
 
     import revbench.app.deployments as dep
-    from revbench.backup import MANIFEST, snapshots
+    from revbench.backup.manifest import MANIFEST, snapshots
 
     data = tmp_path / "data"
     with Warehouse.open(data / "warehouse.duckdb"):

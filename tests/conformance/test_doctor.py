@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from revbench.app.doctor import Probe, run_probes
+from revbench.app.doctor import run_probes
+from revbench.health import Probe
 from revbench.settings import Settings
 from tests.conformance.test_s2 import BATCH, _interactions
 from tests.support.conformance import REAL, expected, needs_samples

@@ -27,7 +27,7 @@ from revbench.survey.privilege import foreign_secrets
 from revbench.replay.mailsink import MailSink
 from revbench.replay.server import free_port
 from revbench.settings import Settings
-from revbench.warehouse.survey_store import SurveyStore
+from revbench.warehouse.store import SurveyStore
 from tests.support.browser import chromium
 from tests.support.cli import cli
 from tests.support.common import settings_env

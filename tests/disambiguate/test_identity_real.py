@@ -16,7 +16,8 @@ import pytest
 from revbench.replay.llm import stub_llm_answer
 from revbench.settings import Settings
 from revbench.synth.truth import disambiguation_quality, load_truth
-from revbench.synth.world import WorldSpec, generate_world
+from revbench.synth.draw import WorldSpec
+from revbench.synth.world import generate_world
 from revbench.tasks.disambiguate import Decision, Instance, decide_block, disambiguate, fallback_decider, mentions_frame_to_blocks
 from revbench.tasks.llm_clusters import TEMPLATE, parse_clusters
 from revbench.tasks.pools import author_affiliations, conflicts

@@ -127,14 +127,15 @@ def test_empty_split_gives_no_values() -> None:
 
 
 def test_warehouse_benchmark_says_what_is_missing(tmp_path) -> None:
-    from revbench.evaluation.importers import ImportError_, load_benchmark
+    from revbench.errors import InputError
+    from revbench.evaluation.importers import load_benchmark
     from revbench.warehouse import Warehouse
 
     with Warehouse.open(tmp_path / "w.duckdb"):
         pass
-    with pytest.raises(ImportError_, match="no kept ratings yet.*revbench ratings"):
+    with pytest.raises(InputError, match="no kept ratings yet.*revbench ratings"):
         load_benchmark("warehouse", tmp_path / "w.duckdb")
-    with pytest.raises(ImportError_, match="unknown benchmark kind"):
+    with pytest.raises(InputError, match="unknown benchmark kind"):
         load_benchmark("scidocs", tmp_path)
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from revbench.settings import RatingsSettings
 from revbench.tasks import ratings as r
+from revbench.tasks.rating_stats import agreement, statistics
 
 T0 = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 
@@ -160,14 +161,14 @@ def test_tuples_exact_sets_ties_dropped_and_only_kept_ratings() -> None:
 
 def test_statistics_counts_and_agreement() -> None:
     rt = ratings_of([("r1", "p1", 5), ("r2", "p1", 5), ("r1", "p2", 1), ("r2", "p2", 1), ("r3", "p3", 3)])
-    st = r.statistics(rt)
+    st = statistics(rt)
     assert (st.ratings, st.annotators, st.papers) == (5, 3, 3)
     assert st.alpha == pytest.approx(1.0) and st.alpha_papers == 2
     assert st.annotators_per_paper.rows() == [(1, 1), (2, 2)]
     assert st.papers_per_annotator.rows() == [(1, 1), (2, 2)]
-    disagree = r.statistics(ratings_of([("r1", "p1", 5), ("r2", "p1", 1), ("r1", "p2", 1), ("r2", "p2", 5)]))
+    disagree = statistics(ratings_of([("r1", "p1", 5), ("r2", "p1", 1), ("r1", "p2", 1), ("r2", "p2", 5)]))
     assert disagree.alpha is not None and disagree.alpha < 0
-    assert r.statistics(ratings_of([("r1", "p1", 5)])).alpha is None
+    assert statistics(ratings_of([("r1", "p1", 5)])).alpha is None
     assert "By category" in st.markdown()
 
 
@@ -178,7 +179,7 @@ def test_agreement_from_counts_equals_the_dense_reliability_matrix() -> None:
     rng = np.random.default_rng(5)
     rows = [(f"r{i}", f"p{j}", int(rng.integers(1, 6))) for i in range(30) for j in range(12) if rng.random() < 0.3]
     rt = ratings_of(rows)
-    alpha, n = r.agreement(rt)
+    alpha, n = agreement(rt)
     multi = rt.filter(pl.len().over("paper_id") >= 2)
     dense = multi.pivot(on="paper_id", index="reviewer_id", values="rating").drop("reviewer_id").to_numpy().astype(float)
     assert n == dense.shape[1]

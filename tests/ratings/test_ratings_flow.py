@@ -13,7 +13,7 @@ from revbench.schemas.tables import FLAG_DECISIONS, RATING_TUPLES, RATINGS, SURV
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
 from revbench.warehouse.status import read_status
-from revbench.warehouse.survey_store import SurveyStore
+from revbench.warehouse.store import SurveyStore
 from tests.support.common import run_cli, settings_env
 from tests.support.survey import paused_run_id
 from tests.support.waiting import assert_waiting, flow_messages, form_of, shown_in_ui

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from revbench.tasks.privacy import find_emails, fold
+from revbench.tasks.privacy_emails import find_emails
+from revbench.tasks.privacy_fold import fold
 
 
 def _found(text: str, known: dict[str, str] | None = None) -> list[tuple[str, str, str]]:

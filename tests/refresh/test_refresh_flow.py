@@ -13,7 +13,8 @@ import pytest
 from revbench.flows.refresh import RefreshResult, StageOutcome, refresh_flow, window
 from revbench.schemas.tables import MENTIONS, PAPERS, REFRESH_STAGES
 from revbench.settings import Settings
-from revbench.synth.world import WorldSpec, generate_world, grow_world
+from revbench.synth.draw import WorldSpec
+from revbench.synth.world import generate_world, grow_world
 from revbench.warehouse import Warehouse
 from tests.support.common import on_replay
 

@@ -13,7 +13,9 @@ import pytest
 from revbench.flows.ratings import ratings_flow
 from revbench.flows.release import PrivacyAuditFailed, release_flow
 from revbench.settings import Settings
-from revbench.tasks.privacy import Auditor, NameIndex, fold, name_forms, normalise, privacy_audit, tokens
+from revbench.tasks.privacy import Auditor, privacy_audit
+from revbench.tasks.privacy_fold import fold, normalise
+from revbench.tasks.privacy_names import NameIndex, name_forms, tokens
 from revbench.warehouse import Warehouse
 from tests.support.common import run_cli, settings_env
 from tests.support.privacy_corpus import clean_sentences, email_respellings, name_respellings, people

@@ -6,7 +6,7 @@ from __future__ import annotations
 from revbench.schemas.tables import RATINGS, SURVEY_EVENTS
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
-from revbench.warehouse.survey_store import SurveyStore
+from revbench.warehouse.store import SurveyStore
 
 Answer = tuple[str, str, int | None, str]  # invitation, paper, rating (None: a skip), created_at
 

@@ -17,7 +17,7 @@ from revbench.flows.survey import survey_flow
 from revbench.replay.mailsink import MailSink
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
-from revbench.warehouse.survey_store import SurveyStore
+from revbench.warehouse.store import SurveyStore
 from tests.support.common import on_replay
 from tests.support.survey import survey_server_process
 

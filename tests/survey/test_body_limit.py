@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from revbench.settings import Settings
 from revbench.survey.server import MAX_BODY_BYTES, MAX_FORM_FIELDS, create_app
 from revbench.survey.tokens import Claim, LinkSigner
-from revbench.warehouse.survey_store import SurveyStore
+from revbench.warehouse.store import SurveyStore
 from tests.support.survey import survey_server_process
 
 KEY = "body-limit-test-key-" + "b" * 24

@@ -16,7 +16,7 @@ from revbench.replay.server import AppServer, free_port
 from revbench.settings import Settings
 from revbench.survey.server import create_app
 from revbench.templates import bars_scale
-from revbench.warehouse.survey_store import SurveyStore
+from revbench.warehouse.store import SurveyStore
 from tests.support.browser import chromium
 
 pytestmark = pytest.mark.slow

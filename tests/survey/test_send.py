@@ -25,7 +25,7 @@ from revbench.survey.tokens import LinkSigner
 from revbench.synth.respondents import confirm
 from revbench.templates import bars_scale, version
 from revbench.warehouse import Warehouse
-from revbench.warehouse.survey_store import SurveyStore
+from revbench.warehouse.store import SurveyStore
 from tests.support.common import settings_env
 from tests.support.survey import paused_run_id
 from tests.support.waiting import assert_waiting, flow_messages

@@ -23,7 +23,7 @@ from revbench.settings import Settings
 from revbench.survey.server import RateLimiter, create_app
 from revbench.survey.tokens import Claim, LinkSigner
 from revbench.synth.respondents import confirm, message_links, opt_out, scan
-from revbench.warehouse.survey_store import SurveyStore
+from revbench.warehouse.store import SurveyStore
 from tests.support.survey import survey_server_process
 
 KEY = "server-test-key-" + "s" * 24
@@ -135,6 +135,16 @@ def test_forged_tokens_leave_no_per_link_state(setup) -> None:
             assert client.request(method, f"/{kind}/{token}").status_code == 403
     assert len(limiter) == 0 and store.events_since() == [] and store.opted_out() == {}
     assert client.get(f"/r/{good}").status_code == 200 and len(limiter) == 1  # a link we signed is counted
+
+
+def test_a_malformed_saved_is_answered_before_the_link_is_checked(setup) -> None:
+    _s, store, signer, client = setup
+    limiter = client.app.state.pages.limiter
+    forged = LinkSigner(SecretStr("f" * 32)).sign(Claim(A, "page"))
+    for token in (forged, signer.sign(Claim(A, "page"))):
+        assert client.get(f"/i/{token}", params={"saved": "first"}).status_code == 422
+    assert len(limiter) == 0 and store.events_since() == []  # no link was checked, none counted
+    assert client.get(f"/i/{signer.sign(Claim(A, 'page'))}", params={"saved": "1"}).status_code == 200
 
 
 def test_the_rate_limiter_forgets_idle_links_and_keeps_at_most_max_keys() -> None:

@@ -19,7 +19,7 @@ from revbench.schemas.tables import SURVEY_EPOCHS, SURVEY_EVENTS, SURVEY_OPT_OUT
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
 from revbench.warehouse.migrations import migrations
-from revbench.warehouse.survey_store import SurveyStore
+from revbench.warehouse.store import SurveyStore
 from tests.support.answers import answer, latest, pulled, ratings_of, same
 from tests.support.common import run_cli, settings_env
 from tests.support.survey import RULES

@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from revbench.errors import SurveyStoreGone
 from revbench.settings import Settings
 from revbench.survey.tokens import Claim, LinkSigner
-from revbench.warehouse.survey_store import SurveyStore
+from revbench.warehouse.store import SurveyStore
 from tests.support.survey import survey_server_process
 
 KEY = "moved-store-key-" + "m" * 24

@@ -137,3 +137,16 @@ def test_no_key_no_links() -> None:
         LinkSigner(None)
     with pytest.raises(UsageError):
         LinkSigner(SecretStr("short"))
+
+
+def test_the_signer_of_the_survey_settings_takes_every_one_of_them() -> None:
+    from revbench.settings import Settings
+
+    sv = Settings().with_overrides(survey={"signing_key": "n" * 32, "old_signing_keys": [KEY.get_secret_value()],
+                                           "link_max_age_days": 7}).survey
+    signer = LinkSigner.from_settings(sv)
+    assert signer.verify(_signer().sign(CLAIM)) == CLAIM  # the earlier key still verifies
+    assert LinkSigner(SecretStr("n" * 32)).verify(signer.sign(CLAIM)) == CLAIM  # the signing key signs
+    assert signer.max_age == 7 * 86400
+    with pytest.raises(UsageError, match="REVBENCH_SURVEY__SIGNING_KEY"):
+        LinkSigner.from_settings(Settings().survey)

@@ -9,7 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from revbench.synth.world import BAD_KINDS, WorldSpec, ensure_world, generate_world, grow_world
+from revbench.synth.draw import BAD_KINDS, WorldSpec
+from revbench.synth.world import ensure_world, generate_world, grow_world
 
 
 def _digest(d: Path) -> str:
@@ -192,7 +193,7 @@ def test_a_world_of_an_older_format_is_regenerated(tmp_path: Path) -> None:
 def test_the_planted_conflict_only_a_second_affiliation_reveals(tmp_path: Path) -> None:
     """The planted person's first institution is none of the query authors', their second is
     one author's; they never wrote with them; and the pools draw that query first."""
-    from revbench.synth.world import PLANTED_QUERY_SEED, query_rank
+    from revbench.synth.draw import PLANTED_QUERY_SEED, query_rank
     from revbench.tasks.pools import _rank, sample_queries
 
     world = tmp_path / "w"

@@ -10,9 +10,9 @@ One module per benchmark kind (``goldstandard``, ``lrbench``, ``openreview``, ``
 asked for. Predictions files are read by ``predictions``.
 """
 
-from revbench.evaluation.importers.checks import ImportError_, finite_number, parse_json, rating, read_json
+from revbench.evaluation.importers.checks import finite_number, parse_json, rating, read_json
 from revbench.evaluation.importers.predictions import coverage, is_lr_flat, load_lr_flat, load_predictions
 from revbench.evaluation.importers.registry import KIND_MODULES, LOADERS, benchmark_kind, load_benchmark
 
-__all__ = ["KIND_MODULES", "LOADERS", "ImportError_", "benchmark_kind", "coverage", "finite_number", "is_lr_flat",
+__all__ = ["KIND_MODULES", "LOADERS", "benchmark_kind", "coverage", "finite_number", "is_lr_flat",
            "load_benchmark", "load_lr_flat", "load_predictions", "parse_json", "rating", "read_json"]

@@ -14,7 +14,6 @@ from typing import Any
 
 from revbench.errors import InputError
 
-ImportError_ = InputError  # the name earlier code and tests use
 DEFAULT_SCALE = (1.0, 5.0)
 
 

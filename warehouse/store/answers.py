@@ -9,13 +9,13 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from revbench.warehouse.store_base import StoreBase, _now
+from revbench.warehouse.store.base import StoreBase, _now
 
 LATEST = ("SELECT event_id FROM events WHERE invitation_id = e.invitation_id AND paper_id = e.paper_id "
           "ORDER BY created_at DESC, event_id DESC LIMIT 1")
 """The event holding a (invitation, paper)'s current answer: the latest by time, as the ratings in
 the warehouse count it. Not the highest id: a restore merges a backup's older answers into the
-store with new, higher ids (``warehouse/store_backup.py``), and the page must still show the
+store with new, higher ids (``warehouse/store/backup.py``), and the page must still show the
 person's last answer, not one they replaced."""
 
 def _at(at: datetime | None) -> str:

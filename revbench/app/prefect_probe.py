@@ -15,14 +15,10 @@ from __future__ import annotations
 import base64
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from revbench.app.doctor import (Probe, _Clock, _ms, _short, _unreachable, _userinfo, http_client, is_loopback,
-                                 version_tuple)
-from revbench.app.doctor_http import read
-
-if TYPE_CHECKING:
-    from revbench.settings import Settings
+from revbench.health import (Probe, ProbeContext, http_client, is_loopback, ms, read, short, unreachable, userinfo,
+                             version_tuple)
 
 SETTING = "PREFECT_API_URL"
 AUTH = "PREFECT_API_AUTH_STRING"
@@ -31,17 +27,18 @@ REFUSED = (401, 403)
 """What a server answers a request whose credentials are missing or wrong (Prefect: 401)."""
 
 
-def probe_prefect(settings: Settings, url: str, auth: str | None, clock: _Clock) -> Probe:
+def probe_prefect(ctx: ProbeContext) -> Probe:
     """``GET /health`` (JSON ``true``) and ``/admin/version`` (a JSON version string, against the
-    installed prefect) with ``auth`` (PREFECT_API_AUTH_STRING) when set, then, with it set, the
-    version again without it, which must be refused. Without it, only an API on this machine passes."""
+    installed prefect) with PREFECT_API_AUTH_STRING when set, then, with it set, the version again
+    without it, which must be refused. Without it, only an API on this machine passes."""
     import importlib.metadata
     from urllib.parse import urlsplit
 
     import httpx
 
+    settings, clock, url, auth = ctx.settings, ctx.clock, ctx.prefect_api_url or "", ctx.prefect_auth
     base = url.rstrip("/")
-    if _userinfo(base)[2]:  # read without parsing the host: a URL urlsplit refuses still has its password found
+    if userinfo(base)[2]:  # read without parsing the host: a URL urlsplit refuses still has its password found
         return Probe("prefect", base, "fail", f"{SETTING} holds credentials (user:password@): they do not belong in a URL "
                      "(every log and error that names it would show them)",
                      fix=f"take them out of {SETTING} and put them in {AUTH} (the server's PREFECT_SERVER_API_AUTH_STRING)")
@@ -62,7 +59,7 @@ def probe_prefect(settings: Settings, url: str, auth: str | None, clock: _Clock)
         with http_client(settings, clock) as client:
             t0 = time.monotonic()
             health = read(client, "GET", f"{base}/health", "/health", headers=signed, timeout=clock.left())
-            latency = _ms(t0)
+            latency = ms(t0)
             bad = _refused(base, "/health", health, auth, latency) or _not_health(base, health, latency)
             if bad is not None:
                 return bad
@@ -78,7 +75,7 @@ def probe_prefect(settings: Settings, url: str, auth: str | None, clock: _Clock)
             if auth:
                 bare = read(client, "GET", f"{base}/admin/version", "/admin/version", timeout=clock.left())
     except httpx.HTTPError as exc:
-        return _unreachable("prefect", base, exc, clock, SETTING)
+        return unreachable("prefect", base, exc, clock, SETTING)
     if bare is not None and bare.status_code not in REFUSED:
         return Probe("prefect", base, "fail", f"/admin/version answered HTTP {bare.status_code} without credentials, though "
                      f"{AUTH} is set: anyone who reaches it can send waves, decide flags and approve releases", latency,
@@ -124,7 +121,7 @@ def _version(answer: Any) -> str | None:
 def _said(answer: Any) -> str:
     """An answer in a few words: its type and the start of its text."""
     kind = answer.headers.get("content-type", "").split(";")[0].strip() or "untyped"
-    return f"{kind} {_short(answer.text, 40)!r}"
+    return f"{kind} {short(answer.text, 40)!r}"
 
 
 def _compare(base: str, server: str, installed: str, latency: float, how: str) -> Probe:

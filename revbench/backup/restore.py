@@ -1,4 +1,4 @@
-"""Restoring a backup written by :mod:`revbench.backup`, losing no answer a person gave.
+"""Restoring a backup written by :mod:`revbench.backup.take`, losing no answer a person gave.
 
 ``revbench restore --from DIR`` checks the snapshot (its manifest's HMAC under
 REVBENCH_BACKUP__KEY, then each file's size, then the sha256 of the very copy it restores),
@@ -18,7 +18,7 @@ lost it since). Restoring either file as it was would drop those answers, so:
 1. The survey store is never rolled back. The snapshot's answers, invitations and opt-outs the
    live store lacks are added to it, in one SQLite write transaction on the live file (the survey
    server may keep answering meanwhile). Added answers get ids above every id it handed out, so
-   its epoch (``revbench.warehouse.store_epochs``) stays valid. Only a store that is missing or
+   its epoch (``revbench.warehouse.store.epochs``) stays valid. Only a store that is missing or
    cannot be read is replaced by the snapshot's copy, and gets a new epoch: the lost file used
    the ids above the snapshot's for other answers.
 2. Answers the live warehouse pulled that neither the restored warehouse nor either store holds
@@ -26,7 +26,7 @@ lost it since). Restoring either file as it was would drop those answers, so:
    original time, as the answers they were.
 3. The next ratings pull reads the store above the restored warehouse's high-water mark for the
    store's epoch (all of it after a renewal) and recognises each answer by its digest (the same
-   content :func:`revbench.warehouse.store_backup.answer_key` matches): every answer acknowledged
+   content :func:`revbench.warehouse.store.backup.answer_key` matches): every answer acknowledged
    since the backup is pulled once, those the snapshot already held are not pulled again.
 
 Other facts about people that a rollback must not forget are carried into the restored
@@ -47,7 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from revbench.backup import (
+from revbench.backup.manifest import (
     STORE_FILE,
     WAREHOUSE_FILE,
     backup_key,
@@ -70,7 +70,7 @@ from revbench.warehouse.backup import (
     set_aside_damaged,
 )
 from revbench.warehouse.holder import read_waiting
-from revbench.warehouse.store_backup import StoreContent, answer_key, install, merge, problem, read_content, renew, set_aside
+from revbench.warehouse.store.backup import StoreContent, answer_key, install, merge, problem, read_content, renew, set_aside
 
 SET_ASIDE = "restore-set-aside"
 

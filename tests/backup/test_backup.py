@@ -23,7 +23,8 @@ import duckdb
 import httpx
 import pytest
 
-from revbench.backup import LOCK, MANIFEST, PARTIAL, manifest_hmac, snapshots
+from revbench.backup.manifest import MANIFEST, PARTIAL, manifest_hmac, snapshots
+from revbench.backup.take import LOCK
 from revbench.flows.backup import backup_flow
 from revbench.errors import UsageError
 from revbench.files import file_sha256
@@ -34,7 +35,7 @@ from revbench.schemas.tables import SURVEY_EVENTS, SURVEY_INVITATIONS, SURVEY_ME
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
 from revbench.warehouse.holder import write_waiting
-from revbench.warehouse.survey_store import SurveyStore
+from revbench.warehouse.store import SurveyStore
 from tests.support.answers import Answer, acknowledged, answer, latest, one_answer, pulled, ratings_of, same
 from tests.support.cli import cli, one_line_error
 from tests.support.common import run_cli, settings_env

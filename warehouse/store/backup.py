@@ -25,8 +25,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from revbench.warehouse.store_base import _now
-from revbench.warehouse.survey_store import SurveyStore
+from revbench.warehouse.store import SurveyStore
+from revbench.warehouse.store.base import _now
 
 FIELDS = "event_id, invitation_id, paper_id, rating, skipped, source, token_digest, created_at"
 _EPOCH0 = datetime(1970, 1, 1, tzinfo=UTC)

@@ -8,11 +8,12 @@ releases approved, GROBID) may accept a connection.
 from __future__ import annotations
 
 import socket
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from revbench.health import Probe, ProbeContext
+
 if TYPE_CHECKING:
-    from revbench.app.doctor import Probe
     from revbench.settings import Settings
 
 SHIPPED_SURFACES: tuple[tuple[str, str, int], ...] = (
@@ -21,10 +22,6 @@ SHIPPED_SURFACES: tuple[tuple[str, str, int], ...] = (
 """Where the deployments we ship put the curator's surfaces: compose's service names and the
 systemd units' loopback ports (deploy/)."""
 CONNECT_SECONDS = 2.0
-
-
-class _Clock(Protocol):
-    def left(self) -> float: ...
 
 
 def surfaces(settings: Settings, prefect_api_url: str | None) -> list[tuple[str, str, int]]:
@@ -49,13 +46,11 @@ def reachable(host: str, port: int, seconds: float) -> bool:
         return False
 
 
-def probe_isolation(settings: Settings, prefect_api_url: str | None, clock: _Clock) -> Probe:
+def probe_isolation(ctx: ProbeContext) -> Probe:
     """Fail when any curator surface accepts a connection from here."""
-    from revbench.app.doctor import Probe
-
-    checked = surfaces(settings, prefect_api_url)
+    checked = surfaces(ctx.settings, ctx.prefect_api_url)
     open_ = [f"{what} at {host}:{port}" for what, host, port in checked
-             if reachable(host, port, min(CONNECT_SECONDS, clock.left()))]
+             if reachable(host, port, min(CONNECT_SECONDS, ctx.clock.left()))]
     where = ", ".join(f"{h}:{p}" for _, h, p in checked)
     if open_:
         return Probe("isolation", where, "fail", f"reachable from here: {'; '.join(open_)}",

@@ -11,7 +11,7 @@ import secrets
 import sqlite3
 from typing import Any
 
-from revbench.warehouse.store_base import SCHEMA, StoreBase, _now
+from revbench.warehouse.store.base import SCHEMA, StoreBase, _now
 
 log = logging.getLogger("revbench.survey")
 

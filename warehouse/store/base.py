@@ -1,8 +1,8 @@
 """The survey store's SQLite file: its tables and each thread's connection to it.
 
 Owns the store's ``invitations``, ``events``, ``opt_outs`` and ``meta`` tables (:data:`SCHEMA`);
-:mod:`~revbench.warehouse.store_epochs` and :mod:`~revbench.warehouse.store_answers` hold the
-queries, :class:`revbench.warehouse.survey_store.SurveyStore` puts them together.
+:mod:`~revbench.warehouse.store.epochs` and :mod:`~revbench.warehouse.store.answers` hold the
+queries, :class:`revbench.warehouse.store.SurveyStore` puts them together.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class StoreBase:
     pull reads. So connections to a file that left the path are closed (what they committed is in
     that file), and once none is left (SQLite finds a store's ``-wal`` and ``-shm`` files by name:
     the old file's must be closed before the new one opens) the file at the path is opened: a
-    store put back, restored or made anew, each with its epoch (``store_epochs``), so the ratings
+    store put back, restored or made anew, each with its epoch (``epochs``), so the ratings
     stage tells its events apart. While nothing is at the path, every call is refused in one line
     (``SurveyStoreGone``): nothing is recorded anywhere."""
 

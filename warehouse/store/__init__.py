@@ -14,6 +14,12 @@ made with it (and given on first open to a store made before epochs existed: an 
 warehouse keeps a high-water mark per epoch. A restored backup keeps its epoch but forgets events
 the warehouse already pulled; the ratings stage detects that and renews the epoch
 (:meth:`SurveyStore.renew_epoch`), so ids the store hands out again never collide with pulled ones.
+
+Its modules, each holding its own SQL (SQLite's, where the rest of ``warehouse/`` holds DuckDB's):
+``base`` the tables and each thread's connection, ``answers`` what the server publishes and
+records, ``epochs`` the epochs and the events the ratings stage pulls, ``backup`` the store's side
+of backups and restores (:mod:`revbench.backup` holds the rest); :class:`SurveyStore`, here, puts
+the first three together.
 """
 
 from __future__ import annotations
@@ -23,11 +29,9 @@ import threading
 from pathlib import Path
 
 from revbench.errors import WarehouseDamaged
-from revbench.warehouse.store_answers import StoreAnswers
-from revbench.warehouse.store_base import SCHEMA
-from revbench.warehouse.store_epochs import EPOCH_ORIGINS, EVENT_FIELDS, StoreEpochs, new_epoch
-
-__all__ = ["EPOCH_ORIGINS", "EVENT_FIELDS", "SCHEMA", "SurveyStore", "new_epoch"]
+from revbench.warehouse.store.answers import StoreAnswers
+from revbench.warehouse.store.base import SCHEMA
+from revbench.warehouse.store.epochs import StoreEpochs
 
 
 class SurveyStore(StoreEpochs, StoreAnswers):
