@@ -86,6 +86,12 @@ def _llm_unset(settings: Settings, prefect_api_url: str | None, need: list[str])
     return Probe("llm", "", "skipped", "not configured (REVBENCH_LLM__BASE_URL): the offline fallbacks decide")
 
 
+def _openalex_unset(settings: Settings, prefect_api_url: str | None, need: list[str]) -> Probe | None:
+    if settings.openalex.enabled:
+        return None
+    return Probe("openalex", "", "skipped", "not enabled (REVBENCH_OPENALEX__ENABLED): the graph is read without OpenAlex")
+
+
 def _prefect_unset(settings: Settings, prefect_api_url: str | None, need: list[str]) -> Probe | None:
     if prefect_api_url:
         return None
@@ -139,6 +145,9 @@ SERVICES: tuple[Service, ...] = (
             lambda s, p: s.pdf.base_url.rstrip("/"), _stage("ingest"), "REVBENCH_PDF__BASE_URL"),
     Service("s2", "Semantic Scholar", "revbench.clients.semantic_scholar:probe_s2",
             lambda s, p: s.s2.base_url.rstrip("/"), _s2_needs, "REVBENCH_S2__BASE_URL"),
+    # Optional, off by default; no stage reads it until the graph stage does.
+    Service("openalex", "OpenAlex", "revbench.clients.openalex:probe_openalex",
+            lambda s, p: s.openalex.base_url.rstrip("/"), _none, "REVBENCH_OPENALEX__BASE_URL", unset=_openalex_unset),
     Service("llm", "LLM", "revbench.clients.llm:probe_llm",
             lambda s, p: (s.llm.base_url or "").rstrip("/"), _llm_needs, "REVBENCH_LLM__BASE_URL", unset=_llm_unset),
     Service("smtp", "SMTP", "revbench.clients.smtp:probe_smtp",

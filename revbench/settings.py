@@ -96,7 +96,7 @@ class HttpSettings(Section):
         5, ge=1, description="Calls in a row to one service that fail after all retries before the run stops as failed."
     )
     max_response_bytes: int = Field(
-        32_000_000, ge=1024, description="Most bytes read of one answer of arXiv, Semantic Scholar, GROBID or the LLM "
+        32_000_000, ge=1024, description="Most bytes read of one answer of arXiv, Semantic Scholar, OpenAlex, GROBID or the LLM "
         "(the largest real one is under 3 MB); a longer answer is cut off there and named (PDFs: pdf.max_bytes).")
     ca_bundle: Path | None = Field(
         None, description="PEM file of extra certificate authorities to trust, e.g. Caddy's internal CA of a test "
@@ -158,6 +158,37 @@ class SemanticScholarSettings(Section):
     )
 
 
+class OpenAlexSettings(Section):
+    """OpenAlex API (optional: works, references, topics, authorships with institutions)."""
+
+    enabled: bool = Field(False, description="Read the scholarly graph from OpenAlex too (off: it is not asked, "
+                          "and `revbench doctor` shows it skipped).")
+    base_url: str = Field("https://api.openalex.org", description="API root.")
+    mailto: str = Field("", description="Contact address sent as mailto= with every request, which puts the requests "
+                        "in OpenAlex's polite pool (empty: the common pool).")
+    per_page: int = Field(200, ge=1, le=200, description="Results per page of a list (API limit 200).")
+    delay_seconds: float = Field(
+        0.1, ge=0, description="Pause between requests: the polite pool's documented 10 requests per second, the "
+        "pace's ceiling.")
+    throttle_max_delay_seconds: float = Field(
+        60.0, ge=0, description="Longest pause adaptive pacing slows to after 429s without Retry-After."
+    )
+    throttle_recovery_seconds: float = Field(
+        0.05, ge=0, description="Taken off the pause after each answered request, back down to delay_seconds."
+    )
+    throttle_patience_seconds: float = Field(
+        900.0, ge=0, description="How long one request keeps waiting out 429s before it is left for the next run."
+    )
+
+    @field_validator("mailto")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        v = v.strip()
+        if v and not re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", v):
+            raise ValueError(f"{v!r} is not an e-mail address (OpenAlex's polite pool asks for one to contact)")
+        return v
+
+
 class PdfSettings(Section):
     """PDF downloads."""
 
@@ -173,6 +204,10 @@ class GrobidSettings(Section):
     concurrency: int = Field(4, ge=1, description="Documents downloaded and extracted at once.")
     timeout_seconds: float = Field(120.0, gt=0, description="Per-document GROBID timeout.")
     busy_sleep_seconds: int = Field(5, ge=0, description="Wait after a 503 (server busy) answer.")
+    fulltext: bool = Field(False, description="Also ask GROBID for each PDF's full text (processFulltextDocument) to read "
+                           "its reference list; full text is several times slower than the header.")
+    consolidate_citations: bool = Field(False, description="With fulltext: have GROBID look every reference up in "
+                                        "Crossref (consolidateCitations=1, slower again; off leaves it at 0, GROBID's default).")
 
 
 class LlmSettings(Section):
@@ -551,6 +586,7 @@ class Settings(BaseSettings):
     http: HttpSettings = Field(default_factory=HttpSettings)
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
     s2: SemanticScholarSettings = Field(default_factory=SemanticScholarSettings)
+    openalex: OpenAlexSettings = Field(default_factory=OpenAlexSettings)
     pdf: PdfSettings = Field(default_factory=PdfSettings)
     grobid: GrobidSettings = Field(default_factory=GrobidSettings)
     llm: LlmSettings = Field(default_factory=LlmSettings)

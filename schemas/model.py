@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+ARXIV_ID_PATTERN = r"^(?:\d{4}\.\d{4,5}|[a-z\-]+(?:\.[A-Z]{2})?/\d{7})$"
+"""An arXiv id without version, new style (2401.01234) or old (cs/0112017); every module that
+declares tables reads it from here, so ``tables`` and ``graph`` need not import each other."""
+
 
 @dataclass(frozen=True)
 class Column:

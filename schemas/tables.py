@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from revbench.schemas.model import Column, Table
+from revbench.schemas.graph import GRAPH_TABLES
+from revbench.schemas.model import ARXIV_ID_PATTERN, Column, Table
 from revbench.stages import STAGE_NAMES
-
-ARXIV_ID_PATTERN = r"^(?:\d{4}\.\d{4,5}|[a-z\-]+(?:\.[A-Z]{2})?/\d{7})$"
 
 DOCUMENT_STATUSES: tuple[str, ...] = (
     "ok",
@@ -811,6 +810,7 @@ ALL_TABLES: tuple[Table, ...] = (
     REFRESH_STAGES,
     PAPER_KEYWORDS,
     KEYWORD_PROFILES,
+    *GRAPH_TABLES,
 )
 
 TABLES: dict[str, Table] = {t.name: t for t in ALL_TABLES}

@@ -206,8 +206,9 @@ class WarehouseBase:
         return int(self._exec(f"SELECT count(*) FROM {_q(table.name)}")[0][0])
 
     def table_counts(self) -> dict[str, int]:
-        """Row counts of every declared table."""
-        return {name: self.count(t) for name, t in TABLES.items() if name != "schema_version"}
+        """Row counts of every declared table the file has (one read before its migration lacks the newer ones)."""
+        present = {r[0] for r in self._exec("SELECT table_name FROM information_schema.tables")}
+        return {name: self.count(t) for name, t in TABLES.items() if name != "schema_version" and name in present}
 
     def replace_all(self, table: Table, df: pl.DataFrame) -> int:
         """Replace every row of a derived table with ``df`` in one transaction (a crash keeps the old rows)."""

@@ -6,13 +6,14 @@ and runs each load in one transaction so that a crash leaves nothing partial.
 :class:`Warehouse` is put together from one module per stage, each with the SQL of the tables
 it owns: the plumbing in :mod:`~revbench.warehouse.core` and
 :mod:`~revbench.warehouse.lifecycle`, then runs, ingest, identity, pools, survey, ratings,
-release and training.
+release, training and the graph.
 """
 
 from __future__ import annotations
 
 from revbench.schemas.tables import SCHEMA_VERSION_TABLE
 from revbench.warehouse.core import utcnow
+from revbench.warehouse.graph import GraphQueries
 from revbench.warehouse.identity import IdentityQueries
 from revbench.warehouse.ingest import IngestQueries
 from revbench.warehouse.lifecycle import Lifecycle
@@ -27,5 +28,5 @@ __all__ = ["SCHEMA_VERSION_TABLE", "Warehouse", "utcnow"]
 
 
 class Warehouse(Lifecycle, RunQueries, IngestQueries, IdentityQueries, SurveyQueries, PoolQueries, ReleaseQueries,
-                TrainingQueries, RatingQueries):
+                TrainingQueries, RatingQueries, GraphQueries):
     """A DuckDB file with the revbench schema, migrated on open."""

@@ -30,6 +30,8 @@ class WarehouseStatus:
     runs: list[dict[str, Any]] = field(default_factory=list)
     holder: dict[str, Any] | None = None
     waiting: list[dict[str, Any]] = field(default_factory=list)
+    graph: dict[str, Any] | None = None
+    """``Warehouse.graph_coverage`` once any graph table has a row; None before."""
 
 
 def read_status(path: Path) -> WarehouseStatus:
@@ -41,7 +43,8 @@ def read_status(path: Path) -> WarehouseStatus:
         with Warehouse.open(path, read_only=True) as wh:
             return WarehouseStatus(path, version=wh.schema_version(), counts=wh.table_counts(),
                                    rejects=wh.reject_counts().to_dicts(), runs=wh.latest_runs(5).to_dicts(),
-                                   holder=read_holder(path), waiting=read_waiting(path))
+                                   holder=read_holder(path), waiting=read_waiting(path),
+                                   graph=wh.graph_coverage() if wh.has_graph() else None)
     except WarehouseBusy:
         return WarehouseStatus(path, busy=True, holder=read_holder(path), waiting=read_waiting(path))
 

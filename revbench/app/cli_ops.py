@@ -88,7 +88,7 @@ def status() -> None:
 
 
 def doctor(
-    only: Annotated[str | None, typer.Option("--only", metavar="SERVICE[,SERVICE]", help="Probe only these: settings, data, warehouse, store, grobid, arxiv, pdf, s2, llm, smtp, survey, prefect; isolation (run from the survey server's side: fails when the curator's plane is reachable)")] = None,
+    only: Annotated[str | None, typer.Option("--only", metavar="SERVICE[,SERVICE]", help="Probe only these: settings, data, warehouse, store, grobid, arxiv, pdf, s2, openalex, llm, smtp, survey, prefect; isolation (run from the survey server's side: fails when the curator's plane is reachable)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON instead of a table")] = False,
     timeout: Annotated[float | None, typer.Option(min=0.1, max=60, help="Seconds each service has to answer, at most 60 (default: REVBENCH_HTTP__PROBE_TIMEOUT_SECONDS)")] = None,
 ) -> None:

@@ -152,12 +152,19 @@ def _print_status(st: Any) -> None:
             console.print("Another process holds the warehouse (no run record beside it).")
         console.print(f"Table counts are shown once it has finished: {st.path}")
         return
+    from revbench.schemas.graph import GRAPH_TABLES
+
     t = RichTable(title=f"Warehouse {st.path} (schema v{st.version})")
     t.add_column("table")
     t.add_column("rows", justify="right")
+    # Until a graph is fetched its empty tables are left out, so the table reads as it did before them.
+    hidden: set[str] = set() if st.graph else {g.name for g in GRAPH_TABLES}
     for name, n in st.counts.items():
-        t.add_row(name, str(n))
+        if name not in hidden:
+            t.add_row(name, str(n))
     console.print(t)
+    if st.graph:
+        _print_graph(st.graph)
     r = RichTable(title="Rejected papers by reason")
     r.add_column("reason")
     r.add_column("papers", justify="right")
@@ -173,6 +180,26 @@ def _print_status(st: Any) -> None:
     console.print(u)
     if h and not h.get("alive"):
         console.print(f"run {h.get('run_id')} ({h.get('flow')}) stopped without finishing; the next run marks it crashed.")
+
+
+def _share(n: int, of: int) -> str:
+    return f"{n} ({100 * n / of:.0f}%)" if of else str(n)
+
+
+def _print_graph(graph: dict[str, Any]) -> None:
+    """Graph coverage (``Warehouse.graph_coverage``): per source, the corpus's papers with references
+    and with topics, and the references resolved to a warehouse paper; then institutions and affiliations."""
+    papers = graph["papers"]
+    g = RichTable(title=f"Graph coverage ({papers} papers in the corpus)")
+    for col in ("source", "papers with references", "references", "resolved to our papers", "papers with topics"):
+        g.add_column(col, justify="left" if col == "source" else "right")
+    for s in graph["sources"]:
+        g.add_row(s["source"], _share(s["papers_with_references"], papers), str(s["references"]),
+                  _share(s["resolved"], s["references"]), _share(s["papers_with_topics"], papers))
+    console.print(g)
+    console.print(f"graph institutions: {graph['institutions']} ({graph['with_ror']} with a ROR id); affiliations: "
+                  f"{graph['affiliations']} of {graph['people']} people at {graph['affiliated_institutions']} institutions",
+                  markup=False, highlight=False)
 
 
 def print_survey_wave(stats: SurveyWave) -> None:

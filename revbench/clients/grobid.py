@@ -1,4 +1,4 @@
-"""GROBID header extraction through ``grobid-client-python``."""
+"""GROBID header extraction, and optionally the full text's references, through ``grobid-client-python``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Any
 import requests
 
 from revbench.clients.bounded import read_requests
-from revbench.clients.tei import TeiError, TeiHeader, parse_tei_header
+from revbench.clients.tei import TeiError, TeiHeader, TeiReference, parse_tei_header, parse_tei_references
+from revbench.errors import UsageError
 from revbench.health import Probe, ProbeContext, http_client, ms, read, short, unreachable, version_tuple
 from revbench.retry import RETRYABLE_STATUS, Breaker, PermanentError, ResponseTooLarge, TransientError, call_with_retries
 from revbench.settings import GrobidSettings, HttpSettings
@@ -64,7 +65,8 @@ def _bounded_client_class(limit: int) -> Any:
 
 
 class GrobidHeaderClient:
-    """``processHeaderDocument`` with our retry policy; answers parsed TEI headers."""
+    """``processHeaderDocument`` with our retry policy; answers parsed TEI headers. With
+    ``grobid.fulltext`` on, also ``processFulltextDocument`` for a paper's reference list."""
 
     def __init__(self, settings: GrobidSettings, http: HttpSettings):
         self.settings = settings
@@ -81,13 +83,19 @@ class GrobidHeaderClient:
         self.breaker = Breaker("GROBID", settings.base_url, http.breaker_failures)
 
     def _once(self, pdf: bytes, name: str) -> tuple[TeiHeader, str]:
+        text = self._post("processHeaderDocument", pdf, name, consolidate_header=self.settings.consolidate_header)
+        try:
+            return parse_tei_header(text), text
+        except TeiError as exc:
+            raise TransientError(str(exc), kind="grobid_invalid_tei") from exc
+
+    def _post(self, service: str, pdf: bytes, name: str, **params: bool) -> str:
+        """One request to ``service``; the TEI text of a 200, else the fault as our retry policy reads it."""
         stream = io.BytesIO(pdf)
         stream.name = name
         self.requests_made += 1
         self._client.take_overflow()
-        _name, status, text = self._client.process_pdf(
-            "processHeaderDocument", stream, consolidate_header=self.settings.consolidate_header
-        )
+        _name, status, text = self._client.process_pdf(service, stream, **params)
         overflow = self._client.take_overflow()
         if overflow is not None:
             raise overflow
@@ -98,14 +106,31 @@ class GrobidHeaderClient:
             raise TransientError(f"GROBID: HTTP {status}: {(text or '')[:200]}", kind="grobid_http")
         if status != 200 or text is None:
             raise PermanentError(f"GROBID: HTTP {status}: {(text or '')[:200]}", kind="grobid_failed")
-        try:
-            return parse_tei_header(text), text
-        except TeiError as exc:
-            raise TransientError(str(exc), kind="grobid_invalid_tei") from exc
+        return text
 
     def header(self, pdf: bytes, name: str = "paper.pdf") -> tuple[TeiHeader, str]:
         """Extract the header of one PDF; returns the parsed header and the raw TEI."""
         return call_with_retries(lambda: self._once(pdf, name), self.http, f"GROBID {name}", breaker=self.breaker)
+
+    def _fulltext_once(self, pdf: bytes, name: str) -> tuple[list[TeiReference], str]:
+        # The package sends consolidateCitations only when true, and GROBID's default is 0; the raw
+        # reference strings are asked for, as they are what a person reads to judge a match.
+        text = self._post("processFulltextDocument", pdf, name, consolidate_header=self.settings.consolidate_header,
+                          consolidate_citations=self.settings.consolidate_citations, include_raw_citations=True)
+        try:
+            return parse_tei_references(text, f"GROBID full text of {name}"), text
+        except TeiError as exc:
+            raise TransientError(str(exc), kind="grobid_invalid_tei") from exc
+
+    def references(self, pdf: bytes, name: str = "paper.pdf") -> tuple[list[TeiReference], str]:
+        """The reference list of one PDF's full text (``processFulltextDocument``), one record per
+        ``<biblStruct>`` in order, and the raw TEI. Only with ``grobid.fulltext`` on: it costs
+        several times the header's time on GROBID."""
+        if not self.settings.fulltext:
+            raise UsageError("GROBID full text is off (REVBENCH_GROBID__FULLTEXT=false); "
+                             "set it to true to read papers' reference lists from GROBID")
+        return call_with_retries(lambda: self._fulltext_once(pdf, name), self.http, f"GROBID full text {name}",
+                                 breaker=self.breaker)
 
 
 # What `revbench doctor` asks this service (registered in revbench/services.py).

@@ -1,4 +1,5 @@
-"""Semantic Scholar Graph API: paper batches by arXiv id, author publication histories.
+"""Semantic Scholar Graph API: paper batches by arXiv id, author publication histories, a paper's
+references and citations (parsed by ``revbench.clients.s2_graph``).
 
 Pacing follows the documented rates (https://www.semanticscholar.org/product/api): 1 request per
 second with an API key; without one, requests share a pool with every unauthenticated user, which
@@ -13,6 +14,7 @@ import json
 import logging
 import time
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -23,6 +25,13 @@ from revbench.settings import HttpSettings, SemanticScholarSettings
 
 PAPER_FIELDS = "paperId,externalIds,title,year,authors"
 AUTHOR_PAPER_FIELDS = "paperId,externalIds,title,abstract,year,publicationDate,authors"
+# The cited (or citing) paper's fields go unprefixed beside the edge's own: S2 answers them under
+# ``citedPaper`` (``citingPaper``), as the recorded references cassettes show.
+REFERENCE_FIELDS = "contexts,intents,isInfluential,paperId,title,year,externalIds"
+GRAPH_PAPER_FIELDS = "paperId,externalIds,publicationTypes,fieldsOfStudy,s2FieldsOfStudy"
+"""A paper's ids, types and fields of study, asked through ``paper_batch`` apart from ingest's
+``PAPER_FIELDS``: ingest hashes the whole answer (``s2_papers.record_hash``), so more fields there
+would change what it stores."""
 log = logging.getLogger("revbench.clients.s2")
 
 
@@ -106,31 +115,50 @@ class SemanticScholarClient:
         return call_with_retries(once, self.http, f"S2 batch of {len(arxiv_ids)}", breaker=self.breaker)
 
     def author_papers(self, author_id: str, fields: str = AUTHOR_PAPER_FIELDS, limit: int = 1000) -> list[dict[str, Any]]:
-        """An author's whole publication list, following ``next`` offsets. A ``next`` that does not
-        move past the offset just asked (or is not an offset) ends it with a ``TransientError``
-        naming the endpoint and the offset: the list is left whole for another run, never
-        followed round in a loop nor kept cut short."""
-        out: list[dict[str, Any]] = []
+        """An author's whole publication list, following ``next`` offsets (see ``_pages``)."""
+        return self._pages(f"/author/{author_id}", "papers", {"fields": fields, "limit": limit}, f"S2 author {author_id}")
+
+    def references(self, paper_id: str, with_intent_contexts: bool = False, limit: int = 1000) -> list[Any]:
+        """Every reference of one paper, in S2's order over all its pages (``paper_id`` as S2 takes
+        it: an S2 id, ``ARXIV:<id>``, ``CorpusId:<n>``, a DOI). Each item is S2's edge: contexts,
+        intents, isInfluential and ``citedPaper``, kept when its ``paperId`` is null (S2 still gives
+        its title); ``contextsWithIntent`` too when asked. An unknown paper is a ``PermanentError``
+        carrying S2's own text (HTTP 404)."""
+        fields = REFERENCE_FIELDS + (",contextsWithIntent" if with_intent_contexts else "")
+        return self._pages(f"/paper/{quote(paper_id, safe='/:')}", "references", {"fields": fields, "limit": limit},
+                           f"S2 references of {paper_id}")
+
+    def citations(self, paper_id: str, limit: int = 1000) -> list[Any]:
+        """Every citation of one paper (the edge, with ``citingPaper``), over all its pages."""
+        return self._pages(f"/paper/{quote(paper_id, safe='/:')}", "citations", {"fields": REFERENCE_FIELDS, "limit": limit},
+                           f"S2 citations of {paper_id}")
+
+    def _pages(self, base: str, noun: str, params: dict[str, Any], what: str) -> list[Any]:
+        """The items of the list at ``{base}/{noun}``, following ``next`` offsets from 0. A page
+        without ``data`` (S2 leaves it out when there is nothing: ``{"total": 0, "offset": 0}``) or
+        with none in it ends the list. A ``next`` that does not move past the offset just asked (or
+        is not an offset) ends it with a ``TransientError`` naming the endpoint and the offset: the
+        list is left whole for another run, never followed round in a loop nor kept cut short."""
+        path = f"{base}/{noun}"
+        out: list[Any] = []
         offset: int | None = 0
         while offset is not None:
             start = offset
 
             def once() -> dict[str, Any]:
-                body = self._json(
-                    "GET", f"/author/{author_id}/papers", params={"fields": fields, "limit": limit, "offset": start}
-                )
+                body = self._json("GET", path, params={**params, "offset": start})
                 if isinstance(body, dict) and "data" not in body and "offset" in body and "error" not in body:
-                    return {**body, "data": []}  # S2 leaves out "data" on an empty page: {"total": 0, "offset": 0}
+                    return {**body, "data": []}
                 if not isinstance(body, dict) or not isinstance(body.get("data"), list):
-                    raise TransientError("S2 author papers answer lacks 'data'", kind="malformed")
+                    raise TransientError(f"S2 {path} answer lacks 'data'", kind="malformed")
                 return body
 
-            body = call_with_retries(once, self.http, f"S2 author {author_id}", breaker=self.breaker)
+            body = call_with_retries(once, self.http, what, breaker=self.breaker)
             out.extend(body["data"])
-            offset = body.get("next")
+            offset = body.get("next") if body["data"] else None
             if offset is not None and (isinstance(offset, bool) or not isinstance(offset, int) or offset <= start):
-                raise TransientError(f"S2 /author/{author_id}/papers: 'next' {offset!r} after offset {start} does not advance; "
-                                     f"stopped paging after {len(out)} papers", kind="paging_stuck")
+                raise TransientError(f"S2 {path}: 'next' {offset!r} after offset {start} does not advance; "
+                                     f"stopped paging after {len(out)} {noun}", kind="paging_stuck")
         return out
 
     def close(self) -> None:

@@ -2,10 +2,18 @@
 ``routes.json`` (our own index of recorded answers) and/or VCR cassettes (``*.yaml``, as vcrpy
 and its ports write them), so a run can meet real services' recorded answers byte for byte.
 
+Cassettes come in the dialects their recorders write: vcrpy's (``interactions``, ``status.code``,
+``body.string`` as text or as ``!!binary`` bytes still compressed as the service sent them, with
+their ``Content-Encoding``), vcr.py ports' (``status_code``, ``content``) and R ``vcr``'s
+(``http_interactions``, a bare ``status`` or ``status.status_code``, the body already decoded though
+``content-encoding: gzip`` is still among the headers). A compressed body is served decompressed:
+the server sets its own transfer headers, ``Content-Encoding`` among them.
+
 A recorded URL is moved onto the replay server's mount points by its host and path
 (``api.semanticscholar.org/graph/v1/...`` -> ``/s2/graph/v1/...``, ``export.arxiv.org/api/query``
 -> ``/arxiv/api/query``, ``arxiv.org/pdf/...`` -> ``/arxiv/pdf/...``, ``.../api/process...`` of
-GROBID -> ``/grobid/api/...``). A cassette request matches on method, path and its query
+GROBID -> ``/grobid/api/...``, ``api.openalex.org/...`` -> ``/openalex/...``), its percent-escapes
+decoded as the server decodes a request's path. A cassette request matches on method, path and its query
 parameters except ``fields``, ``limit`` and ``max_results``: our clients choose their own fields
 and page sizes, and a recorded page is an answer any page size may get. Identical recorded requests
 are answered in their recorded order, the last one repeating, as VCR plays them back.
@@ -13,11 +21,13 @@ are answered in their recorded order, the last one repeating, as VCR plays them 
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import yaml
 
@@ -51,12 +61,14 @@ class RecordedRoute:
 def mount_path(url: str) -> tuple[str, dict[str, str]]:
     """A recorded URL's path on the replay server and its query parameters."""
     parts = urlsplit(url)
-    host, path = parts.hostname or "", parts.path or "/"
+    host, path = parts.hostname or "", unquote(parts.path or "/")
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     if host.endswith("semanticscholar.org") and path.startswith("/graph/"):
         path = "/s2" + path
     elif host.endswith("arxiv.org") and (path.startswith("/api/query") or path.startswith("/pdf/")):
         path = "/arxiv" + path
+    elif host == "api.openalex.org":
+        path = "/openalex" + path
     elif "/api/process" in path or path.endswith("/api/isalive"):
         path = "/grobid" + path[path.index("/api/"):]
     return path, query
@@ -66,23 +78,37 @@ def _text(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value or "").encode("utf-8")
 
 
+def _decoded(body: bytes, encoding: str) -> bytes:
+    """A body as the service meant it: unpacked when it is still compressed (vcrpy keeps the bytes
+    as sent; R's vcr keeps them decoded under the same header, so the bytes decide)."""
+    kind = encoding.strip().lower()
+    if kind in ("gzip", "x-gzip") and body[:2] == b"\x1f\x8b":
+        return gzip.decompress(body)
+    if kind == "deflate" and body[:1] == b"\x78":
+        return zlib.decompress(body)
+    return body
+
+
 def _vcr_route(interaction: Any, where: str) -> RecordedRoute:
     try:
         request, response = interaction["request"], interaction["response"]
         path, query = mount_path(request["uri"])
         status = response.get("status")
-        code = status.get("code") if isinstance(status, dict) else (status or response.get("status_code", 200))
+        code = (status.get("code", status.get("status_code")) if isinstance(status, dict)
+                else (status or response.get("status_code", 200)))
         body = response.get("body")
         raw = body.get("string") if isinstance(body, dict) else response.get("content", body)
-        headers = {}
+        headers, encoding = {}, ""
         for name, values in (response.get("headers") or {}).items():
             value = values[0] if isinstance(values, list) and values else values
+            if name.lower() == "content-encoding" and value is not None:
+                encoding = str(value)
             if name.lower() not in _TRANSFER_HEADERS and value is not None:
                 headers[name.lower()] = str(value)
         return RecordedRoute(method=str(request.get("method", "GET")).upper(), path=path,
                              query={k: v for k, v in query.items() if k not in _FREE_PARAMS}, status=int(code),
-                             headers=headers, body=_text(raw))
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                             headers=headers, body=_decoded(_text(raw), encoding))
+    except (KeyError, TypeError, ValueError, AttributeError, OSError, EOFError, zlib.error) as exc:
         raise InputError(f"{where}: not a VCR interaction (request.uri, response.status and body expected: {exc})") from None
 
 
@@ -92,9 +118,10 @@ def load_cassette(path: Path) -> list[RecordedRoute]:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not a readable YAML cassette ({str(exc).splitlines()[0]})") from None
-    interactions = data.get("interactions") if isinstance(data, dict) else None
+    # vcrpy writes `interactions`, R's vcr `http_interactions`.
+    interactions = (data.get("interactions", data.get("http_interactions")) if isinstance(data, dict) else None)
     if not isinstance(interactions, list):
-        raise InputError(f"{path}: a VCR cassette has a list of 'interactions'")
+        raise InputError(f"{path}: a VCR cassette has a list of 'interactions' (R's vcr: 'http_interactions')")
     return [_vcr_route(x, f"{path} interaction {i}") for i, x in enumerate(interactions)]
 
 

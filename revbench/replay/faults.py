@@ -24,6 +24,7 @@ FAULT_KINDS: dict[str, tuple[str, ...]] = {
     "s2": ("429", "500", "timeout", "truncated", "malformed", "non_utf8", "429_bare"),
     "pdf": ("429", "503", "timeout", "truncated"),
     "grobid": ("500", "503", "timeout", "truncated", "malformed"),
+    "openalex": ("429", "500", "503", "timeout", "truncated", "malformed"),
     "llm": ("429", "500", "timeout", "truncated", "malformed"),
 }
 

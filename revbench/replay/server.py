@@ -1,12 +1,12 @@
-"""One local server that stands in for arXiv, Semantic Scholar, arxiv.org PDFs, GROBID and an
-OpenAI-compatible LLM (one module per service beside this one).
+"""One local server that stands in for arXiv, Semantic Scholar, arxiv.org PDFs, GROBID, OpenAlex and
+an OpenAI-compatible LLM (one module per service beside this one).
 
 It answers from recorded fixtures (a ``routes.json`` index of recorded responses) first and
 from a synthetic world directory second, and injects transient faults at a seeded rate. It
 binds to loopback only.
 
 Mount points (the base URLs the clients are given):
-``/arxiv/api/query``, ``/s2/graph/v1``, ``/arxiv/pdf/<id>v<n>``, ``/grobid/api/...``, ``/llm/v1``.
+``/arxiv/api/query``, ``/s2/graph/v1``, ``/arxiv/pdf/<id>v<n>``, ``/grobid/api/...``, ``/openalex``, ``/llm/v1``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from revbench.replay import arxiv, grobid, llm, s2
+from revbench.replay import arxiv, grobid, llm, openalex, s2
 from revbench.replay.cassettes import Playback, RecordedRoute, load_recordings
 from revbench.replay.faults import FaultInjector, corrupt
 from revbench.replay.world_store import WorldStore
@@ -72,7 +72,7 @@ class ReplayApp:
             throttle={"s2": settings.s2_throttle_seconds},
         )
         self.app = Starlette(
-            routes=[*arxiv.routes(self), *s2.routes(self), *grobid.routes(self), *llm.routes(self),
+            routes=[*arxiv.routes(self), *s2.routes(self), *grobid.routes(self), *openalex.routes(self), *llm.routes(self),
                     Route("/_replay/stats", self.stats, methods=["GET"])]
         )
         # Recorded fixtures take precedence over the world and may answer any path.
@@ -209,7 +209,7 @@ def service_of(path: str) -> str:
     if path.startswith("/arxiv/pdf/"):
         return "pdf"
     head = path.strip("/").split("/")[0]
-    return head if head in ("arxiv", "s2", "grobid", "llm") else "arxiv"
+    return head if head in ("arxiv", "s2", "grobid", "openalex", "llm") else "arxiv"
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -273,5 +273,6 @@ def replay_overrides(base: str) -> dict[str, dict[str, Any]]:
         "s2": {"base_url": f"{base}/s2/graph/v1", "delay_seconds": 0, "keyless_delay_seconds": 0, "api_key": None},
         "pdf": {"base_url": f"{base}/arxiv"},
         "grobid": {"base_url": f"{base}/grobid", "busy_sleep_seconds": 0},
+        "openalex": {"base_url": f"{base}/openalex", "delay_seconds": 0},
         "llm": {"base_url": f"{base}/llm/v1", "api_key": None},
     }

@@ -6,12 +6,13 @@ import json
 from bisect import bisect_left, bisect_right
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 
 class WorldStore:
-    """The world's arXiv entries by category and date, S2 records, PDFs and TEI headers."""
+    """The world's arXiv entries by category and date, S2 records, PDFs, TEI headers and graph."""
 
     def __init__(self, world_dir: Path, as_of: datetime | None = None):
         self.dir = world_dir
@@ -34,12 +35,17 @@ class WorldStore:
         self.s2_authors = dict(zip(authors["author_id"].to_list(), authors["json"].to_list(), strict=True))
         self.pdfs: dict[str, bytes] = {}
         self.teis: dict[str, bytes] = {}
+        self.arxiv_of_sha: dict[str, str] = {}
         docs_path = world_dir / "documents.parquet"
         if docs_path.exists():
             docs = pl.read_parquet(docs_path)
             for row in docs.iter_rows(named=True):
                 self.pdfs[f"{row['arxiv_id']}v{row['version']}"] = row["pdf"]
                 self.teis[row["pdf_sha256"]] = row["tei"]
+                self.arxiv_of_sha[row["pdf_sha256"]] = row["arxiv_id"]
+        # The scholarly graph (revbench.synth.graph); worlds written before it have none.
+        graph_path = world_dir / "graph.json"
+        self.graph: dict[str, Any] | None = json.loads(graph_path.read_text()) if graph_path.exists() else None
 
     def query(self, category: str, lo: datetime, hi: datetime) -> list[str]:
         """Atom entries of ``category`` last revised in ``[lo, hi]`` (minutes, inclusive)."""

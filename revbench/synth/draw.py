@@ -59,13 +59,17 @@ class WorldSpec:
     bad_share: float = 0.01
     homonym_share: float = 0.06
     extra_days: int = 0
+    graph: bool = True
+    """Draw the scholarly graph (revbench.synth.graph); off, the world is as it was before it."""
 
     def key(self) -> str:
-        """A short hash of the spec; the spec of an ungrown world hashes as it did before
-        ``extra_days`` existed, so existing world folders keep their key."""
+        """A short hash of the spec; the spec of an ungrown world with a graph hashes as it did
+        before ``extra_days`` and ``graph`` existed, so existing world folders keep their key."""
         d = dict(self.__dict__)
         if not d["extra_days"]:
             del d["extra_days"]
+        if d["graph"]:
+            del d["graph"]
         return hashlib.sha256(json.dumps(d, default=str, sort_keys=True).encode()).hexdigest()[:16]
 
     def base_key(self) -> str:

@@ -34,6 +34,13 @@ class WorldTruth:
         schema={"query_id": pl.Utf8, "person_id": pl.Utf8, "kind": pl.Utf8, "detail": pl.Utf8}))
     """``query_id, person_id, kind, detail``: conflicts of interest planted for the COI check to
     catch (``second_affiliation``: one that only a second affiliation reveals)."""
+    graph_conflicts: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema={
+        "query_id": pl.Utf8, "person_id": pl.Utf8, "kind": pl.Utf8, "detail": pl.Utf8, "author_id": pl.Utf8,
+        "ror": pl.Utf8, "last_year": pl.Int64}))
+    """``query_id, person_id, kind, detail, author_id, ror, last_year``: conflicts only the graph
+    reveals (``graph_institution``: the person was at the query author ``author_id``'s institution,
+    ROR id ``ror``, until ``last_year``, under another spelling of it). Kept apart from
+    ``planted_conflicts`` until a COI check reads the graph, so today's audits are unchanged."""
 
 
 def load_truth(world_dir: Path) -> WorldTruth:
@@ -48,6 +55,8 @@ def load_truth(world_dir: Path) -> WorldTruth:
         bad_records=pl.read_parquet(d / "bad_records.parquet"),
         **({"planted_conflicts": pl.read_parquet(d / "planted_conflicts.parquet")}
            if (d / "planted_conflicts.parquet").exists() else {}),
+        **({"graph_conflicts": pl.read_parquet(d / "graph_conflicts.parquet")}
+           if (d / "graph_conflicts.parquet").exists() else {}),
     )
 
 

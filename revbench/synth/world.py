@@ -35,11 +35,14 @@ from revbench.synth.draw import (
     plant_affiliation_conflict,
     plant_bad_records,
 )
+from revbench.synth.graph import draw_graph, graph_counts
 from revbench.synth.vocab import INSTITUTIONS
 
-WORLD_FORMAT = 4
+WORLD_FORMAT = 5
 """Bumped when what a world holds changes (4: second affiliations, orphan affiliations, ORCIDs,
-the planted second-affiliation conflict), so cached worlds are regenerated."""
+the planted second-affiliation conflict; 5: the graph), so cached worlds are regenerated."""
+GRAPH_CONFLICT_COLUMNS = {"query_id": pl.Utf8, "person_id": pl.Utf8, "kind": pl.Utf8, "detail": pl.Utf8,
+                          "author_id": pl.Utf8, "ror": pl.Utf8, "last_year": pl.Int64}
 
 
 def generate_world(
@@ -61,9 +64,13 @@ def generate_world(
     for i, paper in enumerate(papers):
         render_paper(g, spec, paper, people, papers[(i + 1) % len(papers)].title, bad.get(i), shown)
     histories = s2_histories(g, spec, people, shown.histories)
+    older_works = {m: list(h) for m, h in shown.histories.items()}
     if spec.extra_days:
         papers, histories = grow_papers(spec, people, groups, papers, shown, histories, progress)
-    return write_world(out_dir, spec, people, papers, shown, histories, planted)
+    # The graph comes last and from its own streams (revbench.synth.graph), so the draws above
+    # are the same with or without it.
+    graph = draw_graph(spec, people, papers, set(bad), older_works, shown.mentions) if spec.graph else None
+    return write_world(out_dir, spec, people, papers, shown, histories, planted, graph)
 
 
 
@@ -119,8 +126,10 @@ def grow_papers(spec: WorldSpec, people: list[_Person], groups: list[list[int]],
 
 
 def write_world(out_dir: Path, spec: WorldSpec, people: list[_Person], papers: list[_Paper], shown: _Rendered,
-                histories: list[dict[str, str]], planted: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    """The services' files, the truth folder and the manifest."""
+                histories: list[dict[str, str]], planted: list[dict[str, str]] | None = None,
+                graph: tuple[dict[str, Any], list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+    """The services' files, the truth folder and the manifest (``graph``: the graph and its
+    planted conflicts, written as ``graph.json`` and ``truth/graph_conflicts.parquet``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "truth").mkdir(exist_ok=True)
     pl.DataFrame(shown.arxiv).write_parquet(out_dir / "arxiv.parquet")
@@ -157,12 +166,16 @@ def write_world(out_dir: Path, spec: WorldSpec, people: list[_Person], papers: l
         "counts": {
             "papers": len(papers), "mentions": len(truth_mentions), "persons": len(people),
             "documents": len(shown.documents), "s2_papers": len(shown.s2_papers), "bad_records": len(shown.bad),
+            **(graph_counts(graph[0]) if graph else {}),
         },
         "days": {
             "base_end": spec.end.isoformat(), "extra_days": spec.extra_days,
             "last_day": (spec.end + timedelta(days=spec.extra_days)).isoformat(), "papers_per_day": spec.papers_per_day(),
         },
     }
+    if graph:
+        (out_dir / "graph.json").write_text(json.dumps(graph[0], ensure_ascii=False))
+        pl.DataFrame(graph[1], schema=GRAPH_CONFLICT_COLUMNS).write_parquet(out_dir / "truth" / "graph_conflicts.parquet")
     (out_dir / "world.json").write_text(json.dumps(manifest, indent=2))
     return manifest
 

@@ -21,6 +21,7 @@ from revbench.clients.arxiv_api import ArxivClient
 from revbench.clients.bounded import read_httpx
 from revbench.clients.grobid import GrobidHeaderClient
 from revbench.clients.llm import LlmClient
+from revbench.clients.openalex import OpenAlexClient
 from revbench.clients.pdf import PdfClient
 from revbench.clients.probe import probe
 from revbench.clients.semantic_scholar import SemanticScholarClient
@@ -115,6 +116,7 @@ CLIENTS: dict[str, tuple[str, Callable[[Settings], Callable[[], Any]]]] = {
     "arxiv": ("arXiv API", lambda s: partial(ArxivClient(s.arxiv, s.http).search_window, "cs.IR", *DAY)),
     "grobid": ("GROBID", lambda s: partial(GrobidHeaderClient(s.grobid, s.http).header, (FIXTURES / "paper.pdf").read_bytes())),
     "llm": ("LLM", lambda s: partial(LlmClient(s.llm, s.http).complete, "Which of these are the same person?")),
+    "openalex": ("OpenAlex", lambda s: partial(OpenAlexClient(s.openalex, s.http).work_by_arxiv, "2508.01234")),
 }
 
 

@@ -1,0 +1,264 @@
+"""OpenAlex (https://docs.openalex.org): a work by DOI or id, lists of works by filter (cursor
+paging), authors, institutions and topics. Optional and off by default (REVBENCH_OPENALEX__ENABLED).
+
+Why a plain httpx client and not pyalex: pyalex keeps its configuration in one module-global
+(``pyalex.config``: email, openalex_url, max_retries), shared by every caller in the process, where
+revbench hands each run its own ``Settings`` and the tests run several configurations in one process;
+it sends the contact address as a ``From`` header, not the ``mailto`` parameter the polite pool is
+documented with; its retries are urllib3's ``Retry`` (none by default) on a new requests session per
+call, mounted for ``https://`` only, so a local replay server gets none, and a 429's wait is not our
+``HttpSettings``; it reads each answer whole (``res.json()``) and paces nothing. What OpenAlex needs
+is a handful of GETs, so this client asks them the way our other clients do: one retry policy with
+Retry-After and a breaker (``revbench.retry``), every answer capped (``revbench.clients.bounded``),
+adaptive pacing at the polite pool's documented 10 requests per second.
+
+Every answer is read for the keys used and nothing else: new keys appear every year, and any key
+may be missing or null (deleted authors, paratext works without authors or topics). OpenAlex
+answers an unknown DOI or id with an HTML 404 page, never shown: the error names what was asked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from revbench.clients.bounded import read_httpx
+from revbench.clients.openalex_graph import openalex_id
+from revbench.health import Probe, ProbeContext, http_client, ms, read, unreachable
+from revbench.retry import AdaptivePacer, Breaker, PermanentError, TransientError, call_with_retries, classify_status, \
+    send_through_429s
+from revbench.settings import HttpSettings, OpenAlexSettings
+
+log = logging.getLogger("revbench.clients.openalex")
+ARXIV_DOI_PREFIX = "10.48550/arxiv."
+"""arXiv's DataCite DOIs (``10.48550/arXiv.2401.00001``), by which OpenAlex knows arXiv papers."""
+
+
+def error_text(body: bytes) -> str | None:
+    """OpenAlex's own explanation in an error answer (``{"error": ..., "message": ...}``), in one
+    line, or None (an HTML page says nothing a line should repeat)."""
+    try:
+        parsed = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(parsed, dict):
+        return None
+    parts = [p for p in (parsed.get("error"), parsed.get("message")) if isinstance(p, str) and p.strip()]
+    text = " ".join(" ".join(parts).split())
+    return (text if len(text) <= 300 else text[:297] + "...") or None
+
+
+def bare_doi(doi: str) -> str:
+    """A DOI without its ``https://doi.org/`` or ``doi:`` prefix, lower-case (DOIs ignore case)."""
+    d = doi.strip()
+    for prefix in ("https://doi.org/", "http://doi.org/", "https://dx.doi.org/", "http://dx.doi.org/", "doi:"):
+        if d.lower().startswith(prefix):
+            d = d[len(prefix):]
+            break
+    return d.lower()
+
+
+def arxiv_doi(arxiv_id: str) -> str:
+    """The DOI arXiv registered for a paper (without version): ``10.48550/arxiv.<id>``."""
+    base = arxiv_id.strip()
+    head, _, tail = base.rpartition("v")
+    if head and tail.isdigit() and (head[-1].isdigit()):
+        base = head
+    return ARXIV_DOI_PREFIX + base.lower()
+
+
+class OpenAlexClient:
+    """Thin typed client; every call is paced, retried, capped and carries ``mailto`` when set."""
+
+    def __init__(self, settings: OpenAlexSettings, http: HttpSettings, client: httpx.Client | None = None):
+        self.settings = settings
+        self.http = http
+        self._client = client or httpx.Client(base_url=settings.base_url.rstrip("/"), timeout=http.timeout_seconds,
+                                              headers={"user-agent": http.user_agent})
+        self.pacer = AdaptivePacer(settings.delay_seconds, settings.throttle_max_delay_seconds,
+                                   settings.throttle_recovery_seconds)
+        self.requests_made = 0
+        self.throttled = 0
+        self.breaker = Breaker("OpenAlex", settings.base_url, http.breaker_failures)
+
+    def _params(self, params: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in params.items() if v is not None}
+        if self.settings.mailto:
+            out["mailto"] = self.settings.mailto
+        return out
+
+    def _get(self, path: str, params: dict[str, Any], missing: str) -> Any:
+        """One GET, paced and through 429s, as JSON; ``missing`` names what a 404 did not find."""
+        what = f"OpenAlex {path}"
+
+        def send() -> tuple[httpx.Response, bytes]:
+            self.requests_made += 1
+            try:
+                resp = self._client.send(self._client.build_request("GET", path, params=self._params(params)),
+                                         stream=True)
+                try:
+                    return resp, read_httpx(resp, self.http.max_response_bytes, "OpenAlex")
+                finally:
+                    resp.close()
+            except httpx.TimeoutException as exc:
+                raise TransientError(f"{what}: timeout ({exc})", kind="timeout") from exc
+            except httpx.TransportError as exc:
+                raise TransientError(f"{what}: {exc}", kind="transport") from exc
+
+        def throttled(slowed: bool) -> None:
+            self.throttled += 1
+            if slowed:
+                log.info("OpenAlex answered 429 without Retry-After; %.2f s between requests now", self.pacer.interval)
+
+        resp, content = send_through_429s(send, lambda r: (r[0].status_code, r[0].headers), self.pacer,
+                                          self.settings.throttle_patience_seconds, self.http.retry_after_max_seconds,
+                                          what, throttled)
+        if resp.status_code == 404:
+            raise PermanentError(f"OpenAlex has no {missing} (HTTP 404 at {path})", kind="not_found")
+        classify_status(resp.status_code, resp.headers, what, detail=error_text(content))
+        try:
+            return json.loads(content)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise TransientError(f"{what}: answered unreadable JSON ({exc})", kind="malformed") from exc
+
+    def _entity(self, path: str, missing: str, select: Sequence[str] | None = None) -> dict[str, Any]:
+        def once() -> dict[str, Any]:
+            body = self._get(path, {"select": ",".join(select) if select else None}, missing)
+            if not isinstance(body, dict) or not isinstance(body.get("id"), str):
+                raise TransientError(f"OpenAlex {path}: the answer is not one record with an id", kind="malformed")
+            return body
+
+        return call_with_retries(once, self.http, f"OpenAlex {path}", breaker=self.breaker)
+
+    def work(self, key: str, select: Sequence[str] | None = None) -> dict[str, Any]:
+        """One work by OpenAlex id (``W…``, or its URL) or ``doi:10.…``; ``PermanentError`` (kind
+        ``not_found``) naming it when OpenAlex has none. ``select``: only these top-level keys."""
+        if key.lower().startswith(("doi:", "https://doi.org/", "http://doi.org/")):
+            doi = bare_doi(key)
+            return self._entity(f"/works/doi:{quote(doi, safe='/:;()')}", f"work with DOI {doi}", select)
+        wid = openalex_id(key) or key
+        return self._entity(f"/works/{quote(wid, safe='')}", f"work {wid}", select)
+
+    def work_by_doi(self, doi: str, select: Sequence[str] | None = None) -> dict[str, Any] | None:
+        """The work with this DOI, or None when OpenAlex has none (its HTML 404)."""
+        try:
+            return self.work(f"doi:{bare_doi(doi)}", select)
+        except PermanentError as exc:
+            if exc.kind == "not_found":
+                return None
+            raise
+
+    def work_by_arxiv(self, arxiv_id: str, select: Sequence[str] | None = None) -> dict[str, Any] | None:
+        """An arXiv paper's work, by the DOI arXiv registered for it (``10.48550/arXiv.<id>``)."""
+        return self.work_by_doi(arxiv_doi(arxiv_id), select)
+
+    def works(self, filter: str, select: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Every work matching ``filter`` (OpenAlex's syntax, e.g. ``cites:W123``), following
+        ``meta.next_cursor`` from ``cursor=*`` until a page comes back empty or without a next
+        cursor. A cursor that comes back again ends it with a ``TransientError`` naming the filter:
+        the list is left whole for another run, never followed round in a loop."""
+        out: list[dict[str, Any]] = []
+        cursor: str | None = "*"
+        asked: set[str] = set()
+        while cursor is not None:
+            page = self._page(filter, cursor, select)
+            results = page["results"]
+            out.extend(results)
+            asked.add(cursor)
+            meta = page.get("meta") if isinstance(page.get("meta"), dict) else {}
+            following = meta.get("next_cursor")
+            if not results or following is None:
+                break
+            if not isinstance(following, str) or following in asked:
+                why = "was asked already" if isinstance(following, str) else "is not a cursor"
+                raise TransientError(f"OpenAlex /works?filter={filter}: next_cursor {str(following)[:40]!r} {why}; "
+                                     f"stopped paging after {len(out)} works", kind="paging_stuck")
+            cursor = following
+        return out
+
+    def _page(self, filter: str, cursor: str | None, select: Sequence[str] | None,
+              per_page: int | None = None) -> dict[str, Any]:
+        params = {"filter": filter, "per-page": per_page or self.settings.per_page, "cursor": cursor,
+                  "select": ",".join(select) if select else None}
+
+        def once() -> dict[str, Any]:
+            body = self._get("/works", params, f"works for filter {filter}")
+            if not isinstance(body, dict) or not isinstance(body.get("results"), list):
+                raise TransientError(f"OpenAlex /works?filter={filter}: the answer lacks a 'results' list",
+                                     kind="malformed")
+            return body
+
+        return call_with_retries(once, self.http, f"OpenAlex /works?filter={filter}", breaker=self.breaker)
+
+    def count_works(self, filter: str) -> int:
+        """How many works match ``filter`` (``meta.count`` of a one-result page)."""
+        meta = self._page(filter, None, ["id"], per_page=1).get("meta")
+        count = meta.get("count") if isinstance(meta, dict) else None
+        if not isinstance(count, int) or isinstance(count, bool):
+            raise TransientError(f"OpenAlex /works?filter={filter}: the answer has no meta.count", kind="malformed")
+        return count
+
+    def author(self, author_id: str) -> dict[str, Any]:
+        """One author (``A…``) with its ``affiliations[].years``; ``PermanentError`` when unknown."""
+        aid = openalex_id(author_id) or author_id
+        return self._entity(f"/authors/{quote(aid, safe='')}", f"author {aid}")
+
+    def institution(self, institution_id: str) -> dict[str, Any]:
+        """One institution (``I…``, or ``ror:<id>``); ``PermanentError`` when unknown."""
+        iid = institution_id if institution_id.startswith("ror:") else openalex_id(institution_id) or institution_id
+        return self._entity(f"/institutions/{quote(iid, safe=':')}", f"institution {iid}")
+
+    def topic(self, topic_id: str) -> dict[str, Any]:
+        """One topic (``T…``) with its subfield, field and domain; ``PermanentError`` when unknown."""
+        tid = openalex_id(topic_id) or topic_id
+        return self._entity(f"/topics/{quote(tid, safe='')}", f"topic {tid}")
+
+    def close(self) -> None:
+        self._client.close()
+
+
+# What `revbench doctor` asks this service (registered in revbench/services.py).
+
+PROBE_DOI = arxiv_doi("1706.03762")
+"""The work the OpenAlex probe looks for ("Attention Is All You Need" by its arXiv DOI; none found
+is as good an answer: the list comes back empty)."""
+
+
+def probe_openalex(ctx: ProbeContext) -> Probe:
+    """A one-result ``GET /works?filter=doi:…`` with ``mailto`` when set; says the pool and pace."""
+    settings, clock = ctx.settings, ctx.clock
+    oa = settings.openalex
+    base = oa.base_url.rstrip("/")
+    params = {"filter": f"doi:{PROBE_DOI}", "select": "id", "per-page": 1}
+    if oa.mailto:
+        params["mailto"] = oa.mailto
+    try:
+        with http_client(settings, clock) as client:
+            t0 = time.monotonic()
+            resp = read(client, "GET", f"{base}/works", "/works", params=params, timeout=clock.left())
+            latency = ms(t0)
+    except httpx.HTTPError as exc:
+        return unreachable("openalex", base, exc, clock, "REVBENCH_OPENALEX__BASE_URL")
+    said = error_text(resp.content)
+    said = f" ({said})" if said else ""
+    if resp.status_code == 429:
+        return Probe("openalex", base, "warn", f"answers, but rate-limited right now (HTTP 429){said}; runs slow down "
+                     "and wait", latency, fix="" if oa.mailto else "set REVBENCH_OPENALEX__MAILTO for the polite pool")
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    if resp.status_code != 200 or not isinstance(body, dict) or not isinstance(body.get("results"), list):
+        return Probe("openalex", base, "fail", f"/works answered HTTP {resp.status_code}{said}, not a list of works",
+                     latency, fix="set REVBENCH_OPENALEX__BASE_URL to the API root (https://api.openalex.org)")
+    pace = f"{oa.delay_seconds:g} s between requests" if oa.delay_seconds > 0 else "requests without a pause"
+    if oa.mailto:
+        return Probe("openalex", base, "ok", f"polite pool (mailto set); runs send {pace}", latency)
+    return Probe("openalex", base, "ok", f"no mailto: the common pool (REVBENCH_OPENALEX__MAILTO puts runs in the "
+                 f"polite pool); runs send {pace}", latency)

@@ -1,0 +1,208 @@
+"""OpenAlex's answers as plain records with the warehouse's column names (``schemas/graph.py``): a
+work's ``referenced_works`` as ``citations`` rows (source ``openalex``), its ``topics`` and
+``primary_topic`` as ``paper_topics`` rows (scheme ``openalex-topic``), its authorships'
+institutions as ``institutions`` rows and the people at them as ``author_affiliations`` rows; an
+author's ``affiliations[].years`` as affiliations with first and last year. The client that
+fetches them is ``revbench.clients.openalex.OpenAlexClient``.
+
+Every key is optional: OpenAlex adds keys every year (read here only by name, so a new one is
+ignored), writes null for an abstract, a primary topic or an author id (paratext works, deleted
+authors), and leaves keys out altogether (a deleted author has no ``affiliations``). A null or a
+missing key is an empty answer, never a crash. An institution is known by its ROR id when OpenAlex
+gives one (``ror:<bare id>``), else by its normalised name (``name:<...>``, the same key the
+disambiguation's exact affiliation rule uses), so one institution under two spellings is one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from revbench.tasks.normalize import institution_part, normalize_affiliation
+
+SOURCE = "openalex"
+SCHEME = "openalex-topic"
+
+CITATION_COLUMNS = ("citing_arxiv_id", "source", "ordinal", "cited_arxiv_id", "cited_s2_id", "cited_openalex_id",
+                    "cited_doi", "cited_arxiv", "cited_title", "cited_year", "is_influential", "intents", "n_contexts",
+                    "external_ids")
+TOPIC_COLUMNS = ("arxiv_id", "scheme", "topic", "label", "origin", "score", "domain", "field", "subfield")
+INSTITUTION_COLUMNS = ("institution_key", "ror", "name", "country", "type", "openalex_id")
+AFFILIATION_COLUMNS = ("person_key", "orcid", "institution_key", "first_year", "last_year", "source", "arxiv_id")
+
+_ROR = re.compile(r"^0[0-9a-z]{6}\d{2}$", re.I)
+_ORCID = re.compile(r"(\d{4}-\d{4}-\d{4}-\d{3}[\dX])$", re.I)
+_COUNTRY = re.compile(r"^[A-Z]{2}$")
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str | None:
+    return (value.strip() or None) if isinstance(value, str) else None
+
+
+def _year(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 1400 <= value <= 2100 else None
+
+
+def openalex_id(value: Any) -> str | None:
+    """``https://openalex.org/W2741809807`` -> ``W2741809807`` (a bare id stays as it is)."""
+    text = _text(value)
+    return (text.rstrip("/").rpartition("/")[2] or None) if text else None
+
+
+def bare_ror(value: Any) -> str | None:
+    """``https://ror.org/05ppvf150`` -> ``05ppvf150``; None when it is not a ROR id. The last path
+    segment decides: OpenAlex has written ``https://ror.org/https://ror.org/01ppj9r51``."""
+    last = (_text(value) or "").rstrip("/").rpartition("/")[2]
+    return last.lower() if _ROR.match(last) else None
+
+
+def bare_orcid(value: Any) -> str | None:
+    """``https://orcid.org/0000-0003-1613-5981`` -> ``0000-0003-1613-5981``; None when it is not an ORCID iD."""
+    m = _ORCID.search(_text(value) or "")
+    return m.group(1).upper() if m else None
+
+
+def institution_key(ror: str | None, name: str | None) -> str | None:
+    """``ror:<id>`` when the ROR id is known, else ``name:<normalised name>``; None with neither."""
+    if ror:
+        return f"ror:{ror}"
+    normalised = normalize_affiliation(name)
+    return f"name:{normalised}" if normalised else None
+
+
+def institution_row(inst: Any) -> dict[str, Any] | None:
+    """One ``institutions`` row from an OpenAlex institution (dehydrated in an authorship or an
+    author's affiliation, or whole); None when it has neither a ROR id nor a name."""
+    d = _dict(inst)
+    ror, name = bare_ror(d.get("ror")), _text(d.get("display_name"))
+    key = institution_key(ror, name)
+    if key is None:
+        return None
+    country = _text(d.get("country_code"))
+    return {"institution_key": key, "ror": ror, "name": name or ror,
+            "country": country.upper() if country and _COUNTRY.match(country.upper()) else None,
+            "type": _text(d.get("type")), "openalex_id": openalex_id(d.get("id"))}
+
+
+def citation_rows(citing_arxiv_id: str, work: Any) -> list[dict[str, Any]]:
+    """A work's ``referenced_works`` as citations, in the list's order (ordinal from 0). OpenAlex
+    gives only the cited work's id: resolving it to a warehouse paper is the stage's."""
+    rows = []
+    for ordinal, ref in enumerate(_list(_dict(work).get("referenced_works"))):
+        wid = openalex_id(ref)
+        if wid is None:
+            continue
+        rows.append({"citing_arxiv_id": citing_arxiv_id, "source": SOURCE, "ordinal": ordinal, "cited_arxiv_id": None,
+                     "cited_s2_id": None, "cited_openalex_id": wid, "cited_doi": None, "cited_arxiv": None,
+                     "cited_title": None, "cited_year": None, "is_influential": None, "intents": [],
+                     "n_contexts": None, "external_ids": json.dumps({"openalex": wid})})
+    return rows
+
+
+def _score(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1 else None
+
+
+def topic_rows(arxiv_id: str, work: Any) -> list[dict[str, Any]]:
+    """A work's ``topics`` (and its ``primary_topic`` when the list lacks it) as paper topics, each once."""
+    w = _dict(work)
+    rows: list[dict[str, Any]] = []
+    for topic in [*_list(w.get("topics")), w.get("primary_topic")]:
+        t = _dict(topic)
+        tid = openalex_id(t.get("id"))
+        if tid is None or any(r["topic"] == tid for r in rows):
+            continue
+        rows.append({"arxiv_id": arxiv_id, "scheme": SCHEME, "topic": tid, "label": _text(t.get("display_name")),
+                     "origin": SOURCE, "score": _score(t.get("score")),
+                     "domain": _text(_dict(t.get("domain")).get("display_name")),
+                     "field": _text(_dict(t.get("field")).get("display_name")),
+                     "subfield": _text(_dict(t.get("subfield")).get("display_name"))})
+    return rows
+
+
+def _authorship_institutions(authorship: dict[str, Any]) -> list[dict[str, Any]]:
+    """The institutions OpenAlex matched, then each raw affiliation string it matched to none (by name)."""
+    out = [row for inst in _list(authorship.get("institutions")) if (row := institution_row(inst)) is not None]
+    affiliations = authorship.get("affiliations")
+    if isinstance(affiliations, list):
+        # `institution_ids: [null]` is OpenAlex's too for a string it matched to nothing.
+        raw = [_text(_dict(a).get("raw_affiliation_string")) for a in affiliations
+               if not any(openalex_id(i) for i in _list(_dict(a).get("institution_ids")))]
+    else:  # works indexed before OpenAlex split out `affiliations` (2024) have the raw strings alone
+        raw = [] if out else [_text(s) for s in _list(authorship.get("raw_affiliation_strings"))]
+    for text in raw:
+        key = normalize_affiliation(None, text) if text else None
+        if key:
+            out.append({"institution_key": f"name:{key}", "ror": None, "name": institution_part(text), "country": None,
+                        "type": None, "openalex_id": None})
+    return out
+
+
+def _person(author: Any) -> tuple[str | None, str | None]:
+    a = _dict(author)
+    aid = openalex_id(a.get("id"))
+    return (f"openalex:{aid}" if aid else None), bare_orcid(a.get("orcid"))
+
+
+def authorship_rows(arxiv_id: str | None, work: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(institutions, author affiliations) of a work's authorships: each author with an OpenAlex id
+    at each of their institutions, in the work's publication year; an authorship whose author id is
+    null (deleted, or never resolved) gives its institutions but no person."""
+    w = _dict(work)
+    year = _year(w.get("publication_year"))
+    institutions: dict[str, dict[str, Any]] = {}
+    affiliations: dict[tuple[str, str], dict[str, Any]] = {}
+    for authorship in _list(w.get("authorships")):
+        insts = _authorship_institutions(_dict(authorship))
+        for inst in insts:
+            institutions.setdefault(inst["institution_key"], inst)
+        person, orcid = _person(_dict(authorship).get("author"))
+        if person is None:
+            continue
+        for inst in insts:
+            affiliations.setdefault((person, inst["institution_key"]), {
+                "person_key": person, "orcid": orcid, "institution_key": inst["institution_key"], "first_year": year,
+                "last_year": year, "source": SOURCE, "arxiv_id": arxiv_id})
+    return list(institutions.values()), list(affiliations.values())
+
+
+def author_rows(author: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(institutions, author affiliations) of an author's ``affiliations[]``, each with the first and
+    last of its ``years``; a deleted author (no ``affiliations``) gives none."""
+    person, orcid = _person(author)
+    institutions: dict[str, dict[str, Any]] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    for aff in _list(_dict(author).get("affiliations")):
+        inst = institution_row(_dict(aff).get("institution"))
+        if inst is None:
+            continue
+        key = inst["institution_key"]
+        institutions.setdefault(key, inst)
+        years = [y for y in map(_year, _list(_dict(aff).get("years"))) if y is not None]
+        if person is None:
+            continue
+        row = rows.setdefault(key, {"person_key": person, "orcid": orcid, "institution_key": key, "first_year": None,
+                                    "last_year": None, "source": SOURCE, "arxiv_id": None})
+        if years:  # two affiliations naming one institution (a ROR and its merged twin) widen one row
+            row["first_year"] = min(y for y in (row["first_year"], *years) if y is not None)
+            row["last_year"] = max(y for y in (row["last_year"], *years) if y is not None)
+    return list(institutions.values()), list(rows.values())
+
+
+def work_ids(work: Any) -> dict[str, str | None]:
+    """The ids a work carries: its OpenAlex id, DOI (bare, lower-case) and arXiv id when its DOI is arXiv's."""
+    w = _dict(work)
+    doi = _text(w.get("doi")) or _text(_dict(w.get("ids")).get("doi"))
+    if doi:
+        doi = re.sub(r"^(?:https?://(?:dx\.)?doi\.org/|doi:)", "", doi, flags=re.I).lower()
+    arxiv = doi[len("10.48550/arxiv."):] if doi and doi.startswith("10.48550/arxiv.") else None
+    return {"openalex_id": openalex_id(w.get("id")), "doi": doi, "arxiv": arxiv}

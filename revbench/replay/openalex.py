@@ -1,0 +1,222 @@
+"""OpenAlex: the SYNTHETIC world's papers as works, by arXiv's DOI (``10.48550/arXiv.<id>``) or by
+work id, and as lists by a ``doi:`` filter with cursor paging.
+
+With the world's graph (``graph.json``), a work carries ``referenced_works`` (the W ids of the
+works it cites inside the world; OpenAlex lists only works it knows), its topics with domain, field
+and subfield, and authorships whose institutions carry ROR ids beside the name variant the paper
+wrote; each author has an OpenAlex id made from the person, never from the name (which would
+merge the world's homonyms), and ``/authors/<id>`` answers their affiliations with years. A world
+without a graph answers works with none of these. Anything else is answered as OpenAlex answers
+it: an unknown DOI or id with its HTML 404 page, a filter it cannot read with its 400 JSON error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+if TYPE_CHECKING:
+    from revbench.replay.server import ReplayApp
+
+NOT_FOUND_HTML = (b"<!doctype html>\n<html lang=en>\n<title>404 Not Found</title>\n<h1>Not Found</h1>\n<p>The "
+                  b"requested URL was not found on the server. If you entered the URL manually please check your "
+                  b"spelling and try again.</p>\n")
+"""OpenAlex's answer to an unknown DOI or id, byte for byte (recorded in ../shared/external/real-responses/openalex)."""
+ARXIV_DOI = "10.48550/arxiv."
+_TAG = {name: re.compile(f"<{name}>(.*?)</{name}>", re.S) for name in ("title", "published", "name")}
+
+
+def work_id(arxiv_id: str) -> str:
+    """The world's stable OpenAlex id of a paper."""
+    return "W9" + str(int(hashlib.sha1(arxiv_id.encode()).hexdigest()[:12], 16) % 10**9).zfill(9)
+
+
+def author_id(person_id: str) -> str:
+    """The world's stable OpenAlex id of a person."""
+    return "A9" + str(int(hashlib.sha1(person_id.encode()).hexdigest()[:12], 16) % 10**9).zfill(9)
+
+
+def _cited_id(ref: dict[str, Any]) -> str:
+    if ref["arxiv_id"]:
+        return work_id(ref["arxiv_id"])
+    return "W8" + str(int(ref["s2_id"][:12], 16) % 10**9).zfill(9)
+
+
+def _institution(inst: dict[str, Any]) -> dict[str, Any]:
+    return {"id": f"https://openalex.org/{inst['openalex_id']}", "display_name": inst["name"],
+            "ror": f"https://ror.org/{inst['ror']}", "country_code": inst["country"], "type": inst["type"],
+            "lineage": [f"https://openalex.org/{inst['openalex_id']}"]}
+
+
+def _with_graph(work: dict[str, Any], arxiv_id: str, graph: dict[str, Any]) -> dict[str, Any]:
+    """The work with what the graph knows of it: references, topics, authors' ids and institutions."""
+    refs = [_cited_id(r) for r in graph["references"].get(arxiv_id, []) if r["in_world"]]
+    topics = graph["topics"].get(arxiv_id, {}).get("openalex", [])
+    insts = graph["institutions"]
+    year = work["publication_year"]
+    for position, (authorship, pid) in enumerate(zip(work["authorships"], graph["authors"].get(arxiv_id, []), strict=False)):
+        person = graph["people"].get(pid, {})
+        orcid = person.get("orcid")
+        authorship["author"] = {"id": f"https://openalex.org/{author_id(pid)}", "display_name": person.get("name"),
+                                "orcid": f"https://orcid.org/{orcid}" if orcid else None}
+        now = [a for a in graph["affiliations"].get(pid, []) if year is None or a["first_year"] <= year <= a["last_year"]]
+        raw = []
+        for a in now:
+            variants = insts[a["inst"]]["variants"]
+            raw.append(variants[int(hashlib.sha1(f"{arxiv_id}/{position}".encode()).hexdigest()[:6], 16) % len(variants)])
+        authorship["institutions"] = [_institution(insts[a["inst"]]) for a in now]
+        authorship["countries"] = sorted({insts[a["inst"]]["country"] for a in now if insts[a["inst"]]["country"]})
+        authorship["raw_affiliation_strings"] = raw
+        authorship["affiliations"] = [{"raw_affiliation_string": r, "institution_ids": [_institution(insts[a["inst"]])["id"]]}
+                                      for r, a in zip(raw, now, strict=True)]
+    return {**work, "referenced_works": [f"https://openalex.org/{w}" for w in refs], "referenced_works_count": len(refs),
+            "topics": topics, "primary_topic": topics[0] if topics else None}
+
+
+def _author(graph: dict[str, Any], pid: str) -> dict[str, Any]:
+    """A person as OpenAlex's ``/authors/<id>`` answers: their affiliations, each with its years."""
+    person, insts = graph["people"][pid], graph["institutions"]
+    orcid = person.get("orcid")
+    affs = [{"institution": _institution(insts[a["inst"]]), "years": list(range(a["last_year"], a["first_year"] - 1, -1))}
+            for a in graph["affiliations"].get(pid, [])]
+    return {"id": f"https://openalex.org/{author_id(pid)}", "display_name": person["name"],
+            "orcid": f"https://orcid.org/{orcid}" if orcid else None, "affiliations": affs,
+            "last_known_institutions": [aff["institution"] for aff in affs[:1]]}
+
+
+def _work(arxiv_id: str, entry: str) -> dict[str, Any]:
+    def first(tag: str) -> str:
+        m = _TAG[tag].search(entry)
+        return html.unescape(" ".join(m.group(1).split())) if m else ""
+
+    doi = f"https://doi.org/10.48550/arxiv.{arxiv_id}"
+    published = first("published")[:10]
+    wid = work_id(arxiv_id)
+    names = [html.unescape(n) for n in _TAG["name"].findall(entry)]
+    return {
+        "id": f"https://openalex.org/{wid}", "doi": doi, "title": first("title"), "display_name": first("title"),
+        "publication_year": int(published[:4]) if published[:4].isdigit() else None,
+        "publication_date": published or None, "ids": {"openalex": f"https://openalex.org/{wid}", "doi": doi},
+        "type": "preprint", "authorships": [
+            {"author_position": "first" if i == 0 else "last" if i == len(names) - 1 else "middle",
+             "author": {"id": None, "display_name": n, "orcid": None}, "institutions": [], "countries": [],
+             "is_corresponding": False, "raw_author_name": n, "raw_affiliation_strings": [], "affiliations": []}
+            for i, n in enumerate(names)],
+        "primary_topic": None, "topics": [], "referenced_works_count": 0, "referenced_works": [],
+        "abstract_inverted_index": None,
+    }
+
+
+class _Works:
+    """The world's papers as OpenAlex works, indexed once by DOI and by work id."""
+
+    def __init__(self, replay: ReplayApp):
+        self.by_doi: dict[str, tuple[str, str]] = {}
+        self.by_id: dict[str, str] = {}
+        world = replay.world
+        self.graph = world.graph if world else None
+        self.authors = {author_id(pid): pid for pid in (self.graph or {}).get("people", {})}
+        for entries in (world.by_category.values() if world else []):
+            for _date, arxiv_id, entry in entries:
+                self.by_doi[ARXIV_DOI + arxiv_id.lower()] = (arxiv_id, entry)
+                self.by_id[work_id(arxiv_id)] = ARXIV_DOI + arxiv_id.lower()
+
+    def find(self, key: str) -> dict[str, Any] | None:
+        k = key.strip()
+        for prefix in ("https://doi.org/", "http://doi.org/", "doi:", "https://openalex.org/"):
+            if k.lower().startswith(prefix):
+                k = k[len(prefix):]
+        doi = self.by_id.get(k.upper(), k.lower())
+        hit = self.by_doi.get(doi)
+        if hit is None:
+            return None
+        return _with_graph(_work(*hit), hit[0], self.graph) if self.graph else _work(*hit)
+
+    def author(self, key: str) -> dict[str, Any] | None:
+        pid = self.authors.get(key.strip().rpartition("/")[2].upper())
+        return _author(self.graph, pid) if pid and self.graph else None
+
+
+def _selected(work: dict[str, Any], select: str | None) -> dict[str, Any]:
+    keys = [k.strip() for k in (select or "").split(",") if k.strip()]
+    return {k: work[k] for k in keys if k in work} if keys else work
+
+
+def _bad_request(message: str) -> bytes:
+    return json.dumps({"error": "Invalid query parameters error.", "message": message}).encode()
+
+
+def routes(replay: ReplayApp) -> list[Route]:
+    """``GET /openalex/works/<key>``, ``GET /openalex/works?filter=doi:...`` (cursor or page paging),
+    ``GET /openalex/authors/<id>`` (the world's graph's people), and the HTML 404 for anything else."""
+    index: list[_Works] = []
+
+    def works() -> _Works:
+        if not index:
+            index.append(_Works(replay))
+        return index[0]
+
+    async def one(request: Request) -> Response:
+        key = request.path_params["key"]
+        work = works().find(key)
+        if work is None:
+            return await replay.respond("openalex", f"work:{key}", 404, NOT_FOUND_HTML, "text/html; charset=utf-8")
+        body = json.dumps(_selected(work, request.query_params.get("select")), ensure_ascii=False).encode()
+        return await replay.respond("openalex", f"work:{key}", 200, body, "application/json")
+
+    async def listing(request: Request) -> Response:
+        q = request.query_params
+        filt = q.get("filter", "")
+        name, _, value = filt.partition(":")
+        try:
+            per_page = int(q.get("per-page", q.get("per_page", "25")))
+            page = int(q.get("page", "1"))
+        except ValueError:
+            return await replay.respond("openalex", f"list:{filt}", 400, _bad_request("per-page and page are numbers"),
+                                        "application/json")
+        if name != "doi" or not value or not 1 <= per_page <= 200:
+            return await replay.respond("openalex", f"list:{filt}", 400, _bad_request(
+                f"the replay world answers filter=doi:<doi>[|<doi>...] with per-page 1 to 200, not {filt!r}"),
+                "application/json")
+        found = [w for d in value.split("|") if (w := works().find(d)) is not None]
+        cursor = q.get("cursor")
+        meta: dict[str, Any] = {"count": len(found), "db_response_time_ms": 1, "page": None, "per_page": per_page,
+                                "groups_count": None}
+        if cursor is None:
+            start = (page - 1) * per_page
+            meta["page"] = page
+        else:
+            start = 0 if cursor == "*" else int(cursor.removeprefix("o")) if re.fullmatch(r"o\d+", cursor) else -1
+            if start < 0:
+                return await replay.respond("openalex", f"list:{filt}", 400, _bad_request(f"bad cursor {cursor!r}"),
+                                            "application/json")
+        results = [_selected(w, q.get("select")) for w in found[start:start + per_page]]
+        if cursor is not None:
+            # As OpenAlex does: a next cursor after every page with results, null after the empty one.
+            meta["next_cursor"] = f"o{start + per_page}" if results else None
+        body = json.dumps({"meta": meta, "results": results, "group_by": []}, ensure_ascii=False).encode()
+        return await replay.respond("openalex", f"list:{filt}:{cursor}:{page}:{per_page}", 200, body, "application/json")
+
+    async def author(request: Request) -> Response:
+        key = request.path_params["key"]
+        found = works().author(key)
+        if found is None:
+            return await replay.respond("openalex", f"author:{key}", 404, NOT_FOUND_HTML, "text/html; charset=utf-8")
+        body = json.dumps(_selected(found, request.query_params.get("select")), ensure_ascii=False).encode()
+        return await replay.respond("openalex", f"author:{key}", 200, body, "application/json")
+
+    async def unknown(request: Request) -> Response:
+        return await replay.respond("openalex", f"other:{request.url.path}", 404, NOT_FOUND_HTML,
+                                    "text/html; charset=utf-8")
+
+    return [Route("/openalex/works", listing, methods=["GET"]),
+            Route("/openalex/works/{key:path}", one, methods=["GET"]),
+            Route("/openalex/authors/{key:path}", author, methods=["GET"]),
+            Route("/openalex/{kind:path}", unknown, methods=["GET"])]

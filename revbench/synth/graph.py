@@ -1,0 +1,328 @@
+"""The SYNTHETIC world's scholarly graph: who cites what, each paper's topics, institutions with ROR
+ids and their name variants, each person's affiliations with years, and one conflict of interest
+only the graph reveals.
+
+Everything here draws from its own seeded streams (``GRAPH_STREAM``, one per citing paper), never
+from the world's main generator, so adding the graph moved none of the world's other draws; a
+paper's references depend only on the seed, the paper and the works published before it, so growth
+days leave the base world's references as they were.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from bisect import bisect_left
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from revbench.synth.draw import Generator, WorldSpec, _Paper, _Person
+from revbench.synth.vocab import FIRST_NAMES, INSTITUTIONS, LAST_NAMES, TOPICS
+
+GRAPH_STREAM = 35
+"""The graph's streams are ``(seed, GRAPH_STREAM, ...)``: apart from every stream the world drew before."""
+REFERENCES = (10, 30)
+"""Each paper cites this many works (inclusive)."""
+OUTSIDE_SHARE = (0.2, 0.3)
+"""Each paper's share of references to works outside the world (drawn per paper in this range)."""
+OWN_BOOST = 8.0
+"""How much likelier a work by one of the citing paper's own authors is cited than another."""
+COAUTHOR_BOOST = 4.0
+"""... and a work by one of their co-authors (anyone who wrote a world paper with one of them)."""
+SAME_CATEGORY_BOOST = 2.0
+"""... and a world paper of the citing paper's arXiv category."""
+POOL = 300
+"""Other earlier works looked at per citing paper (a uniform sample), so big worlds stay linear."""
+NULL_S2_SHARE = 0.3
+"""Outside works Semantic Scholar could not match to a paper of its own (``paperId`` null)."""
+PAST_AFFILIATION_SHARE = 0.3
+"""People with a former institution; it ended more than ``CONFLICT_WINDOW`` years before the world's
+end, so that the one planted conflict is the only former-colleague conflict the graph holds."""
+CONFLICT_WINDOW = 3
+"""A shared institution counts as a conflict when it ended at most this many years ago."""
+
+# Country and ROR type of each vocabulary institution (by canonical name).
+_FACTS = {"Massachusetts Institute of Technology": "US", "Carnegie Mellon University": "US", "Stanford University": "US",
+          "University of California, Berkeley": "US", "Tsinghua University": "CN", "Peking University": "CN",
+          "ETH Zurich": "CH", "University of Oxford": "GB", "University of Toronto": "CA",
+          "Max Planck Institute for Informatics": "DE", "Korea Advanced Institute of Science and Technology": "KR",
+          "National University of Singapore": "SG", "University of Washington": "US", "University College London": "GB",
+          "École Polytechnique Fédérale de Lausanne": "CH", "University of Edinburgh": "GB",
+          "Indian Institute of Science": "IN", "University of Tokyo": "JP", "Technical University of Munich": "DE",
+          "Google Research": "US", "Microsoft Research": "US", "Allen Institute for AI": "US",
+          "University of Amsterdam": "NL", "McGill University": "CA"}
+_COMPANIES = {"Google Research", "Microsoft Research"}
+_FACILITIES = {"Max Planck Institute for Informatics", "Allen Institute for AI"}
+_SUBFIELD = {"cs.AI": ("1702", "Artificial Intelligence"), "cs.CL": ("1702", "Artificial Intelligence"),
+             "cs.CV": ("1707", "Computer Vision and Pattern Recognition"), "cs.IR": ("1710", "Information Systems"),
+             "cs.LG": ("1702", "Artificial Intelligence")}
+_EXTRA_FOS = {"theory": "Mathematics", "optimization": "Mathematics", "medical": "Medicine", "rl": "Engineering"}
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def ror_id(index: int) -> str:
+    """A well-formed bare ROR id (``0`` + six Crockford base-32 digits + ISO 7064 mod 97-10 check)
+    for the index-th vocabulary institution: made up, as everything in the world is."""
+    n = int(hashlib.sha1(f"ror/{INSTITUTIONS[index][0]}".encode()).hexdigest(), 16) % (32**6)
+    digits = "".join(_CROCKFORD[(n >> (5 * k)) & 31] for k in range(5, -1, -1))
+    return f"0{digits}{98 - (n * 100) % 97:02d}"
+
+
+def name_variants(index: int) -> list[str]:
+    """The ways papers and databases spell one institution: canonical, its aliases, with a
+    department before it, and abbreviated ("Univ. of X")."""
+    canonical, aliases, dept, _domain = INSTITUTIONS[index]
+    short = canonical.replace("University of", "Univ. of").replace("University", "Univ.")
+    out = [canonical, *aliases, f"{canonical}, {dept}", f"{dept}, {short}"]
+    return list(dict.fromkeys(out))
+
+
+def institutions() -> list[dict[str, Any]]:
+    """Every vocabulary institution with its ROR id, country, type, OpenAlex id and name variants."""
+    return [{"index": i, "ror": ror_id(i), "name": inst[0], "country": _FACTS.get(inst[0]),
+             "type": "company" if inst[0] in _COMPANIES else "facility" if inst[0] in _FACILITIES else "education",
+             "openalex_id": f"I9{int(hashlib.sha1(inst[0].encode()).hexdigest()[:10], 16) % 10**8:08d}",
+             "variants": name_variants(i)} for i, inst in enumerate(INSTITUTIONS)]
+
+
+def topic_id(topic: str) -> str:
+    """The world's OpenAlex-style topic id of a ``category/subtopic``."""
+    return "T9" + str(int(hashlib.sha1(topic.encode()).hexdigest()[:8], 16) % 10**5).zfill(5)
+
+
+def openalex_topic(topic: str, score: float) -> dict[str, Any]:
+    """A topic as OpenAlex writes it, its subfield, field and domain from the world's categories."""
+    cat, sub = topic.split("/")
+    sf_id, sf_name = _SUBFIELD[cat]
+    kws = TOPICS[cat][sub]
+    return {"id": f"https://openalex.org/{topic_id(topic)}", "display_name": f"{kws[0].title()} and {kws[1].title()}",
+            "score": round(score, 4),
+            "subfield": {"id": f"https://openalex.org/subfields/{sf_id}", "display_name": sf_name},
+            "field": {"id": "https://openalex.org/fields/17", "display_name": "Computer Science"},
+            "domain": {"id": "https://openalex.org/domains/3", "display_name": "Physical Sciences"}}
+
+
+@dataclass
+class _Work:
+    key: str
+    title: str
+    year: int
+    when: str
+    arxiv_id: str | None
+    authors: frozenset[int]
+    category: str | None
+
+
+def _works(papers: list[_Paper], histories: dict[int, list[dict[str, Any]]]) -> list[_Work]:
+    """The world's citable works, oldest first: its papers and its people's older papers."""
+    works = [_Work(hashlib.sha1(p.arxiv_id.encode()).hexdigest(), p.title, p.published.year,
+                   p.published.isoformat(), p.arxiv_id, frozenset(p.team), p.primary_category) for p in papers]
+    older: dict[str, _Work] = {}
+    for m, hist in histories.items():
+        for h in hist:
+            if (h.get("externalIds") or {}).get("ArXiv"):
+                continue
+            w = older.setdefault(h["paperId"], _Work(h["paperId"], h["title"], h["year"],
+                                                     f"{h['publicationDate']}T00:00:00+00:00", None, frozenset(), None))
+            w.authors = w.authors | {m}
+    works.extend(older.values())
+    works.sort(key=lambda w: (w.when, w.key))
+    return works
+
+
+def _rng(spec: WorldSpec, *parts: int) -> np.random.Generator:
+    return np.random.default_rng([spec.seed, GRAPH_STREAM, *parts])
+
+
+def _paper_rng(spec: WorldSpec, arxiv_id: str) -> np.random.Generator:
+    return _rng(spec, 1, int(hashlib.sha1(arxiv_id.encode()).hexdigest()[:12], 16))
+
+
+def _outside(g: Generator, topic: str, before_year: int) -> dict[str, Any]:
+    """A work outside the world: a title, a year, authors' names, sometimes a DOI or an arXiv id."""
+    rng = g.rng
+    title = g.title(topic if rng.random() < 0.7 else g.choice(g.topic_ids))
+    year = int(rng.integers(1998, before_year + 1))
+    key = hashlib.sha1(f"outside/{title}/{year}".encode()).hexdigest()
+    doi = f"10.{int(rng.integers(1000, 9999))}/synthetic.{key[:10]}" if rng.random() < 0.6 else None
+    arxiv = None
+    if year >= 2015 and rng.random() < 0.3:
+        arxiv = f"{year % 100:02d}{int(rng.integers(1, 13)):02d}.{int(rng.integers(1, 30000)):05d}"
+    names = [f"{g.choice(FIRST_NAMES)} {g.choice(LAST_NAMES)}" for _ in range(1 + int(rng.integers(4)))]
+    return {"s2_id": None if rng.random() < NULL_S2_SHARE else key, "arxiv_id": None, "arxiv": arxiv, "doi": doi,
+            "title": title, "year": year, "authors": names, "in_world": False, "own": False, "coauthor": False}
+
+
+def _edge(rng: np.random.Generator, ref: dict[str, Any], close: bool) -> dict[str, Any]:
+    """How the citing paper uses a reference (S2's edge) and how GROBID reads it from the PDF."""
+    influential = bool(rng.random() < (0.35 if close else 0.1))
+    intents = [i for i, p in (("background", 0.7), ("methodology", 0.3), ("result", 0.1)) if rng.random() < p]
+    n_contexts = 1 + int(rng.poisson(0.8)) + (int(rng.poisson(2)) if influential else 0)
+    r = rng.random()
+    grobid = {"typed_doi": bool(ref["doi"]) and rng.random() < 0.7,
+              "arxiv_in": None if not ref["arxiv"] else "idno" if r < 0.45 else "note" if r < 0.9 else None,
+              "title": bool(rng.random() >= 0.05), "date": bool(rng.random() >= 0.05)}
+    return {**ref, "is_influential": influential, "intents": intents, "n_contexts": n_contexts, "grobid": grobid}
+
+
+def draw_references(spec: WorldSpec, people: list[_Person], papers: list[_Paper],
+                    histories: dict[int, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """Each paper's references, in order: 10-30 works published before it, 20-30% from outside the
+    world; in-world works by the paper's authors (``OWN_BOOST``) or their co-authors
+    (``COAUTHOR_BOOST``) and of its category (``SAME_CATEGORY_BOOST``) are likelier."""
+    works = _works(papers, histories)
+    whens = [w.when for w in works]
+    coauthors: dict[int, set[int]] = {}
+    for p in papers:
+        for m in p.team:
+            coauthors.setdefault(m, set()).update(p.team)
+    by_author: dict[int, list[int]] = {}
+    for k, w in enumerate(works):
+        for m in w.authors:
+            by_author.setdefault(m, []).append(k)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for p in papers:
+        rng = _paper_rng(spec, p.arxiv_id)
+        g = Generator(spec, rng)
+        team = set(p.team)
+        close = set().union(*(coauthors.get(m, set()) for m in team)) - team
+        n_earlier = bisect_left(whens, p.published.isoformat())
+        mine = {k for m in team | close for k in by_author.get(m, []) if k < n_earlier}
+        sample = set(rng.integers(0, n_earlier, min(POOL, n_earlier)).tolist()) if n_earlier else set()
+        pool = sorted(mine | sample)
+        n = int(rng.integers(REFERENCES[0], REFERENCES[1] + 1))
+        n_out = int(round(n * rng.uniform(*OUTSIDE_SHARE)))
+        n_in = min(n - n_out, len(pool))
+        refs: list[dict[str, Any]] = []
+        if n_in:
+            weights = np.array([(OWN_BOOST if works[k].authors & team else COAUTHOR_BOOST if works[k].authors & close else 1.0)
+                                * (SAME_CATEGORY_BOOST if works[k].category == p.primary_category else 1.0)
+                                for k in pool])
+            for k in rng.choice(len(pool), n_in, replace=False, p=weights / weights.sum()).tolist():
+                w = works[pool[k]]
+                refs.append({"s2_id": w.key, "arxiv_id": w.arxiv_id, "arxiv": w.arxiv_id,
+                             "doi": f"10.48550/arxiv.{w.arxiv_id}" if w.arxiv_id else None, "title": w.title,
+                             "year": w.year, "authors": [f"{people[m].first} {people[m].last}" for m in sorted(w.authors)],
+                             "in_world": True, "own": bool(w.authors & team), "coauthor": bool(w.authors & close)})
+        refs.extend(_outside(g, p.topic, p.published.year) for _ in range(n_out))
+        rng.shuffle(refs)  # type: ignore[arg-type]
+        out[p.arxiv_id] = [_edge(rng, r, r["own"] or r["coauthor"]) for r in refs]
+    return out
+
+
+def draw_topics(spec: WorldSpec, papers: list[_Paper]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Each paper's S2 fields of study (from external sources and from S2's model) and OpenAlex topics."""
+    out = {}
+    for p in papers:
+        rng = _rng(spec, 2, int(hashlib.sha1(p.arxiv_id.encode()).hexdigest()[:12], 16))
+        cat, sub = p.topic.split("/")
+        fos = [{"category": "Computer Science", "source": "external"}, {"category": "Computer Science", "source": "s2-fos-model"}]
+        if sub in _EXTRA_FOS and rng.random() < 0.6:
+            fos.append({"category": _EXTRA_FOS[sub], "source": "s2-fos-model"})
+        others = [f"{cat}/{s}" for s in TOPICS[cat] if s != sub]
+        extra = [others[int(i)] for i in rng.choice(len(others), int(rng.integers(0, 3)), replace=False)]
+        topics = [openalex_topic(p.topic, float(rng.uniform(0.9, 1.0)))]
+        topics += [openalex_topic(t, float(rng.uniform(0.4, 0.85))) for t in extra]
+        out[p.arxiv_id] = {"s2": fos, "openalex": topics}
+    return out
+
+
+def draw_affiliations(spec: WorldSpec, people: list[_Person]) -> dict[str, list[dict[str, Any]]]:
+    """Each person's institutions with first and last year, as the databases spell them: the current
+    ones up to the world's end, and for some a former one that ended before the conflict window."""
+    end = spec.end.year
+    out = {}
+    for i, person in enumerate(people):
+        rng = _rng(spec, 3, i)
+        first = end - int(rng.integers(0, 9))
+        rows = [{"inst": inst, "first_year": first if k == 0 else end - int(rng.integers(0, 4)), "last_year": end,
+                 "name": INSTITUTIONS[inst][0]} for k, inst in enumerate(person.insts)]
+        if rng.random() < PAST_AFFILIATION_SHARE:
+            past = int((person.inst + 1 + rng.integers(len(INSTITUTIONS) - 1)) % len(INSTITUTIONS))
+            if past not in person.insts:
+                last = min(first, end - CONFLICT_WINDOW - 1)
+                variants = name_variants(past)
+                rows.append({"inst": past, "first_year": last - int(rng.integers(1, 7)), "last_year": last,
+                             "name": variants[int(rng.integers(len(variants)))]})
+        out[person.pid] = rows
+    return out
+
+
+def plant_graph_conflict(spec: WorldSpec, people: list[_Person], papers: list[_Paper], bad: set[int],
+                         affiliations: dict[str, list[dict[str, Any]]],
+                         shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A conflict only the graph reveals: a person who writes on a query paper's topic, never wrote
+    with its authors and shows none of their institutions in any PDF, but who was at one author's
+    institution until last year, under another spelling of it (same ROR id). Sets that former
+    affiliation in ``affiliations`` and returns the planted pair for the truth."""
+    rng = _rng(spec, 4)
+    strings: dict[int, set[str]] = {}
+    for row in shown:
+        for aff in row["affiliations"] or []:
+            if aff["institution"]:
+                strings.setdefault(row["person"], set()).add(aff["institution"].strip().lower())
+    writers: dict[str, set[int]] = {}
+    coauthors: dict[int, set[int]] = {}
+    for p in papers:
+        for m in p.team:
+            writers.setdefault(p.topic, set()).add(m)
+            coauthors.setdefault(m, set()).update(p.team)
+    end = spec.end.year
+    queries = [p for i, p in enumerate(papers) if i not in bad and not p.planted and p.team]
+    for qi in rng.permutation(len(queries)).tolist():
+        q = queries[qi]
+        author = people[q.team[0]]
+        taken = {i for m in q.team for i in people[m].insts}
+        near = set().union(*(coauthors.get(m, set()) for m in q.team))
+        theirs = set().union(*(strings.get(m, set()) for m in q.team))
+        variant = name_variants(author.inst)[-1]
+        fits = [m for m in sorted(writers.get(q.topic, set()) - near)
+                if not set(people[m].insts) & taken and not strings.get(m, set()) & theirs
+                and variant.lower() not in theirs and not any(p.planted and m in p.team for p in papers)]
+        if not fits:
+            continue
+        m = fits[int(rng.integers(len(fits)))]
+        person = people[m]
+        rows = [r for r in affiliations[person.pid] if r["last_year"] == end]
+        rows[0]["first_year"] = end
+        rows.append({"inst": author.inst, "first_year": end - 4, "last_year": end - 1, "name": variant})
+        affiliations[person.pid] = rows
+        return [{"query_id": q.arxiv_id, "person_id": person.pid, "kind": "graph_institution",
+                 "author_id": author.pid, "ror": ror_id(author.inst), "last_year": end - 1,
+                 "detail": f"{person.pid} was at {variant!r} until {end - 1}; {author.pid}, an author of the query, "
+                           f"is at {INSTITUTIONS[author.inst][0]!r} (both ror:{ror_id(author.inst)})"}]
+    return []
+
+
+def draw_graph(spec: WorldSpec, people: list[_Person], papers: list[_Paper], bad: set[int],
+               histories: dict[int, list[dict[str, Any]]],
+               mentions: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the graph as the world's ``graph.json`` holds it, the planted graph-only conflicts);
+    ``mentions`` are what the PDFs show of each author (their affiliations as spelled there)."""
+    person_at = {(p.arxiv_id, pos): m for p in papers for pos, m in enumerate(p.team)}
+    shown = [{"person": person_at[(m["arxiv_id"], m["position"])], "affiliations": m["affiliations"]}
+             for m in mentions if (m["arxiv_id"], m["position"]) in person_at]
+    affiliations = draw_affiliations(spec, people)
+    planted = plant_graph_conflict(spec, people, papers, bad, affiliations, shown)
+    graph = {
+        "synthetic": True,
+        "notice": "SYNTHETIC citation graph generated by revbench: no work, institution or ROR id in it is real.",
+        "institutions": institutions(),
+        "references": draw_references(spec, people, papers, histories),
+        "topics": draw_topics(spec, papers),
+        "affiliations": affiliations,
+        "authors": {p.arxiv_id: [people[m].pid for m in p.team] for p in papers},
+        "people": {p.pid: {"name": f"{p.first} {p.last}", "orcid": p.orcid} for p in people},
+    }
+    return graph, planted
+
+
+def graph_counts(graph: dict[str, Any]) -> dict[str, int]:
+    """The graph's counts for the world's manifest."""
+    refs = [r for rs in graph["references"].values() for r in rs]
+    return {"references": len(refs), "references_outside": sum(not r["in_world"] for r in refs),
+            "references_null_s2_id": sum(r["s2_id"] is None for r in refs),
+            "paper_topics": sum(len(t["s2"]) + len(t["openalex"]) for t in graph["topics"].values()),
+            "institutions": len(graph["institutions"]),
+            "affiliations": sum(len(a) for a in graph["affiliations"].values())}

@@ -1,0 +1,99 @@
+"""Resolving cited works to warehouse papers: one rule for the S2, OpenAlex and GROBID reference lists.
+
+A cited work is a warehouse paper when its DOI is the paper's (arXiv's DOI of the published version,
+or the DataCite DOI 10.48550/arXiv.<id> every arXiv paper has), else when its arXiv id is the
+paper's, else when its normalised title is the paper's and the years differ by at most one (a
+preprint's arXiv year and its venue's year often do). A key that names more than one paper resolves
+nothing: a wrong edge would put the wrong people in a pool, a missing one only fails to add them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+RESOLUTION_METHODS: tuple[str, ...] = ("doi", "arxiv", "title_year")
+"""In order of trust; a reference takes the first that resolves it."""
+MIN_TITLE_CHARS = 16
+"""Normalised titles shorter than this ("introduction", "appendix", "deep learning") say too little to be evidence."""
+TITLE_YEAR_SLACK = 1
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The citations with ``cited_arxiv_id`` set where a reference resolved, and how many by each method."""
+
+    citations: pl.DataFrame
+    counts: dict[str, int]
+    """``doi``, ``arxiv``, ``title_year`` and ``unresolved``: references resolved by each method, and not at all."""
+
+    @property
+    def resolved(self) -> int:
+        return sum(self.counts[m] for m in RESOLUTION_METHODS)
+
+
+def normalise_doi(doi: pl.Expr) -> pl.Expr:
+    """The bare DOI, lower-case: no resolver prefix (https://doi.org/, doi:) and no spaces, which
+    some sources keep and PDFs break lines with; null when there is none."""
+    return doi.str.to_lowercase().str.replace_all(r"\s+", "").str.extract(r"(10\.\d{4,9}/\S+)", 1)
+
+
+def bare_arxiv_id(arxiv: pl.Expr) -> pl.Expr:
+    """An arXiv id as the warehouse keys papers: no ``arXiv:`` prefix, no version."""
+    return arxiv.str.strip_chars().str.replace(r"(?i)^arxiv:\s*", "").str.replace(r"v\d+$", "").replace("", None)
+
+
+def normalise_title(title: pl.Expr) -> pl.Expr:
+    """Case-folded letters and digits only: no punctuation, spaces or accents (GROBID loses some,
+    S2 keeps them), so one title matches under every source's spelling of it."""
+    return (title.str.normalize("NFKD").str.to_lowercase().str.replace_all("ß", "ss")
+            .str.replace_all(r"[^\p{L}\p{N}]+", "").replace("", None))
+
+
+def _unique_keys(papers: pl.DataFrame, key: str) -> pl.DataFrame:
+    """``key -> _match`` for keys that name exactly one paper."""
+    return (papers.drop_nulls(key).unique([key, "_match"])
+            .filter(pl.len().over(key) == 1).select(key, "_match"))
+
+
+def resolve_citations(citations: pl.DataFrame, papers: pl.DataFrame) -> Resolution:
+    """Set each citation's ``cited_arxiv_id`` to the warehouse paper it names (null when none) from
+    ``papers`` (``arxiv_id, doi, title, year``); every other column is left as the source gave it."""
+    columns = citations.columns + [c for c in ("cited_arxiv_id",) if c not in citations.columns]
+    text = {c: pl.col(c).cast(pl.Utf8) for c in ("cited_doi", "cited_arxiv", "cited_title", "doi", "title")}
+    refs = citations.with_row_index("_row").with_columns(
+        normalise_doi(text["cited_doi"]).alias("_doi"),
+        bare_arxiv_id(text["cited_arxiv"]).alias("_arxiv"),
+        normalise_title(text["cited_title"]).alias("_title"),
+        pl.col("cited_year").cast(pl.Int64),
+    )
+    known = papers.select(pl.col("arxiv_id").alias("_match"), normalise_doi(text["doi"]).alias("_doi"),
+                          normalise_title(text["title"]).alias("_title"), pl.col("year").cast(pl.Int64).alias("_paper_year"))
+    dois = _unique_keys(pl.concat([
+        known.select("_doi", "_match"),
+        known.select(("10.48550/arxiv." + pl.col("_match").str.to_lowercase()).alias("_doi"), "_match"),
+    ]), "_doi")
+    by_doi = refs.join(dois, on="_doi").select("_row", "_match")
+    by_arxiv = refs.join(known.select(pl.col("_match").alias("_arxiv"), "_match"), on="_arxiv").select("_row", "_match")
+    titled = known.filter(pl.col("_title").str.len_chars() >= MIN_TITLE_CHARS)
+    # Between namesakes within the slack, the closest year decides (a 2020 reference to the 2020 one).
+    by_title = (refs.join(titled.select("_title", "_match", "_paper_year"), on="_title")
+                .with_columns(_gap=(pl.col("cited_year") - pl.col("_paper_year")).abs())
+                .filter(pl.col("_gap") <= TITLE_YEAR_SLACK).filter(pl.col("_gap") == pl.col("_gap").min().over("_row"))
+                .unique(["_row", "_match"]).filter(pl.len().over("_row") == 1).select("_row", "_match"))
+    matched = refs.select("_row", "citing_arxiv_id")
+    for method, found in zip(RESOLUTION_METHODS, (by_doi, by_arxiv, by_title), strict=True):
+        matched = matched.join(found.rename({"_match": method}), on="_row", how="left")
+        # A paper's reference to itself is a parsing slip (its own title in the list), not a citation.
+        matched = matched.with_columns(pl.when(pl.col(method) != pl.col("citing_arxiv_id")).then(pl.col(method)))
+    matched = matched.sort("_row").with_columns(
+        pl.coalesce(RESOLUTION_METHODS).alias("_resolved"),
+        pl.when(pl.col("doi").is_not_null()).then(pl.lit("doi"))
+        .when(pl.col("arxiv").is_not_null()).then(pl.lit("arxiv"))
+        .when(pl.col("title_year").is_not_null()).then(pl.lit("title_year")).alias("_method"),
+    )
+    out = citations.with_columns(matched["_resolved"].alias("cited_arxiv_id")).select(columns)
+    by_method = dict(matched.group_by("_method").len().iter_rows())
+    counts = {m: int(by_method.get(m, 0)) for m in RESOLUTION_METHODS} | {"unresolved": int(by_method.get(None, 0))}
+    return Resolution(out, counts)

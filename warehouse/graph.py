@@ -1,0 +1,190 @@
+"""The scholarly graph: citation edges, paper topics, institutions and author affiliations, and the
+record of which paper was asked of which source (so a refresh asks only about new papers).
+
+Owns ``citations``, ``paper_topics``, ``institutions``, ``author_affiliations`` and ``graph_fetches``;
+reads ``papers``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from revbench.schemas.graph import (
+    AUTHOR_AFFILIATIONS,
+    CITATIONS,
+    GRAPH_FETCHES,
+    GRAPH_TABLES,
+    INSTITUTIONS,
+    PAPER_TOPICS,
+    SCHEMES_OF_SOURCE,
+)
+from revbench.schemas.model import Table
+from revbench.warehouse.core import WarehouseBase, _q, utcnow
+
+_AFFILIATION_MERGE = {
+    # Each sighting widens the years; an id one source lacked is kept from another sighting.
+    "first_year": "least(author_affiliations.first_year, excluded.first_year)",
+    "last_year": "greatest(author_affiliations.last_year, excluded.last_year)",
+    "orcid": "coalesce(excluded.orcid, author_affiliations.orcid)",
+    "arxiv_id": "coalesce(author_affiliations.arxiv_id, excluded.arxiv_id)",
+}
+_INSTITUTION_MERGE = {c: f"coalesce(excluded.{_q(c)}, institutions.{_q(c)})"
+                      for c in ("ror", "name", "country", "type", "openalex_id")}
+_TOPIC_SOURCE = ("CASE scheme WHEN 's2-fos' THEN 's2' WHEN 'openalex-topic' THEN 'openalex' ELSE scheme END")
+
+
+class GraphQueries(WarehouseBase):
+    """Loads of the graph by natural key, what a refresh still has to fetch, reads for the stages, coverage."""
+
+    def save_graph(self, citations: pl.DataFrame | None = None, topics: pl.DataFrame | None = None,
+                   institutions: pl.DataFrame | None = None, affiliations: pl.DataFrame | None = None,
+                   fetches: pl.DataFrame | None = None) -> dict[str, int]:
+        """Store what a source answered, atomically; returns rows written per table.
+
+        ``fetches`` (``arxiv_id, source, kind, found, n_rows``, ``fetched_at`` now unless given) names the papers whose
+        answer this is: their earlier references from that source (and topics of that source's
+        schemes) are replaced, so a list that shrank leaves no stale rows. Everything else is an
+        upsert by key: loading the same answer again changes nothing."""
+        written: dict[str, int] = {}
+        with self.transaction():
+            if fetches is not None and fetches.height:
+                if "fetched_at" not in fetches.columns:
+                    fetches = fetches.with_columns(fetched_at=pl.lit(utcnow(), dtype=GRAPH_FETCHES.polars_schema["fetched_at"]))
+                self._clear_refetched(GRAPH_FETCHES.conform(fetches))
+                written["graph_fetches"] = self.upsert(GRAPH_FETCHES, fetches)
+            if citations is not None:
+                written["citations"] = self.upsert(CITATIONS, citations)
+            if topics is not None:
+                written["paper_topics"] = self.upsert(PAPER_TOPICS, topics)
+            if institutions is not None:
+                written["institutions"] = self._merge(INSTITUTIONS, institutions, _INSTITUTION_MERGE)
+            if affiliations is not None:
+                written["author_affiliations"] = self._merge(AUTHOR_AFFILIATIONS, self._widen(affiliations),
+                                                             _AFFILIATION_MERGE)
+        return written
+
+    def _clear_refetched(self, fetches: pl.DataFrame) -> None:
+        refs = fetches.filter(pl.col("kind") == "references").select("arxiv_id", "source")
+        topics = pl.DataFrame(
+            [(a, scheme) for a, s in fetches.filter(pl.col("kind") == "topics").select("arxiv_id", "source").iter_rows()
+             for scheme in SCHEMES_OF_SOURCE.get(s, ())], schema={"arxiv_id": pl.Utf8, "scheme": pl.Utf8}, orient="row")
+        self.con.register("_refetched", refs.to_arrow())
+        self.con.register("_retopiced", topics.to_arrow())
+        try:
+            self._exec("DELETE FROM citations WHERE (citing_arxiv_id, source) IN (SELECT arxiv_id, source FROM _refetched)")
+            self._exec("DELETE FROM paper_topics WHERE (arxiv_id, scheme) IN (SELECT arxiv_id, scheme FROM _retopiced)")
+        finally:
+            self.con.unregister("_refetched")
+            self.con.unregister("_retopiced")
+
+    @staticmethod
+    def _widen(affiliations: pl.DataFrame) -> pl.DataFrame:
+        """One row per key, spanning every year the frame shows for it (several papers of one person)."""
+        df = AUTHOR_AFFILIATIONS.conform(affiliations)
+        key = list(AUTHOR_AFFILIATIONS.primary_key)
+        return df.group_by(key, maintain_order=True).agg(
+            pl.col("orcid").drop_nulls().first(), pl.col("first_year").min(), pl.col("last_year").max(),
+            pl.col("arxiv_id").drop_nulls().first()).select(AUTHOR_AFFILIATIONS.names)
+
+    def _merge(self, table: Table, df: pl.DataFrame, sets: dict[str, str]) -> int:
+        """An upsert by ``table``'s key whose updates are ``sets`` (SQL over ``excluded`` and the table)."""
+        if df.height == 0:
+            return 0
+        df = df.unique(subset=list(table.primary_key), keep="last", maintain_order=True)
+        src = self._register(table, df)
+        cols = ", ".join(_q(c) for c in table.names)
+        pk = ", ".join(_q(c) for c in table.primary_key)
+        action = ", ".join(f"{_q(c)} = {expr}" for c, expr in sets.items())
+        try:
+            with self.transaction():
+                self._exec(f"INSERT INTO {_q(table.name)} ({cols}) SELECT {cols} FROM {src} "
+                           f"ON CONFLICT ({pk}) DO UPDATE SET {action}")
+        finally:
+            self.con.unregister(src)
+        return df.height
+
+    def papers_to_fetch(self, source: str, kind: str) -> list[str]:
+        """Corpus papers never asked of ``source`` for ``kind`` (references, topics, affiliations):
+        a day-later refresh asks only about these."""
+        rows = self._exec("""SELECT p.arxiv_id FROM papers p WHERE NOT EXISTS (
+                                 SELECT 1 FROM graph_fetches f
+                                 WHERE f.arxiv_id = p.arxiv_id AND f.source = ? AND f.kind = ?)
+                             ORDER BY p.arxiv_id""", [source, kind])
+        return [r[0] for r in rows]
+
+    def _of(self, table: Table, column: str, keys: Sequence[str], order: str) -> pl.DataFrame:
+        self.con.register("_keys_of", pl.DataFrame({"k": list(keys)}, schema={"k": pl.Utf8}).to_arrow())
+        try:
+            cols = ", ".join(_q(c) for c in table.names)
+            df = self._frame(f"SELECT {cols} FROM {_q(table.name)} WHERE {_q(column)} IN (SELECT k FROM _keys_of) "
+                             f"ORDER BY {order}")
+        finally:
+            self.con.unregister("_keys_of")
+        return table.conform(df) if df.height else table.empty()
+
+    def references_of(self, arxiv_ids: Sequence[str]) -> pl.DataFrame:
+        """Every reference of these papers, from every source, in list order."""
+        return self._of(CITATIONS, "citing_arxiv_id", arxiv_ids, "citing_arxiv_id, source, ordinal")
+
+    def topics_of(self, arxiv_ids: Sequence[str]) -> pl.DataFrame:
+        """Every topic of these papers under every scheme."""
+        return self._of(PAPER_TOPICS, "arxiv_id", arxiv_ids, "arxiv_id, scheme, topic, origin")
+
+    def affiliations_of(self, person_keys: Sequence[str]) -> pl.DataFrame:
+        """Where these people were and when: their ``author_affiliations`` with the institution's
+        ``ror``, ``name``, ``country`` and ``type`` (null where the institution is not stored)."""
+        self.con.register("_people", pl.DataFrame({"k": list(person_keys)}, schema={"k": pl.Utf8}).to_arrow())
+        try:
+            return self._frame(
+                """SELECT a.*, i.ror, i.name, i.country, i.type FROM author_affiliations a
+                   LEFT JOIN institutions i USING (institution_key)
+                   WHERE a.person_key IN (SELECT k FROM _people)
+                   ORDER BY a.person_key, a.first_year NULLS LAST, a.institution_key, a.source""")
+        finally:
+            self.con.unregister("_people")
+
+    def paper_identifiers(self) -> pl.DataFrame:
+        """``arxiv_id, doi, title, year`` of every corpus paper: what cited works are resolved against."""
+        return self._frame("SELECT arxiv_id, doi, title, year FROM papers ORDER BY arxiv_id")
+
+    def citations_to_resolve(self, unresolved_only: bool = True) -> pl.DataFrame:
+        """References to (re)resolve: by default those that named no warehouse paper yet (a paper
+        loaded since may be the one they cite)."""
+        where = "WHERE cited_arxiv_id IS NULL" if unresolved_only else ""
+        cols = ", ".join(_q(c) for c in CITATIONS.names)
+        df = self._frame(f"SELECT {cols} FROM citations {where} ORDER BY citing_arxiv_id, source, ordinal")
+        return CITATIONS.conform(df) if df.height else CITATIONS.empty()
+
+    def has_graph(self) -> bool:
+        """Whether any graph table exists and holds a row (a warehouse before 15 has none)."""
+        present = {r[0] for r in self._exec("SELECT table_name FROM information_schema.tables")}
+        return any(t.name in present and self._exec(f"SELECT EXISTS (SELECT 1 FROM {_q(t.name)})")[0][0]
+                   for t in GRAPH_TABLES)
+
+    def graph_coverage(self) -> dict[str, Any]:
+        """Per source, corpus papers with references and with topics, references and those resolved to
+        a warehouse paper; and rows of institutions and affiliations (people, institutions)."""
+        rows = self._exec(
+            f"""WITH corpus AS (SELECT arxiv_id FROM papers),
+                     refs AS (SELECT source, count(DISTINCT citing_arxiv_id) FILTER (
+                                     WHERE citing_arxiv_id IN (SELECT arxiv_id FROM corpus)) AS papers_with_references,
+                                     count(*) AS "references", count(cited_arxiv_id) AS resolved
+                              FROM citations GROUP BY source),
+                     tops AS (SELECT {_TOPIC_SOURCE} AS source, count(DISTINCT arxiv_id) FILTER (
+                                     WHERE arxiv_id IN (SELECT arxiv_id FROM corpus)) AS papers_with_topics
+                              FROM paper_topics GROUP BY 1)
+                SELECT source, coalesce(papers_with_references, 0), coalesce("references", 0), coalesce(resolved, 0),
+                       coalesce(papers_with_topics, 0)
+                FROM refs FULL JOIN tops USING (source) ORDER BY source""")
+        names = ("source", "papers_with_references", "references", "resolved", "papers_with_topics")
+        people, places = self._exec("SELECT count(DISTINCT person_key), count(DISTINCT institution_key) "
+                                    "FROM author_affiliations")[0]
+        return {"papers": int(self._exec("SELECT count(*) FROM papers")[0][0]),
+                "sources": [dict(zip(names, r, strict=True)) for r in rows],
+                "institutions": self.count(INSTITUTIONS), "with_ror": int(self._exec(
+                    "SELECT count(*) FROM institutions WHERE ror IS NOT NULL")[0][0]),
+                "affiliations": self.count(AUTHOR_AFFILIATIONS), "people": int(people),
+                "affiliated_institutions": int(places)}
