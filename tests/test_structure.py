@@ -396,6 +396,7 @@ def test_the_rules_fail_on_planted_faults(tmp_path: Path) -> None:
 
 NOT_SERVICES = {
     "revbench.clients.bounded": "reads any client's answer up to its cap",
+    "revbench.clients.optional": "reads JSON answers whose every key is optional",
     "revbench.clients.openalex_graph": "parses OpenAlex's works and authors; OpenAlex's client owns the service",
     "revbench.clients.probe": "the stages' reachability check, which uses the clients",
     "revbench.clients.s2_graph": "parses S2's references and fields of study; Semantic Scholar's client owns the service",

@@ -151,19 +151,22 @@ class WarehouseBase:
             self.con.register(name, table.conform(df).to_arrow())
         return name
 
-    def upsert(self, table: Table, df: pl.DataFrame, only_if: str | None = None) -> int:
+    def upsert(self, table: Table, df: pl.DataFrame, only_if: str | None = None,
+               sets: dict[str, str] | None = None) -> int:
         """Insert or update rows by the table's natural key; ``only_if`` guards updates (SQL on
-        ``excluded`` and the table)."""
+        ``excluded`` and the table); ``sets`` replaces the default update of every other column by
+        the new value with one SQL expression per column (over ``excluded`` and the table)."""
         if df.height == 0:
             return 0
         df = df.unique(subset=list(table.primary_key), keep="last", maintain_order=True)
         src = self._register(table, df)
         cols = ", ".join(_q(c) for c in table.names)
         pk = ", ".join(_q(c) for c in table.primary_key)
-        updates = [c for c in table.names if c not in table.primary_key]
-        if updates:
-            sets = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in updates)
-            action = f"DO UPDATE SET {sets}" + (f" WHERE {only_if}" if only_if else "")
+        if sets is None:
+            sets = {c: f"excluded.{_q(c)}" for c in table.names if c not in table.primary_key}
+        if sets:
+            action = "DO UPDATE SET " + ", ".join(f"{_q(c)} = {expr}" for c, expr in sets.items()) \
+                + (f" WHERE {only_if}" if only_if else "")
         else:
             action = "DO NOTHING"
         with self.transaction():

@@ -60,10 +60,10 @@ class GraphQueries(WarehouseBase):
             if topics is not None:
                 written["paper_topics"] = self.upsert(PAPER_TOPICS, topics)
             if institutions is not None:
-                written["institutions"] = self._merge(INSTITUTIONS, institutions, _INSTITUTION_MERGE)
+                written["institutions"] = self.upsert(INSTITUTIONS, institutions, sets=_INSTITUTION_MERGE)
             if affiliations is not None:
-                written["author_affiliations"] = self._merge(AUTHOR_AFFILIATIONS, self._widen(affiliations),
-                                                             _AFFILIATION_MERGE)
+                written["author_affiliations"] = self.upsert(AUTHOR_AFFILIATIONS, self._widen(affiliations),
+                                                             sets=_AFFILIATION_MERGE)
         return written
 
     def _clear_refetched(self, fetches: pl.DataFrame) -> None:
@@ -88,23 +88,6 @@ class GraphQueries(WarehouseBase):
         return df.group_by(key, maintain_order=True).agg(
             pl.col("orcid").drop_nulls().first(), pl.col("first_year").min(), pl.col("last_year").max(),
             pl.col("arxiv_id").drop_nulls().first()).select(AUTHOR_AFFILIATIONS.names)
-
-    def _merge(self, table: Table, df: pl.DataFrame, sets: dict[str, str]) -> int:
-        """An upsert by ``table``'s key whose updates are ``sets`` (SQL over ``excluded`` and the table)."""
-        if df.height == 0:
-            return 0
-        df = df.unique(subset=list(table.primary_key), keep="last", maintain_order=True)
-        src = self._register(table, df)
-        cols = ", ".join(_q(c) for c in table.names)
-        pk = ", ".join(_q(c) for c in table.primary_key)
-        action = ", ".join(f"{_q(c)} = {expr}" for c, expr in sets.items())
-        try:
-            with self.transaction():
-                self._exec(f"INSERT INTO {_q(table.name)} ({cols}) SELECT {cols} FROM {src} "
-                           f"ON CONFLICT ({pk}) DO UPDATE SET {action}")
-        finally:
-            self.con.unregister(src)
-        return df.height
 
     def papers_to_fetch(self, source: str, kind: str) -> list[str]:
         """Corpus papers never asked of ``source`` for ``kind`` (references, topics, affiliations):

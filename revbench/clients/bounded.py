@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import requests
 
-from revbench.retry import ResponseTooLarge
+from revbench.retry import ResponseTooLarge, TransientError
 
 CHUNK = 64 * 1024
 
@@ -47,6 +47,22 @@ def read_httpx(resp: httpx.Response, limit: int, service: str) -> bytes:
     if declared is not None and declared > limit:
         raise over()
     return b"".join(capped(resp.iter_bytes(), limit, over))
+
+
+def send_streamed(client: httpx.Client, request: httpx.Request, limit: int, service: str,
+                  what: str) -> tuple[httpx.Response, bytes]:
+    """Send ``request`` and read its answer up to ``limit`` bytes (closed either way); a timeout or
+    a broken transfer is a ``TransientError`` named ``what: timeout (...)`` or ``what: ...``."""
+    try:
+        resp = client.send(request, stream=True)
+        try:
+            return resp, read_httpx(resp, limit, service)
+        finally:
+            resp.close()
+    except httpx.TimeoutException as exc:
+        raise TransientError(f"{what}: timeout ({exc})", kind="timeout") from exc
+    except httpx.TransportError as exc:
+        raise TransientError(f"{what}: {exc}", kind="transport") from exc
 
 
 def read_requests(resp: requests.Response, limit: int, service: str) -> bytes:

@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 import httpx
 
-from revbench.clients.bounded import read_httpx
+from revbench.clients.bounded import send_streamed
 from revbench.clients.openalex_graph import openalex_id
 from revbench.health import Probe, ProbeContext, http_client, ms, read, unreachable
 from revbench.retry import AdaptivePacer, Breaker, PermanentError, TransientError, call_with_retries, classify_status, \
@@ -99,17 +99,8 @@ class OpenAlexClient:
 
         def send() -> tuple[httpx.Response, bytes]:
             self.requests_made += 1
-            try:
-                resp = self._client.send(self._client.build_request("GET", path, params=self._params(params)),
-                                         stream=True)
-                try:
-                    return resp, read_httpx(resp, self.http.max_response_bytes, "OpenAlex")
-                finally:
-                    resp.close()
-            except httpx.TimeoutException as exc:
-                raise TransientError(f"{what}: timeout ({exc})", kind="timeout") from exc
-            except httpx.TransportError as exc:
-                raise TransientError(f"{what}: {exc}", kind="transport") from exc
+            return send_streamed(self._client, self._client.build_request("GET", path, params=self._params(params)),
+                                 self.http.max_response_bytes, "OpenAlex", what)
 
         def throttled(slowed: bool) -> None:
             self.throttled += 1

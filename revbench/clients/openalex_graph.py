@@ -19,33 +19,22 @@ import json
 import re
 from typing import Any
 
+from revbench.clients.optional import as_dict, as_list, as_text
+from revbench.schemas.graph import AUTHOR_AFFILIATIONS, CITATIONS, INSTITUTIONS, PAPER_TOPICS
 from revbench.tasks.normalize import institution_part, normalize_affiliation
 
 SOURCE = "openalex"
 SCHEME = "openalex-topic"
 
-CITATION_COLUMNS = ("citing_arxiv_id", "source", "ordinal", "cited_arxiv_id", "cited_s2_id", "cited_openalex_id",
-                    "cited_doi", "cited_arxiv", "cited_title", "cited_year", "is_influential", "intents", "n_contexts",
-                    "external_ids")
-TOPIC_COLUMNS = ("arxiv_id", "scheme", "topic", "label", "origin", "score", "domain", "field", "subfield")
-INSTITUTION_COLUMNS = ("institution_key", "ror", "name", "country", "type", "openalex_id")
-AFFILIATION_COLUMNS = ("person_key", "orcid", "institution_key", "first_year", "last_year", "source", "arxiv_id")
+# The rows are the warehouse tables' rows, column for column (schemas/graph.py).
+CITATION_COLUMNS = tuple(CITATIONS.names)
+TOPIC_COLUMNS = tuple(PAPER_TOPICS.names)
+INSTITUTION_COLUMNS = tuple(INSTITUTIONS.names)
+AFFILIATION_COLUMNS = tuple(AUTHOR_AFFILIATIONS.names)
 
 _ROR = re.compile(r"^0[0-9a-z]{6}\d{2}$", re.I)
 _ORCID = re.compile(r"(\d{4}-\d{4}-\d{4}-\d{3}[\dX])$", re.I)
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _text(value: Any) -> str | None:
-    return (value.strip() or None) if isinstance(value, str) else None
 
 
 def _year(value: Any) -> int | None:
@@ -54,20 +43,20 @@ def _year(value: Any) -> int | None:
 
 def openalex_id(value: Any) -> str | None:
     """``https://openalex.org/W2741809807`` -> ``W2741809807`` (a bare id stays as it is)."""
-    text = _text(value)
+    text = as_text(value)
     return (text.rstrip("/").rpartition("/")[2] or None) if text else None
 
 
 def bare_ror(value: Any) -> str | None:
     """``https://ror.org/05ppvf150`` -> ``05ppvf150``; None when it is not a ROR id. The last path
     segment decides: OpenAlex has written ``https://ror.org/https://ror.org/01ppj9r51``."""
-    last = (_text(value) or "").rstrip("/").rpartition("/")[2]
+    last = (as_text(value) or "").rstrip("/").rpartition("/")[2]
     return last.lower() if _ROR.match(last) else None
 
 
 def bare_orcid(value: Any) -> str | None:
     """``https://orcid.org/0000-0003-1613-5981`` -> ``0000-0003-1613-5981``; None when it is not an ORCID iD."""
-    m = _ORCID.search(_text(value) or "")
+    m = _ORCID.search(as_text(value) or "")
     return m.group(1).upper() if m else None
 
 
@@ -82,22 +71,22 @@ def institution_key(ror: str | None, name: str | None) -> str | None:
 def institution_row(inst: Any) -> dict[str, Any] | None:
     """One ``institutions`` row from an OpenAlex institution (dehydrated in an authorship or an
     author's affiliation, or whole); None when it has neither a ROR id nor a name."""
-    d = _dict(inst)
-    ror, name = bare_ror(d.get("ror")), _text(d.get("display_name"))
+    d = as_dict(inst)
+    ror, name = bare_ror(d.get("ror")), as_text(d.get("display_name"))
     key = institution_key(ror, name)
     if key is None:
         return None
-    country = _text(d.get("country_code"))
+    country = as_text(d.get("country_code"))
     return {"institution_key": key, "ror": ror, "name": name or ror,
             "country": country.upper() if country and _COUNTRY.match(country.upper()) else None,
-            "type": _text(d.get("type")), "openalex_id": openalex_id(d.get("id"))}
+            "type": as_text(d.get("type")), "openalex_id": openalex_id(d.get("id"))}
 
 
 def citation_rows(citing_arxiv_id: str, work: Any) -> list[dict[str, Any]]:
     """A work's ``referenced_works`` as citations, in the list's order (ordinal from 0). OpenAlex
     gives only the cited work's id: resolving it to a warehouse paper is the stage's."""
     rows = []
-    for ordinal, ref in enumerate(_list(_dict(work).get("referenced_works"))):
+    for ordinal, ref in enumerate(as_list(as_dict(work).get("referenced_works"))):
         wid = openalex_id(ref)
         if wid is None:
             continue
@@ -114,31 +103,31 @@ def _score(value: Any) -> float | None:
 
 def topic_rows(arxiv_id: str, work: Any) -> list[dict[str, Any]]:
     """A work's ``topics`` (and its ``primary_topic`` when the list lacks it) as paper topics, each once."""
-    w = _dict(work)
+    w = as_dict(work)
     rows: list[dict[str, Any]] = []
-    for topic in [*_list(w.get("topics")), w.get("primary_topic")]:
-        t = _dict(topic)
+    for topic in [*as_list(w.get("topics")), w.get("primary_topic")]:
+        t = as_dict(topic)
         tid = openalex_id(t.get("id"))
         if tid is None or any(r["topic"] == tid for r in rows):
             continue
-        rows.append({"arxiv_id": arxiv_id, "scheme": SCHEME, "topic": tid, "label": _text(t.get("display_name")),
+        rows.append({"arxiv_id": arxiv_id, "scheme": SCHEME, "topic": tid, "label": as_text(t.get("display_name")),
                      "origin": SOURCE, "score": _score(t.get("score")),
-                     "domain": _text(_dict(t.get("domain")).get("display_name")),
-                     "field": _text(_dict(t.get("field")).get("display_name")),
-                     "subfield": _text(_dict(t.get("subfield")).get("display_name"))})
+                     "domain": as_text(as_dict(t.get("domain")).get("display_name")),
+                     "field": as_text(as_dict(t.get("field")).get("display_name")),
+                     "subfield": as_text(as_dict(t.get("subfield")).get("display_name"))})
     return rows
 
 
 def _authorship_institutions(authorship: dict[str, Any]) -> list[dict[str, Any]]:
     """The institutions OpenAlex matched, then each raw affiliation string it matched to none (by name)."""
-    out = [row for inst in _list(authorship.get("institutions")) if (row := institution_row(inst)) is not None]
+    out = [row for inst in as_list(authorship.get("institutions")) if (row := institution_row(inst)) is not None]
     affiliations = authorship.get("affiliations")
     if isinstance(affiliations, list):
         # `institution_ids: [null]` is OpenAlex's too for a string it matched to nothing.
-        raw = [_text(_dict(a).get("raw_affiliation_string")) for a in affiliations
-               if not any(openalex_id(i) for i in _list(_dict(a).get("institution_ids")))]
+        raw = [as_text(as_dict(a).get("raw_affiliation_string")) for a in affiliations
+               if not any(openalex_id(i) for i in as_list(as_dict(a).get("institution_ids")))]
     else:  # works indexed before OpenAlex split out `affiliations` (2024) have the raw strings alone
-        raw = [] if out else [_text(s) for s in _list(authorship.get("raw_affiliation_strings"))]
+        raw = [] if out else [as_text(s) for s in as_list(authorship.get("raw_affiliation_strings"))]
     for text in raw:
         key = normalize_affiliation(None, text) if text else None
         if key:
@@ -148,7 +137,7 @@ def _authorship_institutions(authorship: dict[str, Any]) -> list[dict[str, Any]]
 
 
 def _person(author: Any) -> tuple[str | None, str | None]:
-    a = _dict(author)
+    a = as_dict(author)
     aid = openalex_id(a.get("id"))
     return (f"openalex:{aid}" if aid else None), bare_orcid(a.get("orcid"))
 
@@ -157,15 +146,15 @@ def authorship_rows(arxiv_id: str | None, work: Any) -> tuple[list[dict[str, Any
     """(institutions, author affiliations) of a work's authorships: each author with an OpenAlex id
     at each of their institutions, in the work's publication year; an authorship whose author id is
     null (deleted, or never resolved) gives its institutions but no person."""
-    w = _dict(work)
+    w = as_dict(work)
     year = _year(w.get("publication_year"))
     institutions: dict[str, dict[str, Any]] = {}
     affiliations: dict[tuple[str, str], dict[str, Any]] = {}
-    for authorship in _list(w.get("authorships")):
-        insts = _authorship_institutions(_dict(authorship))
+    for authorship in as_list(w.get("authorships")):
+        insts = _authorship_institutions(as_dict(authorship))
         for inst in insts:
             institutions.setdefault(inst["institution_key"], inst)
-        person, orcid = _person(_dict(authorship).get("author"))
+        person, orcid = _person(as_dict(authorship).get("author"))
         if person is None:
             continue
         for inst in insts:
@@ -181,13 +170,13 @@ def author_rows(author: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     person, orcid = _person(author)
     institutions: dict[str, dict[str, Any]] = {}
     rows: dict[str, dict[str, Any]] = {}
-    for aff in _list(_dict(author).get("affiliations")):
-        inst = institution_row(_dict(aff).get("institution"))
+    for aff in as_list(as_dict(author).get("affiliations")):
+        inst = institution_row(as_dict(aff).get("institution"))
         if inst is None:
             continue
         key = inst["institution_key"]
         institutions.setdefault(key, inst)
-        years = [y for y in map(_year, _list(_dict(aff).get("years"))) if y is not None]
+        years = [y for y in map(_year, as_list(as_dict(aff).get("years"))) if y is not None]
         if person is None:
             continue
         row = rows.setdefault(key, {"person_key": person, "orcid": orcid, "institution_key": key, "first_year": None,
@@ -200,8 +189,8 @@ def author_rows(author: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
 
 def work_ids(work: Any) -> dict[str, str | None]:
     """The ids a work carries: its OpenAlex id, DOI (bare, lower-case) and arXiv id when its DOI is arXiv's."""
-    w = _dict(work)
-    doi = _text(w.get("doi")) or _text(_dict(w.get("ids")).get("doi"))
+    w = as_dict(work)
+    doi = as_text(w.get("doi")) or as_text(as_dict(w.get("ids")).get("doi"))
     if doi:
         doi = re.sub(r"^(?:https?://(?:dx\.)?doi\.org/|doi:)", "", doi, flags=re.I).lower()
     arxiv = doi[len("10.48550/arxiv."):] if doi and doi.startswith("10.48550/arxiv.") else None

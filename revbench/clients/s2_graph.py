@@ -15,13 +15,15 @@ import json
 import re
 from typing import Any
 
+from revbench.clients.optional import as_dict, as_list, as_text
+from revbench.schemas.graph import CITATIONS, PAPER_TOPICS
+
 SOURCE = "s2"
 SCHEME = "s2-fos"
 
-CITATION_COLUMNS = ("citing_arxiv_id", "source", "ordinal", "cited_arxiv_id", "cited_s2_id", "cited_openalex_id",
-                    "cited_doi", "cited_arxiv", "cited_title", "cited_year", "is_influential", "intents", "n_contexts",
-                    "external_ids")
-TOPIC_COLUMNS = ("arxiv_id", "scheme", "topic", "label", "origin", "score", "domain", "field", "subfield")
+# The rows are the warehouse tables' rows, column for column (schemas/graph.py).
+CITATION_COLUMNS = tuple(CITATIONS.names)
+TOPIC_COLUMNS = tuple(PAPER_TOPICS.names)
 
 _API_KEYS = ("paperId", "corpusId", "externalIds", "title", "year", "authors", "venue", "publicationVenueId",
              "referenceCount", "citationCount", "influentialCitationCount", "isOpenAccess", "s2FieldsOfStudy",
@@ -41,22 +43,10 @@ def from_bulk(record: dict[str, Any]) -> dict[str, Any]:
     return {_BULK_KEYS.get(k, k): v for k, v in record.items()}
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _text(value: Any) -> str | None:
-    return (value.strip() or None) if isinstance(value, str) else None
-
-
 def normalise_doi(value: Any) -> str | None:
     """A DOI in lower case, without ``https://doi.org/`` or ``doi:`` (DOIs are case-insensitive);
     None when it is not shaped as one (``10.<registrant>/<suffix>``)."""
-    text = _text(value)
+    text = as_text(value)
     doi = _DOI_PREFIX.sub("", text).lower() if text else ""
     return doi if _DOI.match(doi) else None
 
@@ -64,7 +54,7 @@ def normalise_doi(value: Any) -> str | None:
 def arxiv_id_of(value: Any) -> str | None:
     """An arXiv id as the warehouse keys papers: no ``arXiv:`` prefix, no version; None when it is
     not shaped as one."""
-    text = _text(value)
+    text = as_text(value)
     if text is None:
         return None
     text = _ARXIV_VERSION.sub("", text.removeprefix("arXiv:").removeprefix("arxiv:"))
@@ -73,14 +63,14 @@ def arxiv_id_of(value: Any) -> str | None:
 
 def external_ids_text(ids: Any) -> str | None:
     """The external ids S2 gave, as JSON text (keys sorted); ids S2 wrote as null say nothing and are left out."""
-    given = {k: v for k, v in _dict(ids).items() if v is not None}
+    given = {k: v for k, v in as_dict(ids).items() if v is not None}
     return json.dumps(given, sort_keys=True, ensure_ascii=False) if given else None
 
 
 def unique(items: Any) -> list[str]:
     """The strings of a list, each once, in first-seen order."""
     out: list[str] = []
-    for item in _list(items):
+    for item in as_list(items):
         if isinstance(item, str) and item and item not in out:
             out.append(item)
     return out
@@ -94,21 +84,21 @@ def reference_row(citing_arxiv_id: str, ordinal: int, item: dict[str, Any]) -> d
     (S2 lists them apart, and the count stays checkable against the raw answer); it is None when
     the contexts were not asked."""
     edge = "citedPaper" in item or any(k in item for k in ("contexts", "contextsWithIntent", "intents", "isInfluential"))
-    cited = _dict(item.get("citedPaper")) if edge else item
-    ids = _dict(cited.get("externalIds"))
+    cited = as_dict(item.get("citedPaper")) if edge else item
+    ids = as_dict(cited.get("externalIds"))
     year = cited.get("year")
-    with_intent = _list(item.get("contextsWithIntent"))
+    with_intent = as_list(item.get("contextsWithIntent"))
     intents = unique(item.get("intents")) if "intents" in item else unique(
-        [i for c in with_intent for i in _list(_dict(c).get("intents"))])
+        [i for c in with_intent for i in as_list(as_dict(c).get("intents"))])
     if "contexts" in item:
-        n_contexts: int | None = len(_list(item.get("contexts")))
+        n_contexts: int | None = len(as_list(item.get("contexts")))
     else:
         n_contexts = len(with_intent) if "contextsWithIntent" in item else None
     influential = item.get("isInfluential")
     return {
         "citing_arxiv_id": citing_arxiv_id, "source": SOURCE, "ordinal": ordinal, "cited_arxiv_id": None,
-        "cited_s2_id": _text(cited.get("paperId")), "cited_openalex_id": None, "cited_doi": normalise_doi(ids.get("DOI")),
-        "cited_arxiv": arxiv_id_of(ids.get("ArXiv")), "cited_title": _text(cited.get("title")),
+        "cited_s2_id": as_text(cited.get("paperId")), "cited_openalex_id": None, "cited_doi": normalise_doi(ids.get("DOI")),
+        "cited_arxiv": arxiv_id_of(ids.get("ArXiv")), "cited_title": as_text(cited.get("title")),
         "cited_year": year if isinstance(year, int) and not isinstance(year, bool) else None,
         "is_influential": influential if isinstance(influential, bool) else None,
         "intents": intents, "n_contexts": n_contexts, "external_ids": external_ids_text(ids),
@@ -119,18 +109,18 @@ def reference_rows(citing_arxiv_id: str, items: Any) -> list[dict[str, Any]]:
     """``citations`` rows of one paper's references, ``ordinal`` their position in S2's list from 0.
     A cited paper without an S2 id is kept, by its title and external ids; an item that is not an
     object (never seen) is skipped, and its ordinal with it, so the others keep their positions."""
-    return [reference_row(citing_arxiv_id, i, item) for i, item in enumerate(_list(items)) if isinstance(item, dict)]
+    return [reference_row(citing_arxiv_id, i, item) for i, item in enumerate(as_list(items)) if isinstance(item, dict)]
 
 
 def topic_rows(arxiv_id: str, paper: Any) -> list[dict[str, Any]]:
     """``paper_topics`` rows of one paper: each ``s2FieldsOfStudy`` category with its source
     (``external`` or ``s2-fos-model``) as origin; without those, each ``fieldsOfStudy`` name with
     origin ``external`` (S2 documents them as "from external sources"). Once per (topic, origin)."""
-    paper = _dict(paper)
-    pairs = [(_text(f.get("category")), _text(f.get("source")) or "unknown")
-             for f in _list(paper.get("s2FieldsOfStudy")) if isinstance(f, dict)]
+    paper = as_dict(paper)
+    pairs = [(as_text(f.get("category")), as_text(f.get("source")) or "unknown")
+             for f in as_list(paper.get("s2FieldsOfStudy")) if isinstance(f, dict)]
     if not pairs:
-        pairs = [(_text(name), "external") for name in _list(paper.get("fieldsOfStudy"))]
+        pairs = [(as_text(name), "external") for name in as_list(paper.get("fieldsOfStudy"))]
     rows, seen = [], set()
     for topic, origin in pairs:
         if topic is None or (topic, origin) in seen:
@@ -143,9 +133,9 @@ def topic_rows(arxiv_id: str, paper: Any) -> list[dict[str, Any]]:
 
 def paper_facts(paper: Any) -> dict[str, Any]:
     """A paper's S2 id, DOI, arXiv id, publication types and external ids (JSON text)."""
-    paper = _dict(paper)
-    ids = _dict(paper.get("externalIds"))
-    return {"s2_paper_id": _text(paper.get("paperId")), "doi": normalise_doi(ids.get("DOI")),
+    paper = as_dict(paper)
+    ids = as_dict(paper.get("externalIds"))
+    return {"s2_paper_id": as_text(paper.get("paperId")), "doi": normalise_doi(ids.get("DOI")),
             "arxiv": arxiv_id_of(ids.get("ArXiv")), "publication_types": unique(paper.get("publicationTypes")),
             "external_ids": external_ids_text(ids)}
 

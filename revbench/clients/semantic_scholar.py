@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import httpx
 
-from revbench.clients.bounded import read_httpx
+from revbench.clients.bounded import send_streamed
 from revbench.health import Probe, ProbeContext, http_client, ms, read, unreachable
 from revbench.retry import AdaptivePacer, Breaker, TransientError, call_with_retries, classify_status, send_through_429s
 from revbench.settings import HttpSettings, SemanticScholarSettings
@@ -74,16 +74,8 @@ class SemanticScholarClient:
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         def send() -> tuple[httpx.Response, bytes]:
             self.requests_made += 1
-            try:
-                resp = self._client.send(self._client.build_request(method, path, **kwargs), stream=True)
-                try:
-                    return resp, read_httpx(resp, self.http.max_response_bytes, "Semantic Scholar")
-                finally:
-                    resp.close()
-            except httpx.TimeoutException as exc:
-                raise TransientError(f"S2 timeout: {exc}", kind="timeout") from exc
-            except httpx.TransportError as exc:
-                raise TransientError(f"S2 transport: {exc}", kind="transport") from exc
+            return send_streamed(self._client, self._client.build_request(method, path, **kwargs),
+                                 self.http.max_response_bytes, "Semantic Scholar", f"S2 {path}")
 
         def throttled(slowed: bool) -> None:
             self.throttled += 1

@@ -163,13 +163,16 @@ def routes(replay: ReplayApp) -> list[Route]:
             index.append(_Works(replay))
         return index[0]
 
+    async def entity(request: Request, kind: str, found: dict[str, Any] | None) -> Response:
+        """One work or author as OpenAlex answers it (``select`` honoured), or its HTML 404."""
+        key = f"{kind}:{request.path_params['key']}"
+        if found is None:
+            return await replay.respond("openalex", key, 404, NOT_FOUND_HTML, "text/html; charset=utf-8")
+        body = json.dumps(_selected(found, request.query_params.get("select")), ensure_ascii=False).encode()
+        return await replay.respond("openalex", key, 200, body, "application/json")
+
     async def one(request: Request) -> Response:
-        key = request.path_params["key"]
-        work = works().find(key)
-        if work is None:
-            return await replay.respond("openalex", f"work:{key}", 404, NOT_FOUND_HTML, "text/html; charset=utf-8")
-        body = json.dumps(_selected(work, request.query_params.get("select")), ensure_ascii=False).encode()
-        return await replay.respond("openalex", f"work:{key}", 200, body, "application/json")
+        return await entity(request, "work", works().find(request.path_params["key"]))
 
     async def listing(request: Request) -> Response:
         q = request.query_params
@@ -205,12 +208,7 @@ def routes(replay: ReplayApp) -> list[Route]:
         return await replay.respond("openalex", f"list:{filt}:{cursor}:{page}:{per_page}", 200, body, "application/json")
 
     async def author(request: Request) -> Response:
-        key = request.path_params["key"]
-        found = works().author(key)
-        if found is None:
-            return await replay.respond("openalex", f"author:{key}", 404, NOT_FOUND_HTML, "text/html; charset=utf-8")
-        body = json.dumps(_selected(found, request.query_params.get("select")), ensure_ascii=False).encode()
-        return await replay.respond("openalex", f"author:{key}", 200, body, "application/json")
+        return await entity(request, "author", works().author(request.path_params["key"]))
 
     async def unknown(request: Request) -> Response:
         return await replay.respond("openalex", f"other:{request.url.path}", 404, NOT_FOUND_HTML,

@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from revbench.clients.grobid import GrobidHeaderClient
 from revbench.clients.tei import TeiHeader
 from revbench.settings import Settings
-from tests.support.conformance import REAL, expected, needs_samples
+from tests.support.conformance import REAL, expected, needs_samples, through_grobid
 
 pytestmark = needs_samples
 EXPECTED = expected("grobid") if REAL.exists() else {}
@@ -23,16 +22,8 @@ def test_every_sample_has_expected_values() -> None:
 
 
 def _header(serve: Callable[..., Any], settings: Settings, name: str) -> TeiHeader:
-    body = (REAL / "grobid" / name).read_bytes()
-    route = {"method": "POST", "path": "/grobid/api/processHeaderDocument", "status": 200,
-             "headers": {"content-type": "application/xml; charset=UTF-8"}, "body": body}
-    with serve([route]) as base:
-        s = settings.with_overrides(grobid={"base_url": f"{base}/grobid"})
-        client = GrobidHeaderClient(s.grobid, s.http)
-        header, tei = client.header(b"%PDF-1.4\n%%EOF\n", name="sample.pdf")
-    assert tei.encode("utf-8") == body  # the recorded bytes came through the transport unchanged
-    assert client.requests_made == 1
-    return header
+    return through_grobid(serve, settings, REAL / "grobid" / name, "processHeaderDocument",
+                          lambda client: client.header(b"%PDF-1.4\n%%EOF\n", name="sample.pdf"))
 
 
 @pytest.mark.parametrize("name", SAMPLES)

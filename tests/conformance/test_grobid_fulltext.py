@@ -12,19 +12,17 @@ from typing import Any
 import pytest
 from lxml import etree
 
-from revbench.clients.grobid import GrobidHeaderClient
 from revbench.clients.tei import TeiReference
+from revbench.schemas.graph import CITATIONS
 from revbench.settings import Settings
-from tests.support.conformance import REAL, expected, needs_samples
+from tests.support.conformance import REAL, expected, needs_samples, through_grobid
 
 pytestmark = needs_samples
 FOLDER = REAL / "grobid-fulltext"
 EXPECTED = expected("grobid-fulltext") if REAL.exists() else {}
 SAMPLES = sorted(p.name for p in FOLDER.glob("*.tei.xml")) if REAL.exists() else []
 NS = {"t": "http://www.tei-c.org/ns/1.0"}
-CITATION_COLUMNS = {"citing_arxiv_id", "source", "ordinal", "cited_arxiv_id", "cited_s2_id", "cited_openalex_id",
-                    "cited_doi", "cited_arxiv", "cited_title", "cited_year", "is_influential", "intents", "n_contexts",
-                    "external_ids"}
+CITATION_COLUMNS = set(CITATIONS.names)
 
 
 def test_every_sample_has_expected_values() -> None:
@@ -32,16 +30,8 @@ def test_every_sample_has_expected_values() -> None:
 
 
 def _references(serve: Callable[..., Any], settings: Settings, name: str) -> list[TeiReference]:
-    body = (FOLDER / name).read_bytes()
-    route = {"method": "POST", "path": "/grobid/api/processFulltextDocument", "status": 200,
-             "headers": {"content-type": "application/xml; charset=UTF-8"}, "body": body}
-    with serve([route]) as base:
-        s = settings.with_overrides(grobid={"base_url": f"{base}/grobid", "fulltext": True})
-        client = GrobidHeaderClient(s.grobid, s.http)
-        refs, tei = client.references(b"%PDF-1.4\n%%EOF\n", name="sample.pdf")
-    assert tei.encode("utf-8") == body  # the recorded bytes came through the transport unchanged
-    assert client.requests_made == 1
-    return refs
+    return through_grobid(serve, settings, FOLDER / name, "processFulltextDocument",
+                          lambda client: client.references(b"%PDF-1.4\n%%EOF\n", name="sample.pdf"), fulltext=True)
 
 
 @pytest.mark.parametrize("name", SAMPLES)

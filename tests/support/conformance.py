@@ -46,3 +46,19 @@ def serving(tmp: Path, routes: list[dict[str, Any]]) -> Iterator[str]:
         yield server.base
 
 
+def through_grobid(serve: Any, settings: Any, sample: Path, endpoint: str, ask: Any, **grobid: Any) -> Any:
+    """``sample`` (a recorded TEI) served as GROBID's answer at ``endpoint``, fetched by the real
+    client (``ask(client)`` returns what it parsed and the TEI text); checks that the recorded
+    bytes came through unchanged in one request, and returns what was parsed."""
+    from revbench.clients.grobid import GrobidHeaderClient
+
+    body = sample.read_bytes()
+    route = {"method": "POST", "path": f"/grobid/api/{endpoint}", "status": 200,
+             "headers": {"content-type": "application/xml; charset=UTF-8"}, "body": body}
+    with serve([route]) as base:
+        s = settings.with_overrides(grobid={"base_url": f"{base}/grobid", **grobid})
+        client = GrobidHeaderClient(s.grobid, s.http)
+        parsed, tei = ask(client)
+    assert tei.encode("utf-8") == body  # the recorded bytes came through the transport unchanged
+    assert client.requests_made == 1
+    return parsed
