@@ -17,7 +17,7 @@ from revbench.flows.results import FlowResult
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import ASSIGNMENTS, S2_AUTHOR_PAPERS
 from revbench.settings import PoolsSettings, Settings
-from revbench.tasks import enrich, pools
+from revbench.tasks import coi, enrich, pools
 from revbench.warehouse import utcnow
 
 REPORT_TAUS = [0.4, 0.5, 0.6, 0.7, 0.8]
@@ -190,12 +190,18 @@ def recall_stage(run: Run, settings: Settings, inputs: dict[str, pl.DataFrame], 
         tau_report = pools.pool_size_report(neighbors_all, links, queries, sorted({p.tau, *REPORT_TAUS}))
         evidence = pools.candidate_evidence(neighbors_all.filter(pl.col("similarity") >= p.tau), links)
         affs = pools.author_affiliations(authors) if p.same_affiliation_coi else None
-        coi = pools.conflicts(evidence, links.filter(pl.col("arxiv_id").is_in(queries)), inputs["edges"], affs,
-                              pools.author_names(authors))
-        after_coi = pools.without_pairs(evidence, coi)
-        st.result.rows_in, st.result.rejected = len(queries), coi.height
+        query_authors = links.filter(pl.col("arxiv_id").is_in(queries))
+        by_institution = None
+        if p.coi_by_institution:
+            graph = st.wh.coi_inputs()
+            stints = coi.author_stints(coi.person_links(graph["mentions"], graph["affiliations"]), graph["affiliations"])
+            by_institution = coi.institution_conflicts(evidence, query_authors, dict(papers.select("arxiv_id", "year").iter_rows()),
+                                                       stints, p.coi_institution_years)
+        coi_rows = pools.conflicts(evidence, query_authors, inputs["edges"], affs, pools.author_names(authors), by_institution)
+        after_coi = pools.without_pairs(evidence, coi_rows)
+        st.result.rows_in, st.result.rejected = len(queries), coi_rows.height
         st.result.rows_out = after_coi.select(pools.PAIR).n_unique()
-    return Recall(samples, queries, tau_report, evidence, coi, after_coi)
+    return Recall(samples, queries, tau_report, evidence, coi_rows, after_coi)
 
 
 def assign_stage(run: Run, p: PoolsSettings, plan: RoundPlan, inputs: dict[str, pl.DataFrame], recall: Recall,
@@ -208,7 +214,7 @@ def assign_stage(run: Run, p: PoolsSettings, plan: RoundPlan, inputs: dict[str, 
         recent = pools.recent_counts(inputs["author_years"], authors, s2, since)
         emails = pools.first_emails(authors)
         screened = pools.screening(recall.after_coi, recent, emails, p.min_recent_papers)
-        exclusions = pl.concat([recall.coi, screened])
+        exclusions = pl.concat([recall.coi, screened], how="diagonal")
         kept = pools.without_pairs(recall.after_coi, screened)
         assignments = pools.assign(kept, p.max_queries_per_candidate, p.candidates_per_query, p.seed)
         invites = pools.invitations(assignments, emails, pools.author_names(authors))

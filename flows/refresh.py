@@ -36,6 +36,7 @@ from revbench.schemas.tables import AUTHORS, MENTIONS, PAPERS, RATING_TUPLES, RA
 from revbench.settings import Settings
 from revbench.stages import STAGE_NAMES, StageSpec, resolve, stage_spec
 from revbench.tasks.crawl import plan_slices
+from revbench.tasks.graph_fetch import enabled_sources, to_fetch
 from revbench.warehouse import Warehouse, utcnow
 
 log = logging.getLogger("revbench.refresh")
@@ -112,6 +113,17 @@ def plan_ingest(settings: Settings, wh: Warehouse, since: date, until: date) -> 
         return Plan(True, f"{len(todo)} of {len(slices)} day slices of {since}..{until} to crawl, {pending} documents "
                           f"to extract, {missing} papers to look up in Semantic Scholar", fp, args)
     return Plan(False, f"all {len(slices)} day slices of {since}..{until} crawled; no document or lookup pending", fp, args)
+
+
+def plan_graph(settings: Settings, wh: Warehouse) -> Plan:
+    sources = enabled_sources(settings)
+    todo = {f"{src}/{kind}": len(ids) for (src, kind), ids in to_fetch(sources, wh.papers_to_fetch).items()}
+    fp = _fp(todo, sources, settings.grobid.fulltext)
+    waiting = {k: n for k, n in todo.items() if n}
+    if not waiting:
+        return Plan(False, f"every paper asked of {', '.join(sources)} already", fp, {})
+    said = ", ".join(f"{n} for {k}" for k, n in waiting.items())
+    return Plan(True, f"papers not asked yet: {said}", fp, {})
 
 
 def plan_disambiguate(settings: Settings, wh: Warehouse) -> Plan:

@@ -262,7 +262,9 @@ class PoolsSettings(Section):
     seed: int = Field(0, description="Seed of sampling and assignment tie-breaks.")
     tau: float = Field(0.6, gt=0, le=1, description="Cosine similarity (0 < tau <= 1) above which a paper is a query's neighbour.")
     max_neighbors: int = Field(0, ge=0, description="Cap on neighbours per query (0: no cap).")
-    same_affiliation_coi: bool = Field(False, description="Also exclude candidates sharing an affiliation with a query author.")
+    same_affiliation_coi: bool = Field(False, description="Also exclude candidates sharing an affiliation with a query author (by the PDFs' affiliation strings: the weaker rule; see coi_by_institution).")
+    coi_by_institution: bool = Field(True, description="Exclude candidates who were at a query author's institution (by ROR id, else normalised name) within coi_institution_years of the paper, from the graph's author affiliations (nothing changes without them).")
+    coi_institution_years: int = Field(3, ge=0, le=50, description="Window of the institution COI: a stint counts when it reaches this many years before the paper's year.")
     min_recent_papers: int = Field(3, ge=0, description="Screening: papers a candidate needs in the recent window.")
     recent_years: int = Field(2, ge=1, description="Screening window in years back from the newest paper.")
     fetch_s2_histories: bool = Field(True, description="Count candidates' papers from Semantic Scholar too.")
@@ -393,6 +395,7 @@ class LimitsSettings(Section):
 
     arxiv: int = Field(1, ge=0, description="Pieces calling arXiv at once (arXiv asks for one request per 3 s).")
     s2: int = Field(1, ge=0, description="Pieces calling Semantic Scholar at once.")
+    openalex: int = Field(1, ge=0, description="Pieces calling OpenAlex at once (each keeps to OPENALEX__DELAY_SECONDS).")
     grobid: int = Field(2, ge=0, description="Pieces calling GROBID at once (each keeps GROBID__CONCURRENCY requests in flight).")
     llm: int = Field(2, ge=0, description="Pieces calling the LLM at once (each keeps DISAMBIGUATE__LLM_CONCURRENCY calls in flight).")
     smtp: int = Field(1, ge=0, description="Pieces sending mail at once.")

@@ -38,6 +38,9 @@ class StageSpec:
 STAGES: tuple[StageSpec, ...] = (
     StageSpec("ingest", "revbench.flows.ingest:ingest_flow", "revbench.flows.refresh:plan_ingest",
               ("crawl_slices", "arxiv_records", "documents"), "revbench ingest", window=True),
+    # The graph (references, topics, affiliations) before disambiguation and pools, which read it.
+    StageSpec("graph", "revbench.flows.graph:graph_flow", "revbench.flows.refresh:plan_graph",
+              ("papers", "graph_fetches"), "revbench graph"),
     StageSpec("disambiguate", "revbench.flows.disambiguate:disambiguate_flow", "revbench.flows.refresh:plan_disambiguate",
               ("mentions", "papers"), "revbench disambiguate"),
     StageSpec("pools", "revbench.flows.pools:pools_flow", "revbench.flows.refresh:plan_pools",

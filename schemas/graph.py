@@ -109,6 +109,9 @@ AUTHOR_AFFILIATIONS = Table(
         Column("source", pl.Utf8, nullable=False, allowed=AFFILIATION_SOURCES, since=15, doc="openalex, grobid or s2"),
         _paper("arxiv_id", "the paper whose authorship showed it; null when the source is a profile's history",
                nullable=True),
+        Column("position", pl.Int64, min_value=0, since=15,
+               doc="the person's place (from 0) in ``arxiv_id``'s author list: links the person to that paper's "
+                   "warehouse author when no ORCID or S2 id does (tasks.coi.person_links)"),
     ),
     primary_key=("person_key", "institution_key", "source"),
     doc="Who was at which institution in which years, per source (a later sighting widens the years).",

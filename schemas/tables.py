@@ -367,7 +367,8 @@ LLM_DECISIONS = Table(
     since=3,
 )
 
-EXCLUSION_REASONS: tuple[str, ...] = ("query_author", "coauthor", "same_affiliation", "screening", "unreachable")
+EXCLUSION_REASONS: tuple[str, ...] = ("query_author", "coauthor", "same_institution", "same_affiliation", "screening",
+                                        "unreachable")
 
 QUERY_SAMPLES = Table(
     name="query_samples",
@@ -411,6 +412,9 @@ POOL_EXCLUSIONS = Table(
         Column("author_id", pl.Utf8, nullable=False),
         Column("reason", pl.Utf8, nullable=False, allowed=EXCLUSION_REASONS),
         Column("detail", pl.Utf8),
+        Column("evidence", pl.Utf8, since=15,
+               doc="JSON of what a same_institution exclusion rests on: the institution's key and name, each "
+                   "side's years there and source, the paper's year and the window; null for other reasons"),
     ),
     primary_key=("round", "revision", "query_id", "author_id"),
     doc="Candidates removed from a query's pool, with the first reason that applied.",

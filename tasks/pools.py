@@ -113,9 +113,12 @@ def pool_size_report(neighbors: pl.DataFrame, links: pl.DataFrame, query_ids: li
 
 
 def conflicts(evidence: pl.DataFrame, query_authors: pl.DataFrame, edges: pl.DataFrame,
-              affiliations: pl.DataFrame | None = None, names: dict[str, str] | None = None) -> pl.DataFrame:
+              affiliations: pl.DataFrame | None = None, names: dict[str, str] | None = None,
+              institutions: pl.DataFrame | None = None) -> pl.DataFrame:
     """Candidates in conflict with a query: its own authors, anyone with a direct co-authorship
     with one of them, and (when ``affiliations`` is given) anyone sharing an affiliation with one.
+    ``institutions`` are the conflicts by institution identity (``tasks.coi.institution_conflicts``),
+    whose ``evidence`` column the result then carries (null for the other reasons).
 
     With ``names``, a candidate whose name could be that of a query author or of one of their
     co-authors is excluded too: disambiguation keeps people apart when unsure, so one person can
@@ -141,8 +144,10 @@ def conflicts(evidence: pl.DataFrame, query_authors: pl.DataFrame, edges: pl.Dat
         parts.append(same)
     if names:
         parts += _name_conflicts(pairs, qa, both, names)
-    order = {"query_author": 0, "coauthor": 1, "same_affiliation": 2}
-    allx = pl.concat(parts).with_columns(pl.col("reason").replace_strict(order, return_dtype=pl.Int64).alias("_o"))
+    if institutions is not None and institutions.height:
+        parts.append(institutions.join(pairs, on=["query_id", "author_id"], how="semi"))
+    order = {"query_author": 0, "coauthor": 1, "same_institution": 2, "same_affiliation": 3}
+    allx = pl.concat(parts, how="diagonal").with_columns(pl.col("reason").replace_strict(order, return_dtype=pl.Int64).alias("_o"))
     # A stable sort: of two rows with the same reason, the rule's (own authors, co-authorship
     # edges) comes before the namesake's, in the order of ``parts``; an unstable one let the
     # detail of such pairs change from one run to the next.
@@ -312,11 +317,17 @@ def queries_short_of_target(assignments: pl.DataFrame, query_ids: list[str], per
 
 def round_parameters(settings: Any, categories: list[str]) -> dict[str, Any]:
     """Every setting that shapes a round's invitations (``settings`` is ``PoolsSettings``); an
-    empty ``query_categories`` (the default) is left out, so rounds built before the setting
-    existed keep their parameters' hash."""
+    empty ``query_categories`` and the institution COI at its defaults are left out, so rounds
+    built before those settings existed keep their parameters' hash (a round whose invitations
+    the graph would change is still refused by ``changed_pairs``)."""
     dumped = settings.model_dump()
     if not dumped.get("query_categories"):
         dumped.pop("query_categories", None)
+    fields = getattr(type(settings), "model_fields", {})
+    coi = ("coi_by_institution", "coi_institution_years")
+    if all(k in fields and dumped.get(k) == fields[k].default for k in coi):
+        for k in coi:
+            dumped.pop(k)
     return {**dumped, "categories": sorted(categories)}
 
 

@@ -30,6 +30,8 @@ _AFFILIATION_MERGE = {
     "last_year": "greatest(author_affiliations.last_year, excluded.last_year)",
     "orcid": "coalesce(excluded.orcid, author_affiliations.orcid)",
     "arxiv_id": "coalesce(author_affiliations.arxiv_id, excluded.arxiv_id)",
+    # The position belongs to the paper kept in arxiv_id.
+    "position": 'CASE WHEN author_affiliations.arxiv_id IS NULL THEN excluded."position" ELSE author_affiliations."position" END',
 }
 _INSTITUTION_MERGE = {c: f"coalesce(excluded.{_q(c)}, institutions.{_q(c)})"
                       for c in ("ror", "name", "country", "type", "openalex_id")}
@@ -87,7 +89,8 @@ class GraphQueries(WarehouseBase):
         key = list(AUTHOR_AFFILIATIONS.primary_key)
         return df.group_by(key, maintain_order=True).agg(
             pl.col("orcid").drop_nulls().first(), pl.col("first_year").min(), pl.col("last_year").max(),
-            pl.col("arxiv_id").drop_nulls().first()).select(AUTHOR_AFFILIATIONS.names)
+            pl.col("arxiv_id").drop_nulls().first(),
+            pl.col("position").filter(pl.col("arxiv_id").is_not_null()).first()).select(AUTHOR_AFFILIATIONS.names)
 
     def papers_to_fetch(self, source: str, kind: str) -> list[str]:
         """Corpus papers never asked of ``source`` for ``kind`` (references, topics, affiliations):

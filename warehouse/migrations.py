@@ -30,7 +30,8 @@ DESCRIPTIONS: dict[int, str] = {
     13: "real inputs: every affiliation and ORCID of a mention, orphan affiliations, journal_ref and doi of a "
         "paper, arXiv's author affiliations",
     14: "every email of a mention (GROBID writes several per author), in documents and mentions",
-    15: "the scholarly graph: citations, paper_topics, institutions, author_affiliations, graph_fetches",
+    15: "the scholarly graph: citations, paper_topics, institutions, author_affiliations, graph_fetches; "
+        "pool_exclusions.evidence (what an institution conflict rests on)",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {

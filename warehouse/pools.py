@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 
+from revbench.schemas.graph import AUTHOR_AFFILIATIONS
 from revbench.schemas.model import Table
 from revbench.schemas.tables import POOL_ROUNDS, TABLES
 from revbench.warehouse.core import WarehouseBase, _q, utcnow
@@ -31,6 +32,24 @@ class PoolQueries(WarehouseBase):
                 "SELECT l.author_id, l.arxiv_id, p.year FROM author_links l JOIN papers p USING (arxiv_id)"
             ),
         }
+
+    def coi_inputs(self) -> dict[str, pl.DataFrame]:
+        """What the institution COI reads, once per round: the graph's ``affiliations`` with each
+        institution's stored ``name`` (from ``author_affiliations`` and ``institutions``), and the
+        ``mentions`` that tie its people to author ids (``author_id, arxiv_id, position, orcid,
+        s2_author_id``); both empty while the graph holds no affiliation."""
+        affiliations = self._frame(
+            """SELECT a.person_key, a.orcid, a.institution_key, a.first_year, a.last_year, a.source, a.arxiv_id,
+                      a.position, i.name FROM author_affiliations a LEFT JOIN institutions i USING (institution_key)
+               ORDER BY a.person_key, a.institution_key, a.source""")
+        if not affiliations.height:
+            schema = {"author_id": pl.Utf8, "arxiv_id": pl.Utf8, "position": pl.Int64, "orcid": pl.Utf8, "s2_author_id": pl.Utf8}
+            return {"affiliations": AUTHOR_AFFILIATIONS.empty().with_columns(pl.lit(None, pl.Utf8).alias("name")),
+                    "mentions": pl.DataFrame(schema=schema)}
+        mentions = self._frame(
+            """SELECT l.author_id, m.arxiv_id, m.position, m.orcid, m.s2_author_id FROM author_links l
+               JOIN mentions m USING (arxiv_id, position) ORDER BY m.arxiv_id, m.position""")
+        return {"affiliations": affiliations, "mentions": mentions}
 
     def earlier_queries(self, round_: int) -> set[str]:
         """Query papers of the current versions of rounds before ``round_``."""

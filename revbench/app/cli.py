@@ -69,6 +69,8 @@ def ingest(
                                        default=str))
 
 
+app.command()(cli_ops.graph)  # in the stages' order: after ingest, before disambiguate
+
 @app.command()
 def demo(
     papers: Annotated[int | None, typer.Option(min=20, help="Papers in the synthetic demo world (default 300)")] = None,

@@ -9,9 +9,9 @@ from typing import Annotated, Any
 
 import typer
 
-from revbench.app.cli_common import setup
+from revbench.app.cli_common import Track, setup
 from revbench.app.console import console, print_status
-from revbench.app.entry import build_settings, check_output_dir
+from revbench.app.entry import build_settings, check_output_dir, resolve_track
 from revbench.errors import UsageError
 from revbench.settings import Settings
 
@@ -72,6 +72,18 @@ def _check_prefect_credentials(client: Any, url: str) -> None:
         given = "was refused" if PREFECT_API_AUTH_STRING.value() else "is not set"
         raise UsageError(f"the Prefect API at {url} answered HTTP {exc.response.status_code}: PREFECT_API_AUTH_STRING "
                          f"{given}; give it the server's PREFECT_SERVER_API_AUTH_STRING (docs/going-live.md)") from None
+
+
+def graph(
+    openalex: Annotated[bool | None, typer.Option("--openalex/--no-openalex", help="Ask OpenAlex too (default: REVBENCH_OPENALEX__ENABLED)")] = None,
+    track: Track = None,
+) -> None:
+    """Fetch references, topics and affiliations for papers not asked yet, and resolve cited works to our papers."""
+    settings = setup(**({"openalex.enabled": openalex} if openalex is not None else {}))
+    from revbench.app.console import print_graph
+    from revbench.flows.graph import graph_flow
+
+    print_graph(graph_flow.run(settings, track=resolve_track(track, long_flow=True)))
 
 
 def status() -> None:

@@ -11,6 +11,7 @@ from rich.table import Table as RichTable
 if TYPE_CHECKING:  # the flows load only when a command runs one
     from revbench.flows.disambiguate import DisambiguationResult
     from revbench.flows.embed import EmbedResult
+    from revbench.flows.graph import GraphResult
     from revbench.flows.ingest import IngestResult
     from revbench.flows.pools import PoolsResult
     from revbench.flows.ratings import RatingsResult
@@ -200,6 +201,21 @@ def _print_graph(graph: dict[str, Any]) -> None:
     console.print(f"graph institutions: {graph['institutions']} ({graph['with_ror']} with a ROR id); affiliations: "
                   f"{graph['affiliations']} of {graph['people']} people at {graph['affiliated_institutions']} institutions",
                   markup=False, highlight=False)
+
+
+def print_graph(res: GraphResult) -> None:
+    """A graph run: papers asked and answered, what was saved, failures, match rates, then coverage."""
+    console.print(f"Graph run {res.run_id[:8]}: asked {res.papers_asked} papers ({res.papers_answered} answered, "
+                  f"{res.failed} failed and asked again next run); saved {res.references_saved} references, "
+                  f"{res.topics_saved} topics, {res.affiliations_saved} affiliations; {res.re_resolved} older "
+                  "references resolved", markup=False, highlight=False)
+    for r in res.match_rates:
+        console.print(f"  {r['source']} references matched to our papers: {r['resolved']} of {r['references']} "
+                      f"(doi {r.get('doi', 0)}, arXiv id {r.get('arxiv', 0)}, title and year {r.get('title_year', 0)})",
+                      markup=False, highlight=False)
+    for note in res.notes:
+        console.print(f"  {note}", markup=False, highlight=False)
+    _print_graph(res.coverage)
 
 
 def print_survey_wave(stats: SurveyWave) -> None:

@@ -9,7 +9,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from revbench.app.console import console, print_disambiguation, print_ingest_summary, print_pools, print_ratings, print_release
+from revbench.app.console import (
+    console,
+    print_disambiguation,
+    print_graph,
+    print_ingest_summary,
+    print_pools,
+    print_ratings,
+    print_release,
+)
 from revbench.app.entry import DEMO_SINCE, DEMO_UNTIL
 from revbench.settings import ReplaySettings, Settings
 
@@ -187,6 +195,7 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
     their evaluation, and a release, printing each stage's outcome and its audit against the truth.
     Recorded answers in ``cassettes`` are given before the world's (see ``revbench.replay.cassettes``)."""
     from revbench.flows.disambiguate import disambiguate_flow
+    from revbench.flows.graph import graph_flow
     from revbench.flows.ingest import ingest_flow
     from revbench.flows.pools import pools_flow
     from revbench.replay import spawn_replay
@@ -212,6 +221,9 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
         console.print(f"replay server on {base} (faults: {replay.fault_rate:.0%} of requests, all transient)")
         s = demo_settings(settings, base)
         print_ingest_summary(ingest_flow.run(s, DEMO_SINCE, DEMO_UNTIL, synthetic=True, track=track))
+        # The world serves OpenAlex too: its affiliations with years are what the institution COI reads.
+        s = s.with_overrides(openalex={"enabled": True})
+        print_graph(graph_flow.run(s, track=track))
         for decider in ("fallback", "llm"):
             dis = disambiguate_flow.run(s.with_overrides(disambiguate={"use_llm": decider == "llm"}), track=track)
             with Warehouse.open(s.warehouse_path, read_only=True, lock_wait=s.warehouse.lock_wait_seconds) as wh:

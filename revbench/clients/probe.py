@@ -16,7 +16,7 @@ from revbench.errors import ServiceUnavailable, UsageError
 from revbench.settings import Settings
 
 REPLAY_HEADER = "x-revbench-replay"
-SERVICES = ("arxiv", "s2", "pdf", "grobid", "llm")
+SERVICES = ("arxiv", "s2", "openalex", "pdf", "grobid", "llm")
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,8 @@ def probe_target(settings: Settings, service: str) -> tuple[str, str]:
         return "arXiv API", settings.arxiv.base_url
     if service == "s2":
         return "Semantic Scholar", settings.s2.base_url
+    if service == "openalex":
+        return "OpenAlex", settings.openalex.base_url
     if service == "pdf":
         return "arXiv PDFs", settings.pdf.base_url
     if service == "grobid":

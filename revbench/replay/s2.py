@@ -50,6 +50,19 @@ def world_references(world: WorldStore, arxiv_id: str) -> list[Any]:
     return out
 
 
+def _with_fields_of_study(world: WorldStore, arxiv_id: str, raw: str) -> str:
+    """A paper record with its fields of study from the world's graph, as S2 answers a batch that
+    asks for them (``s2FieldsOfStudy`` with each category's source, ``fieldsOfStudy`` the external
+    ones); ingest asks no such field, so what it stores and hashes is as before."""
+    record = json.loads(raw)
+    fos = (world.graph or {}).get("topics", {}).get(arxiv_id, {}).get("s2")
+    if not isinstance(record, dict) or fos is None:
+        return raw
+    external = [f["category"] for f in fos if f["source"] == "external"]
+    return json.dumps({**record, "s2FieldsOfStudy": fos, "fieldsOfStudy": external or None,
+                       "publicationTypes": ["JournalArticle"]}, ensure_ascii=False)
+
+
 def _fields(edges: list[Any], fields: str | None) -> list[Any]:
     """The edges with only the asked ``fields`` (S2 leaves the others out; the cited paper always
     carries its ``paperId``); all of them when none are named."""
@@ -77,8 +90,11 @@ def routes(replay: ReplayApp) -> list[Route]:
         if len(ids) > 500:
             return JSONResponse({"error": "at most 500 ids"}, status_code=400)
         items = []
+        fields = request.query_params.get("fields") or ""
         for pid in ids:
             raw = world.s2_papers.get(pid.removeprefix("ARXIV:")) if world and pid.startswith("ARXIV:") else None
+            if raw is not None and "s2FieldsOfStudy" in fields.split(","):
+                raw = _with_fields_of_study(world, pid.removeprefix("ARXIV:"), raw)
             items.append(raw if raw is not None else "null")
         body = ("[" + ",".join(items) + "]").encode("utf-8")
         return await replay.respond("s2", hashlib.sha1(",".join(ids).encode()).hexdigest(), 200, body, "application/json")

@@ -40,7 +40,8 @@ class WorldTruth:
     """``query_id, person_id, kind, detail, author_id, ror, last_year``: conflicts only the graph
     reveals (``graph_institution``: the person was at the query author ``author_id``'s institution,
     ROR id ``ror``, until ``last_year``, under another spelling of it). Kept apart from
-    ``planted_conflicts`` until a COI check reads the graph, so today's audits are unchanged."""
+    ``planted_conflicts`` (audited by ``graph_conflicts_caught``), so the audits before the graph
+    stay comparable."""
 
 
 def load_truth(world_dir: Path) -> WorldTruth:
@@ -90,9 +91,21 @@ def planted_conflicts_caught(truth: WorldTruth, evidence: pl.DataFrame, exclusio
     """Each planted conflict: whether pools recalled the person as a candidate of its query
     (``evidence``: ``query_id, author_id``), the exclusion reasons they met, and whether they were
     invited all the same (caught: recalled, excluded, never invited)."""
+    return _caught(truth, truth.planted_conflicts, evidence, exclusions, assignments, links)
+
+
+def graph_conflicts_caught(truth: WorldTruth, evidence: pl.DataFrame, exclusions: pl.DataFrame,
+                           assignments: pl.DataFrame, links: pl.DataFrame) -> list[dict[str, Any]]:
+    """``planted_conflicts_caught`` for the conflicts only the graph reveals (``graph_conflicts``),
+    reported apart so the planted conflicts' numbers stay comparable with audits before the graph."""
+    return _caught(truth, truth.graph_conflicts, evidence, exclusions, assignments, links)
+
+
+def _caught(truth: WorldTruth, conflicts: pl.DataFrame, evidence: pl.DataFrame, exclusions: pl.DataFrame,
+            assignments: pl.DataFrame, links: pl.DataFrame) -> list[dict[str, Any]]:
     person_of_author = links.join(truth.mentions, on=["arxiv_id", "position"]).select("author_id", "person_id").unique()
     out = []
-    for q, person, kind, detail in truth.planted_conflicts.select("query_id", "person_id", "kind", "detail").iter_rows():
+    for q, person, kind, detail in conflicts.select("query_id", "person_id", "kind", "detail").iter_rows():
         ids = set(person_of_author.filter(pl.col("person_id") == person)["author_id"].to_list())
         recalled = evidence.filter((pl.col("query_id") == q) & pl.col("author_id").is_in(ids)).height > 0
         reasons = sorted(set(exclusions.filter((pl.col("query_id") == q) & pl.col("author_id").is_in(ids))["reason"].to_list()))

@@ -46,10 +46,10 @@ def test_refresh_twice_then_a_day_later(prefect_server, replay, settings, tmp_pa
     first = refresh_flow(s, synthetic=True)
     st = _stages(first)
     assert st["disambiguate"].reason.startswith("no disambiguation by a refresh yet")
-    assert [r.stage for r in first.stages] == ["ingest", "disambiguate", "pools", "survey", "ratings", "release",
+    assert [r.stage for r in first.stages] == ["ingest", "graph", "disambiguate", "pools", "survey", "ratings", "release",
                                                       "evaluate"]
     assert {k: v.status for k, v in st.items()} == {
-        "ingest": "ran", "disambiguate": "ran", "pools": "ran", "survey": "skipped", "ratings": "skipped",
+        "ingest": "ran", "graph": "ran", "disambiguate": "ran", "pools": "ran", "survey": "skipped", "ratings": "skipped",
         "release": "skipped", "evaluate": "skipped"}
     assert "REVBENCH_SMTP__HOST" in st["survey"].reason and "no survey store" in st["ratings"].reason
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
@@ -60,11 +60,12 @@ def test_refresh_twice_then_a_day_later(prefect_server, replay, settings, tmp_pa
     st2 = _stages(second)
     assert all(r.status == "skipped" for r in second.stages), second.stages
     assert "crawled" in st2["ingest"].reason and "unchanged" in st2["disambiguate"].reason
+    assert st2["graph"].reason == "every paper asked of s2 already"
     assert "papers new since round 1" in st2["pools"].reason
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         recorded = wh.read(REFRESH_STAGES).filter(pl.col("refresh_id") == second.run_id)
         runs = wh.latest_runs(50)
-    assert recorded.height == 7 and set(recorded["status"]) == {"skipped"}
+    assert recorded.height == 8 and set(recorded["status"]) == {"skipped"}
     assert runs.filter(pl.col("flow") == "ingest").height == 1, "the second refresh started no ingest"
 
     manifest = grow_world(world, 1)
@@ -73,6 +74,9 @@ def test_refresh_twice_then_a_day_later(prefect_server, replay, settings, tmp_pa
     third = refresh_flow(grown, synthetic=True)
     st3 = _stages(third)
     assert st3["ingest"].status == "ran" and st3["disambiguate"].status == "ran"
+    # The graph asks only about the new day's papers.
+    new_day = manifest["days"]["papers_per_day"]
+    assert st3["graph"].reason == f"papers not asked yet: {new_day} for s2/references, {new_day} for s2/topics"
     # Only the day's mentions count as changed, and only their name blocks are read.
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         n_mentions, day_mentions = wh.count(MENTIONS), wh._exec(

@@ -1,0 +1,200 @@
+"""The graph flow: for the papers each source was never asked about, fetch their references and
+topics (Semantic Scholar; OpenAlex with authorships and affiliations when enabled), resolve cited
+works to warehouse papers, save each piece as it arrives, then re-resolve older references that
+named no warehouse paper (a paper loaded since may be the one they cite).
+
+Incremental by ``graph_fetches``: a paper asked once (found or not) is not asked again, so a
+day-later run asks only about that day's papers. A paper whose request failed gets no fetch
+record: it is named in the run's failures and asked again next run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from revbench.flows.common import (
+    Run,
+    StageResult,
+    flow_run,
+    publish_markdown,
+    publish_table,
+    revbench_flow,
+    stage,
+    stage_rows,
+    stage_task,
+)
+from revbench.flows.pieces import chunks, map_pieces
+from revbench.flows.results import FlowResult
+from revbench.settings import Settings
+from revbench.tasks.graph_fetch import (
+    Fetched,
+    citations_frame,
+    enabled_sources,
+    match_rates,
+    openalex_piece,
+    resolve_changed,
+    s2_piece,
+    to_fetch,
+)
+
+log = logging.getLogger("revbench.graph")
+
+GROBID_SKIPPED = ("GROBID reference lists skipped: the ingest keeps no PDFs to read them from "
+                  "(REVBENCH_GROBID__FULLTEXT is on)")
+
+
+@dataclass(frozen=True)
+class GraphResult(FlowResult):
+    """What a graph run did: papers asked per source and kind, answers saved, failures (asked again
+    next run), how references resolved per source, the warehouse's coverage after it, and notes."""
+
+    run_id: str
+    papers_asked: int
+    papers_answered: int
+    failed: int
+    references_saved: int
+    topics_saved: int
+    affiliations_saved: int
+    re_resolved: int
+    asked: dict[str, int]
+    failures: list[dict[str, Any]]
+    match_rates: list[dict[str, Any]]
+    coverage: dict[str, Any]
+    notes: list[str]
+    warehouse: str
+
+
+def _save(run: Run, got: Fetched, papers: pl.DataFrame, work_ids: dict[str, str]) -> dict[str, int]:
+    """Resolve one piece's references and store everything it answered, atomically."""
+    cites = citations_frame(got.citations)
+    if cites.height:
+        cites = resolve_changed(cites, papers, work_ids)[1].citations
+    frame = (lambda rows: pl.DataFrame(rows, infer_schema_length=None) if rows else None)
+    return run.wh.save_graph(citations=cites if cites.height else None, topics=frame(got.topics),
+                             institutions=frame(got.institutions), affiliations=frame(got.affiliations),
+                             fetches=frame(got.fetches).with_columns(run_id=pl.lit(run.run_id)) if got.fetches else None)
+
+
+@stage_task("fetch-graph")
+def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: pl.DataFrame,
+                work_ids: dict[str, str]) -> StageResult:
+    """Ask ``source`` about its papers in pieces of ``ingest.commit_every``, saving each piece as it
+    completes; a service that stops answering ends the stage with the finished pieces saved."""
+    with stage(run, f"graph-{source}") as st:
+        settings = st.settings
+        ids = sorted(set().union(*todo.values()))
+        if ids:
+            run.require(source)
+        size = settings.ingest.commit_every
+        if source == "s2":
+            topics, refs = set(todo["topics"]), set(todo["references"])
+            pieces = [(settings, [a for a in c if a in topics], [a for a in c if a in refs]) for c in chunks(ids, size)]
+            fn: Any = s2_piece
+        else:
+            pieces = [(settings, list(c)) for c in chunks(ids, size)]
+            fn = openalex_piece
+        written: Counter[str] = Counter()
+        answered: set[str] = set()
+        failures: list[dict[str, Any]] = []
+        requests, down = 0, None
+        with st.progress(len(ids), f"{source} graph of {len(ids)} papers") as progress:
+            for got in map_pieces(fn, pieces, f"graph-{source}", source):
+                work_ids.update(got.work_ids)
+                written.update(_save(run, got, papers, work_ids))
+                answered.update(f["arxiv_id"] for f in got.fetches)
+                failures += got.failures
+                requests += got.requests
+                progress.advance(len({f["arxiv_id"] for f in got.fetches} | {f["arxiv_id"] for f in got.failures}))
+                if got.down:
+                    down = got.down
+                    log.warning("%s stopped answering; the papers not asked are asked next run: %s", source, got.down)
+                    break
+        st.result.rows_in, st.result.rows_out = len(ids), len(answered)
+        st.result.rejected = len({f["arxiv_id"] for f in failures})
+        st.result.notes = {"written": dict(written), "failures": failures, "requests": requests, "down": down,
+                           "answered": sorted(answered),
+                           "asked": {k: len(v) for k, v in todo.items()}}
+    return st.result
+
+
+@stage_task("resolve-citations")
+def resolve_stage(run: Run, papers: pl.DataFrame, work_ids: dict[str, str]) -> StageResult:
+    """Resolve again every reference that named no warehouse paper, against today's papers."""
+    with stage(run, "resolve-citations") as st:
+        pending = st.wh.citations_to_resolve()
+        changed, res = resolve_changed(pending, papers, work_ids) if pending.height else (pending, None)
+        if changed.height:
+            st.wh.save_graph(citations=changed)
+        st.result.rows_in = pending.height
+        st.result.rows_out = int(changed["cited_arxiv_id"].is_not_null().sum()) if changed.height else 0
+        st.result.notes = {"counts": res.counts if res else {}}
+    return st.result
+
+
+def _summary(coverage: dict[str, Any], rates: list[dict[str, Any]], notes: list[str], failed: int) -> str:
+    papers = coverage["papers"]
+    md = [f"## Graph coverage ({papers} papers)", "", "| source | papers with references | references | resolved | "
+          "papers with topics |", "|---|---:|---:|---:|---:|"]
+    md += [f"| {s['source']} | {s['papers_with_references']} | {s['references']} | {s['resolved']} | "
+           f"{s['papers_with_topics']} |" for s in coverage["sources"]]
+    md += ["", f"Institutions {coverage['institutions']} ({coverage['with_ror']} with a ROR id); affiliations "
+               f"{coverage['affiliations']} of {coverage['people']} people.", ""]
+    if rates:
+        md += ["## This run's match rates", "", "| source | doi | arxiv | title_year | unresolved | rate |",
+               "|---|---:|---:|---:|---:|---:|"]
+        md += [f"| {r['source']} | {r.get('doi', 0)} | {r.get('arxiv', 0)} | {r.get('title_year', 0)} | "
+               f"{r.get('unresolved', 0)} | {r['match_rate']} |" for r in rates]
+    if failed:
+        md += ["", f"{failed} papers got no answer; they are asked again next run."]
+    md += [f"- {n}" for n in notes]
+    return "\n".join(md)
+
+
+@revbench_flow("graph")
+def graph_flow(settings: Settings) -> GraphResult:
+    """Fetch the scholarly graph for the papers no enabled source was asked about yet, resolve cited
+    works to warehouse papers, and re-resolve older unresolved references."""
+    params = {"sources": list(enabled_sources(settings)), "grobid_fulltext": settings.grobid.fulltext}
+    with flow_run(settings, "graph", params) as run:
+        notes: list[str] = []
+        if settings.grobid.fulltext:
+            notes.append(GROBID_SKIPPED)
+            log.info(GROBID_SKIPPED)
+        todo = to_fetch(enabled_sources(settings), run.wh.papers_to_fetch)
+        papers = run.wh.paper_identifiers()
+        work_ids: dict[str, str] = {}
+        fetched: list[StageResult] = []
+        for source in enabled_sources(settings):
+            mine = {kind: ids for (src, kind), ids in todo.items() if src == source}
+            fetched.append(fetch_stage(run, source, mine, papers, work_ids))
+            if fetched[-1].notes["down"]:
+                notes.append(f"{source} stopped answering: {fetched[-1].notes['down']}")
+        resolved = resolve_stage(run, papers, work_ids)
+        coverage = run.wh.graph_coverage()
+        # How this run's papers' references stand now, the re-resolution included.
+        rates = match_rates({src: run.wh.references_of(r.notes["answered"]).filter(pl.col("source") == src)
+                             for src, r in zip(enabled_sources(settings), fetched, strict=True)}, papers)
+        failures = [f for r in fetched for f in r.notes["failures"]]
+        written: Counter[str] = Counter()
+        for r in fetched:
+            written.update(r.notes["written"])
+        publish_table("graph-stages", stage_rows(run.stages), "Rows in and out of each graph stage")
+        publish_table("graph-coverage", coverage["sources"], "Graph coverage per source: papers with references and "
+                      "topics, references resolved to warehouse papers")
+        publish_table("graph-match-rates", rates, "How this run's references resolved, per source and method")
+        publish_table("graph-failures", failures, "Papers a source did not answer for (asked again next run)")
+        failed = len({(f["arxiv_id"], f["source"]) for f in failures})
+        publish_markdown("graph-summary", _summary(coverage, rates, notes, failed), "Graph coverage and match rates")
+        return GraphResult(
+            run_id=run.run_id, papers_asked=sum(r.rows_in for r in fetched),
+            papers_answered=sum(r.rows_out for r in fetched), failed=failed,
+            references_saved=written["citations"], topics_saved=written["paper_topics"],
+            affiliations_saved=written["author_affiliations"], re_resolved=resolved.rows_out,
+            asked={f"{s}/{k}": len(v) for (s, k), v in todo.items()}, failures=failures, match_rates=rates,
+            coverage=coverage, notes=notes, warehouse=str(settings.warehouse_path.resolve()),
+        )

@@ -1,0 +1,201 @@
+"""Fetching the scholarly graph for a list of papers, one source per piece: Semantic Scholar's
+references and fields of study, OpenAlex's works (references, topics, authorships) and its authors'
+affiliations with years. Pure of the warehouse: a piece builds its client from the settings, asks,
+and returns rows in the graph tables' columns with a fetch record per paper it got an answer for.
+
+A paper the source does not know is an answer too (``found`` false, no rows): it is recorded, so a
+later refresh does not ask again. A failed request is not an answer: the paper is named in
+``failures`` and left without a fetch record, so the next run asks again. A service that stops
+answering (``ServiceUnavailable``) ends the piece; what it had fetched is still returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from revbench.clients import openalex_graph, s2_graph
+from revbench.clients.openalex import OpenAlexClient
+from revbench.clients.semantic_scholar import GRAPH_PAPER_FIELDS, SemanticScholarClient
+from revbench.errors import ServiceUnavailable
+from revbench.retry import PermanentError, TransientError
+from revbench.schemas.graph import CITATIONS
+from revbench.settings import Settings
+from revbench.tasks.graph import Resolution, resolve_citations
+
+S2_KINDS: tuple[str, ...] = ("references", "topics")
+OPENALEX_KINDS: tuple[str, ...] = ("references", "topics", "affiliations")
+KINDS_OF_SOURCE: dict[str, tuple[str, ...]] = {"s2": S2_KINDS, "openalex": OPENALEX_KINDS}
+
+
+def enabled_sources(settings: Settings) -> tuple[str, ...]:
+    """The sources a graph run asks: Semantic Scholar always, OpenAlex when enabled."""
+    return ("s2", "openalex") if settings.openalex.enabled else ("s2",)
+
+
+def to_fetch(sources: Sequence[str], papers_to_fetch: Callable[[str, str], list[str]]) -> dict[tuple[str, str], list[str]]:
+    """``(source, kind) -> papers never asked`` for every source and the kinds it gives
+    (``papers_to_fetch`` is the warehouse's query of that name)."""
+    return {(src, kind): papers_to_fetch(src, kind) for src in sources for kind in KINDS_OF_SOURCE[src]}
+
+
+@dataclass
+class Fetched:
+    """What one piece got from one source; rows in the graph tables' columns."""
+
+    source: str
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    topics: list[dict[str, Any]] = field(default_factory=list)
+    institutions: list[dict[str, Any]] = field(default_factory=list)
+    affiliations: list[dict[str, Any]] = field(default_factory=list)
+    fetches: list[dict[str, Any]] = field(default_factory=list)
+    """``arxiv_id, source, kind, found, n_rows``: the papers this answer is for."""
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    """``arxiv_id, source, kind, error``: asked, no answer; asked again next run."""
+    work_ids: dict[str, str] = field(default_factory=dict)
+    """OpenAlex only: each fetched paper's own work id -> its arXiv id (resolves OpenAlex's id-only references)."""
+    requests: int = 0
+    down: str | None = None
+    """The one line of a ``ServiceUnavailable`` that ended the piece early."""
+
+    def fetched(self, arxiv_id: str, kind: str, found: bool, n_rows: int) -> None:
+        self.fetches.append({"arxiv_id": arxiv_id, "source": self.source, "kind": kind, "found": found, "n_rows": n_rows})
+
+    def failed(self, arxiv_ids: Sequence[str], kind: str, exc: BaseException) -> None:
+        line = " ".join(str(exc).split())[:300]
+        self.failures += [{"arxiv_id": a, "source": self.source, "kind": kind, "error": line} for a in arxiv_ids]
+
+
+def s2_piece(settings: Settings, topics_for: list[str], references_for: list[str]) -> Fetched:
+    """Fields of study (``paper_batch`` with ``GRAPH_PAPER_FIELDS``) of ``topics_for`` and the
+    references (every page) of ``references_for``, from Semantic Scholar."""
+    out = Fetched("s2")
+    client = SemanticScholarClient(settings.s2, settings.http)
+    try:
+        for start in range(0, len(topics_for), settings.s2.batch_size):
+            ids = topics_for[start:start + settings.s2.batch_size]
+            try:
+                answers = client.paper_batch(ids, GRAPH_PAPER_FIELDS)
+            except (TransientError, PermanentError) as exc:
+                out.failed(ids, "topics", exc)
+                continue
+            rows, misses = s2_graph.batch_topics(ids, answers)
+            out.topics += rows
+            missing = set(misses)
+            for aid in ids:
+                out.fetched(aid, "topics", aid not in missing, sum(r["arxiv_id"] == aid for r in rows))
+        for aid in references_for:
+            try:
+                items = client.references(f"ARXIV:{aid}")
+            except PermanentError as exc:
+                if exc.kind == "not_found":  # S2 does not know the paper: an answer, recorded as such
+                    out.fetched(aid, "references", False, 0)
+                else:
+                    out.failed([aid], "references", exc)
+                continue
+            except TransientError as exc:
+                out.failed([aid], "references", exc)
+                continue
+            rows = s2_graph.reference_rows(aid, items)
+            out.citations += rows
+            out.fetched(aid, "references", True, len(rows))
+    except ServiceUnavailable as exc:
+        out.down = str(exc)
+    finally:
+        out.requests = client.requests_made
+        client.close()
+    return out
+
+
+def openalex_piece(settings: Settings, arxiv_ids: list[str]) -> Fetched:
+    """Each paper's OpenAlex work (by arXiv's DOI): its references, topics and authorships'
+    institutions; then each of its authors once, for their affiliations with years."""
+    out = Fetched("openalex")
+    client = OpenAlexClient(settings.openalex, settings.http)
+    authors: dict[str, str] = {}  # OpenAlex author id -> the paper that named them
+    try:
+        for aid in arxiv_ids:
+            try:
+                work = client.work_by_arxiv(aid)
+            except (TransientError, PermanentError) as exc:
+                out.failed([aid], "references", exc)
+                continue
+            if work is None:
+                for kind in OPENALEX_KINDS:
+                    out.fetched(aid, kind, False, 0)
+                continue
+            wid = openalex_graph.work_ids(work)["openalex_id"]
+            if wid:
+                out.work_ids[wid] = aid
+            refs, topics = openalex_graph.citation_rows(aid, work), openalex_graph.topic_rows(aid, work)
+            insts, affs = openalex_graph.authorship_rows(aid, work)
+            out.citations += refs
+            out.topics += topics
+            out.institutions += insts
+            out.affiliations += affs
+            out.fetched(aid, "references", True, len(refs))
+            out.fetched(aid, "topics", True, len(topics))
+            out.fetched(aid, "affiliations", True, len(affs))
+            for a in affs:
+                authors.setdefault(a["person_key"].removeprefix("openalex:"), aid)
+        for author_id, aid in authors.items():
+            try:
+                insts, affs = openalex_graph.author_rows(client.author(author_id))
+            except (TransientError, PermanentError) as exc:
+                # The paper's own authorships are kept; the years of this person's other places wait.
+                out.failures.append({"arxiv_id": aid, "source": "openalex", "kind": "affiliations",
+                                     "error": f"author {author_id}: " + " ".join(str(exc).split())[:250]})
+                continue
+            out.institutions += insts
+            out.affiliations += affs
+    except ServiceUnavailable as exc:
+        out.down = str(exc)
+    finally:
+        out.requests = client.requests_made
+        client.close()
+    return out
+
+
+def citations_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """``citations`` rows as the table's frame (empty when none)."""
+    return CITATIONS.conform(pl.DataFrame(rows, infer_schema_length=None)) if rows else CITATIONS.empty()
+
+
+def with_known_works(citations: pl.DataFrame, work_ids: dict[str, str]) -> pl.DataFrame:
+    """OpenAlex references name only a work id: where that id is a warehouse paper's own work
+    (``work_ids``: OpenAlex id -> arXiv id), its arXiv id is filled in, so the one rule resolves it."""
+    if not work_ids or citations.is_empty():
+        return citations
+    known = pl.DataFrame({"cited_openalex_id": list(work_ids), "_arxiv": list(work_ids.values())},
+                         schema={"cited_openalex_id": pl.Utf8, "_arxiv": pl.Utf8})
+    return (citations.join(known, on="cited_openalex_id", how="left", maintain_order="left")
+            .with_columns(pl.coalesce("cited_arxiv", "_arxiv").alias("cited_arxiv")).drop("_arxiv"))
+
+
+def resolve_changed(citations: pl.DataFrame, papers: pl.DataFrame, work_ids: dict[str, str] | None = None
+                    ) -> tuple[pl.DataFrame, Resolution]:
+    """Resolve ``citations`` against ``papers`` (``arxiv_id, doi, title, year``); returns the rows
+    whose ``cited_arxiv_id`` or ``cited_arxiv`` changed (what needs writing back) and the resolution."""
+    before = with_known_works(citations, work_ids or {})
+    res = resolve_citations(before, papers)
+    changed = res.citations.filter(
+        (pl.col("cited_arxiv_id").is_not_null() & citations["cited_arxiv_id"].is_null())
+        | (pl.col("cited_arxiv").is_not_null() & citations["cited_arxiv"].is_null()))
+    return changed, res
+
+
+def match_rates(references: dict[str, pl.DataFrame], papers: pl.DataFrame) -> list[dict[str, Any]]:
+    """One row per source of how its ``references`` (``citations`` rows) resolve against ``papers``:
+    counts by method (``doi``, ``arxiv``, ``title_year``, ``unresolved``) and the share resolved."""
+    rows = []
+    for source, refs in sorted(references.items()):
+        if refs.is_empty():
+            continue
+        counts = resolve_citations(refs, papers).counts
+        resolved = refs.height - counts["unresolved"]
+        rows.append({"source": source, **counts, "references": refs.height, "resolved": resolved,
+                     "match_rate": round(resolved / refs.height, 4)})
+    return rows
