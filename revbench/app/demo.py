@@ -200,7 +200,13 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
     from revbench.flows.pools import pools_flow
     from revbench.replay import spawn_replay
     from revbench.schemas.tables import ASSIGNMENTS, AUTHOR_LINKS, POOL_EVIDENCE, POOL_EXCLUSIONS
-    from revbench.synth.truth import coi_violations, disambiguation_quality, load_truth, planted_conflicts_caught
+    from revbench.synth.truth import (
+        coi_violations,
+        disambiguation_quality,
+        graph_conflicts_caught,
+        load_truth,
+        planted_conflicts_caught,
+    )
     from revbench.synth.draw import WorldSpec
     from revbench.synth.world import ensure_world
     from revbench.warehouse import Warehouse
@@ -232,8 +238,10 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
         stats = pools_flow.run(s.with_overrides(pools=DEMO_POOLS), round=1, track=track)
     with Warehouse.open(s.warehouse_path, read_only=True, lock_wait=s.warehouse.lock_wait_seconds) as wh:
         assignments = wh.read_round(ASSIGNMENTS, stats.round)
-        planted = planted_conflicts_caught(truth, wh.read_round(POOL_EVIDENCE, stats.round),
-                                           wh.read_round(POOL_EXCLUSIONS, stats.round), assignments, links)
+        evidence, exclusions = wh.read_round(POOL_EVIDENCE, stats.round), wh.read_round(POOL_EXCLUSIONS, stats.round)
+        # The conflict only the graph reveals is audited apart, after the ones the PDFs show.
+        planted = (planted_conflicts_caught(truth, evidence, exclusions, assignments, links)
+                   + graph_conflicts_caught(truth, evidence, exclusions, assignments, links))
         corpus = wh.corpus_papers()
     print_pools(stats, coi_violations(truth, assignments, links), planted=planted)
     run_survey_round(s, truth, corpus, seed, track)

@@ -144,13 +144,14 @@ def _person(author: Any) -> tuple[str | None, str | None]:
 
 def authorship_rows(arxiv_id: str | None, work: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(institutions, author affiliations) of a work's authorships: each author with an OpenAlex id
-    at each of their institutions, in the work's publication year; an authorship whose author id is
-    null (deleted, or never resolved) gives its institutions but no person."""
+    at each of their institutions, in the work's publication year, with their place in the author
+    list (``position``, from 0: what ties them to the paper's mention when no id does); an
+    authorship whose author id is null (deleted, or never resolved) gives its institutions but no person."""
     w = as_dict(work)
     year = _year(w.get("publication_year"))
     institutions: dict[str, dict[str, Any]] = {}
     affiliations: dict[tuple[str, str], dict[str, Any]] = {}
-    for authorship in as_list(w.get("authorships")):
+    for position, authorship in enumerate(as_list(w.get("authorships"))):
         insts = _authorship_institutions(as_dict(authorship))
         for inst in insts:
             institutions.setdefault(inst["institution_key"], inst)
@@ -160,7 +161,7 @@ def authorship_rows(arxiv_id: str | None, work: Any) -> tuple[list[dict[str, Any
         for inst in insts:
             affiliations.setdefault((person, inst["institution_key"]), {
                 "person_key": person, "orcid": orcid, "institution_key": inst["institution_key"], "first_year": year,
-                "last_year": year, "source": SOURCE, "arxiv_id": arxiv_id})
+                "last_year": year, "source": SOURCE, "arxiv_id": arxiv_id, "position": position})
     return list(institutions.values()), list(affiliations.values())
 
 
@@ -180,7 +181,8 @@ def author_rows(author: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
         if person is None:
             continue
         row = rows.setdefault(key, {"person_key": person, "orcid": orcid, "institution_key": key, "first_year": None,
-                                    "last_year": None, "source": SOURCE, "arxiv_id": None})
+                                    "last_year": None, "source": SOURCE, "arxiv_id": None,
+                                    "position": None})
         if years:  # two affiliations naming one institution (a ROR and its merged twin) widen one row
             row["first_year"] = min(y for y in (row["first_year"], *years) if y is not None)
             row["last_year"] = max(y for y in (row["last_year"], *years) if y is not None)
