@@ -11,7 +11,8 @@ answering (``ServiceUnavailable``) ends the piece; what it had fetched is still 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,12 +70,25 @@ class Fetched:
         self.failures += [{"arxiv_id": a, "source": self.source, "kind": kind, "error": line} for a in arxiv_ids]
 
 
+@contextmanager
+def _asking(out: Fetched, client: Any) -> Iterator[None]:
+    """A piece's requests through one client: a service that stops answering ends the piece early
+    (``out.down``) and what was fetched before stays in ``out``; the client is closed either way."""
+    try:
+        yield
+    except ServiceUnavailable as exc:
+        out.down = str(exc)
+    finally:
+        out.requests = client.requests_made
+        client.close()
+
+
 def s2_piece(settings: Settings, topics_for: list[str], references_for: list[str]) -> Fetched:
     """Fields of study (``paper_batch`` with ``GRAPH_PAPER_FIELDS``) of ``topics_for`` and the
     references (every page) of ``references_for``, from Semantic Scholar."""
     out = Fetched("s2")
     client = SemanticScholarClient(settings.s2, settings.http)
-    try:
+    with _asking(out, client):
         for start in range(0, len(topics_for), settings.s2.batch_size):
             ids = topics_for[start:start + settings.s2.batch_size]
             try:
@@ -102,11 +116,6 @@ def s2_piece(settings: Settings, topics_for: list[str], references_for: list[str
             rows = s2_graph.reference_rows(aid, items)
             out.citations += rows
             out.fetched(aid, "references", True, len(rows))
-    except ServiceUnavailable as exc:
-        out.down = str(exc)
-    finally:
-        out.requests = client.requests_made
-        client.close()
     return out
 
 
@@ -116,7 +125,7 @@ def openalex_piece(settings: Settings, arxiv_ids: list[str]) -> Fetched:
     out = Fetched("openalex")
     client = OpenAlexClient(settings.openalex, settings.http)
     authors: dict[str, str] = {}  # OpenAlex author id -> the paper that named them
-    try:
+    with _asking(out, client):
         for aid in arxiv_ids:
             try:
                 work = client.work_by_arxiv(aid)
@@ -151,11 +160,6 @@ def openalex_piece(settings: Settings, arxiv_ids: list[str]) -> Fetched:
                 continue
             out.institutions += insts
             out.affiliations += affs
-    except ServiceUnavailable as exc:
-        out.down = str(exc)
-    finally:
-        out.requests = client.requests_made
-        client.close()
     return out
 
 
