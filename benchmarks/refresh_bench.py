@@ -6,6 +6,11 @@ each stage's time and peak memory are its own (the flow process's peak RSS, and 
 child process's: the Dask workers). Then the world grows by one day and each runner runs the
 whole refresh again: its cost as a fraction of the first run's is the incremental cost.
 
+The graph stage runs in its own process after the ingest: Semantic Scholar's references and
+fields of study and OpenAlex's works and authors (enabled here, off by default), served from the
+world's graph; its counts (papers asked, references saved, coverage and the share resolved to
+our papers, requests per service and per second) go into the results beside its time.
+
 Settings of the run: paper embeddings by the weightless ``hashing`` encoder (MiniLM encodes
 about 50 texts/s on this CPU, so 160k papers would add about 55 min to each run; its throughput
 is measured by ``pools_bench``), author disambiguation with the offline fallback (the LLM path's
@@ -38,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
-STAGE_GROUPS = [["ingest"], ["disambiguate"], ["pools"], ["survey", "ratings", "release", "evaluate"]]
+STAGE_GROUPS = [["ingest"], ["graph"], ["disambiguate"], ["pools"], ["survey", "ratings", "release", "evaluate"]]
 
 
 def _settings(data: Path, base: str, runner: str, until: date, window_days: int, new_round_min_papers: int | None = None,
@@ -51,8 +56,11 @@ def _settings(data: Path, base: str, runner: str, until: date, window_days: int,
         # A day-later run at 20k adds ~330 papers, below the default 1000: lowered, it takes the
         # round-2 path that a day at 160k takes (the product's default is left alone).
         refresh["new_round_min_papers"] = new_round_min_papers
+    services = replay_overrides(base)
+    # The graph stage asks OpenAlex too (off by default), at the replay, unpaced.
+    services["openalex"] = {**services["openalex"], "enabled": True}
     return Settings(data_dir=data).with_overrides(
-        **replay_overrides(base),
+        **services,
         refresh=refresh,
         runner={"kind": "dask", "dask_address": dask_address} if dask_address else {"kind": runner, "dask_workers": 2},
         # Hashed word counts of one synthetic field's papers are close: at tau 0.4 a query has
@@ -95,6 +103,7 @@ def stage_main(a: argparse.Namespace) -> None:
     done.set()
     print(json.dumps({
         "embed": embed_record(s, began),
+        "graph": graph_record(s, out.stages),
         "seconds": round(seconds, 1),
         "peak_rss_mb": round(peaks["self"]),
         "peak_worker_rss_mb": round(peaks["workers"]),
@@ -122,6 +131,34 @@ def embed_record(s: Any, since: datetime) -> dict[str, Any] | None:
     return {"model": s.pools.model, "runtime": runtime_for(s.embed.backend, s.cache_dir, s.pools.model), "texts": texts,
             "encoded": encoded, "seconds": round(secs, 1), "texts_per_s": round(encoded / secs, 1) if secs and encoded else None,
             "saved_share": round(1 - encoded / texts, 4) if texts else None}
+
+
+def graph_record(s: Any, stages: list[Any]) -> dict[str, Any] | None:
+    """The graph stage of this refresh (``stages``, the refresh's outcomes): its status and the
+    scalar counts it reported, and the warehouse's graph coverage after it with the share of references
+    resolved to our papers per source; None when the refresh did not have the graph stage."""
+    from revbench.warehouse import Warehouse
+
+    outcome = next((r for r in stages if r.stage == "graph"), None)
+    if outcome is None:
+        return None
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        coverage = wh.graph_coverage()
+    for src in coverage["sources"]:
+        src["resolved_share"] = round(src["resolved"] / src["references"], 4) if src["references"] else None
+    summary = json.loads(outcome.summary) if outcome.summary else {}
+    return {"status": outcome.status, "counts": summary, "coverage": coverage}
+
+
+def replay_state(base: str) -> dict[str, Any]:
+    """Requests the replay server answered so far, per service, and its process's memory now (MiB):
+    the graph is loaded into it the first time a graph request comes."""
+    import httpx
+    import psutil
+
+    served = httpx.get(f"{base}/_replay/stats", timeout=30).json()["served"]
+    replays = [c for c in psutil.Process().children(recursive=True) if "revbench.replay" in " ".join(c.cmdline())]
+    return {"served": served, "rss_mb": round(max((c.memory_info().rss for c in replays), default=0) / 2**20)}
 
 
 EXTERNAL = "dask-external"
@@ -190,15 +227,23 @@ def run_stages(stages: list[str], data: Path, base: str, runner: str, until: dat
             cluster = stack.enter_context(local_cluster(data.parent / "cluster" / "-".join(stages), 2))
             cmd += ["--dask-address", cluster.address]
             peak = stack.enter_context(_sampled([p.pid for p in cluster.workers]))
+        before = replay_state(base)
         t = time.perf_counter()
         with log.open("w") as err:
             proc = subprocess.run(cmd, check=False, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
         wall = time.perf_counter() - t
+        after = replay_state(base)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode or not lines:
         raise SystemExit(f"refresh over {stages} with {runner} failed (exit {proc.returncode}); its log: {log}")
     out = json.loads(lines[-1])
     out["process_s"] = round(wall, 1)
+    out["requests"] = {k: n - before["served"].get(k, 0) for k, n in after["served"].items() if n > before["served"].get(k, 0)}
+    out["replay_rss_mb"] = after["rss_mb"]
+    if out.get("graph") and stages == ["graph"]:
+        graph_s = next((r["seconds"] for r in out["stages"] if r["stage"] == "graph"), 0) or 0
+        # The graph ran alone in this process: every request it made, per second of the stage.
+        out["graph"]["requests_per_s"] = round(sum(out["requests"].values()) / graph_s, 1) if graph_s else None
     if runner == EXTERNAL:
         out["peak_worker_rss_mb"] = round(peak["workers"])
     print(f"  {runner:7s} {','.join(stages):35s} {out['seconds']:8.1f} s  peak {out['peak_rss_mb']} MB"
@@ -278,7 +323,10 @@ def main() -> None:
         "documents": manifest["counts"]["documents"],
         "world_generation_s": round(gen_s, 1), "settings": f"pools.model={a.pools_model}, embed.backend={a.embed_backend}, "
         "disambiguate.use_llm=false, "
-        "pools.max_neighbors=200, warehouse.memory_limit=8GB, runner.dask_workers=2", "first": {}, "incremental": {}}
+        "pools.max_neighbors=200, warehouse.memory_limit=8GB, runner.dask_workers=2, openalex.enabled=true",
+        "world_graph": {k: manifest["counts"].get(k) for k in ("references", "references_outside", "paper_topics",
+                                                               "affiliations")},
+        "first": {}, "incremental": {}}
     out_file.parent.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:

@@ -25,12 +25,11 @@ from revbench.flows.results import FlowResult
 from revbench.schemas.quality import DataQualityError, validate_frames
 from revbench.schemas.tables import AUTHOR_LINKS, AUTHORS, COAUTHOR_EDGES, LINK_METHODS
 from revbench.settings import Settings
-from revbench.tasks.decisions import decision_frame, recent_since
+from revbench.tasks.decisions import block_size_histogram, decision_frame, recent_since
 from revbench.tasks.disambiguate import (
     Decider,
     base_key,
     block_scope,
-    block_size_histogram,
     disambiguate,
     fallback_decider,
 )

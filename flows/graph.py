@@ -1,7 +1,9 @@
 """The graph flow: for the papers each source was never asked about, fetch their references and
 topics (Semantic Scholar; OpenAlex with authorships and affiliations when enabled), resolve cited
 works to warehouse papers, save each piece as it arrives, then re-resolve older references that
-named no warehouse paper (a paper loaded since may be the one they cite).
+named no warehouse paper (a paper loaded since may be the one they cite). GROBID's reference lists
+are read by the ingest from the PDFs it extracts (``grobid.fulltext``) and resolved here, in the
+re-resolve step.
 
 Incremental by ``graph_fetches``: a paper asked once (found or not) is not asked again, so a
 day-later run asks only about that day's papers. A paper whose request failed gets no fetch
@@ -44,8 +46,8 @@ from revbench.tasks.graph_fetch import (
 
 log = logging.getLogger("revbench.graph")
 
-GROBID_SKIPPED = ("GROBID reference lists skipped: the ingest keeps no PDFs to read them from "
-                  "(REVBENCH_GROBID__FULLTEXT is on)")
+GROBID_NONE_YET = ("GROBID full text is on (REVBENCH_GROBID__FULLTEXT) but no reference list from it is in the "
+                   "warehouse yet: the ingest reads them from the PDFs it extracts from now on")
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ def _save(run: Run, got: Fetched, papers: pl.DataFrame, work_ids: dict[str, str]
     frame = (lambda rows: pl.DataFrame(rows, infer_schema_length=None) if rows else None)
     return run.wh.save_graph(citations=cites if cites.height else None, topics=frame(got.topics),
                              institutions=frame(got.institutions), affiliations=frame(got.affiliations),
+                             authorships=frame(got.authorships),
                              fetches=frame(got.fetches).with_columns(run_id=pl.lit(run.run_id)) if got.fetches else None)
 
 
@@ -162,12 +165,10 @@ def graph_flow(settings: Settings) -> GraphResult:
     params = {"sources": list(enabled_sources(settings)), "grobid_fulltext": settings.grobid.fulltext}
     with flow_run(settings, "graph", params) as run:
         notes: list[str] = []
-        if settings.grobid.fulltext:
-            notes.append(GROBID_SKIPPED)
-            log.info(GROBID_SKIPPED)
         todo = to_fetch(enabled_sources(settings), run.wh.papers_to_fetch)
         papers = run.wh.paper_identifiers()
-        work_ids: dict[str, str] = {}
+        # Earlier runs' works too: a new paper's referenced_works name old papers by their work id alone.
+        work_ids = run.wh.known_work_ids()
         fetched: list[StageResult] = []
         for source in enabled_sources(settings):
             mine = {kind: ids for (src, kind), ids in todo.items() if src == source}
@@ -176,9 +177,15 @@ def graph_flow(settings: Settings) -> GraphResult:
                 notes.append(f"{source} stopped answering: {fetched[-1].notes['down']}")
         resolved = resolve_stage(run, papers, work_ids)
         coverage = run.wh.graph_coverage()
-        # How this run's papers' references stand now, the re-resolution included.
-        rates = match_rates({src: run.wh.references_of(r.notes["answered"]).filter(pl.col("source") == src)
-                             for src, r in zip(enabled_sources(settings), fetched, strict=True)}, papers)
+        # How this run's papers' references stand now, the re-resolution included; GROBID's lists
+        # (read by the ingest) are those of the papers this run took up.
+        taken = sorted({a for ids in todo.values() for a in ids})
+        rates = match_rates({src: run.wh.references_of(r.notes["answered"], src)
+                             for src, r in zip(enabled_sources(settings), fetched, strict=True)}
+                            | {"grobid": run.wh.references_of(taken, "grobid")}, papers)
+        if settings.grobid.fulltext and not any(s["source"] == "grobid" for s in coverage["sources"]):
+            notes.append(GROBID_NONE_YET)
+            log.info(GROBID_NONE_YET)
         failures = [f for r in fetched for f in r.notes["failures"]]
         written: Counter[str] = Counter()
         for r in fetched:

@@ -149,11 +149,15 @@ def extract_stage(run: Run) -> StageResult:
         dropped: Counter[str] = Counter()  # nameless GROBID authors left out, by reason
         errors: list[ServiceUnavailable] = []
         requests: Counter[str] = Counter({"pdf_requests": 0, "grobid_requests": 0})
+        read = 0  # papers whose reference list GROBID's full text gave
         with st.progress(pending.height, f"PDF + GROBID for {pending.height} papers") as progress:
-            for frame, error, made in map_pieces(documents.extract_piece, pieces, "extract-documents", "grobid"):
+            for frame, references, error, made in map_pieces(documents.extract_piece, pieces, "extract-documents",
+                                                             "grobid"):
                 requests.update(made)
                 if frame.height:
-                    st.wh.save_documents(frame)
+                    # The reference lists read from these PDFs are saved with them, in one transaction.
+                    st.wh.save_documents(frame, references, run.run_id)
+                    read += references[1].height if references else 0
                     statuses.update(frame["status"].to_list())
                     dropped.update(r for rs in frame["pdf_dropped_authors"].drop_nulls().to_list() for r in rs)
                     progress.advance(frame.height)
@@ -163,6 +167,8 @@ def extract_stage(run: Run) -> StageResult:
         ok = statuses.get("ok", 0)
         st.result.rows_in, st.result.rows_out, st.result.rejected = pending.height, ok, pending.height - ok
         st.result.notes = {"statuses": dict(statuses), "pieces": len(pieces), "dropped_authors": dict(dropped), **requests}
+        if settings.grobid.fulltext:
+            st.result.notes["reference_lists"] = read
     if errors:
         raise errors[0]
     return st.result

@@ -1,4 +1,5 @@
-"""The pools flow: embed -> sample queries -> faiss recall -> candidates -> COI -> screening -> assignment."""
+"""The pools flow: embed -> sample queries -> faiss recall and citation recall -> candidates -> COI -> screening ->
+assignment."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from revbench.flows.results import FlowResult
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import ASSIGNMENTS, S2_AUTHOR_PAPERS
 from revbench.settings import PoolsSettings, Settings
-from revbench.tasks import coi, enrich, pools
+from revbench.tasks import coi, enrich, pool_citations, pools
 from revbench.warehouse import utcnow
 
 REPORT_TAUS = [0.4, 0.5, 0.6, 0.7, 0.8]
@@ -73,7 +74,8 @@ class HistoryFetch:
 @dataclass(frozen=True)
 class Recall:
     """The pools stage's work: the sampled queries, pool sizes by threshold, the candidates with
-    their evidence, the conflicts of interest among them and the candidates left after those."""
+    their evidence (each row with its recall path), the conflicts of interest among them and the
+    candidates left after those."""
 
     samples: pl.DataFrame
     queries: list[str]
@@ -98,7 +100,9 @@ class Assigned:
 @dataclass(frozen=True)
 class PoolsResult(FlowResult, pools.RoundStats):
     """One round: its numbers (the fields of ``tasks.pools.RoundStats``), the papers embedded now,
-    the S2 histories fetched, pool sizes by threshold, where the affinity files are, how long it took."""
+    the S2 histories fetched, pool sizes by threshold, where the affinity files are, how long it took;
+    whether citation recall shaped it, candidates (query-candidate pairs before COI) and invitations
+    by recall path, and the candidates citation recall added that the semantic path missed."""
 
     round: int
     revision: int
@@ -108,6 +112,10 @@ class PoolsResult(FlowResult, pools.RoundStats):
     out_dir: str
     seconds: float
     run_id: str
+    citation_recall: bool
+    candidates_by_path: dict[str, int]
+    invitations_by_path: dict[str, int]
+    citation_added: int
 
 
 def set_aside(out_dir: Path, revision: int) -> None:
@@ -188,7 +196,9 @@ def recall_stage(run: Run, settings: Settings, inputs: dict[str, pl.DataFrame], 
         neighbors_all = pools.range_neighbors(vectors, papers["arxiv_id"].to_list(), queries,
                                               min([p.tau, *REPORT_TAUS]), p.max_neighbors)
         tau_report = pools.pool_size_report(neighbors_all, links, queries, sorted({p.tau, *REPORT_TAUS}))
-        evidence = pools.candidate_evidence(neighbors_all.filter(pl.col("similarity") >= p.tau), links)
+        semantic = pools.candidate_evidence(neighbors_all.filter(pl.col("similarity") >= p.tau), links)
+        cited = st.wh.cited_papers(queries) if p.citation_recall else pool_citations.NO_CITATIONS
+        evidence = pool_citations.recall(semantic, cited, vectors, papers["arxiv_id"].to_list(), links)
         affs = pools.author_affiliations(authors) if p.same_affiliation_coi else None
         query_authors = links.filter(pl.col("arxiv_id").is_in(queries))
         by_institution = None
@@ -216,7 +226,8 @@ def assign_stage(run: Run, p: PoolsSettings, plan: RoundPlan, inputs: dict[str, 
         screened = pools.screening(recall.after_coi, recent, emails, p.min_recent_papers)
         exclusions = pl.concat([recall.coi, screened], how="diagonal")
         kept = pools.without_pairs(recall.after_coi, screened)
-        assignments = pools.assign(kept, p.max_queries_per_candidate, p.candidates_per_query, p.seed)
+        assignments = pool_citations.with_paths(pools.assign(kept, p.max_queries_per_candidate, p.candidates_per_query,
+                                                             p.seed), recall.evidence)
         invites = pools.invitations(assignments, emails, pools.author_names(authors))
         if plan.state and not plan.replace:
             plan.refuse_changed_invitations(run.wh.read_round(ASSIGNMENTS, plan.round), assignments)
@@ -240,29 +251,50 @@ def write_affinities(out_dir: Path, set_aside_revision: int | None, done: Assign
 
 
 def publish_round(result: PoolsResult, target: int) -> None:
-    """The curator's tables and summary of a round."""
+    """The curator's tables and summary of a round, with the split by recall path."""
     sizes = {"before_coi": result.pool_before_coi, "after_coi": result.pool_after_coi,
              "after_screening": result.pool_after_screening}
     publish_table("pools-sizes", [{"stage": k, **v} for k, v in sizes.items()],
                   "Candidates per query before and after COI and screening")
     publish_table("pools-exclusions", [{"reason": k, "pairs": v} for k, v in result.exclusions.items()], "Exclusions by reason")
     publish_table("pools-tau", result.tau_report, "Pool sizes at several thresholds (to choose tau)")
+    publish_table("pools-paths", [{"path": k, "candidates": v, "invitations": result.invitations_by_path[k]}
+                                  for k, v in result.candidates_by_path.items()],
+                  "Candidates (query-candidate pairs before COI) and invitations by recall path")
     publish_markdown("pools-summary", (
         f"## Pools round {result.round}\n\n{result.queries} queries; {result.embedded_now} papers embedded now (the rest "
         f"cached).\n\n{result.assignments} invitations to {result.invited_candidates} candidates (at most "
         f"{result.max_queries_per_candidate} queries each); {result.queries_short_of_target} queries below the target "
-        f"of {target}.\n"), "Pools summary")
+        f"of {target}.\n\n{recall_line(result)}\n"), "Pools summary")
+
+
+def recall_line(result: PoolsResult) -> str:
+    """The split by recall path in one sentence."""
+    if not result.citation_recall:
+        return ("Citation recall off for this round (in the settings, or the round was recorded without it; --replace "
+                "rebuilds it with it): every candidate was found by similarity.")
+    inv = result.invitations_by_path
+    share = (inv["citation"] + inv["both"]) / result.assignments if result.assignments else 0.0
+    return (f"Invitations by recall path: semantic {inv['semantic']}, citation {inv['citation']}, both {inv['both']} "
+            f"({share:.0%} found by citation); citation recall added {result.citation_added} candidates the "
+            "semantic path missed.")
 
 
 @revbench_flow("pools")
 def pools_flow(settings: Settings, round: int = 1, replace: bool = False) -> PoolsResult:
     """Build one round of candidate pools and invitations. Re-running a round with the same
     settings on the same corpus reproduces it; a round whose invitations would change is rebuilt
-    only with ``replace``, which keeps the current version as superseded."""
+    only with ``replace``, which keeps the current version as superseded. A round recorded without
+    citation recall (every round before it existed) is rebuilt without it unless replaced."""
     p = settings.pools
     parameters = pools.round_parameters(p, settings.arxiv.categories)
     with flow_run(settings, "pools", {"round": round, "replace": replace, **parameters}) as run:
-        plan = RoundPlan(round, replace, pools.parameters_hash(parameters), parameters, run.wh.round_state(round))
+        state = run.wh.round_state(round)
+        if p.citation_recall and not pool_citations.applies(state, replace):
+            settings = settings.with_overrides(pools={"citation_recall": False})
+            p = settings.pools
+            parameters = pools.round_parameters(p, settings.arxiv.categories)
+        plan = RoundPlan(round, replace, pools.parameters_hash(parameters), parameters, state)
         plan.refuse_other_settings()
         inputs = run.wh.pool_inputs()
         earlier = set() if p.reuse_queries else run.wh.earlier_queries(round)
@@ -278,8 +310,12 @@ def pools_flow(settings: Settings, round: int = 1, replace: bool = False) -> Poo
         write_affinities(out_dir, plan.replaced_revision, done)
         stats = pools.round_stats(recall.queries, papers.height, recall.evidence, recall.after_coi, done.kept,
                                   done.exclusions, done.assignments, p.candidates_per_query)
+        candidates = pool_citations.path_counts(pool_citations.pair_paths(recall.evidence))
         result = PoolsResult(round=round, revision=done.revision, embedded_now=encoded, **asdict(stats), s2=s2_stats,
                              tau_report=recall.tau_report, out_dir=str(out_dir),
-                             seconds=sum(s.seconds for s in run.stages), run_id=run.run_id)
+                             seconds=sum(s.seconds for s in run.stages), run_id=run.run_id,
+                             citation_recall=p.citation_recall, candidates_by_path=candidates,
+                             invitations_by_path=pool_citations.path_counts(done.assignments),
+                             citation_added=candidates["citation"])
         publish_round(result, p.candidates_per_query)
         return result

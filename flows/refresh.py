@@ -31,6 +31,7 @@ from revbench.flows.common import (
 )
 from revbench.flows.pieces import no_worker_profiler, prefect_active
 from revbench.flows.results import FlowResult, Scalar
+from revbench.schemas.graph import PAPER_AUTHORSHIPS
 from revbench.schemas.model import Table
 from revbench.schemas.tables import AUTHORS, MENTIONS, PAPERS, RATING_TUPLES, RATINGS, REFRESH_STAGES
 from revbench.settings import Settings
@@ -131,7 +132,10 @@ def plan_disambiguate(settings: Settings, wh: Warehouse) -> Plan:
     n = wh.count(MENTIONS)
     decider = [d.model_dump(), settings.llm.model, bool(settings.llm.base_url)]
     # Titles and years too: a block's decision reads its papers' titles, an author's counts their years.
-    fp = _fp(wh.digest(MENTIONS, content_columns(MENTIONS)), wh.digest(PAPERS, ["arxiv_id", "title", "year"]), *decider)
+    papers: Any = wh.digest(PAPERS, ["arxiv_id", "title", "year"])
+    if wh.count(PAPER_AUTHORSHIPS):  # the graph's ids are evidence too; a graph-less warehouse keeps its fingerprint
+        papers = [papers, wh.digest(PAPER_AUTHORSHIPS, PAPER_AUTHORSHIPS.names)]
+    fp = _fp(wh.digest(MENTIONS, content_columns(MENTIONS)), papers, *decider)
     if n == 0:
         return Plan(False, "no author mentions yet", fp, {})
     unchanged = _unchanged(wh, "disambiguate", fp, f"the {n} mentions, their papers and the decider")

@@ -103,22 +103,46 @@ class HttpSettings(Section):
         "deployment (empty: the system's and certifi's only); `revbench doctor` checks the survey server with it.")
 
 
-class ArxivSettings(Section):
+class Throttled(Section):
+    """A service paced adaptively after 429s (``revbench.retry.AdaptivePacer``). The three settings are
+    declared once here; a service gives its own defaults as class keywords, e.g.
+    ``class SemanticScholarSettings(Throttled, throttle_recovery_seconds=0.25)``."""
+
+    throttle_max_delay_seconds: float = Field(
+        60.0, ge=0, description="Longest pause adaptive pacing slows to after 429s without Retry-After."
+    )
+    throttle_recovery_seconds: float = Field(
+        0.5, ge=0, description="Taken off the pause after each answered request, back down to the service's pace "
+        "(delay_seconds; Semantic Scholar's keyless_delay_seconds without a key)."
+    )
+    throttle_patience_seconds: float = Field(
+        900.0, ge=0, description="How long one request waits out 429s before it counts as failed: left for the next "
+        "run (breaker_failures such requests in a row stop the run)."
+    )
+
+    def __init_subclass__(cls, **defaults: float) -> None:
+        # The keywords are the subclass's defaults, applied once pydantic has built its fields (below).
+        super().__init_subclass__()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **defaults: float) -> None:
+        super().__pydantic_init_subclass__()
+        unknown = sorted(set(defaults) - set(Throttled.model_fields))
+        if unknown:
+            raise TypeError(f"{cls.__name__}: {', '.join(unknown)} is not a throttle setting of Throttled")
+        for name, value in defaults.items():
+            # pydantic gives each subclass its own copy of the base's fields, so this sets the subclass's alone.
+            cls.__pydantic_fields__[name].default = value
+        if defaults:
+            cls.model_rebuild(force=True)
+
+
+class ArxivSettings(Throttled, throttle_recovery_seconds=0.5):
     """arXiv export API."""
 
     base_url: str = Field("https://export.arxiv.org/api/query", description="Query endpoint.")
     page_size: int = Field(500, ge=1, le=2000, description="Results per request (API limit 2000).")
     delay_seconds: float = Field(3.0, ge=0, description="Pause between requests (arXiv asks for 3 s), the pace's ceiling.")
-    throttle_max_delay_seconds: float = Field(
-        60.0, ge=0, description="Longest pause adaptive pacing slows to after 429s without Retry-After."
-    )
-    throttle_recovery_seconds: float = Field(
-        0.5, ge=0, description="Taken off the pause after each answered request, back down to delay_seconds."
-    )
-    throttle_patience_seconds: float = Field(
-        900.0, ge=0, description="How long one request waits out 429s before it counts as failed (breaker_failures "
-        "such requests in a row stop the run)."
-    )
     max_results_per_query: int = Field(
         10000, ge=1, description="A slice with more results is split in two; a single minute is paged through "
         "(API ceiling 30000)."
@@ -134,7 +158,7 @@ class ArxivSettings(Section):
         return check_categories(v)
 
 
-class SemanticScholarSettings(Section):
+class SemanticScholarSettings(Throttled, throttle_recovery_seconds=0.25):
     """Semantic Scholar Graph API."""
 
     base_url: str = Field("https://api.semanticscholar.org/graph/v1", description="Graph API root.")
@@ -147,18 +171,9 @@ class SemanticScholarSettings(Section):
         3.0, ge=0, description="Pause between requests without an API key: the shared pool promises no rate; "
         "3 s is its old documented 100 requests per 5 minutes."
     )
-    throttle_max_delay_seconds: float = Field(
-        60.0, ge=0, description="Longest pause adaptive pacing slows to after 429s without Retry-After."
-    )
-    throttle_recovery_seconds: float = Field(
-        0.25, ge=0, description="Taken off the pause after each answered request, back down to the documented rate."
-    )
-    throttle_patience_seconds: float = Field(
-        900.0, ge=0, description="How long one request keeps waiting out 429s before it is left for the next run."
-    )
 
 
-class OpenAlexSettings(Section):
+class OpenAlexSettings(Throttled, throttle_recovery_seconds=0.05):
     """OpenAlex API (optional: works, references, topics, authorships with institutions)."""
 
     enabled: bool = Field(False, description="Read the scholarly graph from OpenAlex too (off: it is not asked, "
@@ -167,18 +182,12 @@ class OpenAlexSettings(Section):
     mailto: str = Field("", description="Contact address sent as mailto= with every request, which puts the requests "
                         "in OpenAlex's polite pool (empty: the common pool).")
     per_page: int = Field(200, ge=1, le=200, description="Results per page of a list (API limit 200).")
+    batch_size: int = Field(50, ge=1, le=100, description="Works (by DOI) or authors (by id) asked in one list "
+                            "request, OR'ed in one filter (`doi:A|B|...`); OpenAlex documents up to 100 values a filter "
+                            "(50 in its older documentation).")
     delay_seconds: float = Field(
         0.1, ge=0, description="Pause between requests: the polite pool's documented 10 requests per second, the "
         "pace's ceiling.")
-    throttle_max_delay_seconds: float = Field(
-        60.0, ge=0, description="Longest pause adaptive pacing slows to after 429s without Retry-After."
-    )
-    throttle_recovery_seconds: float = Field(
-        0.05, ge=0, description="Taken off the pause after each answered request, back down to delay_seconds."
-    )
-    throttle_patience_seconds: float = Field(
-        900.0, ge=0, description="How long one request keeps waiting out 429s before it is left for the next run."
-    )
 
     @field_validator("mailto")
     @classmethod
@@ -262,6 +271,7 @@ class PoolsSettings(Section):
     seed: int = Field(0, description="Seed of sampling and assignment tie-breaks.")
     tau: float = Field(0.6, gt=0, le=1, description="Cosine similarity (0 < tau <= 1) above which a paper is a query's neighbour.")
     max_neighbors: int = Field(0, ge=0, description="Cap on neighbours per query (0: no cap).")
+    citation_recall: bool = Field(True, description="Also recall the authors of warehouse papers a query cites (the graph's resolved citations, any source) as its candidates; COI, screening and caps apply to them alike (nothing changes without citations).")
     same_affiliation_coi: bool = Field(False, description="Also exclude candidates sharing an affiliation with a query author (by the PDFs' affiliation strings: the weaker rule; see coi_by_institution).")
     coi_by_institution: bool = Field(True, description="Exclude candidates who were at a query author's institution (by ROR id, else normalised name) within coi_institution_years of the paper, from the graph's author affiliations (nothing changes without them).")
     coi_institution_years: int = Field(3, ge=0, le=50, description="Window of the institution COI: a stint counts when it reaches this many years before the paper's year.")

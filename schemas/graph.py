@@ -118,6 +118,25 @@ AUTHOR_AFFILIATIONS = Table(
     since=15,
 )
 
+PAPER_AUTHORSHIPS = Table(
+    name="paper_authorships",
+    columns=(
+        _paper("arxiv_id", "the paper"),
+        Column("source", pl.Utf8, nullable=False, allowed=("openalex",), since=16, doc="who gave the author list"),
+        Column("position", pl.Int64, nullable=False, min_value=0, since=16,
+               doc="the author's place (from 0) in the source's list: the warehouse mention at that place is this "
+                   "authorship when the names are compatible (lists can differ)"),
+        Column("person_key", pl.Utf8, pattern=r"^[a-z0-9]+:\S+$", since=16,
+               doc="openalex:A...: the source's author profile (null when OpenAlex resolved none)"),
+        Column("orcid", pl.Utf8, pattern=ORCID_PATTERN, since=16, doc="the ORCID iD the source gave, bare form"),
+        Column("name", pl.Utf8, since=16, doc="the author's name as the paper wrote it (else the profile's)"),
+    ),
+    primary_key=("arxiv_id", "source", "position"),
+    doc="Each paper's authorships as a source lists them, with the ids it gives (identity evidence for "
+        "disambiguation; replaced whenever the paper is fetched again).",
+    since=16,
+)
+
 GRAPH_FETCHES = Table(
     name="graph_fetches",
     columns=(
@@ -128,6 +147,9 @@ GRAPH_FETCHES = Table(
         Column("n_rows", pl.Int64, nullable=False, min_value=0, since=15, doc="rows the answer gave (0 is an answer too)"),
         Column("run_id", pl.Utf8, since=15),
         Column("fetched_at", _TS, nullable=False, since=15),
+        Column("source_paper_id", pl.Utf8, since=16,
+               doc="the source's own id of the paper when its answer gave one (OpenAlex work id, S2 paperId): "
+                   "later papers' references that name it by that id alone resolve to it (OpenAlex's referenced_works)"),
     ),
     primary_key=("arxiv_id", "source", "kind"),
     doc="Which paper was asked of which source for what: a refresh asks only about papers without a row here "

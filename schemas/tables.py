@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from revbench.schemas.graph import GRAPH_TABLES
+from revbench.schemas.graph import GRAPH_TABLES, PAPER_AUTHORSHIPS
 from revbench.schemas.model import ARXIV_ID_PATTERN, Column, Table
 from revbench.stages import STAGE_NAMES
 
@@ -278,8 +278,8 @@ EVAL_RESULTS = Table(
     since=2,
 )
 
-LINK_METHODS: tuple[str, ...] = ("orcid", "email", "affiliation", "llm", "fallback", "singleton")
-"""How a mention was linked (a validation set, no database constraint: "orcid" came with 13)."""
+LINK_METHODS: tuple[str, ...] = ("orcid", "email", "affiliation", "openalex", "llm", "fallback", "singleton")
+"""How a mention was linked (a validation set, no database constraint: "orcid" came with 13, "openalex" with 16)."""
 
 AUTHOR_LINKS = Table(
     name="author_links",
@@ -370,6 +370,9 @@ LLM_DECISIONS = Table(
 EXCLUSION_REASONS: tuple[str, ...] = ("query_author", "coauthor", "same_institution", "same_affiliation", "screening",
                                         "unreachable")
 
+RECALL_PATHS: tuple[str, ...] = ("semantic", "citation", "both")
+"""How a candidate came into a query's pool: a neighbour paper above tau, a paper the query cites, or both."""
+
 QUERY_SAMPLES = Table(
     name="query_samples",
     columns=(
@@ -396,6 +399,8 @@ POOL_EVIDENCE = Table(
         Column("author_id", pl.Utf8, nullable=False),
         Column("neighbor_id", pl.Utf8, nullable=False),
         Column("similarity", pl.Float64, nullable=False),
+        Column("path", pl.Utf8, allowed=RECALL_PATHS, since=16,
+               doc="how the neighbour paper was found: semantic (above tau), citation (the query cites it) or both"),
     ),
     primary_key=("round", "revision", "query_id", "author_id", "neighbor_id"),
     doc="Why a candidate is in a query's pool: the neighbour papers they wrote and their similarity.",
@@ -431,6 +436,8 @@ ASSIGNMENTS = Table(
         Column("author_id", pl.Utf8, nullable=False),
         Column("score", pl.Float64, nullable=False),
         Column("rank", pl.Int64, nullable=False),
+        Column("path", pl.Utf8, allowed=RECALL_PATHS, since=16,
+               doc="which recall path found the candidate for this query: semantic, citation or both"),
     ),
     primary_key=("round", "revision", "query_id", "author_id"),
     doc="Which candidates are invited for which query (at most the workload cap each).",
@@ -815,6 +822,7 @@ ALL_TABLES: tuple[Table, ...] = (
     PAPER_KEYWORDS,
     KEYWORD_PROFILES,
     *GRAPH_TABLES,
+    PAPER_AUTHORSHIPS,
 )
 
 TABLES: dict[str, Table] = {t.name: t for t in ALL_TABLES}

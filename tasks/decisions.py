@@ -1,8 +1,10 @@
-"""What the disambiguate flow keeps of a run's block decisions, and the years its authors'
-recent-paper counts start from. Pure over rows and frames; the flow writes the warehouse."""
+"""What the disambiguate flow keeps of a run's block decisions, the years its authors'
+recent-paper counts start from, and its block sizes as a curator reads them. Pure over rows and
+frames; the flow writes the warehouse."""
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 from typing import Any
 
@@ -23,3 +25,14 @@ def recent_since(years: pl.Series, recent_years: int, this_year: int) -> int:
     when none is known)."""
     newest = max((y for y in years.to_list() if y is not None), default=this_year)
     return newest - recent_years + 1
+
+
+def block_size_histogram(sizes: Counter[int]) -> list[dict[str, Any]]:
+    """Block sizes in buckets a curator can read."""
+    edges = [(1, 1), (2, 2), (3, 5), (6, 10), (11, 50), (51, 200), (201, 10**9)]
+    rows = []
+    for lo, hi in edges:
+        n = sum(c for s, c in sizes.items() if lo <= s <= hi)
+        if n:
+            rows.append({"mentions_in_block": f"{lo}" if lo == hi else (f"{lo}+" if hi > 10**6 else f"{lo}-{hi}"), "blocks": n})
+    return rows

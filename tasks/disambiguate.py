@@ -3,7 +3,8 @@
 Mentions are blocked by ``family|initial``. Inside a block, a union-find merges mentions that
 share an ORCID (the strongest evidence: two different ORCIDs never merge, whatever else agrees),
 then mentions that share a normalised email (any one of their addresses); then mentions that
-share an exact normalised affiliation when one side has no email; what is left is decided by a
+share an exact normalised affiliation when one side has no email, then mentions that share an
+OpenAlex author id (``tasks.disambiguate_ids``, which also lends the graph's ORCIDs); what is left is decided by a
 *decider*: the LLM (``tasks.llm_clusters``) or, offline, the fallback here (alias table, then a
 conservative fuzzy match). Anything not merged by one of these stays apart: a wrong split costs
 recall, a wrong merge puts a stranger's papers in a profile.
@@ -25,6 +26,7 @@ from revbench.clients.tei import normalize_orcid
 
 if TYPE_CHECKING:
     from revbench.settings import DisambiguateSettings
+from revbench.tasks.disambiguate_ids import attach, graph_rows, hash_part, join_graph_orcids, join_openalex
 from revbench.tasks.normalize import block_key, canonical_institution, given_name, normalize_affiliation, normalize_email
 from revbench.workers import map_unordered
 
@@ -52,6 +54,8 @@ class Mention:
     orcid: str | None = None
     emails: tuple[str, ...] = ()
     """Every normalised address (``email`` is the first); any one shared is an exact match."""
+    openalex: str | None = None
+    graph_orcid: str | None = None  # the graph's ids at the mention's place (tasks.disambiguate_ids.attach)
 
     def __post_init__(self) -> None:
         if self.email and not self.emails:
@@ -157,14 +161,15 @@ def mentions_frame_to_blocks(mentions: pl.DataFrame, max_block: int) -> tuple[di
     names_of: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for aid, pos, name in mentions.select("arxiv_id", "position", "name").iter_rows():
         names_of[aid].append((pos, name))
-    rows = zip(mentions.select(cols).iter_rows(), titles, structured, orcids, addresses, strict=True)
-    for (aid, pos, name, email, inst, aff, s2), title, affs, orcid, emails in rows:
+    rows = zip(mentions.select(cols).iter_rows(), titles, structured, orcids, addresses, graph_rows(mentions), strict=True)
+    for (aid, pos, name, email, inst, aff, s2), title, affs, orcid, emails, graph in rows:
         co = tuple(n for p, n in sorted(names_of[aid]) if p != pos)
         every = _affiliations(inst, aff, affs)
         normal = tuple(dict.fromkeys(e for e in map(normalize_email, [email, *(emails or [])]) if e))
         m = Mention(f"{aid}:{pos}", name, normal[0] if normal else None, every[0][0] if every else None,
                     every[0][1] if every else None, s2, given_name(name), co, title,
                     tuple(k for k, _ in every), tuple(r for _, r in every), normalize_orcid(orcid), normal)
+        attach(m, *graph)
         blocks[block_key(name)].append(m)
     split: list[str] = []
     for key in [k for k, v in blocks.items() if len(v) > max_block]:
@@ -192,8 +197,8 @@ def base_key(key: str) -> str:
 def block_hash(key: str, members: list[Mention], decider_name: str) -> str:
     """What a block's decision depends on; unchanged hash, nothing to redo."""
     # Every address, joined: a mention with one address hashes as it did before more were kept.
-    rows = sorted((m.key, m.name, " ".join(m.emails), list(m.affs), m.s2 or "", list(m.coauthors), m.title or "", m.orcid or "")
-                  for m in members)
+    rows = sorted((m.key, m.name, " ".join(m.emails), list(m.affs), m.s2 or "", list(m.coauthors), m.title or "", m.orcid or "",
+                   *hash_part(m)) for m in members)
     return hashlib.sha256(json.dumps([key, rows, decider_name, METHOD_VERSION]).encode()).hexdigest()
 
 
@@ -403,24 +408,15 @@ class Block:
 
 
 def decide_block(key: str, members: list[Mention], decider: Decider | None, min_similarity: float) -> BlockResult:
-    """Run the hierarchy on one block: ORCID, email, affiliation, then the decider; no step
-    ever joins two sets that carry different ORCIDs."""
+    """Run the hierarchy on one block: ORCID, email, affiliation, OpenAlex author id, then the
+    decider; no step ever joins two sets that carry different ORCIDs."""
     block = Block(members)
+    join_graph_orcids(block)
     block.join_shared_ids()
     block.join_by_affiliation()
+    join_openalex(block)
     decisions = block.ask(key, decider, min_similarity)
     return BlockResult(block.links(), block.merges, block.conflicts, decisions)
-
-
-def block_size_histogram(sizes: Counter[int]) -> list[dict[str, Any]]:
-    """Block sizes in buckets a curator can read."""
-    edges = [(1, 1), (2, 2), (3, 5), (6, 10), (11, 50), (51, 200), (201, 10**9)]
-    rows = []
-    for lo, hi in edges:
-        n = sum(c for s, c in sizes.items() if lo <= s <= hi)
-        if n:
-            rows.append({"mentions_in_block": f"{lo}" if lo == hi else (f"{lo}+" if hi > 10**6 else f"{lo}-{hi}"), "blocks": n})
-    return rows
 
 
 @dataclass

@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from revbench.clients import openalex_graph, s2_graph
-from revbench.clients.openalex import OpenAlexClient
+from revbench.clients.openalex import OpenAlexClient, arxiv_doi
 from revbench.clients.semantic_scholar import GRAPH_PAPER_FIELDS, SemanticScholarClient
 from revbench.errors import ServiceUnavailable
 from revbench.retry import PermanentError, TransientError
@@ -52,6 +52,8 @@ class Fetched:
     topics: list[dict[str, Any]] = field(default_factory=list)
     institutions: list[dict[str, Any]] = field(default_factory=list)
     affiliations: list[dict[str, Any]] = field(default_factory=list)
+    authorships: list[dict[str, Any]] = field(default_factory=list)
+    """OpenAlex only: ``paper_authorships`` rows (every authorship's ids, with or without an institution)."""
     fetches: list[dict[str, Any]] = field(default_factory=list)
     """``arxiv_id, source, kind, found, n_rows``: the papers this answer is for."""
     failures: list[dict[str, Any]] = field(default_factory=list)
@@ -62,8 +64,9 @@ class Fetched:
     down: str | None = None
     """The one line of a ``ServiceUnavailable`` that ended the piece early."""
 
-    def fetched(self, arxiv_id: str, kind: str, found: bool, n_rows: int) -> None:
-        self.fetches.append({"arxiv_id": arxiv_id, "source": self.source, "kind": kind, "found": found, "n_rows": n_rows})
+    def fetched(self, arxiv_id: str, kind: str, found: bool, n_rows: int, paper_id: str | None = None) -> None:
+        self.fetches.append({"arxiv_id": arxiv_id, "source": self.source, "kind": kind, "found": found, "n_rows": n_rows,
+                             "source_paper_id": paper_id})
 
     def failed(self, arxiv_ids: Sequence[str], kind: str, exc: BaseException) -> None:
         line = " ".join(str(exc).split())[:300]
@@ -99,8 +102,10 @@ def s2_piece(settings: Settings, topics_for: list[str], references_for: list[str
             rows, misses = s2_graph.batch_topics(ids, answers)
             out.topics += rows
             missing = set(misses)
-            for aid in ids:
-                out.fetched(aid, "topics", aid not in missing, sum(r["arxiv_id"] == aid for r in rows))
+            for aid, answer in zip(ids, answers, strict=True):
+                pid = answer.get("paperId") if isinstance(answer, dict) else None
+                out.fetched(aid, "topics", aid not in missing, sum(r["arxiv_id"] == aid for r in rows),
+                            pid if isinstance(pid, str) else None)
         for aid in references_for:
             try:
                 items = client.references(f"ARXIV:{aid}")
@@ -119,48 +124,76 @@ def s2_piece(settings: Settings, topics_for: list[str], references_for: list[str
     return out
 
 
-def openalex_piece(settings: Settings, arxiv_ids: list[str]) -> Fetched:
+def openalex_piece(settings: Settings, arxiv_ids: list[str], client: OpenAlexClient | None = None) -> Fetched:
     """Each paper's OpenAlex work (by arXiv's DOI): its references, topics and authorships'
-    institutions; then each of its authors once, for their affiliations with years."""
+    institutions; then each of its authors once, for their affiliations with years. Both are asked
+    ``openalex.batch_size`` at a time through OpenAlex's list filters, not one request each.
+
+    Authors are asked once per piece: pieces may run on other Dask workers, so what another piece
+    asked is not known here (a person in two pieces is asked twice, in batches either way). A batch
+    of authors that fails takes back the ``affiliations`` fetch record of the papers that named them,
+    so the next run asks those papers (and so those people) again; ``client`` is for tests."""
     out = Fetched("openalex")
-    client = OpenAlexClient(settings.openalex, settings.http)
+    client = client or OpenAlexClient(settings.openalex, settings.http)
     authors: dict[str, str] = {}  # OpenAlex author id -> the paper that named them
+    size = settings.openalex.batch_size
     with _asking(out, client):
-        for aid in arxiv_ids:
+        for start in range(0, len(arxiv_ids), size):
+            batch = arxiv_ids[start:start + size]
             try:
-                work = client.work_by_arxiv(aid)
+                works = client.works_by_dois([arxiv_doi(aid) for aid in batch])
             except (TransientError, PermanentError) as exc:
-                out.failed([aid], "references", exc)
+                out.failed(batch, "references", exc)
                 continue
-            if work is None:
-                for kind in OPENALEX_KINDS:
-                    out.fetched(aid, kind, False, 0)
-                continue
-            wid = openalex_graph.work_ids(work)["openalex_id"]
-            if wid:
-                out.work_ids[wid] = aid
-            refs, topics = openalex_graph.citation_rows(aid, work), openalex_graph.topic_rows(aid, work)
-            insts, affs = openalex_graph.authorship_rows(aid, work)
-            out.citations += refs
-            out.topics += topics
-            out.institutions += insts
-            out.affiliations += affs
-            out.fetched(aid, "references", True, len(refs))
-            out.fetched(aid, "topics", True, len(topics))
-            out.fetched(aid, "affiliations", True, len(affs))
-            for a in affs:
-                authors.setdefault(a["person_key"].removeprefix("openalex:"), aid)
-        for author_id, aid in authors.items():
+            for aid in batch:
+                add_work(out, aid, works.get(arxiv_doi(aid)), authors)
+        ids = list(authors)
+        for start in range(0, len(ids), size):
+            batch = ids[start:start + size]
             try:
-                insts, affs = openalex_graph.author_rows(client.author(author_id))
+                found = client.authors_by_ids(batch)
             except (TransientError, PermanentError) as exc:
-                # The paper's own authorships are kept; the years of this person's other places wait.
-                out.failures.append({"arxiv_id": aid, "source": "openalex", "kind": "affiliations",
-                                     "error": f"author {author_id}: " + " ".join(str(exc).split())[:250]})
+                # The papers' own authorships are kept; without their fetch record of affiliations
+                # the next run asks these papers again, and so these people's other places.
+                line = " ".join(str(exc).split())[:250]
+                out.failures += [{"arxiv_id": authors[a], "source": "openalex", "kind": "affiliations",
+                                  "error": f"author {a}: {line}"} for a in batch]
+                again = {authors[a] for a in batch}
+                out.fetches = [f for f in out.fetches if not (f["kind"] == "affiliations" and f["arxiv_id"] in again)]
                 continue
-            out.institutions += insts
-            out.affiliations += affs
+            for author_id in batch:
+                if author_id not in found:
+                    # As the one-by-one /authors/<id> answered: OpenAlex's 404 for a person it no longer has.
+                    out.failures.append({"arxiv_id": authors[author_id], "source": "openalex", "kind": "affiliations",
+                                         "error": f"author {author_id}: OpenAlex has no author {author_id}"})
+                    continue
+                insts, affs = openalex_graph.author_rows(found[author_id])
+                out.institutions += insts
+                out.affiliations += affs
     return out
+
+
+def add_work(out: Fetched, aid: str, work: dict[str, Any] | None, authors: dict[str, str]) -> None:
+    """One paper's answer into ``out``: its rows and fetch records, or "not in OpenAlex" for every kind."""
+    if work is None:
+        for kind in OPENALEX_KINDS:
+            out.fetched(aid, kind, False, 0)
+        return
+    wid = openalex_graph.work_ids(work)["openalex_id"]
+    if wid:
+        out.work_ids[wid] = aid
+    refs, topics = openalex_graph.citation_rows(aid, work), openalex_graph.topic_rows(aid, work)
+    insts, affs = openalex_graph.authorship_rows(aid, work)
+    out.citations += refs
+    out.topics += topics
+    out.institutions += insts
+    out.affiliations += affs
+    out.authorships += openalex_graph.person_rows(aid, work)
+    out.fetched(aid, "references", True, len(refs), wid)
+    out.fetched(aid, "topics", True, len(topics), wid)
+    out.fetched(aid, "affiliations", True, len(affs), wid)
+    for a in affs:
+        authors.setdefault(a["person_key"].removeprefix("openalex:"), aid)
 
 
 def citations_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:

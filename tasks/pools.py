@@ -317,7 +317,7 @@ def queries_short_of_target(assignments: pl.DataFrame, query_ids: list[str], per
 
 def round_parameters(settings: Any, categories: list[str]) -> dict[str, Any]:
     """Every setting that shapes a round's invitations (``settings`` is ``PoolsSettings``); an
-    empty ``query_categories`` and the institution COI at its defaults are left out, so rounds
+    empty ``query_categories``, citation recall off and the institution COI at its defaults are left out, so rounds
     built before those settings existed keep their parameters' hash (a round whose invitations
     the graph would change is still refused by ``changed_pairs``)."""
     dumped = settings.model_dump()
@@ -328,6 +328,11 @@ def round_parameters(settings: Any, categories: list[str]) -> dict[str, Any]:
     if all(k in fields and dumped.get(k) == fields[k].default for k in coi):
         for k in coi:
             dumped.pop(k)
+    # Citation recall joins the hash only when on, unlike the COI's defaults: off is what every
+    # round before it did, so those rounds keep their hash, and the flow rebuilds a round recorded
+    # without it without it (``pool_citations.applies``) rather than refuse or redraw it.
+    if not dumped.get("citation_recall", False):
+        dumped.pop("citation_recall", None)
     return {**dumped, "categories": sorted(categories)}
 
 

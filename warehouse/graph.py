@@ -1,8 +1,8 @@
 """The scholarly graph: citation edges, paper topics, institutions and author affiliations, and the
 record of which paper was asked of which source (so a refresh asks only about new papers).
 
-Owns ``citations``, ``paper_topics``, ``institutions``, ``author_affiliations`` and ``graph_fetches``;
-reads ``papers``.
+Owns ``citations``, ``paper_topics``, ``institutions``, ``author_affiliations``, ``paper_authorships`` and
+``graph_fetches``; reads ``papers``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from revbench.schemas.graph import (
     GRAPH_FETCHES,
     GRAPH_TABLES,
     INSTITUTIONS,
+    PAPER_AUTHORSHIPS,
     PAPER_TOPICS,
     SCHEMES_OF_SOURCE,
 )
@@ -43,12 +44,12 @@ class GraphQueries(WarehouseBase):
 
     def save_graph(self, citations: pl.DataFrame | None = None, topics: pl.DataFrame | None = None,
                    institutions: pl.DataFrame | None = None, affiliations: pl.DataFrame | None = None,
-                   fetches: pl.DataFrame | None = None) -> dict[str, int]:
+                   fetches: pl.DataFrame | None = None, authorships: pl.DataFrame | None = None) -> dict[str, int]:
         """Store what a source answered, atomically; returns rows written per table.
 
         ``fetches`` (``arxiv_id, source, kind, found, n_rows``, ``fetched_at`` now unless given) names the papers whose
-        answer this is: their earlier references from that source (and topics of that source's
-        schemes) are replaced, so a list that shrank leaves no stale rows. Everything else is an
+        answer this is: their earlier references from that source (topics of that source's schemes,
+        authorships with its affiliations) are replaced, so a list that shrank leaves no stale rows. Everything else is an
         upsert by key: loading the same answer again changes nothing."""
         written: dict[str, int] = {}
         with self.transaction():
@@ -66,6 +67,8 @@ class GraphQueries(WarehouseBase):
             if affiliations is not None:
                 written["author_affiliations"] = self.upsert(AUTHOR_AFFILIATIONS, self._widen(affiliations),
                                                              sets=_AFFILIATION_MERGE)
+            if authorships is not None:
+                written["paper_authorships"] = self.upsert(PAPER_AUTHORSHIPS, authorships)
         return written
 
     def _clear_refetched(self, fetches: pl.DataFrame) -> None:
@@ -73,14 +76,18 @@ class GraphQueries(WarehouseBase):
         topics = pl.DataFrame(
             [(a, scheme) for a, s in fetches.filter(pl.col("kind") == "topics").select("arxiv_id", "source").iter_rows()
              for scheme in SCHEMES_OF_SOURCE.get(s, ())], schema={"arxiv_id": pl.Utf8, "scheme": pl.Utf8}, orient="row")
+        people = fetches.filter(pl.col("kind") == "affiliations").select("arxiv_id", "source")
         self.con.register("_refetched", refs.to_arrow())
         self.con.register("_retopiced", topics.to_arrow())
+        self.con.register("_repeopled", people.to_arrow())
         try:
             self._exec("DELETE FROM citations WHERE (citing_arxiv_id, source) IN (SELECT arxiv_id, source FROM _refetched)")
             self._exec("DELETE FROM paper_topics WHERE (arxiv_id, scheme) IN (SELECT arxiv_id, scheme FROM _retopiced)")
+            self._exec("DELETE FROM paper_authorships WHERE (arxiv_id, source) IN (SELECT arxiv_id, source FROM _repeopled)")
         finally:
             self.con.unregister("_refetched")
             self.con.unregister("_retopiced")
+            self.con.unregister("_repeopled")
 
     @staticmethod
     def _widen(affiliations: pl.DataFrame) -> pl.DataFrame:
@@ -101,19 +108,33 @@ class GraphQueries(WarehouseBase):
                              ORDER BY p.arxiv_id""", [source, kind])
         return [r[0] for r in rows]
 
-    def _of(self, table: Table, column: str, keys: Sequence[str], order: str) -> pl.DataFrame:
+    def _of(self, table: Table, column: str, keys: Sequence[str], order: str, source: str | None = None) -> pl.DataFrame:
         self.con.register("_keys_of", pl.DataFrame({"k": list(keys)}, schema={"k": pl.Utf8}).to_arrow())
         try:
             cols = ", ".join(_q(c) for c in table.names)
-            df = self._frame(f"SELECT {cols} FROM {_q(table.name)} WHERE {_q(column)} IN (SELECT k FROM _keys_of) "
-                             f"ORDER BY {order}")
+            only = "AND source = ?" if source else ""
+            df = self._frame(f"SELECT {cols} FROM {_q(table.name)} WHERE {_q(column)} IN (SELECT k FROM _keys_of) {only} "
+                             f"ORDER BY {order}", [source] if source else None)
         finally:
             self.con.unregister("_keys_of")
         return table.conform(df) if df.height else table.empty()
 
-    def references_of(self, arxiv_ids: Sequence[str]) -> pl.DataFrame:
-        """Every reference of these papers, from every source, in list order."""
-        return self._of(CITATIONS, "citing_arxiv_id", arxiv_ids, "citing_arxiv_id, source, ordinal")
+    def references_of(self, arxiv_ids: Sequence[str], source: str | None = None) -> pl.DataFrame:
+        """Every reference of these papers, from every source (or only ``source``), in list order."""
+        return self._of(CITATIONS, "citing_arxiv_id", arxiv_ids, "citing_arxiv_id, source, ordinal", source)
+
+    def cited_papers(self, arxiv_ids: Sequence[str]) -> pl.DataFrame:
+        """``query_id, neighbor_id``: the corpus papers each of these papers cites (its references
+        resolved to a warehouse paper, from any source), each pair once, never a paper itself."""
+        self.con.register("_citing", pl.DataFrame({"k": list(arxiv_ids)}, schema={"k": pl.Utf8}).to_arrow())
+        try:
+            df = self._frame(
+                """SELECT DISTINCT c.citing_arxiv_id AS query_id, c.cited_arxiv_id AS neighbor_id FROM citations c
+                   JOIN _citing ON _citing.k = c.citing_arxiv_id JOIN papers p ON p.arxiv_id = c.cited_arxiv_id
+                   WHERE c.cited_arxiv_id <> c.citing_arxiv_id ORDER BY 1, 2""")
+        finally:
+            self.con.unregister("_citing")
+        return df if df.height else pl.DataFrame(schema={"query_id": pl.Utf8, "neighbor_id": pl.Utf8})
 
     def topics_of(self, arxiv_ids: Sequence[str]) -> pl.DataFrame:
         """Every topic of these papers under every scheme."""
@@ -131,6 +152,13 @@ class GraphQueries(WarehouseBase):
                    ORDER BY a.person_key, a.first_year NULLS LAST, a.institution_key, a.source""")
         finally:
             self.con.unregister("_people")
+
+    def known_work_ids(self) -> dict[str, str]:
+        """OpenAlex work id -> arXiv id of every paper whose own work an earlier run fetched: what a
+        later paper's ``referenced_works`` name our papers by."""
+        rows = self._exec("""SELECT DISTINCT source_paper_id, arxiv_id FROM graph_fetches
+                             WHERE source = 'openalex' AND source_paper_id IS NOT NULL""")
+        return dict(rows)
 
     def paper_identifiers(self) -> pl.DataFrame:
         """``arxiv_id, doi, title, year`` of every corpus paper: what cited works are resolved against."""

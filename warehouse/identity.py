@@ -16,13 +16,20 @@ from revbench.schemas.tables import AUTHOR_BLOCKS, AUTHOR_LINKS, LLM_DECISIONS
 from revbench.warehouse.core import WarehouseBase
 
 _MENTION_COLUMNS = """m.arxiv_id, m.position, m.name, m.email, m.emails, m.institution, m.affiliation, m.affiliations,
-                      m.orcid, m.s2_author_id, p.year, p.title"""
+                      m.orcid, m.s2_author_id, p.year, p.title,
+                      g.person_key AS graph_person, g.orcid AS graph_orcid, g.name AS graph_name"""
+_MENTIONS_FROM = """mentions m JOIN papers p USING (arxiv_id) LEFT JOIN paper_authorships g
+                    ON g.arxiv_id = m.arxiv_id AND g."position" = m."position" AND g.source = 'openalex'"""
+"""Mentions of loaded papers with the OpenAlex authorship at their place (null without a graph)."""
 _BASE_KEY = "split_part(l.block_key, '|', 1) || '|' || split_part(l.block_key, '|', 2)"
 """A link's name block before any split of an oversized block (``family|initial``)."""
 _CHANGED = """SELECT m.arxiv_id, m.position, m.name FROM mentions m JOIN papers p USING (arxiv_id)
               WHERE p.loaded_at >= ? OR NOT EXISTS (
-                  SELECT 1 FROM author_links l WHERE l.arxiv_id = m.arxiv_id AND l.position = m.position)"""
-"""Mentions of papers loaded since a time, and mentions never linked."""
+                  SELECT 1 FROM author_links l WHERE l.arxiv_id = m.arxiv_id AND l.position = m.position)
+              OR m.arxiv_id IN (SELECT arxiv_id FROM graph_fetches
+                                WHERE source = 'openalex' AND kind = 'affiliations' AND fetched_at >= ?)"""
+"""Mentions of papers loaded since a time, mentions never linked, and mentions of papers whose
+OpenAlex authorships (identity evidence) were fetched since."""
 _GONE = """SELECT l.arxiv_id, l.position, l.block_key, l.author_id FROM author_links l
            WHERE l.arxiv_id IN (SELECT arxiv_id FROM papers WHERE loaded_at >= ?) OR NOT EXISTS (
                SELECT 1 FROM mentions m JOIN papers p USING (arxiv_id)
@@ -51,7 +58,7 @@ class IdentityQueries(WarehouseBase):
     def mentions_with_years(self) -> pl.DataFrame:
         """Mentions of loaded papers with the paper's year and title, for disambiguation."""
         return self._frame(
-            f"SELECT {_MENTION_COLUMNS} FROM mentions m JOIN papers p USING (arxiv_id) ORDER BY m.arxiv_id, m.position")
+            f"SELECT {_MENTION_COLUMNS} FROM {_MENTIONS_FROM} ORDER BY m.arxiv_id, m.position")
 
     def mention_count(self) -> int:
         """Mentions of loaded papers (what a disambiguation pass sees)."""
@@ -72,8 +79,9 @@ class IdentityQueries(WarehouseBase):
 
     def changed_mentions(self, since: datetime) -> pl.DataFrame:
         """``arxiv_id, position, name`` of mentions a disambiguation that started at ``since``
-        did not see as they are: of papers loaded since (new or replaced), or never linked."""
-        return self._frame(_CHANGED + " ORDER BY m.arxiv_id, m.position", [since])
+        did not see as they are: of papers loaded since (new or replaced) or given OpenAlex
+        authorships since, or never linked."""
+        return self._frame(_CHANGED + " ORDER BY m.arxiv_id, m.position", [since, since])
 
     def gone_links(self, since: datetime) -> pl.DataFrame:
         """``arxiv_id, position, block_key, author_id`` of links whose mention was replaced or
@@ -82,7 +90,7 @@ class IdentityQueries(WarehouseBase):
 
     def change_counts(self, since: datetime) -> tuple[int, int]:
         """(mentions new or changed, linked mentions removed) since a disambiguation started at ``since``."""
-        changed = self._exec(f"SELECT count(*) FROM ({_CHANGED})", [since])[0][0]
+        changed = self._exec(f"SELECT count(*) FROM ({_CHANGED})", [since, since])[0][0]
         removed = self._exec(
             """SELECT count(*) FROM author_links l WHERE NOT EXISTS (
                    SELECT 1 FROM mentions m JOIN papers p USING (arxiv_id)
@@ -101,7 +109,7 @@ class IdentityQueries(WarehouseBase):
         self.con.register("_extra", extra.select("arxiv_id", "position").to_arrow())
         try:
             return self._frame(
-                f"""SELECT {_MENTION_COLUMNS} FROM mentions m JOIN papers p USING (arxiv_id)
+                f"""SELECT {_MENTION_COLUMNS} FROM {_MENTIONS_FROM}
                     WHERE m.arxiv_id IN (
                         SELECT l.arxiv_id FROM author_links l WHERE {_BASE_KEY} IN (SELECT k FROM _bases)
                         UNION SELECT arxiv_id FROM _extra)

@@ -1,7 +1,7 @@
 """Ingest: the arXiv crawl, S2 lookups, PDF extraction, and the reconciled corpus loaded from them.
 
 Owns ``crawl_slices``, ``arxiv_records``, ``s2_papers``, ``documents``, ``papers``, ``mentions``
-and ``rejects``.
+and ``rejects``; saves GROBID's reference lists through the graph's queries (``save_graph``).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from revbench.schemas.tables import (
     S2_PAPERS,
     TRANSIENT_DOCUMENT_STATUSES,
 )
-from revbench.warehouse.core import WarehouseBase
+from revbench.warehouse.graph import GraphQueries
 
 
-class IngestQueries(WarehouseBase):
+class IngestQueries(GraphQueries):
     """Crawl slices, pending documents, the reconcile inputs, and the corpus load."""
 
     def completed_slices(self) -> set[tuple[str, datetime, datetime]]:
@@ -65,8 +65,16 @@ class IngestQueries(WarehouseBase):
         self.con.unregister("_k")
         return {(a, v): n for a, v, n in rows}
 
-    def save_documents(self, docs: pl.DataFrame) -> None:
-        self.upsert(DOCUMENTS, docs)
+    def save_documents(self, docs: pl.DataFrame, references: tuple[pl.DataFrame, pl.DataFrame] | None = None,
+                       run_id: str | None = None) -> None:
+        """Store extracted documents and, when GROBID's full text was read, their reference lists
+        (``citations`` of source grobid, one ``graph_fetches`` row per paper) in one transaction: a
+        crash keeps both or neither, and a document read again replaces its paper's earlier list."""
+        with self.transaction():
+            self.upsert(DOCUMENTS, docs)
+            if references is not None:
+                citations, fetches = references
+                self.save_graph(citations=citations, fetches=fetches.with_columns(run_id=pl.lit(run_id, pl.Utf8)))
 
     def reconcile_keys(self) -> pl.DataFrame:
         """What each reconcile input's verdict depends on (``arxiv_id, record_hash, doc_status,

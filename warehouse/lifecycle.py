@@ -45,6 +45,20 @@ def held_here(path: Path | str, besides: Lifecycle | None = None) -> bool:
         return any(wh is not besides for wh in _HELD.get(_key(Path(path)), ()))
 
 
+class _Closed:
+    """What a closed warehouse answers with: one line naming the file, whatever is asked of it."""
+
+    def __init__(self, path: Path):
+        self._path = path
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        def closed(*_args: object, **_kwargs: object) -> None:
+            if name == "close":
+                return None
+            raise duckdb.ConnectionException(f"the warehouse {self._path} is closed")
+        return closed
+
+
 class Lifecycle(WarehouseBase):
     """A DuckDB file with the revbench schema, migrated on open."""
 
@@ -147,6 +161,10 @@ class Lifecycle(WarehouseBase):
                 if not held:
                     _HELD.pop(_key(self.path), None)
         self.con.close()
+        # Prefect keeps a finished task's parameters (the run, so this warehouse) in its rollback
+        # hooks until the process ends; letting go of the connection object here means DuckDB's
+        # module is not still referenced at interpreter exit (nanobind's "leaked instances" report).
+        self.con = _Closed(self.path)
 
     def schema_version(self) -> int:
         if not self.read_only:

@@ -32,6 +32,10 @@ DESCRIPTIONS: dict[int, str] = {
     14: "every email of a mention (GROBID writes several per author), in documents and mentions",
     15: "the scholarly graph: citations, paper_topics, institutions, author_affiliations, graph_fetches; "
         "pool_exclusions.evidence (what an institution conflict rests on)",
+    16: "the graph, continued: pool_evidence.path and assignments.path (citation recall: semantic, citation or "
+        "both); paper_authorships (OpenAlex authorships with author ids and ORCIDs, disambiguation's evidence), "
+        "papers whose OpenAlex affiliations were fetched before asked again to fill it; "
+        "graph_fetches.source_paper_id (each paper's own OpenAlex work id and S2 paperId, kept for later runs)",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {
@@ -46,6 +50,12 @@ EXTRA_SQL: dict[int, list[str]] = {
                 SELECT n.version FROM releases n WHERE n.status = 'published' AND n.built_at > releases.built_at
                 ORDER BY n.built_at, n.version LIMIT 1)
             WHERE status = 'published' AND superseded_by IS NULL"""],
+    # Rounds before citation recall had one path: their candidates were found by similarity.
+    # Papers whose OpenAlex affiliations were fetched before paper_authorships existed are asked
+    # again once, so their authorships (disambiguation's ids) are filled in.
+    16: ["UPDATE pool_evidence SET path = 'semantic' WHERE path IS NULL",
+         "UPDATE assignments SET path = 'semantic' WHERE path IS NULL",
+         "DELETE FROM graph_fetches WHERE source = 'openalex' AND kind = 'affiliations'"],
 }
 REBUILD: dict[int, tuple[str, ...]] = {
     6: ("eval_results", "query_samples", "pool_evidence", "pool_exclusions", "assignments", "invitations"),

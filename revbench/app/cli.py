@@ -390,6 +390,7 @@ def world(
     until: Annotated[str, typer.Option(help="Window end YYYY-MM-DD")] = DEMO_UNTIL.isoformat(),
     documents: Annotated[bool, typer.Option(help="Also write PDFs and TEI")] = True,
     extra_days: Annotated[int, typer.Option(min=0, help="Growth days after --until, each adding new papers")] = 0,
+    graph: Annotated[bool, typer.Option(help="Also draw the scholarly graph (--no-graph: a world as before it)")] = True,
 ) -> None:
     """Generate a SYNTHETIC world (services' answers plus hidden truth)."""
     from revbench.synth.draw import WorldSpec
@@ -399,7 +400,8 @@ def world(
     if u < s:
         raise UsageError(f"--until {until} is before --since {since}")
     check_output_dir(out, "--out")
-    spec = WorldSpec(n_papers=papers, seed=seed, start=s, end=u, documents=documents, extra_days=extra_days)
+    spec = WorldSpec(n_papers=papers, seed=seed, start=s, end=u, documents=documents, extra_days=extra_days,
+                     graph=graph)
     with console.status(f"generating {papers} SYNTHETIC papers"):
         manifest = generate_world(out, spec)
     console.print_json(json.dumps(manifest["counts"]))

@@ -53,7 +53,9 @@ def print_disambiguation(res: DisambiguationResult, quality: dict[str, float] | 
     t.add_column("method")
     t.add_column("merges this run", justify="right")
     t.add_column("mentions linked by", justify="right")
-    for m in ("orcid", "email", "affiliation", "llm", "fallback", "singleton"):
+    for m in ("orcid", "email", "affiliation", "openalex", "llm", "fallback", "singleton"):
+        if m == "openalex" and not (res.merges.get(m) or res.links_by_method.get(m)):
+            continue  # the graph's ids only where the graph gave some: a graph-less run prints as before
         t.add_row(m, str(res.merges.get(m, 0)), str(res.links_by_method.get(m, 0)))
     console.print(t)
     console.print(
@@ -86,11 +88,17 @@ def print_pools(stats: PoolsResult, coi_violations: int | None = None, tau_repor
         f"{stats.max_queries_per_candidate} queries each); {stats.queries_short_of_target} queries below target; "
         f"{stats.embedded_now} papers embedded now; files in {stats.out_dir}"
     )
+    from revbench.flows.pools import recall_line
+
+    console.print(recall_line(stats), markup=False, highlight=False)
     if coi_violations is not None:
         console.print(f"COI audit against the SYNTHETIC truth: {coi_violations} invitations pair a reviewer with a "
                       "paper they or a co-author of its authors wrote, or a planted conflict.")
     for p in planted or []:
-        how = ("[green]caught[/]: excluded as " + ", ".join(p["reasons"]) if p["caught"] else
+        ways = [w for w, paths in (("similarity", ("semantic", "both")), ("citation", ("citation", "both")))
+                if set(paths) & set(p.get("paths", []))]
+        by = f" (recalled by {' and '.join(ways)})" if ways else ""
+        how = (f"[green]caught[/]{by}: excluded as " + ", ".join(p["reasons"]) if p["caught"] else
                "[red]NOT caught[/]: " + ("invited" if p["invited"] else "not excluded" if p["recalled"] else "never recalled"))
         console.print(f"Planted {p['kind'].replace('_', '-')} conflict on query {p['query_id']} ({p['detail']}): {how}.")
     if tau_report:

@@ -112,13 +112,15 @@ class GrobidHeaderClient:
         """Extract the header of one PDF; returns the parsed header and the raw TEI."""
         return call_with_retries(lambda: self._once(pdf, name), self.http, f"GROBID {name}", breaker=self.breaker)
 
-    def _fulltext_once(self, pdf: bytes, name: str) -> tuple[list[TeiReference], str]:
+    def _fulltext_once(self, pdf: bytes, name: str) -> tuple[TeiHeader, list[TeiReference], str]:
         # The package sends consolidateCitations only when true, and GROBID's default is 0; the raw
         # reference strings are asked for, as they are what a person reads to judge a match.
         text = self._post("processFulltextDocument", pdf, name, consolidate_header=self.settings.consolidate_header,
                           consolidate_citations=self.settings.consolidate_citations, include_raw_citations=True)
         try:
-            return parse_tei_references(text, f"GROBID full text of {name}"), text
+            # The full text carries the same teiHeader as processHeaderDocument's answer (the
+            # conformance suite compares both on the same PDF), so one request gives both.
+            return parse_tei_header(text), parse_tei_references(text, f"GROBID full text of {name}"), text
         except TeiError as exc:
             raise TransientError(str(exc), kind="grobid_invalid_tei") from exc
 
@@ -129,8 +131,20 @@ class GrobidHeaderClient:
         if not self.settings.fulltext:
             raise UsageError("GROBID full text is off (REVBENCH_GROBID__FULLTEXT=false); "
                              "set it to true to read papers' reference lists from GROBID")
+        _header, refs, tei = self._fulltext(pdf, name)
+        return refs, tei
+
+    def _fulltext(self, pdf: bytes, name: str) -> tuple[TeiHeader, list[TeiReference], str]:
         return call_with_retries(lambda: self._fulltext_once(pdf, name), self.http, f"GROBID full text {name}",
                                  breaker=self.breaker)
+
+    def document(self, pdf: bytes, name: str = "paper.pdf") -> tuple[TeiHeader, list[TeiReference] | None, str]:
+        """One PDF's header and, with ``grobid.fulltext`` on, its reference list, from one request
+        (``processFulltextDocument`` instead of ``processHeaderDocument``); references are None when off."""
+        if not self.settings.fulltext:
+            header, tei = self.header(pdf, name)
+            return header, None, tei
+        return self._fulltext(pdf, name)
 
 
 # What `revbench doctor` asks this service (registered in revbench/services.py).

@@ -10,7 +10,9 @@ call, mounted for ``https://`` only, so a local replay server gets none, and a 4
 ``HttpSettings``; it reads each answer whole (``res.json()``) and paces nothing. What OpenAlex needs
 is a handful of GETs, so this client asks them the way our other clients do: one retry policy with
 Retry-After and a breaker (``revbench.retry``), every answer capped (``revbench.clients.bounded``),
-adaptive pacing at the polite pool's documented 10 requests per second.
+adaptive pacing at the polite pool's documented 10 requests per second. Many works or authors are
+asked as OpenAlex documents it, by one list request per batch with the values OR'ed in one filter
+(``works_by_dois``, ``authors_by_ids``), not one request each.
 
 Every answer is read for the keys used and nothing else: new keys appear every year, and any key
 may be missing or null (deleted authors, paratext works without authors or topics). OpenAlex
@@ -22,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -52,6 +54,13 @@ def error_text(body: bytes) -> str | None:
     parts = [p for p in (parsed.get("error"), parsed.get("message")) if isinstance(p, str) and p.strip()]
     text = " ".join(" ".join(parts).split())
     return (text if len(text) <= 300 else text[:297] + "...") or None
+
+
+def _short(filter: str) -> str:
+    """A filter as a one-line error names it: a batch of 50 DOIs would fill the line, so its first value and a count."""
+    name, _, values = filter.partition(":")
+    parts = values.split("|")
+    return filter if len(parts) <= 2 else f"{name}:{parts[0]}|... ({len(parts)} values)"
 
 
 def bare_doi(doi: str) -> str:
@@ -93,9 +102,10 @@ class OpenAlexClient:
             out["mailto"] = self.settings.mailto
         return out
 
-    def _get(self, path: str, params: dict[str, Any], missing: str) -> Any:
-        """One GET, paced and through 429s, as JSON; ``missing`` names what a 404 did not find."""
-        what = f"OpenAlex {path}"
+    def _get(self, path: str, params: dict[str, Any], missing: str, what: str | None = None) -> Any:
+        """One GET, paced and through 429s, as JSON; ``missing`` names what a 404 did not find,
+        ``what`` the request in an error line (the path unless given)."""
+        what = what or f"OpenAlex {path}"
 
         def send() -> tuple[httpx.Response, bytes]:
             self.requests_made += 1
@@ -154,13 +164,25 @@ class OpenAlexClient:
         ``meta.next_cursor`` from ``cursor=*`` until a page comes back empty or without a next
         cursor. A cursor that comes back again ends it with a ``TransientError`` naming the filter:
         the list is left whole for another run, never followed round in a loop."""
-        out: list[dict[str, Any]] = []
+        return self._listing("/works", filter, select)
+
+    def authors(self, filter: str, select: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Every author matching ``filter`` (e.g. ``openalex:A1|A2``), cursor-paged as :meth:`works`."""
+        return self._listing("/authors", filter, select)
+
+    def _listing(self, path: str, filter: str, select: Sequence[str] | None) -> list[dict[str, Any]]:
+        return [record for page in self._pages(path, filter, select) for record in page]
+
+    def _pages(self, path: str, filter: str, select: Sequence[str] | None) -> Iterator[list[dict[str, Any]]]:
+        """Each page's results, from ``cursor=*`` until a page comes back empty or without a next cursor."""
         cursor: str | None = "*"
         asked: set[str] = set()
+        seen = 0
         while cursor is not None:
-            page = self._page(filter, cursor, select)
+            page = self._page(filter, cursor, select, path=path)
             results = page["results"]
-            out.extend(results)
+            yield results
+            seen += len(results)
             asked.add(cursor)
             meta = page.get("meta") if isinstance(page.get("meta"), dict) else {}
             following = meta.get("next_cursor")
@@ -168,24 +190,72 @@ class OpenAlexClient:
                 break
             if not isinstance(following, str) or following in asked:
                 why = "was asked already" if isinstance(following, str) else "is not a cursor"
-                raise TransientError(f"OpenAlex /works?filter={filter}: next_cursor {str(following)[:40]!r} {why}; "
-                                     f"stopped paging after {len(out)} works", kind="paging_stuck")
+                raise TransientError(f"OpenAlex {path}?filter={_short(filter)}: next_cursor {str(following)[:40]!r} "
+                                     f"{why}; stopped paging after {seen} {path.strip('/')}", kind="paging_stuck")
             cursor = following
+
+    def works_by_dois(self, dois: Sequence[str], select: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        """``asked DOI -> work`` for the works OpenAlex has among ``dois``, asked ``batch_size`` at a
+        time through ``/works?filter=doi:A|B|...`` (one request a batch, plus cursor pages). Each
+        result is matched back by its ``doi`` (OpenAlex writes ``https://doi.org/…`` lower-cased):
+        an asked DOI with no result is not in OpenAlex (as the HTML 404 of one DOI says), a result
+        matching nothing asked is ignored. With ``select``, ``doi`` is asked for too."""
+        keys = {d: bare_doi(d) for d in dois}
+        # OpenAlex reads `|` and `,` in a filter value as OR and AND: such a DOI is asked alone.
+        alone = [d for d, k in keys.items() if "|" in k or "," in k]
+        found = self._batched("/works", "doi", [k for d, k in keys.items() if d not in alone],
+                              lambda w: bare_doi(w["doi"]) if isinstance(w.get("doi"), str) else None,
+                              [*select, "doi"] if select else None)
+        out = {d: found[k] for d, k in keys.items() if k in found}
+        for d in alone:
+            if (work := self.work_by_doi(d, select)) is not None:
+                out[d] = work
+        return out
+
+    def authors_by_ids(self, ids: Sequence[str], select: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        """``asked id -> author`` for the authors (``A…`` or their URLs) OpenAlex has among ``ids``,
+        asked ``batch_size`` at a time through ``/authors?filter=openalex:A1|A2|...``, matched back
+        by ``id``; an id without a result is an author OpenAlex does not have (deleted, merged away)."""
+        keys = {i: (openalex_id(i) or i).upper() for i in ids}
+        found = self._batched("/authors", "openalex", list(keys.values()),
+                              lambda a: (openalex_id(a.get("id")) or "").upper() or None,
+                              [*select, "id"] if select else None)
+        return {i: found[k] for i, k in keys.items() if k in found}
+
+    def _batched(self, path: str, name: str, keys: Sequence[str], key_of: Callable[[dict[str, Any]], str | None],
+                 select: Sequence[str] | None) -> dict[str, dict[str, Any]]:
+        """``key -> record`` over ``path?filter=name:k1|k2|...``, ``batch_size`` keys a request; the
+        first result of a key wins (OpenAlex has kept two works under one DOI)."""
+        unique = list(dict.fromkeys(keys))
+        size = self.settings.batch_size
+        out: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(unique), size):
+            batch = unique[start:start + size]
+            wanted = set(batch)
+            for page in self._pages(path, f"{name}:{'|'.join(batch)}", select):
+                for record in page:
+                    key = key_of(record) if isinstance(record, dict) else None
+                    if key in wanted and key not in out:
+                        out[key] = record
+                # OpenAlex gives a next cursor after its last page with results too; with every key
+                # found, a further page could change nothing, so the empty page is not asked for.
+                if wanted <= out.keys():
+                    break
         return out
 
     def _page(self, filter: str, cursor: str | None, select: Sequence[str] | None,
-              per_page: int | None = None) -> dict[str, Any]:
+              per_page: int | None = None, path: str = "/works") -> dict[str, Any]:
         params = {"filter": filter, "per-page": per_page or self.settings.per_page, "cursor": cursor,
                   "select": ",".join(select) if select else None}
+        what = f"OpenAlex {path}?filter={_short(filter)}"
 
         def once() -> dict[str, Any]:
-            body = self._get("/works", params, f"works for filter {filter}")
+            body = self._get(path, params, f"{path.strip('/')} for filter {_short(filter)}", what)
             if not isinstance(body, dict) or not isinstance(body.get("results"), list):
-                raise TransientError(f"OpenAlex /works?filter={filter}: the answer lacks a 'results' list",
-                                     kind="malformed")
+                raise TransientError(f"{what}: the answer lacks a 'results' list", kind="malformed")
             return body
 
-        return call_with_retries(once, self.http, f"OpenAlex /works?filter={filter}", breaker=self.breaker)
+        return call_with_retries(once, self.http, what, breaker=self.breaker)
 
     def count_works(self, filter: str) -> int:
         """How many works match ``filter`` (``meta.count`` of a one-result page)."""

@@ -1,7 +1,8 @@
 """OpenAlex's answers as plain records with the warehouse's column names (``schemas/graph.py``): a
 work's ``referenced_works`` as ``citations`` rows (source ``openalex``), its ``topics`` and
 ``primary_topic`` as ``paper_topics`` rows (scheme ``openalex-topic``), its authorships'
-institutions as ``institutions`` rows and the people at them as ``author_affiliations`` rows; an
+institutions as ``institutions`` rows, the people at them as ``author_affiliations`` rows and every
+authorship's ids as ``paper_authorships`` rows; an
 author's ``affiliations[].years`` as affiliations with first and last year. The client that
 fetches them is ``revbench.clients.openalex.OpenAlexClient``.
 
@@ -163,6 +164,22 @@ def authorship_rows(arxiv_id: str | None, work: Any) -> tuple[list[dict[str, Any
                 "person_key": person, "orcid": orcid, "institution_key": inst["institution_key"], "first_year": year,
                 "last_year": year, "source": SOURCE, "arxiv_id": arxiv_id, "position": position})
     return list(institutions.values()), list(affiliations.values())
+
+
+def person_rows(arxiv_id: str, work: Any) -> list[dict[str, Any]]:
+    """``paper_authorships`` rows: each authorship's place in the list, its author's OpenAlex id and
+    ORCID, and the name as the paper wrote it (``raw_author_name``, else the profile's). An authorship
+    with neither id is left out: it ties nothing."""
+    rows = []
+    for position, authorship in enumerate(as_list(as_dict(work).get("authorships"))):
+        a = as_dict(authorship)
+        person, orcid = _person(a.get("author"))
+        if person is None and orcid is None:
+            continue
+        name = as_text(a.get("raw_author_name")) or as_text(as_dict(a.get("author")).get("display_name"))
+        rows.append({"arxiv_id": arxiv_id, "source": SOURCE, "position": position, "person_key": person,
+                     "orcid": orcid, "name": name})
+    return rows
 
 
 def author_rows(author: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

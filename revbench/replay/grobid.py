@@ -46,7 +46,7 @@ def routes(replay: ReplayApp) -> list[Route]:
         if fulltext:
             graph = replay.world.graph if replay.world else None
             arxiv_id = replay.world.arxiv_of_sha.get(sha) if replay.world else None
-            refs = (graph or {}).get("references", {}).get(arxiv_id or "", [])
+            refs = graph.references(arxiv_id) if graph and arxiv_id else []
             tei = with_references(tei, refs) if refs else with_empty_references(tei)
         return await replay.respond("grobid", key, 200, tei, "application/xml; charset=UTF-8")
 

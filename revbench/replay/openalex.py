@@ -1,11 +1,14 @@
 """OpenAlex: the SYNTHETIC world's papers as works, by arXiv's DOI (``10.48550/arXiv.<id>``) or by
-work id, and as lists by a ``doi:`` filter with cursor paging.
+work id, and as lists by a ``doi:`` or ``openalex:`` filter of OR'ed values with cursor paging; the
+people as authors, one by id or listed by an ``openalex:`` filter.
 
-With the world's graph (``graph.json``), a work carries ``referenced_works`` (the W ids of the
+With the world's graph (``graph/``), a work carries ``referenced_works`` (the W ids of the
 works it cites inside the world; OpenAlex lists only works it knows), its topics with domain, field
 and subfield, and authorships whose institutions carry ROR ids beside the name variant the paper
 wrote; each author has an OpenAlex id made from the person, never from the name (which would
-merge the world's homonyms), and ``/authors/<id>`` answers their affiliations with years. A world
+merge the world's homonyms), except that the people the graph's ``openalex_profiles`` splits have
+some papers under a second id, and some authorships show no ORCID although the person has one;
+``/authors/<id>`` answers their affiliations with years (under either id). A world
 without a graph answers works with none of these. Anything else is answered as OpenAlex answers
 it: an unknown DOI or id with its HTML 404 page, a filter it cannot read with its 400 JSON error.
 """
@@ -24,12 +27,17 @@ from starlette.routing import Route
 
 if TYPE_CHECKING:
     from revbench.replay.server import ReplayApp
+    from revbench.synth.graph_files import GraphStore
 
 NOT_FOUND_HTML = (b"<!doctype html>\n<html lang=en>\n<title>404 Not Found</title>\n<h1>Not Found</h1>\n<p>The "
                   b"requested URL was not found on the server. If you entered the URL manually please check your "
                   b"spelling and try again.</p>\n")
 """OpenAlex's answer to an unknown DOI or id, byte for byte (recorded in ../shared/external/real-responses/openalex)."""
 ARXIV_DOI = "10.48550/arxiv."
+MAX_OR_VALUES = 100
+"""Values OR'ed in one filter, as OpenAlex documents it (developers.openalex.org, "Filter")."""
+WORK_FILTERS = ("doi", "openalex", "ids.openalex")
+AUTHOR_FILTERS = ("openalex", "ids.openalex")
 _TAG = {name: re.compile(f"<{name}>(.*?)</{name}>", re.S) for name in ("title", "published", "name")}
 
 
@@ -55,18 +63,20 @@ def _institution(inst: dict[str, Any]) -> dict[str, Any]:
             "lineage": [f"https://openalex.org/{inst['openalex_id']}"]}
 
 
-def _with_graph(work: dict[str, Any], arxiv_id: str, graph: dict[str, Any]) -> dict[str, Any]:
+def _with_graph(work: dict[str, Any], arxiv_id: str, graph: GraphStore) -> dict[str, Any]:
     """The work with what the graph knows of it: references, topics, authors' ids and institutions."""
-    refs = [_cited_id(r) for r in graph["references"].get(arxiv_id, []) if r["in_world"]]
-    topics = graph["topics"].get(arxiv_id, {}).get("openalex", [])
-    insts = graph["institutions"]
+    refs = [_cited_id(r) for r in graph.references(arxiv_id) if r["in_world"]]
+    topics = (graph.topics(arxiv_id) or {}).get("openalex", [])
+    insts = graph.institutions
     year = work["publication_year"]
-    for position, (authorship, pid) in enumerate(zip(work["authorships"], graph["authors"].get(arxiv_id, []), strict=False)):
-        person = graph["people"].get(pid, {})
-        orcid = person.get("orcid")
-        authorship["author"] = {"id": f"https://openalex.org/{author_id(pid)}", "display_name": person.get("name"),
+    second, no_orcid = graph.openalex_profiles()
+    for position, (authorship, pid) in enumerate(zip(work["authorships"], graph.authors(arxiv_id), strict=False)):
+        person = graph.person(pid) or {}
+        orcid = None if f"{arxiv_id}:{position}" in no_orcid else person.get("orcid")
+        profile = author_id(f"{pid}#2" if arxiv_id in second.get(pid, ()) else pid)
+        authorship["author"] = {"id": f"https://openalex.org/{profile}", "display_name": person.get("name"),
                                 "orcid": f"https://orcid.org/{orcid}" if orcid else None}
-        now = [a for a in graph["affiliations"].get(pid, []) if year is None or a["first_year"] <= year <= a["last_year"]]
+        now = [a for a in graph.affiliations(pid) if year is None or a["first_year"] <= year <= a["last_year"]]
         raw = []
         for a in now:
             variants = insts[a["inst"]]["variants"]
@@ -80,13 +90,13 @@ def _with_graph(work: dict[str, Any], arxiv_id: str, graph: dict[str, Any]) -> d
             "topics": topics, "primary_topic": topics[0] if topics else None}
 
 
-def _author(graph: dict[str, Any], pid: str) -> dict[str, Any]:
+def _author(graph: GraphStore, pid: str, aid: str) -> dict[str, Any]:
     """A person as OpenAlex's ``/authors/<id>`` answers: their affiliations, each with its years."""
-    person, insts = graph["people"][pid], graph["institutions"]
+    person, insts = graph.person(pid) or {}, graph.institutions
     orcid = person.get("orcid")
     affs = [{"institution": _institution(insts[a["inst"]]), "years": list(range(a["last_year"], a["first_year"] - 1, -1))}
-            for a in graph["affiliations"].get(pid, [])]
-    return {"id": f"https://openalex.org/{author_id(pid)}", "display_name": person["name"],
+            for a in graph.affiliations(pid)]
+    return {"id": f"https://openalex.org/{aid}", "display_name": person["name"],
             "orcid": f"https://orcid.org/{orcid}" if orcid else None, "affiliations": affs,
             "last_known_institutions": [aff["institution"] for aff in affs[:1]]}
 
@@ -122,7 +132,9 @@ class _Works:
         self.by_id: dict[str, str] = {}
         world = replay.world
         self.graph = world.graph if world else None
-        self.authors = {author_id(pid): pid for pid in (self.graph or {}).get("people", {})}
+        # A person OpenAlex split answers under both ids (its ``#2`` profile id is made from the person too).
+        self.authors = ({author_id(key): pid for pid in self.graph.person_ids() for key in (pid, f"{pid}#2")}
+                        if self.graph else {})
         for entries in (world.by_category.values() if world else []):
             for _date, arxiv_id, entry in entries:
                 self.by_doi[ARXIV_DOI + arxiv_id.lower()] = (arxiv_id, entry)
@@ -140,8 +152,9 @@ class _Works:
         return _with_graph(_work(*hit), hit[0], self.graph) if self.graph else _work(*hit)
 
     def author(self, key: str) -> dict[str, Any] | None:
-        pid = self.authors.get(key.strip().rpartition("/")[2].upper())
-        return _author(self.graph, pid) if pid and self.graph else None
+        aid = key.strip().rpartition("/")[2].upper()
+        pid = self.authors.get(aid)
+        return _author(self.graph, pid, aid) if pid and self.graph else None
 
 
 def _selected(work: dict[str, Any], select: str | None) -> dict[str, Any]:
@@ -154,8 +167,9 @@ def _bad_request(message: str) -> bytes:
 
 
 def routes(replay: ReplayApp) -> list[Route]:
-    """``GET /openalex/works/<key>``, ``GET /openalex/works?filter=doi:...`` (cursor or page paging),
-    ``GET /openalex/authors/<id>`` (the world's graph's people), and the HTML 404 for anything else."""
+    """``GET /openalex/works/<key>``, ``GET /openalex/works?filter=doi:...|...`` (cursor or page paging),
+    ``GET /openalex/authors/<id>`` and ``GET /openalex/authors?filter=openalex:...|...`` (the world's
+    graph's people), and the HTML 404 for anything else."""
     index: list[_Works] = []
 
     def works() -> _Works:
@@ -174,38 +188,54 @@ def routes(replay: ReplayApp) -> list[Route]:
     async def one(request: Request) -> Response:
         return await entity(request, "work", works().find(request.path_params["key"]))
 
-    async def listing(request: Request) -> Response:
-        q = request.query_params
-        filt = q.get("filter", "")
-        name, _, value = filt.partition(":")
-        try:
-            per_page = int(q.get("per-page", q.get("per_page", "25")))
-            page = int(q.get("page", "1"))
-        except ValueError:
-            return await replay.respond("openalex", f"list:{filt}", 400, _bad_request("per-page and page are numbers"),
-                                        "application/json")
-        if name != "doi" or not value or not 1 <= per_page <= 200:
-            return await replay.respond("openalex", f"list:{filt}", 400, _bad_request(
-                f"the replay world answers filter=doi:<doi>[|<doi>...] with per-page 1 to 200, not {filt!r}"),
-                "application/json")
-        found = [w for d in value.split("|") if (w := works().find(d)) is not None]
-        cursor = q.get("cursor")
-        meta: dict[str, Any] = {"count": len(found), "db_response_time_ms": 1, "page": None, "per_page": per_page,
-                                "groups_count": None}
-        if cursor is None:
-            start = (page - 1) * per_page
-            meta["page"] = page
-        else:
-            start = 0 if cursor == "*" else int(cursor.removeprefix("o")) if re.fullmatch(r"o\d+", cursor) else -1
-            if start < 0:
-                return await replay.respond("openalex", f"list:{filt}", 400, _bad_request(f"bad cursor {cursor!r}"),
+    def listing(kind: str, find: Any, names: tuple[str, ...]) -> Any:
+        """``GET /openalex/<kind>?filter=<name>:v1|v2|...`` in OpenAlex's list shape (``meta.count``,
+        ``meta.next_cursor``, ``results``), by cursor or page; each value's record once, in the order
+        asked. A filter name OpenAlex does not have for the entity, more values than its OR limit or a
+        cursor it never gave is its 400 JSON error."""
+
+        async def answer(request: Request) -> Response:
+            q = request.query_params
+            filt = q.get("filter", "")
+            name, _, value = filt.partition(":")
+            where = f"list:{kind}:{filt}"
+            try:
+                per_page = int(q.get("per-page", q.get("per_page", "25")))
+                page = int(q.get("page", "1"))
+            except ValueError:
+                return await replay.respond("openalex", where, 400, _bad_request("per-page and page are numbers"),
                                             "application/json")
-        results = [_selected(w, q.get("select")) for w in found[start:start + per_page]]
-        if cursor is not None:
-            # As OpenAlex does: a next cursor after every page with results, null after the empty one.
-            meta["next_cursor"] = f"o{start + per_page}" if results else None
-        body = json.dumps({"meta": meta, "results": results, "group_by": []}, ensure_ascii=False).encode()
-        return await replay.respond("openalex", f"list:{filt}:{cursor}:{page}:{per_page}", 200, body, "application/json")
+            values = [v for v in value.split("|") if v]
+            if name.lower() not in names:
+                why = (f"{name} is not a valid field for {kind} in the replay world, which answers "
+                       f"filter={'|'.join(names)}:<value>[|<value>...]")
+            elif not values or len(values) > MAX_OR_VALUES or not 1 <= per_page <= 200:
+                why = (f"filter {name} takes 1 to {MAX_OR_VALUES} values OR'ed with |, and per-page 1 to 200; "
+                       f"got {len(values)} values and per-page {per_page}")
+            else:
+                why = ""
+            if why:
+                return await replay.respond("openalex", where, 400, _bad_request(why), "application/json")
+            found = list({r["id"]: r for v in values if (r := find(v)) is not None}.values())
+            cursor = q.get("cursor")
+            meta: dict[str, Any] = {"count": len(found), "db_response_time_ms": 1, "page": None, "per_page": per_page,
+                                    "groups_count": None}
+            if cursor is None:
+                start = (page - 1) * per_page
+                meta["page"] = page
+            else:
+                start = 0 if cursor == "*" else int(cursor.removeprefix("o")) if re.fullmatch(r"o\d+", cursor) else -1
+                if start < 0:
+                    return await replay.respond("openalex", where, 400, _bad_request(f"bad cursor {cursor!r}"),
+                                                "application/json")
+            results = [_selected(r, q.get("select")) for r in found[start:start + per_page]]
+            if cursor is not None:
+                # As OpenAlex does: a next cursor after every page with results, null after the empty one.
+                meta["next_cursor"] = f"o{start + per_page}" if results else None
+            body = json.dumps({"meta": meta, "results": results, "group_by": []}, ensure_ascii=False).encode()
+            return await replay.respond("openalex", f"{where}:{cursor}:{page}:{per_page}", 200, body, "application/json")
+
+        return answer
 
     async def author(request: Request) -> Response:
         return await entity(request, "author", works().author(request.path_params["key"]))
@@ -214,7 +244,8 @@ def routes(replay: ReplayApp) -> list[Route]:
         return await replay.respond("openalex", f"other:{request.url.path}", 404, NOT_FOUND_HTML,
                                     "text/html; charset=utf-8")
 
-    return [Route("/openalex/works", listing, methods=["GET"]),
+    return [Route("/openalex/works", listing("works", lambda v: works().find(v), WORK_FILTERS), methods=["GET"]),
+            Route("/openalex/authors", listing("authors", lambda v: works().author(v), AUTHOR_FILTERS), methods=["GET"]),
             Route("/openalex/works/{key:path}", one, methods=["GET"]),
             Route("/openalex/authors/{key:path}", author, methods=["GET"]),
             Route("/openalex/{kind:path}", unknown, methods=["GET"])]

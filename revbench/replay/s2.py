@@ -29,11 +29,11 @@ def page(items: list[Any], offset: int, limit: int) -> dict[str, Any]:
 
 
 def world_references(world: WorldStore, arxiv_id: str) -> list[Any]:
-    """A world paper's references as S2 answers them, from the world's graph (``graph.json``): each
+    """A world paper's references as S2 answers them, from the world's graph (``graph/``): each
     edge with its contexts, intents and isInfluential, the cited paper with its S2 id (null for an
     outside work S2 could not match, kept by its title) and external ids. A world without a graph
     answers an empty list."""
-    refs = (world.graph or {}).get("references", {}).get(arxiv_id, [])
+    refs = world.graph.references(arxiv_id) if world.graph else []
     out = []
     for n, ref in enumerate(refs):
         ids: dict[str, Any] = {}
@@ -55,7 +55,8 @@ def _with_fields_of_study(world: WorldStore, arxiv_id: str, raw: str) -> str:
     asks for them (``s2FieldsOfStudy`` with each category's source, ``fieldsOfStudy`` the external
     ones); ingest asks no such field, so what it stores and hashes is as before."""
     record = json.loads(raw)
-    fos = (world.graph or {}).get("topics", {}).get(arxiv_id, {}).get("s2")
+    topics = world.graph.topics(arxiv_id) if world.graph else None
+    fos = topics["s2"] if topics else None
     if not isinstance(record, dict) or fos is None:
         return raw
     external = [f["category"] for f in fos if f["source"] == "external"]

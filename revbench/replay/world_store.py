@@ -6,9 +6,10 @@ import json
 from bisect import bisect_left, bisect_right
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import polars as pl
+
+from revbench.synth.graph_files import GraphStore
 
 
 class WorldStore:
@@ -43,9 +44,9 @@ class WorldStore:
                 self.pdfs[f"{row['arxiv_id']}v{row['version']}"] = row["pdf"]
                 self.teis[row["pdf_sha256"]] = row["tei"]
                 self.arxiv_of_sha[row["pdf_sha256"]] = row["arxiv_id"]
-        # The scholarly graph (revbench.synth.graph); worlds written before it have none.
-        graph_path = world_dir / "graph.json"
-        self.graph: dict[str, Any] | None = json.loads(graph_path.read_text()) if graph_path.exists() else None
+        # The scholarly graph (revbench.synth.graph), read table by table as first asked for;
+        # worlds written before it have none.
+        self.graph = GraphStore.open(world_dir)
 
     def query(self, category: str, lo: datetime, hi: datetime) -> list[str]:
         """Atom entries of ``category`` last revised in ``[lo, hi]`` (minutes, inclusive)."""

@@ -1,6 +1,6 @@
 """The SYNTHETIC world's scholarly graph: who cites what, each paper's topics, institutions with ROR
-ids and their name variants, each person's affiliations with years, and one conflict of interest
-only the graph reveals.
+ids and their name variants, each person's affiliations with years, OpenAlex's split profiles and
+missing ORCIDs, and one conflict of interest only the graph reveals.
 
 Everything here draws from its own seeded streams (``GRAPH_STREAM``, one per citing paper), never
 from the world's main generator, so adding the graph moved none of the world's other draws; a
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from revbench.synth.draw import Generator, WorldSpec, _Paper, _Person
+from revbench.synth.draw import PLANTED_QUERY_SEED, Generator, WorldSpec, _Paper, _Person, query_rank
 from revbench.synth.vocab import FIRST_NAMES, INSTITUTIONS, LAST_NAMES, TOPICS
 
 GRAPH_STREAM = 35
@@ -41,6 +41,10 @@ PAST_AFFILIATION_SHARE = 0.3
 end, so that the one planted conflict is the only former-colleague conflict the graph holds."""
 CONFLICT_WINDOW = 3
 """A shared institution counts as a conflict when it ended at most this many years ago."""
+SPLIT_PROFILE_SHARE = 0.12
+"""People OpenAlex splits over two author ids (as it often does); about half their papers are on the second."""
+HIDDEN_ORCID_SHARE = 0.25
+"""Authorships of a person with an ORCID on which OpenAlex shows none."""
 
 # Country and ROR type of each vocabulary institution (by canonical name).
 _FACTS = {"Massachusetts Institute of Technology": "US", "Carnegie Mellon University": "US", "Stanford University": "US",
@@ -249,13 +253,29 @@ def draw_affiliations(spec: WorldSpec, people: list[_Person]) -> dict[str, list[
     return out
 
 
+def _in_draw_order(papers: list[_Paper], bad: set[int]) -> list[int]:
+    """Indices of the papers a planted conflict may sit on, in the order the pools draw queries
+    (each paper by its place in its category's draw under ``PLANTED_QUERY_SEED``), so a round that
+    draws only a few papers per category, as the demo's does, meets the conflict."""
+    good = [i for i, p in enumerate(papers) if i not in bad]
+    place: dict[int, int] = {}
+    for cat in sorted({papers[i].primary_category for i in good}):
+        ranked = sorted((i for i in good if papers[i].primary_category == cat),
+                        key=lambda i: query_rank(PLANTED_QUERY_SEED, cat, papers[i].arxiv_id))
+        place.update((i, k) for k, i in enumerate(ranked))
+    return sorted((i for i in good if not papers[i].planted and papers[i].team),
+                  key=lambda i: (place[i], query_rank(PLANTED_QUERY_SEED, papers[i].primary_category, papers[i].arxiv_id)))
+
+
 def plant_graph_conflict(spec: WorldSpec, people: list[_Person], papers: list[_Paper], bad: set[int],
                          affiliations: dict[str, list[dict[str, Any]]],
-                         shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                         shown: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """A conflict only the graph reveals: a person who writes on a query paper's topic, never wrote
     with its authors and shows none of their institutions in any PDF, but who was at one author's
-    institution until last year, under another spelling of it (same ROR id). Sets that former
-    affiliation in ``affiliations`` and returns the planted pair for the truth."""
+    institution until last year, under another spelling of it (same ROR id). The query cites one of
+    the person's earlier papers on its topic: no embedding needs to bring them close, citation recall
+    finds them. Sets that former affiliation in ``affiliations`` and returns (the planted pair for
+    the truth, ``{query: the world paper it must cite}``)."""
     rng = _rng(spec, 4)
     strings: dict[int, set[str]] = {}
     for row in shown:
@@ -269,20 +289,28 @@ def plant_graph_conflict(spec: WorldSpec, people: list[_Person], papers: list[_P
             writers.setdefault(p.topic, set()).add(m)
             coauthors.setdefault(m, set()).update(p.team)
     end = spec.end.year
-    queries = [p for i, p in enumerate(papers) if i not in bad and not p.planted and p.team]
-    for qi in rng.permutation(len(queries)).tolist():
-        q = queries[qi]
+    planted_people = {m for p in papers if p.planted for m in p.team}
+    works_of: dict[tuple[int, str], list[_Paper]] = {}
+    for i, p in enumerate(papers):
+        if i not in bad and not p.planted:
+            for m in p.team:
+                works_of.setdefault((m, p.topic), []).append(p)
+    for qi in _in_draw_order(papers, bad):
+        q = papers[qi]
         author = people[q.team[0]]
         taken = {i for m in q.team for i in people[m].insts}
         near = set().union(*(coauthors.get(m, set()) for m in q.team))
         theirs = set().union(*(strings.get(m, set()) for m in q.team))
         variant = name_variants(author.inst)[-1]
-        fits = [m for m in sorted(writers.get(q.topic, set()) - near)
+        earlier = {m: sorted(c.arxiv_id for c in works_of.get((m, q.topic), []) if c.published < q.published)
+                   for m in writers.get(q.topic, set()) - near}
+        fits = [m for m in sorted(earlier)
                 if not set(people[m].insts) & taken and not strings.get(m, set()) & theirs
-                and variant.lower() not in theirs and not any(p.planted and m in p.team for p in papers)]
+                and variant.lower() not in theirs and m not in planted_people and earlier[m]]
         if not fits:
             continue
         m = fits[int(rng.integers(len(fits)))]
+        cited = earlier[m][int(rng.integers(len(earlier[m])))]
         person = people[m]
         rows = [r for r in affiliations[person.pid] if r["last_year"] == end]
         rows[0]["first_year"] = end
@@ -291,8 +319,53 @@ def plant_graph_conflict(spec: WorldSpec, people: list[_Person], papers: list[_P
         return [{"query_id": q.arxiv_id, "person_id": person.pid, "kind": "graph_institution",
                  "author_id": author.pid, "ror": ror_id(author.inst), "last_year": end - 1,
                  "detail": f"{person.pid} was at {variant!r} until {end - 1}; {author.pid}, an author of the query, "
-                           f"is at {INSTITUTIONS[author.inst][0]!r} (both ror:{ror_id(author.inst)})"}]
-    return []
+                           f"is at {INSTITUTIONS[author.inst][0]!r} (both ror:{ror_id(author.inst)}); the query "
+                           f"cites their {cited}"}], {q.arxiv_id: cited}
+    return [], {}
+
+
+def cite_planted(spec: WorldSpec, people: list[_Person], papers: list[_Paper], references: dict[str, list[dict[str, Any]]],
+                 cites: dict[str, str]) -> None:
+    """Make each planted query cite its paper (``cites``), in place of one of its outside references
+    (its last when it has none), so its number of references stays as drawn; a query that already
+    cites the paper is left as it is."""
+    by_id = {p.arxiv_id: p for p in papers}
+    for query, cited in sorted(cites.items()):
+        refs = references[query]
+        if any(r["arxiv_id"] == cited for r in refs):
+            continue
+        w, q = by_id[cited], by_id[query]
+        team = set(q.team)
+        close = {c for p in papers if set(p.team) & team for c in p.team} - team
+        ref = {"s2_id": hashlib.sha1(cited.encode()).hexdigest(), "arxiv_id": cited, "arxiv": cited,
+               "doi": f"10.48550/arxiv.{cited}", "title": w.title, "year": w.published.year,
+               "authors": [f"{people[m].first} {people[m].last}" for m in sorted(w.team)], "in_world": True,
+               "own": bool(set(w.team) & team), "coauthor": bool(set(w.team) & close)}
+        outside = [k for k, r in enumerate(refs) if not r["in_world"]]
+        refs[outside[-1] if outside else len(refs) - 1] = _edge(_rng(spec, 5), ref, ref["own"] or ref["coauthor"])
+
+
+def _share(spec: WorldSpec, *parts: str) -> float:
+    """A uniform draw in [0, 1) fixed by the seed and its parts: a paper's draws stay as they were
+    when the world grows."""
+    return int(hashlib.sha1("/".join([str(spec.seed), *parts]).encode()).hexdigest()[:12], 16) / 16**12
+
+
+def draw_openalex_profiles(spec: WorldSpec, people: list[_Person], papers: list[_Paper]) -> dict[str, Any]:
+    """OpenAlex's impolite identity: ``second_profile`` (person id -> the papers OpenAlex files under
+    a second author id of that person) and ``no_orcid`` (``arxiv_id:position`` of authorships of a
+    person with an ORCID on which OpenAlex shows none)."""
+    split = {p.pid for p in people if _share(spec, "split", p.pid) < SPLIT_PROFILE_SHARE}
+    second: dict[str, list[str]] = {}
+    hidden = []
+    for paper in papers:
+        for pos, m in enumerate(paper.team):
+            pid = people[m].pid
+            if pid in split and _share(spec, "second", pid, paper.arxiv_id) < 0.5:
+                second.setdefault(pid, []).append(paper.arxiv_id)
+            if people[m].orcid and _share(spec, "orcid", paper.arxiv_id, str(pos)) < HIDDEN_ORCID_SHARE:
+                hidden.append(f"{paper.arxiv_id}:{pos}")
+    return {"second_profile": {k: sorted(v) for k, v in sorted(second.items())}, "no_orcid": sorted(hidden)}
 
 
 def draw_graph(spec: WorldSpec, people: list[_Person], papers: list[_Paper], bad: set[int],
@@ -304,16 +377,19 @@ def draw_graph(spec: WorldSpec, people: list[_Person], papers: list[_Paper], bad
     shown = [{"person": person_at[(m["arxiv_id"], m["position"])], "affiliations": m["affiliations"]}
              for m in mentions if (m["arxiv_id"], m["position"]) in person_at]
     affiliations = draw_affiliations(spec, people)
-    planted = plant_graph_conflict(spec, people, papers, bad, affiliations, shown)
+    planted, cites = plant_graph_conflict(spec, people, papers, bad, affiliations, shown)
+    references = draw_references(spec, people, papers, histories)
+    cite_planted(spec, people, papers, references, cites)
     graph = {
         "synthetic": True,
         "notice": "SYNTHETIC citation graph generated by revbench: no work, institution or ROR id in it is real.",
         "institutions": institutions(),
-        "references": draw_references(spec, people, papers, histories),
+        "references": references,
         "topics": draw_topics(spec, papers),
         "affiliations": affiliations,
         "authors": {p.arxiv_id: [people[m].pid for m in p.team] for p in papers},
         "people": {p.pid: {"name": f"{p.first} {p.last}", "orcid": p.orcid} for p in people},
+        "openalex_profiles": draw_openalex_profiles(spec, people, papers),
     }
     return graph, planted
 

@@ -89,8 +89,9 @@ def coi_violations(truth: WorldTruth, assignments: pl.DataFrame, links: pl.DataF
 def planted_conflicts_caught(truth: WorldTruth, evidence: pl.DataFrame, exclusions: pl.DataFrame,
                              assignments: pl.DataFrame, links: pl.DataFrame) -> list[dict[str, Any]]:
     """Each planted conflict: whether pools recalled the person as a candidate of its query
-    (``evidence``: ``query_id, author_id``), the exclusion reasons they met, and whether they were
-    invited all the same (caught: recalled, excluded, never invited)."""
+    (``evidence``: ``query_id, author_id``, and the recall ``paths`` of its rows when it has them),
+    the exclusion reasons they met, and whether they were invited all the same (caught: recalled,
+    excluded, never invited)."""
     return _caught(truth, truth.planted_conflicts, evidence, exclusions, assignments, links)
 
 
@@ -107,10 +108,12 @@ def _caught(truth: WorldTruth, conflicts: pl.DataFrame, evidence: pl.DataFrame, 
     out = []
     for q, person, kind, detail in conflicts.select("query_id", "person_id", "kind", "detail").iter_rows():
         ids = set(person_of_author.filter(pl.col("person_id") == person)["author_id"].to_list())
-        recalled = evidence.filter((pl.col("query_id") == q) & pl.col("author_id").is_in(ids)).height > 0
+        found = evidence.filter((pl.col("query_id") == q) & pl.col("author_id").is_in(ids))
+        recalled = found.height > 0
         reasons = sorted(set(exclusions.filter((pl.col("query_id") == q) & pl.col("author_id").is_in(ids))["reason"].to_list()))
         invited = assignments.filter((pl.col("query_id") == q) & pl.col("author_id").is_in(ids)).height > 0
         out.append({"query_id": q, "person_id": person, "kind": kind, "detail": detail, "recalled": recalled,
+                    "paths": sorted(set(found["path"].to_list())) if "path" in found.columns else [],
                     "reasons": reasons, "invited": invited, "caught": recalled and bool(reasons) and not invited})
     return out
 

@@ -36,11 +36,15 @@ from revbench.synth.draw import (
     plant_bad_records,
 )
 from revbench.synth.graph import draw_graph, graph_counts
+from revbench.synth.graph_files import write_graph
 from revbench.synth.vocab import INSTITUTIONS
 
-WORLD_FORMAT = 5
+WORLD_FORMAT = 7
 """Bumped when what a world holds changes (4: second affiliations, orphan affiliations, ORCIDs,
-the planted second-affiliation conflict; 5: the graph), so cached worlds are regenerated."""
+the planted second-affiliation conflict; 5: the graph; 6: the graph-only conflict's query one the
+pools draw first, citing the person's earlier paper; 7: the graph as parquet tables in ``graph/``
+instead of ``graph.json``, with OpenAlex's split profiles and hidden ORCIDs), so cached worlds are
+regenerated."""
 GRAPH_CONFLICT_COLUMNS = {"query_id": pl.Utf8, "person_id": pl.Utf8, "kind": pl.Utf8, "detail": pl.Utf8,
                           "author_id": pl.Utf8, "ror": pl.Utf8, "last_year": pl.Int64}
 
@@ -129,7 +133,7 @@ def write_world(out_dir: Path, spec: WorldSpec, people: list[_Person], papers: l
                 histories: list[dict[str, str]], planted: list[dict[str, str]] | None = None,
                 graph: tuple[dict[str, Any], list[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """The services' files, the truth folder and the manifest (``graph``: the graph and its
-    planted conflicts, written as ``graph.json`` and ``truth/graph_conflicts.parquet``)."""
+    planted conflicts, written as ``graph/`` (revbench.synth.graph_files) and ``truth/graph_conflicts.parquet``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "truth").mkdir(exist_ok=True)
     pl.DataFrame(shown.arxiv).write_parquet(out_dir / "arxiv.parquet")
@@ -174,7 +178,7 @@ def write_world(out_dir: Path, spec: WorldSpec, people: list[_Person], papers: l
         },
     }
     if graph:
-        (out_dir / "graph.json").write_text(json.dumps(graph[0], ensure_ascii=False))
+        write_graph(out_dir, graph[0])
         pl.DataFrame(graph[1], schema=GRAPH_CONFLICT_COLUMNS).write_parquet(out_dir / "truth" / "graph_conflicts.parquet")
     (out_dir / "world.json").write_text(json.dumps(manifest, indent=2))
     return manifest

@@ -61,3 +61,29 @@ def test_data_lives_under_data_dir(tmp_path: Path) -> None:
     s = Settings()
     for p in (s.warehouse_path, s.cache_dir, s.worlds_dir, s.releases_dir):
         assert Path(s.data_dir) in p.parents
+
+
+THROTTLE_DEFAULTS = {  # as each service had them before the fields were declared once (revbench.settings.Throttled)
+    "arxiv": (60.0, 0.5, 900.0), "s2": (60.0, 0.25, 900.0), "openalex": (60.0, 0.05, 900.0)}
+THROTTLE = ("throttle_max_delay_seconds", "throttle_recovery_seconds", "throttle_patience_seconds")
+
+
+def test_one_throttle_section_keeps_each_services_defaults_and_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = Settings()
+    assert {svc: tuple(getattr(getattr(s, svc), f) for f in THROTTLE) for svc in THROTTLE_DEFAULTS} == THROTTLE_DEFAULTS
+    # The declared defaults too (what .env.example and the docs print), each its own service's.
+    declared = {svc: tuple(type(getattr(s, svc)).model_fields[f].default for f in THROTTLE) for svc in THROTTLE_DEFAULTS}
+    assert declared == THROTTLE_DEFAULTS
+    assert {f"REVBENCH_{svc.upper()}__{f.upper()}" for svc in THROTTLE_DEFAULTS for f in THROTTLE} <= set(env_names())
+    # One service's variable moves that service only: a default is never shared state.
+    monkeypatch.setenv("REVBENCH_S2__THROTTLE_RECOVERY_SECONDS", "2.5")
+    s = Settings()
+    assert (s.s2.throttle_recovery_seconds, s.arxiv.throttle_recovery_seconds, s.openalex.throttle_recovery_seconds) \
+        == (2.5, 0.5, 0.05)
+
+
+def test_a_throttle_default_that_is_no_throttle_setting_is_refused() -> None:
+    from revbench.settings import Throttled
+
+    with pytest.raises(TypeError, match="throttle_recovery is not a throttle setting"):
+        type("Typo", (Throttled,), {"__module__": __name__}, throttle_recovery=0.1)

@@ -245,3 +245,68 @@ def test_the_stand_in_answers_an_unknown_work_with_openalexs_404_page(small_worl
     assert (r.status_code, r.content, r.headers["content-type"]) == (404, NOT_FOUND_HTML, "text/html; charset=utf-8")
     bad = httpx.get(f"{app.base}/openalex/works", params={"filter": "cites:W1"})
     assert bad.status_code == 400 and bad.json()["error"] == "Invalid query parameters error."
+
+
+def test_works_and_authors_are_asked_in_batches_and_matched_back(small_world: Path, replay, settings: Settings) -> None:
+    app = replay(world=small_world)
+    client = _client(on_replay(settings, app), batch_size=3, per_page=2)
+    ids = _world_ids(app, 5)
+    asked = [f"10.48550/arXiv.{ids[0]}", f"https://doi.org/10.48550/ARXIV.{ids[1]}", *(arxiv_doi(i) for i in ids[2:]),
+             arxiv_doi("2401.99999"), arxiv_doi(ids[0])]
+    works = client.works_by_dois(asked)
+    # Keys as asked; the unknown DOI is simply absent (not in OpenAlex), never an error.
+    assert set(works) == set(asked) - {arxiv_doi("2401.99999")}
+    assert all(bare_doi(w["doi"]) == bare_doi(d) for d, w in works.items())
+    # Batches of 3 distinct DOIs: [0, 1, 2] on pages of 2 and 1 (all found: no empty page asked),
+    # then [3, 4, unknown] on pages of 2 and the empty one that ends it.
+    assert client.requests_made == 4
+    people = {a["author"]["id"] for w in works.values() for a in w["authorships"]}
+    wanted = [*sorted(people)[:4], "A0000000001"]
+    before = client.requests_made
+    authors = client.authors_by_ids([*wanted, wanted[0].rpartition("/")[2].lower()])
+    assert set(authors) == {*wanted[:4], wanted[0].rpartition("/")[2].lower()}
+    # Five distinct ids: [0, 1, 2] on two pages, all found; [3, unknown] on a page and the empty one.
+    assert client.requests_made - before == 4
+    assert all(authors[i]["id"].upper().endswith(i.rpartition("/")[2].upper()) for i in authors)
+    assert all(authors[i] == client.author(i) for i in wanted[:4])  # as the one-by-one route answers
+
+
+def test_a_batch_ignores_results_nothing_asked_for_and_asks_a_doi_with_a_pipe_alone(tmp_path: Path, replay,
+                                                                                  settings: Settings) -> None:
+    other = {"id": "https://openalex.org/W7", "doi": "https://doi.org/10.1/other"}
+    app = _routes(tmp_path, replay, [
+        {"path": "/openalex/works", "query": {"filter": "doi:10.1/a|10.1/b", "cursor": "*"},
+         "body": {"meta": {"count": 2, "next_cursor": "N"},
+                  "results": [other, {"id": "https://openalex.org/W1", "doi": "https://doi.org/10.1/A"}, {"id": "x"}]}},
+        {"path": "/openalex/works", "query": {"filter": "doi:10.1/a|10.1/b", "cursor": "N"},
+         "body": {"meta": {"count": 2, "next_cursor": None}, "results": []}},
+        {"path": "/openalex/works/doi:10.1/c|d", "body": {"id": "https://openalex.org/W3", "doi": None}}])
+    client = _client(on_replay(settings, app))
+    got = client.works_by_dois(["10.1/A", "10.1/b", "10.1/c|d"])
+    assert {d: w["id"] for d, w in got.items()} == {"10.1/A": "https://openalex.org/W1", "10.1/c|d": "https://openalex.org/W3"}
+    assert client.requests_made == 3
+
+
+def test_the_stand_in_lists_by_or_filters_and_refuses_what_openalex_refuses(small_world: Path, replay,
+                                                                            settings: Settings) -> None:
+    app = replay(world=small_world)
+    client = _client(on_replay(settings, app), batch_size=100)
+    with pytest.raises(PermanentError) as exc:
+        client.authors("display_name:someone")
+    said = str(exc.value)
+    assert said.startswith("OpenAlex /authors?filter=display_name:someone: HTTP 400 (Invalid query parameters error. "
+                           "display_name is not a valid field") and "\n" not in said and exc.value.kind == "http_400"
+    with pytest.raises(PermanentError, match=r"^OpenAlex /works\?filter=doi:10\.1/0\|\.\.\. \(101 values\): HTTP 400 "
+                                             r"\(Invalid query parameters error\. filter doi takes 1 to 100 values"):
+        client.works("doi:" + "|".join(f"10.1/{i}" for i in range(101)))
+    [one] = _world_ids(app, 1)
+    work = client.work_by_arxiv(one)
+    assert work is not None and [w["id"] for w in client.works(f"openalex:{work['id']}|W1")] == [work["id"]]
+
+
+def test_a_batch_rides_out_the_stand_ins_faults(small_world: Path, replay, settings: Settings) -> None:
+    app = replay(world=small_world, fault_rate=0.5, max_consecutive_faults=2,
+                 fault_kinds={"openalex": ("500", "timeout", "truncated", "malformed")})
+    ids = _world_ids(app, 12)
+    got = _client(on_replay(settings, app), batch_size=5).works_by_dois([arxiv_doi(i) for i in ids])
+    assert sorted(got) == sorted(arxiv_doi(i) for i in ids) and app.faults.stats()["injected"]

@@ -16,6 +16,7 @@ import pytest
 from revbench.clients.semantic_scholar import SemanticScholarClient
 from revbench.replay.s2 import page
 from revbench.retry import PermanentError, TransientError
+from revbench.synth.graph_files import read_graph
 from tests.support.common import on_replay
 
 PAPER = "ARXIV:2401.00001"
@@ -96,7 +97,7 @@ def test_the_world_answers_known_papers_with_their_references(replay, settings, 
     app = replay(world=small_world)
     s = on_replay(settings, app)
     arxiv_id, raw = _world_paper(small_world)
-    n = len(json.loads((small_world / "graph.json").read_text())["references"][arxiv_id])
+    n = len(read_graph(small_world)["references"][arxiv_id])
     client = SemanticScholarClient(s.s2, s.http)
     refs = client.references(f"ARXIV:{arxiv_id}", limit=4)
     assert len(refs) == n >= 10 and client.references(json.loads(raw)["paperId"]) == refs  # by its S2 id too

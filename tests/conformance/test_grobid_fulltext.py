@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from lxml import etree
 
-from revbench.clients.tei import TeiReference
+from revbench.clients.tei import TeiHeader, TeiReference, parse_tei_header
 from revbench.schemas.graph import CITATIONS
 from revbench.settings import Settings
 from tests.support.conformance import REAL, expected, needs_samples, through_grobid
@@ -59,3 +59,27 @@ def test_grobid_fulltext_sample(serve, settings, name: str) -> None:
     assert sum("raw_reference" in e for e in extras) == want["raw_references"]
     # Each entry's own xml:id comes through, so a record can be traced back to its biblStruct.
     assert [e.get("grobid_id") for e in extras] == [b.get("{http://www.w3.org/XML/1998/namespace}id") for b in bibls]
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_with_full_text_on_one_request_gives_the_header_and_the_references(serve, settings, name: str) -> None:
+    # What the ingest asks with grobid.fulltext on: processFulltextDocument alone (through_grobid
+    # checks one request), its teiHeader read by the header parser, the same list as references().
+    header, refs = through_grobid(serve, settings, FOLDER / name, "processFulltextDocument",
+                                  lambda client: _both(client.document(b"%PDF-1.4\n%%EOF\n", name="sample.pdf")),
+                                  fulltext=True)
+    assert header == parse_tei_header((FOLDER / name).read_bytes()) and header.title and header.authors
+    assert refs == _references(serve, settings, name)
+
+
+def _both(answer: tuple[TeiHeader, list[TeiReference] | None, str]) -> tuple[tuple[TeiHeader, list[TeiReference] | None], str]:
+    header, refs, tei = answer
+    return (header, refs), tei
+
+
+def test_the_full_texts_header_reads_as_the_same_grobids_other_answer_for_that_pdf() -> None:
+    # One PDF through GROBID 0.6.1 twice (two recordings, different bytes): the header is the same.
+    pdf = "0046d83a-edd6-4631-b57c-755cdcce8b7f"
+    full = (FOLDER / f"grobid_client_python__{pdf}.grobid-0.6.1.tei.xml").read_bytes()
+    other = (REAL / "grobid" / f"resources__test_pdf__{pdf}.tei.xml").read_bytes()
+    assert full != other and parse_tei_header(full) == parse_tei_header(other)

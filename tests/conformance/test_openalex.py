@@ -259,3 +259,41 @@ def test_the_probe_reads_a_real_list_and_a_real_error_in_one_line(serve) -> None
         assert probe.status == status and "\n" not in probe.detail + probe.fix, probe
     assert "HTTP 400 (Invalid query parameters error. DOESNTEXIST is not a valid select field." in probe.detail
     assert probe.fix.startswith("set REVBENCH_OPENALEX__BASE_URL")
+
+
+def test_a_real_list_page_is_matched_back_by_doi_and_followed_to_its_end(serve) -> None:
+    first = EXPECTED["openalexPro__keypaper_results_page_1.json"]
+    page, end = (OA / "openalexPro__keypaper_results_page_1.json").read_bytes(), (OA / END_PAGE).read_bytes()
+    dois = [w["doi"] for w in first["works"]]
+    asked = [dois[0].upper(), f"https://doi.org/{dois[1]}", "10.48550/arXiv.2401.99999"]
+    filt = "doi:" + "|".join([*dois, "10.48550/arxiv.2401.99999"])
+    with serve([_route("/works", page, filter=filt, cursor="*"),
+                _route("/works", end, filter=filt, cursor=first["next_cursor"])]) as base:
+        client = _client(base)
+        works = client.works_by_dois(asked)
+    # A DOI the page lacks is not in OpenAlex: only the real empty page (next_cursor null) says so.
+    assert client.requests_made == 2 and list(works) == asked[:2]
+    for doi, want in zip(asked, first["works"], strict=False):
+        _check_work(works[doi], want)
+    with serve([_route("/works", page, filter="doi:" + "|".join(dois), cursor="*")]) as base:
+        client = _client(base)
+        assert list(client.works_by_dois(dois)) == dois
+    assert client.requests_made == 1  # every DOI found on the first page: nothing further to ask
+
+
+def test_real_authors_in_a_list_are_matched_back_by_id(serve) -> None:
+    names = [n for n, w in EXPECTED.items() if w["kind"] == "author"]
+    records = [json.loads((OA / n).read_bytes()) for n in names]
+    listed = json.dumps({"meta": {"count": len(records), "next_cursor": "NEXT"}, "results": records}).encode()
+    ids = [EXPECTED[n]["id"] for n in names]
+    filt = "openalex:" + "|".join([*ids, "A0000000001"])
+    with serve([_route("/authors", listed, filter=filt, cursor="*"),
+                _route("/authors", (OA / END_PAGE).read_bytes(), filter=filt, cursor="NEXT")]) as base:
+        client = _client(base)
+        authors = client.authors_by_ids([f"https://openalex.org/{ids[0]}", ids[1].lower(), "A0000000001"])
+    assert client.requests_made == 2
+    assert [a["id"] for a in authors.values()] == [f"https://openalex.org/{i}" for i in ids]
+    for name, author in zip(names, authors.values(), strict=True):
+        _institutions, affiliations = author_rows(author)
+        assert {a["institution_key"].removeprefix("ror:"): [a["first_year"], a["last_year"]] for a in affiliations} \
+            == EXPECTED[name]["affiliations"]

@@ -22,11 +22,11 @@ from revbench.schemas.tables import (
     COAUTHOR_EDGES,
     MENTIONS,
     PAPERS,
-    REFRESH_STAGES,
     REJECTS,
 )
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse, utcnow
+from tests.support.common import record_stage_ran
 
 PEOPLE = [  # name, email, institution
     ("Wei Wang", "wei.wang@tsinghua.example", "Tsinghua University"),
@@ -92,10 +92,7 @@ def test_a_day_later_reads_only_changed_blocks_and_builds_what_a_full_pass_build
     assert first.mentions_checked == first.mentions == 36 and first.blocks_decided == first.blocks
     assert first.split_blocks == ["wang|w"]
     with Warehouse.open(s.warehouse_path) as wh:  # what a refresh records when it runs the stage
-        plan = plan_disambiguate(s, wh)
-        wh.upsert(REFRESH_STAGES, pl.DataFrame([{"refresh_id": "r1", "position": 1, "stage": "disambiguate", "status": "ran",
-                                                 "reason": plan.reason, "fingerprint": plan.fingerprint, "seconds": 1.0,
-                                                 "finished_at": utcnow()}], schema=REFRESH_STAGES.polars_schema))
+        record_stage_ran(wh, "disambiguate", plan_disambiguate(s, wh))
         assert not plan_disambiguate(s, wh).run
 
     # A day later: a new paper joins the Lima and Haddad blocks, paper 3 comes back with another

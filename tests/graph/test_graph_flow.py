@@ -5,7 +5,6 @@ loses nothing and the next run asks exactly those."""
 
 from __future__ import annotations
 
-import json
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from revbench.flows.refresh import Plan, plan_graph
 from revbench.schemas.graph import CITATIONS, GRAPH_FETCHES, PAPER_TOPICS
 from revbench.settings import Settings
 from revbench.synth.draw import WorldSpec
+from revbench.synth.graph_files import read_graph
 from revbench.synth.world import generate_world, grow_world
 from revbench.tasks.graph_fetch import resolve_changed
 from revbench.warehouse import Warehouse
@@ -55,7 +55,7 @@ def test_references_resolve_to_the_world_papers_its_truth_names(settings, replay
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         ours = set(wh.paper_identifiers()["arxiv_id"])
         cites, topics, fetches = wh.read(CITATIONS), wh.read(PAPER_TOPICS), wh.read(GRAPH_FETCHES)
-    truth = json.loads((world / "graph.json").read_text())["references"]
+    truth = read_graph(world)["references"]
     assert out.failed == 0 and out.papers_asked == len(ours)
     s2 = {r["source"]: r for r in out.coverage["sources"]}["s2"]
     # A paper S2 does not know is an answer too: recorded as not found, not asked again.
@@ -151,7 +151,7 @@ def test_openalex_when_enabled_gives_topics_affiliations_and_references_to_our_p
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         ours = set(wh.paper_identifiers()["arxiv_id"])
         cites = wh.read(CITATIONS).filter(pl.col("source") == "openalex")
-    truth = json.loads((world / "graph.json").read_text())["references"]
+    truth = read_graph(world)["references"]
     oa = {r["source"]: r for r in out.coverage["sources"]}["openalex"]
     assert oa["papers_with_topics"] == len(ours) and out.coverage["affiliations"] > 0
     assert out.coverage["with_ror"] == out.coverage["institutions"] > 0
@@ -160,3 +160,27 @@ def test_openalex_when_enabled_gives_topics_affiliations_and_references_to_our_p
     assert cites["cited_arxiv_id"].is_not_null().sum() == cited_ours > 0
     assert {r["source"]: r for r in out.match_rates}["openalex"]["resolved"] == oa["resolved"] == cited_ours
     assert _plan(s).reason == "every paper asked of s2, openalex already"
+
+
+def test_a_day_later_referenced_works_resolve_to_papers_an_earlier_run_fetched(settings, replay, world: Path) -> None:
+    # OpenAlex names a cited work by its work id alone; the day-1 papers' own work ids must outlive day 1's run.
+    s = _ingested(settings, replay, world).with_overrides(openalex={"enabled": True})
+    graph_flow.fn(s)
+    day1 = set(_read(s, GRAPH_FETCHES)["arxiv_id"])
+    grow_world(world, 1)
+    grown = _ingested(s, replay, world, END + timedelta(days=1))
+    later = graph_flow.fn(grown)
+    cites = _read(grown, CITATIONS).filter((pl.col("source") == "openalex") & ~pl.col("citing_arxiv_id").is_in(list(day1)))
+    truth = read_graph(world)["references"]
+    # OpenAlex lists only the works it knows (the world's own), in the paper's order.
+    want = {(p, i): r["arxiv_id"] for p in set(cites["citing_arxiv_id"])
+            for i, r in enumerate(r for r in truth[p] if r["in_world"])}
+    to_day1 = [(c["citing_arxiv_id"], c["ordinal"]) for c in cites.to_dicts()
+               if want[(c["citing_arxiv_id"], c["ordinal"])] in day1]
+    assert to_day1, "the new day's papers cite day 1's"
+    got = {(c["citing_arxiv_id"], c["ordinal"]): c["cited_arxiv_id"] for c in cites.to_dicts()}
+    assert [k for k in to_day1 if got[k] != want[k]] == []
+    assert {r["source"]: r for r in later.match_rates}["openalex"]["resolved"] >= len(to_day1)
+    found = _read(grown, GRAPH_FETCHES).filter((pl.col("source") == "openalex") & pl.col("found"))
+    with Warehouse.open(grown.warehouse_path, read_only=True) as wh:
+        assert set(wh.known_work_ids().values()) == set(found["arxiv_id"]) > day1 & set(found["arxiv_id"])

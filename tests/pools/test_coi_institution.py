@@ -13,6 +13,7 @@ import polars as pl
 from revbench.replay.openalex import author_id as openalex_author
 from revbench.schemas.tables import POOL_EXCLUSIONS
 from revbench.settings import PoolsSettings
+from revbench.synth.graph_files import read_graph
 from revbench.synth.truth import graph_conflicts_caught, load_truth
 from revbench.tasks.coi import author_stints, institution_conflicts, person_links
 from revbench.tasks.pools import conflicts, parameters_hash, round_parameters
@@ -109,7 +110,7 @@ def test_no_graph_rows_leave_the_pools_as_they_were() -> None:
 def _world_graph_rows(world: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The world's institutions and affiliations as OpenAlex gives them: people by their OpenAlex id,
     each profile's stints with the first paper that showed the person and their place in it."""
-    graph = json.loads((world / "graph.json").read_text())
+    graph = read_graph(world)
     insts = graph["institutions"]
     institutions = pl.DataFrame([dict(institution_key=f"ror:{i['ror']}", ror=i["ror"], name=i["name"], country=i["country"],
                                       type=i["type"], openalex_id=i["openalex_id"]) for i in insts])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from revbench.replay.server import ReplayApp, replay_overrides
 from revbench.settings import Settings
@@ -61,3 +62,16 @@ def settings_env(settings: Settings) -> dict[str, str]:
                 v = v.get_secret_value()
             out[key] = json.dumps(v) if isinstance(v, (list, dict, bool)) else str(v)
     return out
+
+
+def record_stage_ran(wh: Any, stage: str, plan: Any, refresh_id: str = "r1") -> None:
+    """What a refresh records after it ran ``stage`` on ``plan`` (its reason and fingerprint), so the
+    stage's planner sees that work as done."""
+    import polars as pl
+
+    from revbench.schemas.tables import REFRESH_STAGES
+    from revbench.warehouse import utcnow
+
+    wh.upsert(REFRESH_STAGES, pl.DataFrame([{"refresh_id": refresh_id, "position": 1, "stage": stage, "status": "ran",
+                                             "reason": plan.reason, "fingerprint": plan.fingerprint, "seconds": 1.0,
+                                             "finished_at": utcnow()}], schema=REFRESH_STAGES.polars_schema))

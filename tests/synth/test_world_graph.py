@@ -14,10 +14,12 @@ from typing import Any
 import polars as pl
 import pytest
 
-from revbench.synth.draw import WorldSpec
+from revbench.synth.draw import PLANTED_QUERY_SEED, WorldSpec, query_rank
 from revbench.synth.graph import CONFLICT_WINDOW, REFERENCES
+from revbench.synth.graph_files import GRAPH_DIR, SCHEMAS, read_graph
 from revbench.synth.truth import load_truth
 from revbench.synth.world import generate_world
+from tests.support.common import run_cli
 
 SPEC = WorldSpec(n_papers=60, seed=5, start=date(2026, 9, 1), end=date(2026, 9, 20), bad_share=0.02, extra_days=1)
 BEFORE_THE_GRAPH = {
@@ -38,17 +40,19 @@ def _content(path: Path) -> str:
 
 
 def _graph(world: Path) -> dict[str, Any]:
-    return json.loads((world / "graph.json").read_text())
+    return read_graph(world)
 
 
 def test_the_graph_moves_none_of_the_worlds_draws(tmp_path: Path) -> None:
     generate_world(tmp_path / "with", SPEC)
     generate_world(tmp_path / "without", dataclasses.replace(SPEC, graph=False))
-    digests = {str(p.relative_to(tmp_path / "with")): _content(p) for p in sorted((tmp_path / "with").rglob("*.parquet"))}
+    digests = {str(p.relative_to(tmp_path / "with")): _content(p) for p in sorted((tmp_path / "with").rglob("*.parquet"))
+               if p.parent.name != GRAPH_DIR}
     assert digests.pop("truth/graph_conflicts.parquet")
     assert digests == BEFORE_THE_GRAPH
+    graph_files = {GRAPH_DIR, *(f"{t}.parquet" for t in SCHEMAS)}
     assert {p.name for p in (tmp_path / "without").rglob("*")} == {p.name for p in (tmp_path / "with").rglob("*")} - {
-        "graph.json", "graph_conflicts.parquet"}
+        *graph_files, "graph_conflicts.parquet"}
     assert SPEC.key() == dataclasses.replace(SPEC, graph=True).key()  # existing world folders keep their key
     counts = json.loads((tmp_path / "with" / "world.json").read_text())["counts"]
     graph = _graph(tmp_path / "with")
@@ -145,9 +149,28 @@ def test_one_conflict_only_the_graph_reveals(small_world: Path) -> None:
     recent_past = [(pid, a) for pid, rows in graph["affiliations"].items() for a in rows
                    if window <= a["last_year"] < int(end)]
     assert [pid for pid, _ in recent_past] == [person]
+    # The query cites the person's earlier paper on its topic (citation recall finds them), and the
+    # pools draw it first in its category, so a round of a few queries per category meets it.
+    paper, query = conflict["detail"].rsplit(" ", 1)[-1], conflict["query_id"]
+    assert paper in {r["arxiv_id"] for r in graph["references"][query]}
+    assert person in truth.mentions.filter(pl.col("arxiv_id") == paper)["person_id"].to_list()
+    assert truth.paper_topics[paper] == truth.paper_topics[query]
+    category = dict(pl.read_parquet(small_world / "arxiv.parquet").select("arxiv_id", "primary_category").iter_rows())
+    drawn = sorted((a for a, c in category.items() if c == category[query] and a not in set(truth.bad_records["arxiv_id"])),
+                   key=lambda a: query_rank(PLANTED_QUERY_SEED, category[query], a))
+    assert drawn[0] == query
 
 
 @pytest.mark.parametrize("seed", [3, 8])
 def test_every_world_plants_its_conflict(tmp_path: Path, seed: int) -> None:
     generate_world(tmp_path, dataclasses.replace(SPEC, seed=seed, extra_days=0))
     assert load_truth(tmp_path).graph_conflicts.height == 1
+
+
+def test_the_world_command_writes_a_world_without_its_graph_on_request(tmp_path: Path) -> None:
+    for flag, name in (("--graph", "with"), ("--no-graph", "without")):
+        code, _out, err = run_cli("world", "--out", str(tmp_path / name), "--papers", "30", "--no-documents", flag)
+        assert code == 0, err
+    assert read_graph(tmp_path / "with") is not None and read_graph(tmp_path / "without") is None
+    counts = {n: json.loads((tmp_path / n / "world.json").read_text())["counts"] for n in ("with", "without")}
+    assert counts["with"]["references"] > 0 and "references" not in counts["without"]

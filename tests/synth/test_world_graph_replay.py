@@ -5,9 +5,11 @@ real clients and parsers read them, and the three sources give the same edges.""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
+import httpx
 import polars as pl
 
 from revbench.clients.grobid import GrobidHeaderClient
@@ -16,6 +18,7 @@ from revbench.clients.openalex_graph import author_rows, authorship_rows, citati
 from revbench.clients.s2_graph import reference_rows
 from revbench.clients.semantic_scholar import SemanticScholarClient
 from revbench.replay.openalex import work_id
+from revbench.synth.graph_files import GRAPH_DIR, LEGACY_FILE, read_graph
 from revbench.synth.truth import load_truth
 from tests.support.common import on_replay
 
@@ -30,7 +33,7 @@ def _papers(world: Path, n: int) -> list[tuple[str, bytes]]:
 
 
 def test_the_three_sources_give_the_graphs_edges(small_world: Path, replay, settings) -> None:
-    graph = json.loads((small_world / "graph.json").read_text())
+    graph = read_graph(small_world)
     s = on_replay(settings, replay(world=small_world, fault_rate=0.0)).with_overrides(grobid={"fulltext": True})
     s2, grobid = SemanticScholarClient(s.s2, s.http), GrobidHeaderClient(s.grobid, s.http)
     openalex = OpenAlexClient(s.openalex.model_copy(update={"enabled": True}), s.http)
@@ -92,3 +95,39 @@ def test_openalex_shows_the_planted_former_colleagues_under_one_ror(small_world:
     theirs = next(a for a in found[conflict["author_id"]] if a["institution_key"] == key)
     mine = next(a for a in found[conflict["person_id"]] if a["institution_key"] == key)
     assert mine["last_year"] == conflict["last_year"] and theirs["last_year"] >= mine["last_year"] >= theirs["first_year"] - 3
+
+
+def _graph_answers(base: str, world: Path) -> list[tuple[str, int, bytes]]:
+    """Every answer the replay at ``base`` gives about the world's graph: each paper's references,
+    fields of study, OpenAlex work and its authors, and each PDF's full text."""
+    papers = sorted(pl.read_parquet(world / "s2_papers.parquet")["arxiv_id"].to_list())
+    out = []
+    with httpx.Client(base_url=base, timeout=30) as http:
+        def keep(r: httpx.Response) -> httpx.Response:
+            out.append((r.request.url.raw_path.decode(), r.status_code, r.content))
+            return r
+
+        keep(http.post("/s2/graph/v1/paper/batch", params={"fields": "paperId,s2FieldsOfStudy,fieldsOfStudy"},
+                       json={"ids": [f"ARXIV:{a}" for a in papers]}))
+        for aid in papers:
+            keep(http.get(f"/s2/graph/v1/paper/ARXIV:{aid}/references", params={"limit": 1000}))
+            work = keep(http.get(f"/openalex/works/https://doi.org/10.48550/arXiv.{aid}")).json()
+            for authorship in work["authorships"]:
+                keep(http.get(f"/openalex/authors/{authorship['author']['id']}"))
+        for pdf in pl.read_parquet(world / "documents.parquet")["pdf"].to_list():
+            keep(http.post("/grobid/api/processFulltextDocument", files={"input": ("p.pdf", pdf, "application/pdf")}))
+    return out
+
+
+def test_a_world_with_graph_json_answers_as_its_graph_tables(small_world: Path, tmp_path: Path, replay) -> None:
+    """A world written before the graph's tables (format 5, one ``graph.json``) is still served,
+    byte for byte as the same graph in tables."""
+    old = tmp_path / "old"
+    shutil.copytree(small_world, old)
+    shutil.rmtree(old / GRAPH_DIR)
+    (old / LEGACY_FILE).write_text(json.dumps(read_graph(small_world), ensure_ascii=False))
+    tables = _graph_answers(replay(world=small_world, fault_rate=0.0).base, small_world)
+    legacy = _graph_answers(replay(world=old, fault_rate=0.0).base, old)
+    assert len(tables) > 300 and all(status == 200 for _, status, _ in tables)
+    assert sum(b'"paperId": null' in body for _, _, body in tables) > 0  # the graph was answered, not left out
+    assert legacy == tables

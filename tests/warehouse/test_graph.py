@@ -13,10 +13,10 @@ import polars as pl
 from revbench.app.console import console, print_status
 from revbench.schemas.graph import AUTHOR_AFFILIATIONS, CITATIONS, GRAPH_FETCHES, GRAPH_TABLES, INSTITUTIONS, PAPER_TOPICS
 from revbench.schemas.quality import validate_frames
-from revbench.schemas.tables import MENTIONS, PAPERS, REJECTS
+from revbench.schemas.tables import MENTIONS, REJECTS
 from revbench.warehouse.db import SCHEMA_VERSION_TABLE, Warehouse
 from revbench.warehouse.ddl import create_table_sql
-from revbench.warehouse.migrations import migrations
+from revbench.warehouse.migrations import LATEST_VERSION, migrations
 from revbench.warehouse.status import read_status
 
 NOW = datetime(2026, 10, 1, tzinfo=UTC)
@@ -77,7 +77,7 @@ def test_a_schema_14_warehouse_reads_before_and_gains_the_graph_tables_on_open(t
     assert before.version == 14 and before.counts["runs"] == 1 and before.graph is None
     assert GRAPH.isdisjoint(before.counts)
     with Warehouse.open(path) as wh:
-        assert wh.migrate() == [] and wh.schema_version() == 15
+        assert wh.migrate() == [] and wh.schema_version() == LATEST_VERSION
         present = {r[0] for r in wh._exec("SELECT table_name FROM information_schema.tables")}
         assert GRAPH <= present
         assert wh._exec("SELECT run_id FROM runs") == [("r1",)]
