@@ -411,12 +411,35 @@ class StageProgress:
         self.close()
 
 
+ARTIFACT_MAX_BYTES = 1_000_000
+"""A table artifact's rows are kept under this size: Prefect's server refuses an event over
+1.5 MB (``Refusing to publish event``), and the curator would see no table at all."""
+
+
+def bounded_rows(rows: list[dict[str, Any]], description: str,
+                 max_bytes: int = ARTIFACT_MAX_BYTES) -> tuple[list[dict[str, Any]], str]:
+    """The first rows of ``rows`` whose JSON fits ``max_bytes``, and the description saying how many
+    of how many are shown when some are left out (the whole list stays in the warehouse)."""
+    import json
+
+    sizes = [len(json.dumps(r, default=str)) + 2 for r in rows]
+    if sum(sizes) <= max_bytes:
+        return rows, description
+    kept, total = 0, 0
+    while kept < len(rows) and total + sizes[kept] <= max_bytes:
+        total += sizes[kept]
+        kept += 1
+    return rows[:kept], (f"{description} (the first {kept:,} of {len(rows):,} rows: a table artifact must stay "
+                         "small; every row is in the warehouse)")
+
+
 def publish_table(key: str, rows: list[dict[str, Any]], description: str) -> None:
-    """A table artifact in a tracked run (nothing in-process)."""
+    """A table artifact in a tracked run (nothing in-process), cut to the rows that fit an artifact."""
     if prefect_active() and rows:
         from prefect.artifacts import create_table_artifact
 
-        create_table_artifact(rows, key=key, description=description)
+        shown, description = bounded_rows(rows, description)
+        create_table_artifact(shown, key=key, description=description)
 
 
 def publish_markdown(key: str, markdown: str, description: str) -> None:
