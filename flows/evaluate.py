@@ -12,9 +12,10 @@ from typing import Any
 import polars as pl
 
 from revbench.errors import UsageError
-from revbench.evaluation.evaluate import Evaluator, cross_benchmark_average
+from revbench.evaluation.evaluate import Evaluator, cross_benchmark_average, diversity_absent, with_companions
 from revbench.evaluation.exports import export_formats
-from revbench.evaluation.inputs import load_inputs, warn_training_overlap
+from revbench.evaluation.importers.graph_s2 import with_graphs
+from revbench.evaluation.inputs import label_circularity, load_inputs, warn_training_overlap
 from revbench.evaluation.model import Benchmark, MetricValue, Scores
 from revbench.evaluation.plan import EvaluationPlan, plan_evaluation
 from revbench.evaluation.report import ReportTable, plot_loss, report_tables, results_frame
@@ -94,6 +95,9 @@ class EvaluateResult(FlowResult):
     dropped: dict[str, dict[str, int]]
     separation: list[dict[str, Any]] = field(default_factory=list)
     """Every two scorers' paired difference in loss per split (``separation.json``)."""
+    warnings: list[str] = field(default_factory=list)
+    """Lines a reader of the results must see (a scorer reading what made a weak benchmark's labels),
+    also at the end of the report."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,7 @@ def metric_rows(loaded: list[Benchmark], scored: dict[tuple[int, str], Scores], 
     same_as: SameAs = {}  # (benchmark, split) holding the same pairs as another
     for i, bench in enumerate(loaded):
         runs: list[Scores] = [scored[(i, spec)] for spec in plan.scorers if (i, spec) in scored]
-        runs += [s for j, s in preds if j == i]
+        runs = with_companions(runs) + [s for j, s in preds if j == i]
         base = next((s for s in runs if s.scorer in (how.baseline, plan.baseline)), None) if how.baseline else None
         if how.baseline and base is None:
             log.warning("baseline %r was not evaluated on %s; no paired differences", how.baseline, bench.name)
@@ -132,9 +136,10 @@ def metric_rows(loaded: list[Benchmark], scored: dict[tuple[int, str], Scores], 
 
 
 def metrics_stage(run: Run, loaded: list[Benchmark], preds: list[tuple[int, Scores]], plan: EvaluationPlan,
-                  how: Comparison, report: Path) -> tuple[pl.DataFrame, pl.DataFrame, SameAs, list[Separation]]:
+                  how: Comparison, report: Path) -> tuple[pl.DataFrame, pl.DataFrame, SameAs, list[Separation], list[str]]:
     """Score, compute the metrics and append them to ``eval_results``. Returns the results, the
-    rows stored, the splits that repeat another's pairs and the scorer pairs' differences."""
+    rows stored, the splits that repeat another's pairs, the scorer pairs' differences and the
+    warnings that a scorer reads what a weak benchmark's labels came from (kept in the stage's notes)."""
     with stage(run, "metrics") as st:
         scored = score_all(run, loaded, plan.scorers)
         rows, same_as, seps = metric_rows(loaded, scored, preds, plan, how, report)
@@ -144,7 +149,8 @@ def metrics_stage(run: Run, loaded: list[Benchmark], preds: list[tuple[int, Scor
         st.result.rows_in, st.result.rows_out = len(loaded), df.height
         st.result.rejected = sum(n for b in loaded for n in b.dropped.values())
         st.result.notes["dropped"] = dropped_by_benchmark(loaded)
-    return df, stored, same_as, seps
+        st.result.notes["label_circularity"] = circular = label_circularity(plan.scorers, loaded)
+    return df, stored, same_as, seps, circular
 
 
 def write_report(report: Path, df: pl.DataFrame, markdown: str, rows: list[dict[str, Any]], same_as: SameAs,
@@ -177,6 +183,7 @@ def evaluate_flow(
     plot: bool = True,
     allow_partial: bool = False,
     plan: EvaluationPlan | None = None,
+    graph_from: str | None = None,
 ) -> EvaluateResult:
     """Evaluate every scorer and prediction file on every benchmark; store, report, return rows.
 
@@ -185,22 +192,27 @@ def evaluate_flow(
     Results are appended: each run's rows carry its run id, every scorer's spec and the hash of
     any predictions file; earlier runs' rows stay in ``eval_results``. ``plan`` is these arguments
     as :func:`plan_evaluation` checked them already (the command line checks them before a
-    tracked run starts Prefect); without it they are checked here, once either way."""
-    plan = plan or plan_evaluation(settings, benchmarks, scorers, predictions or [], baseline)
+    tracked run starts Prefect); without it they are checked here, once either way. ``graph_from``: see ``with_graphs``."""
+    plan = plan or plan_evaluation(settings, benchmarks, scorers, predictions or [], baseline, graph_from)
     if bootstrap < 0:
         raise UsageError(f"--bootstrap {bootstrap}: expected 0 or more resamples")
     check_recorded_releases(settings, plan.benchmarks)
     loaded, preds = load_inputs(plan, allow_partial, settings.ratings.profile_max_papers,
                                 settings.warehouse.lock_wait_seconds)
+    loaded = with_graphs(settings, plan.benchmarks, loaded, plan.graph_from)
     warn_training_overlap(plan.scorers, loaded)
     params = dict(benchmarks=benchmarks, scorers=plan.scorers, predictions=predictions or [], baseline=baseline,
-                  bootstrap=bootstrap, seed=seed, allow_partial=allow_partial)
+                  bootstrap=bootstrap, seed=seed, allow_partial=allow_partial,
+                  # Only when asked: a run without it records the parameters runs recorded before it.
+                  **({"graph_from": plan.graph_from} if plan.graph_from else {}))
     report = Path(report_dir) if report_dir else settings.data_dir / "reports" / "evaluate"
     with flow_run(settings, "evaluate", params) as run:
-        df, stored, same_as, seps = metrics_stage(run, loaded, preds, plan, Comparison(baseline, bootstrap, seed), report)
+        df, stored, same_as, seps, warn = metrics_stage(run, loaded, preds, plan, Comparison(baseline, bootstrap, seed), report)
         rows_out = json_rows(stored)
-        tables = report_tables(df, same_as=same_as) + ([separation_table(seps, same_as)] if seps else [])
-        md = "\n".join(t.to_markdown() for t in tables)
+        no_diversity = {b.name: why for b in loaded if (why := diversity_absent(b)) is not None}
+        tables = (report_tables(df, same_as=same_as, no_diversity=no_diversity)
+                  + ([separation_table(seps, same_as)] if seps else []))
+        md = "\n".join([t.to_markdown() for t in tables] + [f"\n> warning: {line}" for line in warn])
         sep_rows = separation_rows(seps)
         png = write_report(report, df, md, rows_out, same_as, plot, json_out, sep_rows)
         publish_markdown("evaluation-report", md, "Loss and accuracy per split (best in bold)")
@@ -208,7 +220,7 @@ def evaluate_flow(
                       "Loss and accuracy with 95% intervals")
         publish_table("evaluation-separation", sep_rows, "Scorer pairs: paired loss difference, 95% CI, tuples needed")
         return EvaluateResult(run.run_id, rows_out, md, tables, str(report), str(png) if png else None,
-                              dropped_by_benchmark(loaded), sep_rows)
+                              dropped_by_benchmark(loaded), sep_rows, warn)
 
 
 def evaluate_configured(settings: Settings, benchmark: str, report_dir: Path) -> ConfiguredEvaluation:

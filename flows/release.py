@@ -202,6 +202,10 @@ def _build_stage(run: Run, version: str, key: bytes) -> Draft:
         inputs = run.wh.release_inputs()
         if inputs["ratings"].height == 0:
             raise UsageError("the warehouse holds no kept ratings: run `revbench ratings` first")
+        # The graph around every paper the release could carry (build_tables keeps the released ones).
+        inputs["graph"] = run.wh.benchmark_graph(
+            sorted(set(inputs["papers"]["paper_id"]) | set(inputs["profiles"]["paper_id"])),
+            sorted(set(inputs["ratings"]["reviewer_id"]))) if run.wh.has_graph() else None
         r = run.settings.release
         tables = tasks.build_tables(inputs, key, r.profile_years, r.redact_addresses, r.redact_names)
         rate = tasks.rate_json(tables)

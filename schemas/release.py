@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from revbench.schemas.graph import TOPIC_SCHEMES
 from revbench.schemas.model import Column, Table
 from revbench.schemas.tables import ARXIV_ID_PATTERN
 
@@ -80,3 +81,61 @@ REVIEWERS = Table(
 )
 
 RELEASE_TABLES: tuple[Table, ...] = (POINTWISE, PAPER_CENTRIC, REVIEWER_CENTRIC, PAPERS, REVIEWERS)
+
+# The graph around the release's papers and reviewers (issue 36), the frames of
+# revbench.evaluation.model.BenchmarkGraph. Ids only: a paper is its release id when it was rated, else
+# (a reviewer's publication, which carries no id) the sha1 of its title as released, which is the id the
+# release importer gives that publication; an institution is its ROR id, or a keyed hash of the
+# normalised name when no source gave one (GROBID's affiliation strings are free text that can hold a
+# person's name or address, so no name of an institution is released). Topics are the schemes'
+# vocabularies (arXiv categories, S2 fields of study, OpenAlex topic ids), still read by the audit.
+GRAPH_PAPER_ID = r"^(?:p_[0-9a-f]{16}|[0-9a-f]{40})$"
+INSTITUTION_ID = r"^(?:ror:0[0-9a-z]{6}\d{2}|i_[0-9a-f]{16})$"
+GRAPH_VOCABULARY: frozenset[str] = frozenset({"topic"})
+"""Graph columns holding a scheme's vocabulary rather than an id (the privacy audit reads them)."""
+_G_PAPER = ("a paper: its release id when rated, else the sha1 of the title of the reviewer's publication it is "
+            "(the id the release importer gives it)")
+_YEARS = {"min_value": 1400, "max_value": 2100}
+
+GRAPH_CITATIONS = Table(
+    name="graph_citations",
+    columns=(Column("citing_id", pl.Utf8, nullable=False, pattern=GRAPH_PAPER_ID, doc="the citing paper: " + _G_PAPER),
+             Column("cited_id", pl.Utf8, nullable=False, pattern=GRAPH_PAPER_ID, doc="the cited paper: " + _G_PAPER),
+             Column("is_influential", pl.Boolean, doc="influential by any source (Semantic Scholar's isInfluential); "
+                                                      "null where no source says"),
+             Column("source", pl.Utf8, nullable=False, pattern=r"^(?:s2|openalex|grobid)(?:,(?:s2|openalex|grobid))*$",
+                    doc="every source that gave the citation, comma-joined (s2, openalex, grobid)")),
+    primary_key=("citing_id", "cited_id"),
+    doc="Citations among the release's papers and its reviewers' publications.",
+)
+GRAPH_TOPICS = Table(
+    name="graph_topics",
+    columns=(Column("paper_id", pl.Utf8, nullable=False, pattern=GRAPH_PAPER_ID, doc=_G_PAPER),
+             Column("scheme", pl.Utf8, nullable=False, allowed=TOPIC_SCHEMES,
+                    doc="arxiv (categories), s2-fos (S2 fields of study) or openalex-topic (OpenAlex topic ids)"),
+             Column("topic", pl.Utf8, nullable=False, min_length=1, doc="the topic as the scheme names it"),
+             Column("score", pl.Float64, min_value=0, max_value=1, doc="the highest confidence any source gave; null "
+                                                                        "where none gives one")),
+    primary_key=("paper_id", "scheme", "topic"),
+    doc="Topics of the release's papers and its reviewers' publications, per scheme.",
+)
+GRAPH_INSTITUTIONS = Table(
+    name="graph_institutions",
+    columns=(Column("reviewer_id", pl.Utf8, nullable=False, pattern=REVIEWER_ID, doc=_R_ID),
+             Column("institution_key", pl.Utf8, nullable=False, pattern=INSTITUTION_ID,
+                    doc="ror:<ROR id>, else i_ + 16 hex of a keyed hash of the normalised name (never a name)"),
+             Column("first_year", pl.Int64, doc="first year the reviewer is seen there", **_YEARS),
+             Column("last_year", pl.Int64, doc="last year the reviewer is seen there", **_YEARS)),
+    primary_key=("reviewer_id", "institution_key"),
+    doc="Where each reviewer was, and when, by institution identity.",
+)
+GRAPH_COAUTHORS = Table(
+    name="graph_coauthors",
+    columns=(Column("reviewer_id", pl.Utf8, nullable=False, pattern=REVIEWER_ID, doc=_R_ID),
+             Column("other_id", pl.Utf8, nullable=False, pattern=REVIEWER_ID, doc="a co-author among the reviewers: " + _R_ID)),
+    primary_key=("reviewer_id", "other_id"),
+    doc="Reviewers who wrote a paper together, both directions.",
+)
+
+GRAPH_TABLES: tuple[Table, ...] = (GRAPH_CITATIONS, GRAPH_TOPICS, GRAPH_INSTITUTIONS, GRAPH_COAUTHORS)
+"""Optional: a release carries them when the warehouse held a graph; one built before them has none."""

@@ -18,7 +18,9 @@ import polars as pl
 
 from revbench.files import file_sha256 as sha256_file
 from revbench.release_files import VerifiedRelease, verify_release
+from revbench.schemas.model import Table
 from revbench.schemas.release import (
+    GRAPH_TABLES,
     PAPER_CENTRIC,
     PAPERS,
     POINTWISE,
@@ -32,7 +34,7 @@ from revbench.schemas.release import (
 def release_id(key: bytes, kind: str, natural: str) -> str:
     """``r_``/``p_`` + 16 hex of HMAC-SHA256(key, kind:natural): the same person or paper keeps
     its id in every release made with the key, and nobody without it can link an id back."""
-    prefix = {"reviewer": "r_", "paper": "p_"}[kind]
+    prefix = {"reviewer": "r_", "paper": "p_", "institution": "i_"}[kind]
     return prefix + hmac.new(key, f"{kind}:{natural}".encode(), hashlib.sha256).hexdigest()[:16]
 
 
@@ -65,7 +67,8 @@ def build_tables(frames: dict[str, pl.DataFrame], key: bytes, profile_years: int
     ``redact_addresses``, e-mail addresses written in titles and abstracts become [email]
     (:func:`without_addresses`); without it the privacy audit stops the release on them. With
     ``redact_names``, the names, addresses and ORCIDs of ``people`` (the raters) written there
-    become [name], [email], [orcid] (:func:`revbench.tasks.privacy.without_people`)."""
+    become [name], [email], [orcid] (:func:`revbench.tasks.privacy.without_people`). With a
+    ``graph`` (the frames of ``benchmark_graph``), the graph tables too (:func:`graph_tables`)."""
     if redact_names:
         from revbench.tasks.privacy import Auditor, without_people
 
@@ -100,7 +103,41 @@ def build_tables(frames: dict[str, pl.DataFrame], key: bytes, profile_years: int
                  .select(r_("reviewer_id").alias("reviewer_id"), "publications"))
     out = {POINTWISE.name: pointwise, PAPER_CENTRIC.name: pc, REVIEWER_CENTRIC.name: rc, PAPERS.name: papers,
            REVIEWERS.name: reviewers}
-    return {t.name: t.conform(out[t.name]).sort(list(t.primary_key)) for t in RELEASE_TABLES}
+    if frames.get("graph") is not None:
+        out |= graph_tables(frames["graph"], frames["papers"].filter(pl.col("paper_id").is_in(list(pid))), prof, rid,
+                            pid, key)
+    return {t.name: t.conform(out[t.name]).sort(list(t.primary_key)) for t in RELEASE_TABLES + GRAPH_TABLES
+            if t.name in out}
+
+
+def graph_tables(graph: dict[str, pl.DataFrame], papers: pl.DataFrame, profiles: pl.DataFrame, rid: dict[str, str],
+                 pid: dict[str, str], key: bytes) -> dict[str, pl.DataFrame]:
+    """The graph tables of a release from ``graph`` (``citations``, ``topics``,
+    ``reviewer_institutions``, ``coauthors`` over warehouse ids) restricted to the released
+    ``papers``, the released publications ``profiles`` (titles as released) and the reviewers of
+    ``rid``: rated papers by release id, publications by the sha1 of their title, institutions by
+    ROR id or a keyed hash of their ``name:`` key (see ``schemas.release.GRAPH_TABLES``)."""
+    ids = {p: hashlib.sha1(str(t).encode()).hexdigest() for p, t in profiles.select("paper_id", "title").iter_rows()}
+    ids |= {p: pid[p] for p in papers["paper_id"].to_list()}
+    inst = {k: k if k.startswith("ror:") else release_id(key, "institution", k)
+            for k in graph["reviewer_institutions"]["institution_key"].unique().to_list()}
+    known = list(ids)
+    cites = (graph["citations"].filter(pl.col("citing_id").is_in(known) & pl.col("cited_id").is_in(known))
+             .with_columns(pl.col("citing_id").replace_strict(ids), pl.col("cited_id").replace_strict(ids))
+             .filter(pl.col("citing_id") != pl.col("cited_id")))
+    # Two publications of one title are one id: their edges merge as the warehouse merges sources.
+    infl = pl.col("is_influential")
+    cites = cites.group_by("citing_id", "cited_id").agg(
+        pl.when(infl.any()).then(True).when(infl.is_not_null().any()).then(False).otherwise(None).alias("is_influential"),
+        pl.col("source").str.split(",").explode().unique().sort().str.join(","))
+    topics = (graph["topics"].filter(pl.col("paper_id").is_in(known))
+              .with_columns(pl.col("paper_id").replace_strict(ids))
+              .group_by("paper_id", "scheme", "topic").agg(pl.col("score").max()))
+    stints = (graph["reviewer_institutions"].filter(pl.col("reviewer_id").is_in(list(rid)))
+              .with_columns(pl.col("reviewer_id").replace_strict(rid), pl.col("institution_key").replace_strict(inst)))
+    co = graph["coauthors"].filter(pl.col("reviewer_id").is_in(list(rid)) & pl.col("other_id").is_in(list(rid)))
+    co = co.with_columns(pl.col("reviewer_id").replace_strict(rid), pl.col("other_id").replace_strict(rid))
+    return {"graph_citations": cites, "graph_topics": topics, "graph_institutions": stints, "graph_coauthors": co}
 
 
 def rate_json(tables: dict[str, pl.DataFrame]) -> dict[str, list[dict[str, Any]]]:
@@ -124,12 +161,14 @@ def rate_json(tables: dict[str, pl.DataFrame]) -> dict[str, list[dict[str, Any]]
 
 def changes(current: dict[str, pl.DataFrame], parent: dict[str, pl.DataFrame] | None) -> dict[str, dict[str, list[Any]]]:
     """Rows added and removed per table since the parent release (by primary key; a rating whose
-    value changed shows as removed and added)."""
+    value changed shows as removed and added); a graph table either side lacks counts as empty there."""
     out: dict[str, dict[str, list[Any]]] = {}
-    for t in RELEASE_TABLES:
+    for t in RELEASE_TABLES + GRAPH_TABLES:
+        if t in GRAPH_TABLES and t.name not in current and (parent is None or t.name not in parent):
+            continue
         cols = [c for c in t.names if c != "publications"]
-        now = {tuple(r) for r in current[t.name].select(cols).iter_rows()}
-        before = {tuple(r) for r in parent[t.name].select(cols).iter_rows()} if parent else set()
+        now = {tuple(r) for r in current[t.name].select(cols).iter_rows()} if t.name in current else set()
+        before = {tuple(r) for r in parent[t.name].select(cols).iter_rows()} if parent and t.name in parent else set()
         out[t.name] = {"added": sorted(now - before), "removed": sorted(before - now)}
     return out
 
@@ -202,10 +241,11 @@ def _croissant(out: Path, name: str, version: str, license: str, description: st
     import mlcroissant as mlc
 
     def kind(dtype: pl.DataType) -> Any:
-        return mlc.DataType.INTEGER if dtype == pl.Int64 else mlc.DataType.TEXT
+        return {pl.Int64: mlc.DataType.INTEGER, pl.Float64: mlc.DataType.FLOAT,
+                pl.Boolean: mlc.DataType.BOOL}.get(dtype, mlc.DataType.TEXT)  # type: ignore[call-overload]
 
     files, record_sets = [], []
-    for t in RELEASE_TABLES:
+    for t in present_tables(out):
         path = out / "data" / f"{t.name}.parquet"
         fid = f"{t.name}-parquet"
         files.append(mlc.FileObject(id=fid, name=fid, content_url=f"data/{t.name}.parquet",
@@ -238,7 +278,13 @@ def read_tables(release: Path | VerifiedRelease) -> dict[str, pl.DataFrame]:
     """A release's tables from its parquet files, once they match its manifest (a folder is
     verified here against its own manifest; a ``VerifiedRelease`` already was)."""
     checked = release if isinstance(release, VerifiedRelease) else verify_release(release)
-    return {t.name: pl.read_parquet(checked.path / "data" / f"{t.name}.parquet") for t in RELEASE_TABLES}
+    return {t.name: pl.read_parquet(checked.path / "data" / f"{t.name}.parquet") for t in present_tables(checked.path)}
+
+
+def present_tables(folder: Path) -> tuple[Table, ...]:
+    """The tables of the release in ``folder``: every one of ``RELEASE_TABLES``, and the graph's
+    where it carries them (a release built before the graph, or from a warehouse without one, has none)."""
+    return RELEASE_TABLES + tuple(t for t in GRAPH_TABLES if (folder / "data" / f"{t.name}.parquet").is_file())
 
 
 def choose_parent(releases: pl.DataFrame, version: str) -> str | None:
@@ -283,14 +329,15 @@ def release_counts(events: pl.DataFrame, ratings: pl.DataFrame, flags: int, tabl
             "skips": disp.get("skip", 0), "flags": flags,
             "kept": ratings.filter(pl.col("status") == "kept").height,
             "dropped": ratings.filter(pl.col("status") == "dropped").height,
-            **{t.name: tables[t.name].height for t in RELEASE_TABLES}}
+            **{t.name: tables[t.name].height for t in RELEASE_TABLES + GRAPH_TABLES if t.name in tables}}
 
 
 def file_docs(rows: dict[str, int]) -> list[dict[str, Any]]:
     """The data files for the card (``rows``: path -> rows, see :func:`write_files`), each with
     its row count and what it holds."""
-    docs = {t.name: t.doc for t in RELEASE_TABLES} | {"evaluations_pc": "paper-centric tuples in LR-bench's JSON layout",
-                                                      "evaluations_rc": "reviewer-centric tuples in LR-bench's JSON layout"}
+    tables = RELEASE_TABLES + GRAPH_TABLES
+    docs = {t.name: t.doc for t in tables} | {"evaluations_pc": "paper-centric tuples in LR-bench's JSON layout",
+                                              "evaluations_rc": "reviewer-centric tuples in LR-bench's JSON layout"}
     return [{"path": p, "rows": n, "doc": docs[p.rsplit("/", 1)[-1].split(".")[0]]} for p, n in sorted(rows.items())]
 
 

@@ -6,7 +6,7 @@ and runs each load in one transaction so that a crash leaves nothing partial.
 :class:`Warehouse` is put together from one module per stage, each with the SQL of the tables
 it owns: the plumbing in :mod:`~revbench.warehouse.core` and
 :mod:`~revbench.warehouse.lifecycle`, then runs, ingest, identity, pools, survey, ratings,
-release, training and the graph.
+release, training, the graph and weak labels.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from revbench.warehouse.core import utcnow
 from revbench.warehouse.graph import GraphQueries
 from revbench.warehouse.identity import IdentityQueries
 from revbench.warehouse.ingest import IngestQueries
+from revbench.warehouse.labels import LabelQueries
 from revbench.warehouse.lifecycle import Lifecycle
 from revbench.warehouse.pools import PoolQueries
 from revbench.warehouse.ratings import RatingQueries
@@ -28,5 +29,5 @@ __all__ = ["SCHEMA_VERSION_TABLE", "Warehouse", "utcnow"]
 
 
 class Warehouse(Lifecycle, RunQueries, IngestQueries, IdentityQueries, SurveyQueries, PoolQueries, ReleaseQueries,
-                TrainingQueries, RatingQueries, GraphQueries):
+                TrainingQueries, RatingQueries, GraphQueries, LabelQueries):
     """A DuckDB file with the revbench schema, migrated on open."""

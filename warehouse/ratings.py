@@ -2,17 +2,36 @@
 benchmark they form.
 
 Owns ``survey_events``, ``survey_epochs``, ``ratings``, ``rating_flags``, ``flag_decisions`` and
-``rating_tuples``.
+``rating_tuples``; reads the graph's tables, ``author_links``, ``mentions`` and ``coauthor_edges`` for the
+benchmark's graph.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 import polars as pl
 
 from revbench.schemas.tables import TABLES
 from revbench.warehouse.core import WarehouseBase
+
+# The rule of tasks.coi.person_links in SQL (the evaluation may not import tasks): a graph person is
+# a reviewer by a shared ORCID, by an s2: key that is the mention's S2 author id, or by the paper and
+# place in its author list.
+_REVIEWER_STINTS = """
+    WITH people AS (SELECT DISTINCT person_key, arxiv_id, "position",
+                           CASE WHEN person_key LIKE 'orcid:%' THEN substr(person_key, 7) ELSE orcid END AS orcid
+                    FROM author_affiliations),
+         m AS (SELECT l.author_id, m.arxiv_id, m."position", m.orcid, m.s2_author_id
+               FROM author_links l JOIN mentions m USING (arxiv_id, "position")
+               WHERE l.author_id IN (SELECT k FROM _bench_people)),
+         links AS (SELECT p.person_key, m.author_id FROM people p JOIN m ON p.orcid = m.orcid
+                   UNION SELECT p.person_key, m.author_id FROM people p JOIN m ON p.person_key = 's2:' || m.s2_author_id
+                   UNION SELECT p.person_key, m.author_id FROM people p
+                         JOIN m ON p.arxiv_id = m.arxiv_id AND p."position" = m."position")
+    SELECT l.author_id AS reviewer_id, a.institution_key, min(a.first_year) AS first_year, max(a.last_year) AS last_year
+    FROM links l JOIN author_affiliations a USING (person_key) GROUP BY 1, 2 ORDER BY 1, 2"""
 
 
 class RatingQueries(WarehouseBase):
@@ -78,3 +97,37 @@ class RatingQueries(WarehouseBase):
                ORDER BY reviewer_id, paper_id""", [profile_max_papers])
         tuples = self.read(TABLES["rating_tuples"])
         return {"ratings": ratings, "papers": papers, "profiles": profiles, "tuples": tuples}
+
+    def benchmark_graph(self, paper_ids: Sequence[str], reviewer_ids: Sequence[str]) -> dict[str, pl.DataFrame]:
+        """The graph around a benchmark, as ``revbench.evaluation.model.BenchmarkGraph`` holds it:
+        ``citations`` (``citing_id, cited_id, is_influential, source``: resolved references among
+        ``paper_ids``, one row per pair from any source, influential when any source says so, the
+        sources comma-joined), ``topics`` (``paper_id, scheme, topic, score``, the highest score
+        any origin gave), ``reviewer_institutions`` (``reviewer_id, institution_key, first_year,
+        last_year``, each reviewer's stints widened over sources) and ``coauthors`` (``reviewer_id,
+        other_id`` among ``reviewer_ids``, both directions)."""
+        self.con.register("_bench_papers", pl.DataFrame({"k": list(paper_ids)}, schema={"k": pl.Utf8}).to_arrow())
+        self.con.register("_bench_people", pl.DataFrame({"k": list(reviewer_ids)}, schema={"k": pl.Utf8}).to_arrow())
+        try:
+            return {
+                "citations": self._frame(
+                    """SELECT citing_arxiv_id AS citing_id, cited_arxiv_id AS cited_id,
+                              bool_or(is_influential) AS is_influential,
+                              string_agg(DISTINCT source, ',' ORDER BY source) AS source
+                       FROM citations WHERE citing_arxiv_id IN (SELECT k FROM _bench_papers)
+                                        AND cited_arxiv_id IN (SELECT k FROM _bench_papers)
+                                        AND cited_arxiv_id <> citing_arxiv_id
+                       GROUP BY 1, 2 ORDER BY 1, 2"""),
+                "topics": self._frame(
+                    """SELECT arxiv_id AS paper_id, scheme, topic, max(score) AS score FROM paper_topics
+                       WHERE arxiv_id IN (SELECT k FROM _bench_papers) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"""),
+                "reviewer_institutions": self._frame(_REVIEWER_STINTS),
+                "coauthors": self._frame(
+                    """WITH e AS (SELECT author_a, author_b FROM coauthor_edges
+                                  WHERE author_a IN (SELECT k FROM _bench_people) AND author_b IN (SELECT k FROM _bench_people))
+                       SELECT author_a AS reviewer_id, author_b AS other_id FROM e
+                       UNION SELECT author_b, author_a FROM e ORDER BY 1, 2"""),
+            }
+        finally:
+            self.con.unregister("_bench_papers")
+            self.con.unregister("_bench_people")

@@ -110,7 +110,7 @@ def demo(
 
 @app.command()
 def evaluate(
-    benchmark: Annotated[list[str], typer.Option("--benchmark", "-b", help="NAME=PATH; NAME is goldstandard, lrbench, openreview, warehouse (alone: this warehouse) or release")] = [],  # noqa: B006
+    benchmark: Annotated[list[str], typer.Option("--benchmark", "-b", help="NAME=PATH; NAME is goldstandard, lrbench, openreview, warehouse (alone: this warehouse), release or weak")] = [],  # noqa: B006
     scorer: Annotated[list[str], typer.Option("--scorer", "-s", help="Scorer spec, e.g. tpms, tpms:compat=reference or embedding:pooling=max; trained: every adapter from revbench train")] = [],  # noqa: B006
     predictions: Annotated[list[str], typer.Option("--predictions", "-p", help="NAME[@BENCHMARK]=PATH of scores computed elsewhere")] = [],  # noqa: B006
     baseline: Annotated[str | None, typer.Option(help="Scorer the others are compared with (paired intervals)")] = None,
@@ -120,6 +120,7 @@ def evaluate(
     json_out: Annotated[Path | None, typer.Option(help="Write the results as a JSON list of rows")] = None,
     report: Annotated[Path | None, typer.Option(help="Directory for report.md, loss.png and predictions (OpenReview, RATE and TREC formats)")] = None,
     plot: Annotated[bool | None, typer.Option("--plot/--no-plot", help="Draw loss.png (default: when --report is given)")] = None,
+    graph_from: Annotated[str | None, typer.Option(help="s2: give the gold standard its graph from Semantic Scholar (REVBENCH_S2__BASE_URL), cached under the data dir")] = None,
     track: Track = None,
 ) -> None:
     """Evaluate similarity scorers (and external predictions) on benchmarks.
@@ -134,14 +135,16 @@ def evaluate(
     from revbench.evaluation.plan import plan_evaluation
     from revbench.flows.evaluate import evaluate_flow
 
-    plan = plan_evaluation(settings, benchmark, scorer or None, predictions, baseline)
+    plan = plan_evaluation(settings, benchmark, scorer or None, predictions, baseline, graph_from)
     out = evaluate_flow.run(
         settings, benchmarks=benchmark, scorers=scorer or None, predictions=predictions, baseline=baseline,
         bootstrap=bootstrap, seed=seed, report_dir=str(report) if report else None, allow_partial=allow_partial,
         json_out=str(json_out) if json_out else None, plot=report is not None if plot is None else plot,
-        track=resolve_track(track, long_flow=False), plan=plan,
+        track=resolve_track(track, long_flow=False), plan=plan, graph_from=graph_from,
     )
     print_report(out.tables)
+    for line in out.warnings:
+        console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
     for name, dropped in out.dropped.items():
         console.print(f"{name}: left out " + ", ".join(f"{n} ({reason})" for reason, n in sorted(dropped.items())))
     console.print(f"Report: [cyan]{out.report_dir}[/] (report.md, results.json, separation.json, predictions/, trec/, exports.json"
@@ -377,7 +380,7 @@ def report(
 # ``report`` and before ``world``, so that ``--help`` and the generated reference keep their order.
 app.command()(cli_ops.serve)
 app.add_typer(survey_app, name="survey")
-for command in (cli_ops.status, cli_ops.doctor, cli_ops.backup, cli_ops.restore):
+for command in (cli_ops.status, cli_ops.doctor, cli_ops.backup, cli_ops.restore, cli_ops.labels):
     app.command()(command)
 
 

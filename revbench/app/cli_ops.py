@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from revbench.app.cli_common import Track, setup
-from revbench.app.console import console, print_status
+from revbench.app.console import console, print_labels, print_status
 from revbench.app.entry import build_settings, check_output_dir, resolve_track
 from revbench.errors import UsageError
 from revbench.settings import Settings
@@ -173,3 +173,22 @@ def restore(
     from revbench.backup.restore import restore as restore_snapshot
 
     print_restore(restore_snapshot(settings, from_, force=force))
+
+
+def labels(
+    from_: Annotated[str, typer.Option("--from", metavar="SOURCE", help="authorship (a paper's own authors) or citations (authors of the corpus papers it cites)", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder the weak benchmark goes to (new, empty, or an earlier weak benchmark)", show_default=False)],
+    experts: Annotated[int, typer.Option("--experts", min=0, help="Keep only reviewers with more than N corpus papers (exHarmony's experts)")] = 15,
+    negatives: Annotated[int, typer.Option("--negatives", min=0, help="Sampled non-positive candidates per submission")] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of the sampled candidates")] = 0,
+) -> None:
+    """Write a weak benchmark from the graph (exHarmony) that `revbench evaluate -b weak=DIR` reads, with its agreement with the survey's ratings."""
+    from revbench.tasks.weak_labels import SOURCES
+
+    if from_ not in SOURCES:
+        raise UsageError(f"--from {from_!r}: expected one of {', '.join(SOURCES)}")
+    check_output_dir(out, "--out")
+    settings = build_settings()
+    from revbench.flows.labels import write_labels
+
+    print_labels(write_labels(settings, from_, out, experts=experts, negatives=negatives, seed=seed))

@@ -116,6 +116,10 @@ def print_report(tables: list[Any]) -> None:
     import re
 
     for t in tables:
+        if not t.header:
+            # A line in place of a table: what is absent and why.
+            console.print(t.title.lstrip("# "), markup=False)
+            continue
         table = RichTable(title=t.title.lstrip("# "), title_justify="left")
         for i, h in enumerate(t.header):
             table.add_column(h, justify="left" if i == 0 else "right")
@@ -323,6 +327,15 @@ def print_release(out: ReleaseResult) -> None:
     if out.evaluation:
         console.print(f"Evaluation of release {out.version}:")
         print_report(out.evaluation.tables)
+
+
+def print_labels(r: Any) -> None:
+    """What ``revbench labels`` wrote (a ``flows.labels.LabelsResult``), its agreement with the survey
+    and how to evaluate it."""
+    console.print(f"Weak benchmark {r.version} ({r.source}) in [cyan]{r.out}[/]: {r.submissions} submissions, "
+                  f"{r.reviewers} reviewers, {r.positives} weak positives among {r.candidates} candidates", soft_wrap=True)
+    console.print(r.agreement.line(), highlight=False, soft_wrap=True)
+    console.print(f"Evaluate it: revbench evaluate -b weak={r.out}", highlight=False, soft_wrap=True)
 
 
 def print_release_verified(release: Any) -> None:

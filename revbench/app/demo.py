@@ -14,6 +14,7 @@ from revbench.app.console import (
     print_disambiguation,
     print_graph,
     print_ingest_summary,
+    print_labels,
     print_pools,
     print_ratings,
     print_release,
@@ -33,6 +34,10 @@ DEMO_KEY_FILES = {"survey.signing_key": ".survey-demo-key", "release.id_key": ".
 """The demo's own keys (see :func:`demo_key`), by the setting each stands in for."""
 
 
+DEMO_EXPERTS = 3
+"""``revbench labels --experts`` in the demo (see ``run_demo``)."""
+
+
 def keep_demo_settings(settings: Settings) -> None:
     """Store with the demo's data what later commands on it need to decide as the demo did
     (a plain ``revbench ratings`` after the demo raises the flags the demo raised)."""
@@ -48,6 +53,16 @@ def demo_settings(settings: Settings, replay_base: str) -> Settings:
     overrides = replay_overrides(replay_base)
     overrides["grobid"]["timeout_seconds"] = 2
     return settings.with_overrides(**overrides, http=DEMO_HTTP)
+
+
+def demo_scorers(configured: list[str]) -> list[str]:
+    """What the demo evaluates on its warehouse and on its release: the ``configured`` scorers, then
+    the graph's citation and topic, and UniPR's fusion ``cof`` where this revbench registers it (the
+    demo runs the graph stage, so its warehouse and its release carry a graph; the rebuild does not)."""
+    from revbench.evaluation.scorers.base import SCORER_MODULES
+
+    graph = ["citation", "topic"] + (["cof"] if "cof" in SCORER_MODULES else [])
+    return [*configured, *(g for g in graph if g not in configured)]
 
 
 def demo_warehouse_for(settings: Settings, manifest: dict[str, Any]) -> None:
@@ -154,7 +169,7 @@ def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, tra
 def run_ratings(settings: Settings, track: bool) -> None:
     """The ratings flow on the survey's answers (flags decided by the demo's policy), with the
     flags judged against the panel's planted low-effort respondents, then the evaluation of
-    trivial, tpms, bm25 and embedding on the demo's own benchmark."""
+    trivial, tpms, bm25, embedding, citation, topic (and cof) on the demo's own benchmark."""
     import polars as pl
 
     from revbench.flows.ratings import ratings_flow
@@ -226,6 +241,7 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
     with spawn_replay(world_dir, replay, fixtures_dir=cassettes) as base:
         console.print(f"replay server on {base} (faults: {replay.fault_rate:.0%} of requests, all transient)")
         s = demo_settings(settings, base)
+        s = s.with_overrides(ratings={"evaluate_scorers": demo_scorers(s.ratings.evaluate_scorers)})
         print_ingest_summary(ingest_flow.run(s, DEMO_SINCE, DEMO_UNTIL, synthetic=True, track=track))
         # The world serves OpenAlex too: its affiliations with years are what the institution COI reads.
         s = s.with_overrides(openalex={"enabled": True})
@@ -252,6 +268,11 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
     key = demo_key(settings, "release", derived_from=manifest["spec_key"])
     print_release(release_flow.run(s.with_overrides(release={"id_key": key, "auto_approve": True}),
                                    only_if_changed=True, track=track))
+    # Weak labels from the citations (exHarmony): the demo world's people write a few papers each,
+    # so its experts are those with more than 3 (exHarmony's 15 is for a real corpus).
+    from revbench.flows.labels import write_labels
+
+    print_labels(write_labels(s, "citations", Path(s.data_dir) / "weak-citations", experts=DEMO_EXPERTS))
     print_encodes()
     console.print(f"demo finished in {time.monotonic() - t0:.0f} s; run it again for a cheap refresh.")
     if track:

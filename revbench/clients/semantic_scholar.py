@@ -91,14 +91,16 @@ class SemanticScholarClient:
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise TransientError(f"S2 answered unreadable JSON: {exc}", kind="malformed") from exc
 
-    def paper_batch(self, arxiv_ids: list[str], fields: str = PAPER_FIELDS) -> list[dict[str, Any] | None]:
-        """Look up to ``batch_size`` papers by ``ARXIV:<id>``; None where S2 has no record."""
+    def paper_batch(self, arxiv_ids: list[str], fields: str = PAPER_FIELDS,
+                    prefix: str = "ARXIV:") -> list[dict[str, Any] | None]:
+        """Look up to ``batch_size`` papers by ``ARXIV:<id>`` (``prefix=""``: ids as S2 takes them,
+        e.g. its own paper ids); None where S2 has no record."""
         if len(arxiv_ids) > self.settings.batch_size:
             raise ValueError(f"at most {self.settings.batch_size} ids per batch")
 
         def once() -> list[dict[str, Any] | None]:
             body = self._json(
-                "POST", "/paper/batch", params={"fields": fields}, json={"ids": [f"ARXIV:{a}" for a in arxiv_ids]}
+                "POST", "/paper/batch", params={"fields": fields}, json={"ids": [f"{prefix}{a}" for a in arxiv_ids]}
             )
             if not isinstance(body, list) or len(body) != len(arxiv_ids):
                 raise TransientError("S2 batch answer does not match the ids sent", kind="malformed")

@@ -12,7 +12,9 @@ import polars as pl
 from revbench.evaluation.metrics import accuracy as acc_metric
 from revbench.evaluation.metrics import bootstrap
 from revbench.evaluation.metrics.loss import costs
-from revbench.evaluation.metrics.ranking import ranking_metrics
+from revbench.evaluation.metrics.coauthor_diversity import coauthor_clusters, coauthor_diversity
+from revbench.evaluation.metrics.institution_diversity import institution_diversity
+from revbench.evaluation.metrics.ranking import CUTOFFS, ranked_candidates, ranking_metrics
 from revbench.evaluation.model import SPLIT_AVERAGE, Benchmark, MetricValue, Scores, Split
 from revbench.evaluation.pairs import PairArrays, split_pairs
 
@@ -25,6 +27,14 @@ OWN_COVERAGE = ":own_coverage"
 split's own rows (computed on the pairs every scorer of the run covers) when the two differ."""
 TRIVIAL = "trivial"
 """The scorer that scores every pair alike: a reference line, never the best of a table."""
+NO_GRAPH = "the benchmark carries no graph (no institutions or co-authors of its reviewers), so no diversity metrics"
+
+
+def diversity_absent(benchmark: Benchmark) -> str | None:
+    """Why ``benchmark``'s report has no diversity metrics though it has ranking metrics (None
+    when it has them, or has no candidate lists to rank at all)."""
+    ranked = any(s.candidate_lists and s.ratings is not None for s in benchmark.splits)
+    return NO_GRAPH if ranked and benchmark.graph is None else None
 
 
 @dataclass
@@ -87,6 +97,8 @@ class Evaluator:
             index = {lab: i for i, lab in enumerate(labels)}
             codes = np.array([index[c] for c in pairs["cluster"].to_list()], dtype=np.int64)
             self._splits.append(_SplitData(s, pairs, labels, codes, _pairs_digest(pairs)))
+        self._clusters: dict[str, str] | None = None
+        """Co-author clusters of the benchmark's reviewers, computed once for every split and scorer."""
         self.same_as: dict[str, str] = {}
         """A split that holds the same pairs as an earlier one -> that earlier split."""
         first: dict[str, str] = {}
@@ -166,6 +178,8 @@ class Evaluator:
                     for metric, (value, nq) in ranking_metrics(sd.split.ratings, s.draws[0]).items():
                         v = None if value != value else value  # NaN: no query had a relevant candidate
                         here.append(MetricValue(name, sd.split.name, s.scorer, metric, v, None, None, nq, **extra))
+                    for metric, (dv, nq) in self._diversity(sd.split.ratings, s.draws[0]).items():
+                        here.append(MetricValue(name, sd.split.name, s.scorer, metric, dv, None, None, nq, **extra))
             done[sd.split.name] = here
             rows += here
         if len(self._splits) - len(self.same_as) > 1:
@@ -175,6 +189,22 @@ class Evaluator:
                         rows.append(MetricValue(name, SPLIT_AVERAGE, s.scorer, metric, float(np.mean(values)), None, None,
                                                 len(values), s.spec, min(covered[id(s)], default=None), s.source_sha256))
         return rows
+
+    def _diversity(self, ratings: pl.DataFrame, scores: pl.DataFrame) -> dict[str, tuple[float | None, int]]:
+        """Diversity of each paper's top k at the ranking metrics' cutoffs; none without a graph
+        (the report says why: :func:`diversity_absent`)."""
+        graph = self.benchmark.graph
+        if graph is None:
+            return {}
+        if self._clusters is None:
+            reviewers = {r for d in self.benchmark.draws if "reviewer_id" in d.columns for r in d["reviewer_id"].to_list()}
+            reviewers |= {r for s in self.benchmark.splits if s.ratings is not None for r in s.ratings["reviewer_id"].to_list()}
+            self._clusters = coauthor_clusters(sorted(reviewers), graph.coauthors)
+        subs = self.benchmark.submissions
+        years = dict(subs.select("paper_id", "year").iter_rows()) if {"paper_id", "year"} <= set(subs.columns) else {}
+        ranked = ranked_candidates(ratings, scores)
+        return {**institution_diversity(ranked, years, graph.reviewer_institutions, CUTOFFS),
+                **coauthor_diversity(ranked, self._clusters, CUTOFFS)}
 
     def _split_rows(self, sd: _SplitData, runs: list[Scores], baseline: Scores | None,
                     averaged: dict[int, dict[str, list[float]]], covered: dict[int, list[float]]) -> list[MetricValue]:
@@ -213,6 +243,20 @@ class Evaluator:
         if baseline is None or baseline is scores:
             return self.evaluate_all([scores])
         return [r for r in self.evaluate_all([scores, baseline], baseline) if r.scorer != baseline.scorer]
+
+
+def with_companions(runs: list[Scores]) -> list[Scores]:
+    """``runs`` and every run's companions after them (a factor alone as ``cof`` hands it back,
+    each factor left out), each a row of the report; a companion named like a scorer already
+    there (a factor also asked for on its own) is not repeated."""
+    out = list(runs)
+    names = {s.scorer for s in runs}
+    for s in runs:
+        for c in s.companions:
+            if c.scorer not in names:
+                out.append(c)
+                names.add(c.scorer)
+    return out
 
 
 def cross_benchmark_average(rows: list[MetricValue], same_as: set[tuple[str, str]] | None = None) -> list[MetricValue]:

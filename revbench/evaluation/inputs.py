@@ -85,3 +85,25 @@ def warn_training_overlap(specs: list[str], loaded: list[Benchmark]) -> None:
             if overlap:
                 log.warning("%s was trained on text of %d of the %d submissions of %s (weak supervision, no ratings): "
                             "its results there are optimistic", spec, len(overlap), b.submissions.height, b.name)
+
+
+LABEL_READERS = {"citations": ("citation", "cof")}
+"""The scorers that read what each weak-label rule read (``cof`` holds the ``citation`` factor).
+``authorship`` has none: the graph holds no author of a submission (the held-out paper's own
+authorship is in no graph frame), though authors citing their own work favour ``citation`` there."""
+
+
+def label_circularity(specs: list[str], loaded: list[Benchmark]) -> list[str]:
+    """One warning line per benchmark whose labels came from a rule (``Benchmark.labels_from``)
+    that a scorer in ``specs`` reads too: its numbers there measure the rule, not expertise.
+    Not refused: how well a scorer recovers the rule is still worth seeing."""
+    from revbench.evaluation.scorers.base import parse_spec
+
+    out = []
+    for b in loaded:
+        readers = [spec for spec in specs if parse_spec(spec)[0] in LABEL_READERS.get(b.labels_from or "", ())]
+        if readers:
+            out.append(f"{b.name}: its labels came from {b.labels_from} and {', '.join(readers)} "
+                       f"{'reads' if len(readers) == 1 else 'read'} them too, so {'its' if len(readers) == 1 else 'their'} "
+                       "results there measure the label rule, not expertise")
+    return out

@@ -19,6 +19,10 @@ TUPLES_SCHEMA = {
     "rating_pos": pl.Float64, "rating_neg": pl.Float64, "cluster": pl.Utf8,
 }
 SCORES_SCHEMA = {"reviewer_id": pl.Utf8, "paper_id": pl.Utf8, "score": pl.Float64}
+GRAPH_CITATIONS_SCHEMA = {"citing_id": pl.Utf8, "cited_id": pl.Utf8, "is_influential": pl.Boolean, "source": pl.Utf8}
+GRAPH_TOPICS_SCHEMA = {"paper_id": pl.Utf8, "scheme": pl.Utf8, "topic": pl.Utf8, "score": pl.Float64}
+GRAPH_INSTITUTIONS_SCHEMA = {"reviewer_id": pl.Utf8, "institution_key": pl.Utf8, "first_year": pl.Int64, "last_year": pl.Int64}
+GRAPH_COAUTHORS_SCHEMA = {"reviewer_id": pl.Utf8, "other_id": pl.Utf8}
 
 SPLIT_LR_PC = "lr_paper_centric"
 SPLIT_LR_RC = "lr_reviewer_centric"
@@ -49,6 +53,23 @@ class Split:
 
 
 @dataclass
+class BenchmarkGraph:
+    """The scholarly graph around a benchmark's papers and reviewers (ids as the benchmark has them)."""
+
+    citations: pl.DataFrame
+    """``citing_id, cited_id, is_influential, source``: one edge per citing/cited pair among the
+    benchmark's papers (submissions and profile papers); ``is_influential`` true when any source
+    says so, null when none gives it; ``source`` every source that gave the edge, comma-joined."""
+    topics: pl.DataFrame
+    """``paper_id, scheme, topic, score``: the papers' topics per scheme (score null where the
+    source gives no confidence)."""
+    reviewer_institutions: pl.DataFrame
+    """``reviewer_id, institution_key, first_year, last_year``: where each reviewer was, and when."""
+    coauthors: pl.DataFrame
+    """``reviewer_id, other_id``: reviewers who wrote a paper together, both directions."""
+
+
+@dataclass
 class Benchmark:
     """Everything a scorer and the metrics need from one dataset."""
 
@@ -69,6 +90,12 @@ class Benchmark:
     ``manifest.json``): its results are stored with it."""
     dropped: dict[str, int] = field(default_factory=dict)
     """What the importer left out, by reason (``"archives: blank title" -> 2``)."""
+    graph: BenchmarkGraph | None = None
+    """Citations, topics, institutions and co-authorship around the benchmark; None where the
+    benchmark carries no graph (the graph scorers refuse such a benchmark)."""
+    labels_from: str | None = None
+    """The rule that made the labels where no person rated (a weak benchmark's ``citations`` or
+    ``authorship``); None for rated benchmarks. A scorer reading what the rule read is warned about."""
 
     def pairs_needed(self) -> pl.DataFrame:
         """Every (reviewer, paper) whose score some split needs."""
@@ -94,6 +121,9 @@ class Scores:
     """What produced the scores: the scorer with all its parameters, or the predictions file."""
     source_sha256: str | None = None
     """sha256 of the predictions file(s) the scores were read from."""
+    companions: list[Scores] = field(default_factory=list)
+    """Further score sets the same scorer computed on the way, each evaluated as a scorer of its
+    own (``cof``'s factors alone and each factor left out)."""
 
     def to_openreview(self, draw: int = 0) -> dict[str, dict[str, float]]:
         """``{reviewer: {paper: score}}``, the format the gold standard and OpenReview read."""

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from revbench.errors import UsageError
 from revbench.evaluation.exports import file_name
+from revbench.evaluation.importers.graph_s2 import check_graph_from
 from revbench.evaluation.importers.registry import KIND_MODULES
 from revbench.evaluation.scorers.base import Context, make_scorer
 from revbench.settings import Settings
@@ -44,6 +45,9 @@ class EvaluationPlan:
     predictions: list[PredictionsFile]
     baseline: str | None = None
     """The label the ``--baseline`` scorer's results carry (a scorer's label or a file's name)."""
+    graph_from: str | None = None
+    """Where the benchmarks without a graph of their own get one (``s2``: the gold standard's
+    Semantic Scholar ids through the S2 client); None: nowhere."""
 
 
 def parse_named(item: str, flag: str) -> tuple[str, Path]:
@@ -112,10 +116,11 @@ def check_baseline(settings: Settings, baseline: str | None, labels: dict[str, s
 
 
 def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str] | None,
-                    predictions: list[str], baseline: str | None = None) -> EvaluationPlan:
+                    predictions: list[str], baseline: str | None = None, graph_from: str | None = None) -> EvaluationPlan:
     """Parse and check an evaluation request. Without ``scorers`` (None), the default scorers
     run only when no predictions file was given either: with only ``-p``, nothing else runs.
-    ``baseline`` must name a scorer or predictions file of the run."""
+    ``baseline`` must name a scorer or predictions file of the run; ``graph_from`` a graph source
+    some benchmark of the run takes."""
     benches = []
     for item in benchmarks:
         # The warehouse benchmark defaults to this installation's own warehouse.
@@ -153,7 +158,8 @@ def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str
             raise PlanError(f"--predictions {p.name!r} is given twice ({seen[key]} and {p.path}); give each a name of its own")
         seen[key] = p.path
     check_export_names(labels, preds)
-    return EvaluationPlan(benches, specs, preds, check_baseline(settings, baseline, labels, preds))
+    check_graph_from(graph_from, [k for k, _ in benches])
+    return EvaluationPlan(benches, specs, preds, check_baseline(settings, baseline, labels, preds), graph_from)
 
 
 def _given(p: PredictionsFile, name: str | None = None) -> str:

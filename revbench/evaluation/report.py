@@ -18,6 +18,7 @@ RESULT_SCHEMA = {
     "coverage": pl.Float64, "predictions_sha256": pl.Utf8,
 }
 RANKING_SHOWN = ("P_hard@5", "P_soft@5", "P_hard@10", "NDCG@10", "MRR_hard@10", "Recall_hard@10", "WKTD@10")
+DIVERSITY_SHOWN = tuple(f"{name}@{k}" for name in ("InstitutionDiversity", "CoauthorDiversity") for k in (5, 10))
 LOWER_IS_BETTER = {"loss"} | {f"WKTD@{k}" for k in (5, 10)}
 
 
@@ -34,6 +35,9 @@ class ReportTable:
     rows: list[list[str]]
 
     def to_markdown(self) -> str:
+        if not self.header:
+            # A line in place of a table: what is absent and why.
+            return self.title + "\n"
         lines = [self.title, "", "| " + " | ".join(self.header) + " |", "|---|" + "---|" * (len(self.header) - 1)]
         lines += ["| " + " | ".join(r) + " |" for r in self.rows]
         return "\n".join(lines) + "\n"
@@ -97,7 +101,8 @@ def _rows(s: pl.DataFrame, cols: list[str], show_coverage: bool, mark_best: bool
 
 
 def report_tables(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accuracy", "easy_accuracy", "hard_accuracy"),
-                  same_as: dict[tuple[str, str], tuple[str, str]] | None = None) -> list[ReportTable]:
+                  same_as: dict[tuple[str, str], tuple[str, str]] | None = None,
+                  no_diversity: dict[str, str] | None = None) -> list[ReportTable]:
     """One table per benchmark and split: scorers as rows, metrics as columns, the best of each
     column in bold (lowest loss, highest accuracy).
 
@@ -107,7 +112,8 @@ def report_tables(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accurac
     marked best. Splits that hold the same pairs (``same_as``: ``(benchmark, split)`` -> the
     split it repeats) are shown once under both names. Each scorer's value on all the pairs it
     covers follows, where it differs, in a table of its own with no best; then paired
-    differences, then ranking metrics."""
+    differences, then ranking metrics, then diversity (or, for a benchmark in ``no_diversity``,
+    one line saying why it has none)."""
     out = []
     dup = same_as or {}
     names: dict[tuple[str, str], list[str]] = {}
@@ -170,6 +176,25 @@ def report_tables(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accurac
         note = "; a candidate a scorer left unscored counts as not retrieved" if partial else ""
         out.append(ReportTable(f"Ranking metrics on {bench} (mean over papers with a relevant candidate{note}; "
                                "all of them in results.json)", ["scorer", *(["coverage"] if partial else []), *shown], rows))
+    return out + diversity_tables(df, no_diversity or {})
+
+
+def diversity_tables(df: pl.DataFrame, no_diversity: dict[str, str]) -> list[ReportTable]:
+    """Per benchmark and split, each scorer's diversity of its top k; a title-only table (one
+    line) for each benchmark of ``no_diversity`` saying why it has none."""
+    out = []
+    div = df.filter(pl.col("metric").is_in(list(DIVERSITY_SHOWN)))
+    for bench, split in div.select("benchmark", "split").unique(maintain_order=True).iter_rows():
+        d = div.filter((pl.col("benchmark") == bench) & (pl.col("split") == split))
+        shown = [m for m in DIVERSITY_SHOWN if m in set(d["metric"].to_list())]
+        rows = []
+        for scorer in d["scorer"].unique(maintain_order=True).to_list():
+            vals = {m: v for m, v in d.filter(pl.col("scorer") == scorer).select("metric", "value").iter_rows()}
+            rows.append([scorer, *["–" if vals.get(m) is None else f"{vals[m]:.3f}" for m in shown]])
+        out.append(ReportTable(f"Diversity of the top k on {bench} · {split} (distinct institutions, or co-author "
+                               "clusters, per reviewer recommended; mean over papers; higher: more varied)",
+                               ["scorer", *shown], rows))
+    out += [ReportTable(f"Diversity on {bench}: {why}", [], []) for bench, why in no_diversity.items()]
     return out
 
 

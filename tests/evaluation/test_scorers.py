@@ -7,11 +7,12 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 
 from revbench.evaluation.model import Benchmark
 from revbench.evaluation.scorers import Context, make_scorer
-from revbench.evaluation.scorers.base import pool
+from revbench.evaluation.scorers.base import pool, pooled_scores
 from revbench.evaluation.scorers.llm import parse_score
 from revbench.evaluation.scorers.tpms import tokens
 from revbench.ml.embeddings import EmbeddingCache
@@ -66,6 +67,37 @@ def test_pooling() -> None:
     assert pool(np.zeros(0), "max") == 0.0
     with pytest.raises(ValueError):
         pool(s, "median")
+
+
+def one_pair(v: np.ndarray, how: str) -> float:
+    """The pooling of one pair's similarities written out on its own, as pooled_scores did pair by pair."""
+    kind, _, arg = how.partition(":")
+    best = np.sort(v)[::-1]
+    top = np.concatenate([best[:3], np.zeros(3)])[:3]
+    return float({"max": lambda: v.max(), "mean": lambda: v.mean(), "sum": lambda: v.sum(),
+                  "percentile": lambda: np.percentile(v, float(arg), method="linear"),
+                  "topk_mean": lambda: best[:int(arg)].mean(),
+                  "acl_top3": lambda: top[0] + top[1] / 2 + top[2] / 3}[kind]())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pooled_scores_equal_each_pair_pooled_alone(dtype: type) -> None:
+    # reviewers of 1 to 23 papers, their rows interleaved; a reviewer without papers and a paper
+    # outside the submissions stay unscored; values must be identical, not just close
+    rng = np.random.default_rng(3)
+    reviewers = [f"r{i}" for i in range(12)]
+    owners = [r for i, r in enumerate(reviewers) for _ in range(1 + 2 * i)]
+    owners = [owners[i] for i in rng.permutation(len(owners))]
+    profile = pl.DataFrame({"reviewer_id": owners, "paper_id": [f"q{i}" for i in range(len(owners))]})
+    papers = [f"p{j}" for j in range(7)]
+    sim = rng.random((len(owners), len(papers))).astype(dtype)
+    needed = pl.DataFrame({"reviewer_id": [*reviewers, *reviewers[::2], "nobody", "r3"],
+                           "paper_id": ["p1"] * 12 + ["p6"] * 6 + ["p2", "elsewhere"]})
+    for how in ["max", "mean", "sum", "percentile:75", "topk_mean:3", "topk_mean:10", "acl_top3"]:
+        got = pooled_scores(sim, profile, papers, needed, how)
+        want = [(r, p, one_pair(sim[[i for i, o in enumerate(owners) if o == r], papers.index(p)], how))
+                for r, p in needed.iter_rows() if r in owners and p in papers]
+        assert got.rows() == want, how
 
 
 def test_scorer_specs_fail_clearly(settings: Settings) -> None:

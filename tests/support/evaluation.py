@@ -1,11 +1,25 @@
-"""A small hand-made benchmark and an OpenReview-layout dataset on disk."""
+"""A small hand-made benchmark (also with a scholarly graph) and an OpenReview-layout dataset on disk."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from revbench.evaluation.model import PAPERS_SCHEMA, PROFILE_SCHEMA, RATINGS_SCHEMA, Benchmark, Split, frame
+import polars as pl
+
+from revbench.evaluation.model import (
+    GRAPH_CITATIONS_SCHEMA,
+    GRAPH_COAUTHORS_SCHEMA,
+    GRAPH_INSTITUTIONS_SCHEMA,
+    GRAPH_TOPICS_SCHEMA,
+    PAPERS_SCHEMA,
+    PROFILE_SCHEMA,
+    RATINGS_SCHEMA,
+    Benchmark,
+    BenchmarkGraph,
+    Split,
+    frame,
+)
 
 
 def bench() -> Benchmark:
@@ -21,6 +35,36 @@ def bench() -> Benchmark:
     ratings = frame([dict(reviewer_id=r, paper_id=p, rating=x) for r, p, x in
                      [("ir", "s1", 5.0), ("ir", "s2", 1.0), ("gnn", "s1", 1.0), ("gnn", "s2", 5.0)]], RATINGS_SCHEMA)
     return Benchmark("hand", "1", subs, [profile], [Split("pointwise", ratings=ratings, candidate_lists=True)])
+
+
+def graph_bench() -> Benchmark:
+    """``bench`` with years, two more papers of ``ir`` (``d`` without topics, ``e`` without a
+    year) and a graph: s1 cites a (influential, 10 years older) and b (same year); s2 cites b,
+    c (10 years older) and e (influential); a citation between two profile papers (a -> c) that
+    no scorer may count; topics under two schemes (arXiv categories unscored, OpenAlex scored)."""
+    b = bench()
+    years = {"s1": 2024, "s2": 2024, "a": 2014, "b": 2024, "c": 2014, "d": 2024, "e": None}
+    more = frame([dict(reviewer_id="ir", paper_id="d", title="Query expansion", abstract="Pseudo relevance feedback."),
+                  dict(reviewer_id="ir", paper_id="e", title="Neural ranking", abstract="Cross-encoders rerank passages.")],
+                 PROFILE_SCHEMA)
+    year = pl.col("paper_id").replace_strict(years, return_dtype=pl.Int64).alias("year")
+    profile, subs = pl.concat([b.draws[0], more]).with_columns(year), b.submissions.with_columns(year)
+    citations = frame([dict(citing_id=p, cited_id=q, is_influential=i, source=s) for p, q, i, s in [
+        ("s1", "a", True, "s2"), ("s1", "b", None, "openalex"), ("s2", "b", False, "openalex,s2"),
+        ("s2", "c", False, "s2"), ("s2", "e", True, "s2"), ("a", "c", True, "s2")]], GRAPH_CITATIONS_SCHEMA)
+    topics = frame([dict(paper_id=p, scheme=s, topic=t, score=x) for p, s, t, x in [
+        ("s1", "arxiv", "cs.IR", None), ("s2", "arxiv", "cs.LG", None), ("a", "arxiv", "cs.IR", None),
+        ("a", "arxiv", "cs.CL", None), ("b", "arxiv", "cs.IR", None), ("c", "arxiv", "cs.LG", None),
+        ("e", "arxiv", "cs.CV", None),
+        ("s1", "openalex-topic", "T1", 0.9), ("s1", "openalex-topic", "T2", 0.3), ("a", "openalex-topic", "T1", 0.6),
+        ("a", "openalex-topic", "T2", 0.8), ("c", "openalex-topic", "T3", 1.0), ("s2", "openalex-topic", "T3", 0.5),
+        ("s2", "openalex-topic", "T1", 0.5)]], GRAPH_TOPICS_SCHEMA)
+    graph = BenchmarkGraph(
+        citations=citations, topics=topics,
+        reviewer_institutions=frame([dict(reviewer_id="ir", institution_key="ror:00f54p054", first_year=2019, last_year=2024)],
+                                    GRAPH_INSTITUTIONS_SCHEMA),
+        coauthors=frame(None, GRAPH_COAUTHORS_SCHEMA))
+    return Benchmark("hand-graph", "1", subs, [profile], b.splits, graph=graph)
 
 
 def write_openreview(d: Path) -> Path:

@@ -19,6 +19,7 @@ KIND_MODULES: dict[str, str] = {
     "openreview": "revbench.evaluation.importers.openreview",
     "warehouse": "revbench.evaluation.importers.warehouse",
     "release": "revbench.evaluation.importers.release",
+    "weak": "revbench.evaluation.importers.weak",
 }
 """Where each kind's loader lives; a module is imported only when its kind is asked for (the
 warehouse kind opens DuckDB, the release kind the release schemas)."""
@@ -33,7 +34,7 @@ def benchmark_kind(kind: str) -> Callable[[Loader], Loader]:
 
 
 def load_benchmark(kind: str, path: Path, strict: bool = False) -> Benchmark:
-    """A benchmark by kind: ``goldstandard``, ``lrbench``, ``openreview``, ``warehouse`` or ``release``;
+    """A benchmark by kind: ``goldstandard``, ``lrbench``, ``openreview``, ``warehouse``, ``release`` or ``weak``;
     ``strict`` (for the kinds a world can be built from) adds the checks a world needs."""
     if not path.exists():
         raise InputError(f"{path} does not exist")

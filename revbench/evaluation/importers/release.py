@@ -10,9 +10,20 @@ import polars as pl
 from revbench.errors import InputError
 from revbench.evaluation.importers.registry import benchmark_kind
 from revbench.evaluation.importers.warehouse import pairwise_splits
-from revbench.evaluation.model import PAPERS_SCHEMA, PROFILE_SCHEMA, SPLIT_POINTWISE, Benchmark, Split
+from revbench.evaluation.model import (
+    GRAPH_CITATIONS_SCHEMA,
+    GRAPH_COAUTHORS_SCHEMA,
+    GRAPH_INSTITUTIONS_SCHEMA,
+    GRAPH_TOPICS_SCHEMA,
+    PAPERS_SCHEMA,
+    PROFILE_SCHEMA,
+    SPLIT_POINTWISE,
+    Benchmark,
+    BenchmarkGraph,
+    Split,
+)
 from revbench.release_files import verify_release
-from revbench.schemas.release import RELEASE_TABLES
+from revbench.schemas.release import GRAPH_TABLES, RELEASE_TABLES
 
 
 @benchmark_kind("release")
@@ -22,14 +33,20 @@ def load_release(path: Path) -> Benchmark:
     publications as profiles (a publication's id is the sha1 of its title, as the ``lrbench``
     importer gives the same publication from the JSON files, so both read the same benchmark).
     Every file is first checked against the folder's ``manifest.json`` (``ReleaseTampered``
-    names the first that differs); the benchmark carries the manifest's sha256 as its digest."""
+    names the first that differs); the benchmark carries the manifest's sha256 as its digest.
+    Its ``graph`` is read from the ``graph_*`` files where the release carries them (ids as the
+    benchmark has them), else None: a release built before them has none."""
     data = path / "data"
     missing = [t.name for t in RELEASE_TABLES if not (data / f"{t.name}.parquet").is_file()]
     if missing and not (path / "manifest.json").is_file():
         raise InputError(f"{path}: not a revbench release (no data/{missing[0]}.parquet)")
     release = verify_release(path)  # every file as its manifest lists it, before any is read
+    graph_files = [tab for tab in GRAPH_TABLES if (data / f"{tab.name}.parquet").is_file()]
+    if graph_files and len(graph_files) < len(GRAPH_TABLES):
+        lacking = next(tab.name for tab in GRAPH_TABLES if tab not in graph_files)
+        raise InputError(f"{path}: the release carries part of a graph (no data/{lacking}.parquet)")
     try:
-        t = {tab.name: tab.conform(pl.read_parquet(data / f"{tab.name}.parquet")) for tab in RELEASE_TABLES}
+        t = {tab.name: tab.conform(pl.read_parquet(data / f"{tab.name}.parquet")) for tab in RELEASE_TABLES + tuple(graph_files)}
     except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
         raise InputError(f"{path}: a release file cannot be read ({str(exc).splitlines()[0]})") from None
     pubs = t["reviewers"].explode("publications").drop_nulls("publications").unnest("publications")
@@ -50,4 +67,8 @@ def load_release(path: Path) -> Benchmark:
         draws=[profiles.cast(PROFILE_SCHEMA)],
         splits=[Split(SPLIT_POINTWISE, ratings=t["pointwise"].cast({"rating": pl.Float64}), candidate_lists=True),
                 *pairwise_splits(tuples)],
+        graph=None if not graph_files else BenchmarkGraph(
+            citations=t["graph_citations"].cast(GRAPH_CITATIONS_SCHEMA), topics=t["graph_topics"].cast(GRAPH_TOPICS_SCHEMA),
+            reviewer_institutions=t["graph_institutions"].cast(GRAPH_INSTITUTIONS_SCHEMA),
+            coauthors=t["graph_coauthors"].cast(GRAPH_COAUTHORS_SCHEMA)),
     )

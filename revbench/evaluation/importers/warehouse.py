@@ -10,6 +10,10 @@ import polars as pl
 from revbench.errors import InputError
 from revbench.evaluation.importers.registry import benchmark_kind
 from revbench.evaluation.model import (
+    GRAPH_CITATIONS_SCHEMA,
+    GRAPH_COAUTHORS_SCHEMA,
+    GRAPH_INSTITUTIONS_SCHEMA,
+    GRAPH_TOPICS_SCHEMA,
     PAPERS_SCHEMA,
     PROFILE_SCHEMA,
     RATINGS_SCHEMA,
@@ -18,6 +22,7 @@ from revbench.evaluation.model import (
     SPLIT_REVIEWER_CENTRIC,
     TUPLES_SCHEMA,
     Benchmark,
+    BenchmarkGraph,
     Split,
 )
 
@@ -27,7 +32,8 @@ def load_warehouse(path: Path, profile_max_papers: int = 20, lock_wait: float = 
     """The warehouse's own benchmark, built by the ratings flow: the kept ratings as the
     pointwise split (each rated paper with its list of rated candidates), the paper-centric and
     reviewer-centric tuples as two more splits, the rated papers as submissions, and each rater's
-    most recent corpus papers (at most ``profile_max_papers``; rated papers left out) as profile.
+    most recent corpus papers (at most ``profile_max_papers``; rated papers left out) as profile,
+    and the scholarly graph around them when the graph stage stored any (else ``graph`` is None).
     Waits up to ``lock_wait`` seconds for a run that holds the file."""
     from revbench.warehouse import Warehouse  # DuckDB loads only when this kind is read
 
@@ -35,6 +41,10 @@ def load_warehouse(path: Path, profile_max_papers: int = 20, lock_wait: float = 
         if not wh.has_table("rating_tuples"):
             raise InputError(f"the warehouse at {path} predates the ratings stage: run `revbench ratings` first")
         f = wh.benchmark_frames(profile_max_papers)
+        graph = None
+        if wh.has_graph():
+            papers = sorted(set(f["papers"]["paper_id"]) | set(f["profiles"]["paper_id"]))
+            graph = wh.benchmark_graph(papers, sorted(set(f["ratings"]["reviewer_id"])))
     if f["ratings"].height == 0:
         raise InputError(f"the warehouse at {path} holds no kept ratings yet: send a survey round (`revbench survey send`) "
                          "and pull its answers (`revbench ratings`) first")
@@ -51,6 +61,10 @@ def load_warehouse(path: Path, profile_max_papers: int = 20, lock_wait: float = 
         draws=[f["profiles"].cast(PROFILE_SCHEMA)],
         splits=[Split(SPLIT_POINTWISE, ratings=f["ratings"].cast(RATINGS_SCHEMA), candidate_lists=True),
                 *pairwise_splits(f["tuples"])],
+        graph=None if graph is None else BenchmarkGraph(
+            citations=graph["citations"].cast(GRAPH_CITATIONS_SCHEMA), topics=graph["topics"].cast(GRAPH_TOPICS_SCHEMA),
+            reviewer_institutions=graph["reviewer_institutions"].cast(GRAPH_INSTITUTIONS_SCHEMA),
+            coauthors=graph["coauthors"].cast(GRAPH_COAUTHORS_SCHEMA)),
     )
 
 

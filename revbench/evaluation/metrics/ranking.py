@@ -95,3 +95,17 @@ def wktd_at_k(joined: pl.DataFrame, k: int) -> float:
         d = (score[a] - score[b])[keep]
         values.append(float(costs(w, d).sum() / w.sum()))
     return float(np.mean(values)) if values else float("nan")
+
+
+def ranked_candidates(ratings: pl.DataFrame, scores: pl.DataFrame) -> dict[str, list[str]]:
+    """Each paper's rated candidates that the scorer scored, best first (tied scores by reviewer
+    id, as :func:`ranking_metrics` breaks them); a paper without any scored candidate is left out."""
+    s = scores.select("reviewer_id", "paper_id", "score").unique(subset=["reviewer_id", "paper_id"], keep="first")
+    joined = (ratings.select("reviewer_id", "paper_id").unique()
+              .join(s, on=["reviewer_id", "paper_id"], how="inner")
+              .filter(pl.col("score").is_not_null() & ~pl.col("score").is_nan())
+              .sort(["paper_id", "score", "reviewer_id"], descending=[False, True, False]))
+    out: dict[str, list[str]] = {}
+    for r, p in joined.select("reviewer_id", "paper_id").iter_rows():
+        out.setdefault(p, []).append(r)
+    return out

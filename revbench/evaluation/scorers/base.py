@@ -26,6 +26,9 @@ SCORER_MODULES: dict[str, str] = {
     "embedding": "revbench.evaluation.scorers.embedding",
     "rate": "revbench.evaluation.scorers.rate",
     "llm": "revbench.evaluation.scorers.llm",
+    "citation": "revbench.evaluation.scorers.graph",
+    "topic": "revbench.evaluation.scorers.graph",
+    "cof": "revbench.evaluation.scorers.cof",
 }
 """Where each registered scorer lives; a module is imported only when its scorer is asked for
 (the LLM and embedding scorers pull in clients and models a TPMS run never needs)."""
@@ -41,7 +44,7 @@ def check_pooling(how: str) -> str:
     """A pooling spec ``pool`` accepts, checked when the scorer is built (not after embedding)."""
     kind, _, arg = how.partition(":")
     try:
-        if kind in ("max", "mean", "acl_top3") and not arg:
+        if kind in ("max", "mean", "sum", "acl_top3") and not arg:
             return how
         if kind == "percentile" and 0 <= float(arg or 75) <= 100:
             return how
@@ -49,7 +52,7 @@ def check_pooling(how: str) -> str:
             return how
     except ValueError:
         pass
-    raise ValueError(f"unknown pooling {how!r}; expected max, mean, percentile:Q (0-100), topk_mean:K (K >= 1) or acl_top3")
+    raise ValueError(f"unknown pooling {how!r}; expected max, mean, sum, percentile:Q (0-100), topk_mean:K (K >= 1) or acl_top3")
 
 
 Pooling = Annotated[str, AfterValidator(check_pooling)]
@@ -157,39 +160,79 @@ def paper_text(df: pl.DataFrame) -> list[str]:
 def pool(sim: np.ndarray, how: str) -> float:
     """Reduce a reviewer's paper-to-paper similarities to one score.
 
-    ``max``; ``mean``; ``percentile:q`` (linear interpolation); ``topk_mean:k``; ``acl_top3``
+    ``max``; ``mean``; ``sum``; ``percentile:q`` (linear interpolation); ``topk_mean:k``; ``acl_top3``
     = s1 + s2/2 + s3/3 over the three best, zero-padded.
     """
     if sim.size == 0:
         return 0.0
+    return float(pool_rows(sim.reshape(1, -1), how)[0])
+
+
+def pool_rows(sims: np.ndarray, how: str) -> np.ndarray:
+    """:func:`pool` of each row of ``sims`` at once (every row one reviewer's similarities to one
+    paper); each row's result is exactly :func:`pool` of that row alone: numpy reduces a
+    contiguous row as it reduces the same values on their own."""
     kind, _, arg = how.partition(":")
     if kind == "max":
-        return float(sim.max())
+        return sims.max(axis=1)
     if kind == "mean":
-        return float(sim.mean())
+        return sims.mean(axis=1)
+    if kind == "sum":
+        return sims.sum(axis=1)
     if kind == "percentile":
-        return float(np.percentile(sim, float(arg or 75), method="linear"))
+        return np.percentile(sims, float(arg or 75), axis=1, method="linear")
+    best = np.ascontiguousarray(np.sort(sims, axis=1)[:, ::-1])
     if kind == "topk_mean":
-        k = int(arg or 3)
-        return float(np.sort(sim)[::-1][:k].mean())
+        return np.ascontiguousarray(best[:, :int(arg or 3)]).mean(axis=1)
     if kind == "acl_top3":
-        top = np.concatenate([np.sort(sim)[::-1][:3], np.zeros(3)])[:3]
-        return float(top[0] + top[1] / 2 + top[2] / 3)
+        top = np.concatenate([best[:, :3], np.zeros((len(best), 3))], axis=1)[:, :3]
+        return top[:, 0] + top[:, 1] / 2 + top[:, 2] / 3
     raise ValueError(f"unknown pooling {how!r}")
+
+
+@dataclass
+class PairEntries:
+    """The needed (reviewer, paper) pairs a profile can score, each with its reviewer's profile
+    rows: entry ``e`` compares profile row ``rows[e]`` with submission column ``cols[e]``; pair
+    ``i`` owns the entries ``starts[i]`` to ``starts[i] + lengths[i]`` (its reviewer's rows in
+    profile order). A scorer computes only these entries, not every profile row against every
+    submission."""
+
+    pairs: pl.DataFrame
+    rows: np.ndarray
+    cols: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+
+
+def pair_entries(profile: pl.DataFrame, papers: list[str], needed: pl.DataFrame) -> PairEntries:
+    """The entries of ``needed``'s pairs whose reviewer has a profile row and whose paper is in
+    ``papers`` (the submission columns), in ``needed``'s order; other pairs are left out."""
+    rows_of = (profile.select("reviewer_id").with_row_index("row")
+               .group_by("reviewer_id").agg(pl.col("row").sort()))
+    col_of = pl.DataFrame({"paper_id": papers}, schema={"paper_id": pl.Utf8}).with_row_index("col").unique("paper_id", keep="last")
+    pairs = (needed.select("reviewer_id", "paper_id").with_row_index("i")
+             .join(rows_of, on="reviewer_id").join(col_of, on="paper_id").sort("i"))
+    lengths = pairs["row"].list.len().to_numpy().astype(np.int64)
+    rows = pairs["row"].explode().to_numpy().astype(np.int64) if pairs.height else np.zeros(0, dtype=np.int64)
+    return PairEntries(pairs.select("reviewer_id", "paper_id"), rows, np.repeat(pairs["col"].to_numpy().astype(np.int64), lengths),
+                       np.cumsum(lengths) - lengths, lengths)
+
+
+def pool_entries(entries: PairEntries, values: np.ndarray, how: str) -> pl.DataFrame:
+    """``reviewer_id, paper_id, score``: each pair's entry ``values`` pooled (``how``)."""
+    out = np.zeros(entries.pairs.height)
+    # pairs whose reviewers have as many papers pool as one matrix, one row each
+    for n in np.unique(entries.lengths):
+        at = np.flatnonzero(entries.lengths == n)
+        out[at] = pool_rows(values[entries.starts[at, None] + np.arange(n)], how)
+    return entries.pairs.with_columns(pl.Series("score", out, dtype=pl.Float64)).select(list(SCORES_SCHEMA))
 
 
 def pooled_scores(sim: np.ndarray, profile: pl.DataFrame, papers: list[str], needed: pl.DataFrame, how: str) -> pl.DataFrame:
     """Pool a (profile paper x submission) similarity matrix into needed (reviewer, paper) scores."""
-    col = {p: i for i, p in enumerate(papers)}
-    rows_of: dict[str, np.ndarray] = {}
-    reviewers = profile["reviewer_id"].to_numpy()
-    for r in np.unique(reviewers):
-        rows_of[r] = np.flatnonzero(reviewers == r)
-    out = []
-    for r, p in needed.iter_rows():
-        if r in rows_of and p in col:
-            out.append({"reviewer_id": r, "paper_id": p, "score": pool(sim[rows_of[r], col[p]], how)})
-    return pl.DataFrame(out, schema=SCORES_SCHEMA) if out else pl.DataFrame(schema=SCORES_SCHEMA)
+    entries = pair_entries(profile, papers, needed)
+    return pool_entries(entries, sim[entries.rows, entries.cols], how)
 
 
 def submissions_of(benchmark: Benchmark, needed: pl.DataFrame) -> pl.DataFrame:

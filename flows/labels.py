@@ -1,0 +1,65 @@
+"""Weak labels from the graph: read the warehouse's query papers, authorships, citations and kept
+ratings, build the weak benchmark and its agreement with the survey, read the graph around its
+papers and reviewers (where the warehouse has one), and write the folder that
+``revbench evaluate -b weak=DIR`` reads. A one-off command over a read-only warehouse (nothing is
+written to it), so it runs untracked, as ``release verify`` does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from revbench.errors import InputError
+from revbench.evaluation.importers.weak import GRAPH_FRAMES, write_weak
+from revbench.flows.results import FlowResult
+from revbench.settings import Settings
+from revbench.tasks.weak_labels import Agreement, agreement, label_all_pairs, weak_benchmark
+
+
+@dataclass(frozen=True)
+class LabelsResult(FlowResult):
+    """What ``revbench labels`` wrote: the folder, its version, sizes, and the agreement."""
+
+    out: str
+    version: str
+    source: str
+    submissions: int
+    reviewers: int
+    positives: int
+    candidates: int
+    agreement: Agreement
+
+
+def write_labels(settings: Settings, source: str, out: Path, experts: int = 15, negatives: int = 20,
+                 seed: int = 0) -> LabelsResult:
+    """Build the ``source`` (authorship or citations) weak benchmark of this warehouse into ``out``."""
+    from revbench.warehouse import Warehouse
+
+    path = settings.warehouse_path
+    if not path.is_file():
+        raise InputError(f"no warehouse at {path}: run `revbench ingest` (and `revbench graph` for citations) first")
+    with Warehouse.open(path, read_only=True) as wh:
+        frames = wh.weak_label_frames()
+        if not frames["queries"].height:
+            raise InputError(f"the warehouse at {path} holds no query papers: sample some with `revbench pools` first")
+        built = weak_benchmark(source, frames, experts, negatives, seed)
+        if not built.submissions.height:
+            hint = "run `revbench graph` for citations, or " if source == "citations" else ""
+            raise InputError(f"no query paper of the warehouse at {path} has a weak positive from {source} among the "
+                             f"{built.pool} reviewers with more than {experts} papers: {hint}lower --experts")
+        graph: dict[str, pl.DataFrame] = {}  # as the warehouse benchmark: a warehouse without a graph gives a benchmark without one
+        if wh.has_graph():
+            papers = sorted(set(built.submissions["paper_id"]) | set(built.profiles["paper_id"]))
+            got = wh.benchmark_graph(papers, sorted(set(built.profiles["reviewer_id"])))
+            graph = {name: got[frame] for name, frame in GRAPH_FRAMES.items()}
+    agreed = agreement(label_all_pairs(source, frames, experts))
+    meta = {"source": source, "experts": experts, "negatives": negatives, "seed": seed,
+            "agreement": {"n_pairs": agreed.n_pairs, "n_positive": agreed.n_positive,
+                          "kendall_tau": agreed.kendall_tau, "auc": agreed.auc}}
+    manifest = write_weak(out, {"submissions": built.submissions, "profiles": built.profiles, "labels": built.labels,
+                                **graph}, meta)
+    pos = int(built.labels["label"].sum())
+    return LabelsResult(str(out), manifest["version"], source, built.submissions.height, built.pool, pos,
+                        built.labels.height, agreed)

@@ -1,0 +1,104 @@
+"""The ``weak`` kind: a benchmark of weak labels from the graph that ``revbench labels`` writes,
+checked against its manifest first (as a release is).
+
+A folder holds ``submissions.parquet`` (``paper_id, title, abstract, year``), ``profiles.parquet``
+(``reviewer_id`` and the same columns), ``labels.parquet`` (``reviewer_id, paper_id, label``: 1 a
+weak positive, 0 a sampled candidate) and ``manifest.json`` (how it was made, the agreement with
+the survey, and every file's bytes and sha256). Where the warehouse had a graph, the four
+``graph_*.parquet`` files hold it around the submissions and profile papers (the frames of
+:class:`~revbench.evaluation.model.BenchmarkGraph`, warehouse ids); a folder without them (written
+before they were) reads with no graph.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from revbench.errors import InputError
+from revbench.evaluation.importers.registry import benchmark_kind
+from revbench.evaluation.model import (
+    GRAPH_CITATIONS_SCHEMA,
+    GRAPH_COAUTHORS_SCHEMA,
+    GRAPH_INSTITUTIONS_SCHEMA,
+    GRAPH_TOPICS_SCHEMA,
+    PAPERS_SCHEMA,
+    PROFILE_SCHEMA,
+    RATINGS_SCHEMA,
+    SPLIT_POINTWISE,
+    Benchmark,
+    BenchmarkGraph,
+    Split,
+)
+from revbench.files import file_sha256, write_atomic
+from revbench.release_files import verify_release
+
+KIND = "revbench-weak-labels"
+FILES = {"submissions": PAPERS_SCHEMA, "profiles": PROFILE_SCHEMA,
+         "labels": {"reviewer_id": pl.Utf8, "paper_id": pl.Utf8, "label": pl.Int8}}
+GRAPH_FILES = {"graph_citations": GRAPH_CITATIONS_SCHEMA, "graph_topics": GRAPH_TOPICS_SCHEMA,
+               "graph_institutions": GRAPH_INSTITUTIONS_SCHEMA, "graph_coauthors": GRAPH_COAUTHORS_SCHEMA}
+"""The graph's files (named as a release names them) and their schemas."""
+GRAPH_FRAMES = dict(zip(GRAPH_FILES, ("citations", "topics", "reviewer_institutions", "coauthors"), strict=True))
+"""The :class:`BenchmarkGraph` frame each graph file holds."""
+
+
+def write_weak(out: Path, frames: dict[str, pl.DataFrame], meta: dict[str, Any]) -> dict[str, Any]:
+    """Write ``frames`` (the keys of :data:`FILES`, and of :data:`GRAPH_FILES` where the benchmark
+    has a graph) and a manifest with ``meta`` into the folder ``out`` (existing: it must be empty or
+    a weak benchmark, whose files are replaced); returns the manifest."""
+    if out.is_dir() and any(out.iterdir()):
+        old = out / "manifest.json"
+        try:
+            ours = json.loads(old.read_text()).get("kind") == KIND
+        except (OSError, ValueError, AttributeError):
+            ours = False
+        if not ours:
+            raise InputError(f"--out {out} holds other files; give an empty folder or an earlier weak benchmark")
+        for p in out.iterdir():  # an earlier benchmark's files, replaced below
+            if p.is_file() and (p.name == "manifest.json" or p.stem in FILES or p.stem in GRAPH_FILES):
+                p.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    listed = []
+    graph = GRAPH_FILES if all(name in frames for name in GRAPH_FILES) else {}
+    for name, schema in (FILES | graph).items():
+        path = out / f"{name}.parquet"
+        frames[name].select(list(schema)).cast(schema).write_parquet(path, statistics=False)
+        listed.append({"path": path.name, "bytes": path.stat().st_size, "sha256": file_sha256(path)})
+    version = next(f["sha256"][:12] for f in listed if f["path"] == "labels.parquet")
+    manifest = {"kind": KIND, "version": version, **meta, "files": listed}
+    write_atomic(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+@benchmark_kind("weak")
+def load_weak(path: Path) -> Benchmark:
+    """A weak benchmark folder: every file checked against ``manifest.json`` first (one line names
+    the first that differs); one pointwise split whose candidate lists are each submission's weak
+    positives (rating 5) and sampled candidates (rating 1), so the ranking metrics count the
+    positives relevant. Its ``graph`` comes from the ``graph_*`` files where the folder carries
+    them, else None; ``labels_from`` is the manifest's ``source``."""
+    if not (path / "manifest.json").is_file():
+        raise InputError(f"{path}: not a weak benchmark (no manifest.json; write one with `revbench labels`)")
+    verified = verify_release(path)
+    if verified.manifest.get("kind") != KIND:
+        raise InputError(f"{path / 'manifest.json'}: kind {verified.manifest.get('kind')!r}, not {KIND!r}")
+    graph = [name for name in GRAPH_FILES if (path / f"{name}.parquet").is_file()]
+    if graph and len(graph) < len(GRAPH_FILES):
+        lacking = next(name for name in GRAPH_FILES if name not in graph)
+        raise InputError(f"{path}: the weak benchmark carries part of a graph (no {lacking}.parquet)")
+    try:
+        t = {name: pl.read_parquet(path / f"{name}.parquet").select(list(schema)).cast(schema)
+             for name, schema in (FILES | (GRAPH_FILES if graph else {})).items()}
+    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
+        raise InputError(f"{path}: a weak benchmark file cannot be read ({str(exc).splitlines()[0]})") from None
+    ratings = t["labels"].select("reviewer_id", "paper_id",
+                                 (1.0 + 4.0 * pl.col("label").cast(pl.Float64)).alias("rating")).cast(RATINGS_SCHEMA)
+    source = verified.manifest.get("source")
+    return Benchmark(name="weak", version=verified.version, digest=verified.digest, submissions=t["submissions"],
+                     draws=[t["profiles"]], splits=[Split(SPLIT_POINTWISE, ratings=ratings, candidate_lists=True)],
+                     graph=BenchmarkGraph(**{GRAPH_FRAMES[name]: t[name] for name in GRAPH_FILES}) if graph else None,
+                     labels_from=source if isinstance(source, str) else None)
