@@ -6,7 +6,7 @@ the rule the conflict check uses, and their co-authorships; the graph scorers th
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 
 import polars as pl
@@ -18,7 +18,6 @@ from revbench.flows.disambiguate import disambiguate_flow
 from revbench.flows.graph import graph_flow
 from revbench.flows.ingest import ingest_flow
 from revbench.schemas.graph import GRAPH_FETCHES, PAPER_TOPICS
-from revbench.schemas.tables import RATINGS
 from revbench.settings import Settings
 from revbench.synth.draw import WorldSpec
 from revbench.synth.graph_files import read_graph
@@ -27,6 +26,7 @@ from revbench.tasks.coi import author_stints, person_links
 from revbench.warehouse import Warehouse
 from tests.support.cli import evaluate_cli
 from tests.support.common import on_replay
+from tests.support.evaluation import rate_cited_authors
 
 START, END = date(2026, 9, 1), date(2026, 9, 8)
 
@@ -38,20 +38,6 @@ def world(tmp_path: Path) -> Path:
     return out
 
 
-def _rate(wh: Warehouse, truth: dict, links: pl.DataFrame) -> tuple[list[str], list[str]]:  # type: ignore[type-arg]
-    """Kept ratings of papers that cite others of ours, by the authors of the papers they cite."""
-    ours = set(wh.paper_identifiers()["arxiv_id"])
-    refs = {p: {r["arxiv_id"] for r in truth["references"][p]} & ours - {p} for p in ours}
-    subs = sorted(p for p in ours if refs[p])[:4]
-    cited = set().union(*(refs[p] for p in subs)) - set(subs)
-    reviewers = sorted(set(links.filter(pl.col("arxiv_id").is_in(sorted(cited)))["author_id"]))
-    rows = [dict(reviewer_id=r, paper_id=p, rating=1 + (i + j) % 5, invitation_id=f"inv_{r}", round=1, category="cs.IR",
-                 event_id=i * 10 + j, epoch="e1", rated_at=datetime(2026, 9, 21, tzinfo=UTC), n_events=1, status="kept",
-                 flags=[]) for i, r in enumerate(reviewers) for j, p in enumerate(subs)]
-    wh.upsert(RATINGS, pl.DataFrame(rows))
-    return subs, reviewers
-
-
 def test_the_warehouse_benchmark_carries_the_graph_of_its_world(  # type: ignore[no-untyped-def]
         settings: Settings, replay, world: Path, tmp_path: Path) -> None:
     s = on_replay(settings, replay(world=world)).with_overrides(openalex={"enabled": True}, disambiguate={"use_llm": False})
@@ -61,7 +47,7 @@ def test_the_warehouse_benchmark_carries_the_graph_of_its_world(  # type: ignore
     assert truth is not None
     with Warehouse.open(s.warehouse_path) as wh:
         links = wh.pool_inputs()["links"]
-        subs, reviewers = _rate(wh, truth, links)
+        subs, reviewers = rate_cited_authors(wh, truth, links)
     assert len(subs) >= 3 and len(reviewers) >= 3
     assert load_warehouse(s.warehouse_path).graph is None  # no graph stage yet: no graph, not an empty one
     with pytest.raises(Exception, match="^warehouse carries no citation graph: "):

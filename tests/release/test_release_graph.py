@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 
 import polars as pl
@@ -25,7 +25,6 @@ from revbench.flows.ingest import ingest_flow
 from revbench.flows.release import PrivacyAuditFailed, release_flow
 from revbench.schemas.graph import PAPER_TOPICS
 from revbench.schemas.release import FREE_TEXT, GRAPH_TABLES, GRAPH_VOCABULARY
-from revbench.schemas.tables import RATINGS
 from revbench.settings import Settings
 from revbench.synth.draw import WorldSpec
 from revbench.synth.graph_files import read_graph
@@ -34,6 +33,7 @@ from revbench.tasks.release import release_id
 from revbench.warehouse import Warehouse
 from tests.support.cli import evaluate_cli
 from tests.support.common import on_replay
+from tests.support.evaluation import rate_cited_authors
 
 START, END = date(2026, 9, 1), date(2026, 9, 8)
 KEY = "release-graph-key-" + "g" * 20
@@ -45,20 +45,6 @@ def test_the_graph_tables_hold_ids_years_and_vocabularies_only() -> None:
             if c.dtype == pl.Utf8:
                 assert (c.pattern or c.allowed or c.name in GRAPH_VOCABULARY) and c.name not in FREE_TEXT, \
                     f"{t.name}.{c.name} is free text"
-
-
-def _rate(wh: Warehouse, truth: dict, links: pl.DataFrame) -> list[str]:  # type: ignore[type-arg]
-    """Kept ratings of papers that cite others of ours, by the authors of the papers they cite."""
-    ours = set(wh.paper_identifiers()["arxiv_id"])
-    refs = {p: {r["arxiv_id"] for r in truth["references"][p]} & ours - {p} for p in ours}
-    subs = sorted(p for p in ours if refs[p])[:4]
-    cited = set().union(*(refs[p] for p in subs)) - set(subs)
-    reviewers = sorted(set(links.filter(pl.col("arxiv_id").is_in(sorted(cited)))["author_id"]))
-    rows = [dict(reviewer_id=r, paper_id=p, rating=1 + (i + j) % 5, invitation_id=f"inv_{r}", round=1, category="cs.IR",
-                 event_id=i * 10 + j, epoch="e1", rated_at=datetime(2026, 9, 21, tzinfo=UTC), n_events=1, status="kept",
-                 flags=[]) for i, r in enumerate(reviewers) for j, p in enumerate(subs)]
-    wh.upsert(RATINGS, pl.DataFrame(rows))
-    return reviewers
 
 
 def _in_release_ids(b_wh, b_rel) -> dict[str, pl.DataFrame]:  # type: ignore[no-untyped-def]
@@ -92,7 +78,7 @@ def test_a_release_carries_the_graph_verified_audited_and_read_back(  # type: ig
     truth = read_graph(world)
     assert truth is not None
     with Warehouse.open(s.warehouse_path) as wh:
-        reviewers = _rate(wh, truth, wh.pool_inputs()["links"])
+        _subs, reviewers = rate_cited_authors(wh, truth, wh.pool_inputs()["links"])
     assert len(reviewers) >= 3
 
     # Built before the graph stage, as every release before the graph files: no graph, not an empty one.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -79,3 +80,22 @@ def write_openreview(d: Path) -> Path:
             for p, t, a in g.select("paper_id", "title", "abstract").iter_rows()) + "\n")
     b.splits[0].ratings.rename({"reviewer_id": "reviewer", "paper_id": "paper"}).write_csv(d / "ratings.csv")
     return d
+
+
+def rate_cited_authors(wh: Any, truth: dict, links: pl.DataFrame) -> tuple[list[str], list[str]]:  # type: ignore[type-arg]
+    """Kept ratings of papers that cite others of ours, by the authors of the papers they cite
+    (``truth``: the world's graph); returns the rated papers and the raters."""
+    from datetime import UTC, datetime
+
+    from revbench.schemas.tables import RATINGS
+
+    ours = set(wh.paper_identifiers()["arxiv_id"])
+    refs = {p: {r["arxiv_id"] for r in truth["references"][p]} & ours - {p} for p in ours}
+    subs = sorted(p for p in ours if refs[p])[:4]
+    cited = set().union(*(refs[p] for p in subs)) - set(subs)
+    reviewers = sorted(set(links.filter(pl.col("arxiv_id").is_in(sorted(cited)))["author_id"]))
+    rows = [dict(reviewer_id=r, paper_id=p, rating=1 + (i + j) % 5, invitation_id=f"inv_{r}", round=1, category="cs.IR",
+                 event_id=i * 10 + j, epoch="e1", rated_at=datetime(2026, 9, 21, tzinfo=UTC), n_events=1, status="kept",
+                 flags=[]) for i, r in enumerate(reviewers) for j, p in enumerate(subs)]
+    wh.upsert(RATINGS, pl.DataFrame(rows))
+    return subs, reviewers
