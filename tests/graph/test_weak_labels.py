@@ -183,6 +183,7 @@ def test_a_tampered_graph_file_is_refused_and_a_folder_without_one_reads_graphle
     with pytest.raises(ReleaseTampered) as err:
         load_benchmark("weak", d)
     assert str(d / "graph_topics.parquet") in str(err.value) and "\n" not in str(err.value)
+    assert "the weak benchmark is not as it was built" in str(err.value)
     # as `revbench labels` wrote it before the graph: the three files and their manifest
     old = tmp_path / "old"
     write_weak(old, {name: pl.read_parquet(d / f"{name}.parquet") for name in FILES}, {"source": "citations"})

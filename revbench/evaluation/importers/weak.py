@@ -83,7 +83,7 @@ def load_weak(path: Path) -> Benchmark:
     them, else None; ``labels_from`` is the manifest's ``source``."""
     if not (path / "manifest.json").is_file():
         raise InputError(f"{path}: not a weak benchmark (no manifest.json; write one with `revbench labels`)")
-    verified = verify_release(path)
+    verified = verify_release(path, what="weak benchmark")
     if verified.manifest.get("kind") != KIND:
         raise InputError(f"{path / 'manifest.json'}: kind {verified.manifest.get('kind')!r}, not {KIND!r}")
     graph = [name for name in GRAPH_FILES if (path / f"{name}.parquet").is_file()]
