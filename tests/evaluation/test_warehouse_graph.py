@@ -6,7 +6,6 @@ the rule the conflict check uses, and their co-authorships; the graph scorers th
 from __future__ import annotations
 
 import json
-from datetime import date
 from pathlib import Path
 
 import polars as pl
@@ -19,22 +18,19 @@ from revbench.flows.graph import graph_flow
 from revbench.flows.ingest import ingest_flow
 from revbench.schemas.graph import GRAPH_FETCHES, PAPER_TOPICS
 from revbench.settings import Settings
-from revbench.synth.draw import WorldSpec
 from revbench.synth.graph_files import read_graph
-from revbench.synth.world import generate_world
 from revbench.tasks.coi import author_stints, person_links
 from revbench.warehouse import Warehouse
 from tests.support.cli import evaluate_cli
 from tests.support.common import on_replay
 from tests.support.evaluation import rate_cited_authors
-
-START, END = date(2026, 9, 1), date(2026, 9, 8)
+from tests.support.worlds import END, START, week_world
 
 
 @pytest.fixture
 def world(tmp_path: Path) -> Path:
     out = tmp_path / "world"
-    generate_world(out, WorldSpec(n_papers=40, seed=5, start=START, end=END))
+    week_world(out, n_papers=40, seed=5)
     return out
 
 

@@ -16,20 +16,18 @@ from revbench.flows.ingest import ingest_flow
 from revbench.flows.refresh import Plan, plan_graph
 from revbench.schemas.graph import CITATIONS, GRAPH_FETCHES, PAPER_TOPICS
 from revbench.settings import Settings
-from revbench.synth.draw import WorldSpec
 from revbench.synth.graph_files import read_graph
-from revbench.synth.world import generate_world, grow_world
+from revbench.synth.world import grow_world
 from revbench.tasks.graph_fetch import resolve_changed
 from revbench.warehouse import Warehouse
 from tests.support.common import on_replay
-
-START, END = date(2026, 9, 1), date(2026, 9, 8)
+from tests.support.worlds import END, START, week_world
 
 
 @pytest.fixture
 def world(tmp_path: Path) -> Path:
     out = tmp_path / "world"
-    generate_world(out, WorldSpec(n_papers=40, seed=5, start=START, end=END))
+    week_world(out, n_papers=40, seed=5)
     return out
 
 

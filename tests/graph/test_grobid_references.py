@@ -5,7 +5,6 @@ off the ingest asks for headers only and stores no reference."""
 
 from __future__ import annotations
 
-from datetime import date
 from pathlib import Path
 
 import polars as pl
@@ -15,19 +14,16 @@ from revbench.flows.graph import GROBID_NONE_YET, graph_flow
 from revbench.flows.ingest import ingest_flow
 from revbench.schemas.graph import CITATIONS, GRAPH_FETCHES
 from revbench.schemas.tables import DOCUMENTS, PAPERS
-from revbench.synth.draw import WorldSpec
 from revbench.synth.graph_files import read_graph
-from revbench.synth.world import generate_world
 from revbench.warehouse import Warehouse
 from tests.support.common import on_replay
-
-START, END = date(2026, 9, 1), date(2026, 9, 8)
+from tests.support.worlds import END, START, week_world
 
 
 @pytest.fixture
 def world(tmp_path: Path) -> Path:
     out = tmp_path / "world"
-    generate_world(out, WorldSpec(n_papers=30, seed=11, start=START, end=END))
+    week_world(out, n_papers=30, seed=11)
     return out
 
 

@@ -7,7 +7,7 @@ recalled by citation and excluded with its evidence."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -22,9 +22,7 @@ from revbench.flows.pools import pools_flow
 from revbench.schemas.graph import CITATIONS
 from revbench.schemas.tables import ASSIGNMENTS, AUTHOR_LINKS, INVITATIONS, POOL_EVIDENCE, POOL_EXCLUSIONS
 from revbench.settings import PoolsSettings, Settings
-from revbench.synth.draw import WorldSpec
 from revbench.synth.truth import graph_conflicts_caught, load_truth
-from revbench.synth.world import generate_world
 from revbench.tasks.pool_citations import NO_CITATIONS, applies, pair_paths, path_counts, recall, with_paths
 from revbench.tasks.pools import candidate_evidence, parameters_hash, round_parameters
 from revbench.warehouse import Warehouse
@@ -32,6 +30,7 @@ from revbench.warehouse.db import SCHEMA_VERSION_TABLE
 from revbench.warehouse.ddl import create_table_sql
 from revbench.warehouse.migrations import migrations
 from tests.support.common import on_replay
+from tests.support.worlds import END, START, week_world
 
 IDS = ["q", "n1", "c1", "c2"]
 VECTORS = np.array([[1.0, 0.0], [0.8, 0.6], [0.6, 0.8], [0.0, 1.0]])
@@ -94,7 +93,6 @@ def test_rounds_saved_before_migration_16_were_found_by_similarity(tmp_path: Pat
         assert wh.read(ASSIGNMENTS)["path"].to_list() == ["semantic"] == wh.read(POOL_EVIDENCE)["path"].to_list()
 
 
-START, END = date(2026, 9, 1), date(2026, 9, 8)
 POOLS = {"queries_per_category": 50, "reuse_queries": True, "min_recent_papers": 1, "fetch_s2_histories": False,
          "candidates_per_query": 10, "max_queries_per_candidate": 6}
 
@@ -102,7 +100,7 @@ POOLS = {"queries_per_category": 50, "reuse_queries": True, "min_recent_papers":
 @pytest.fixture
 def world(tmp_path: Path) -> Path:
     out = tmp_path / "world"
-    generate_world(out, WorldSpec(n_papers=40, seed=5, start=START, end=END))
+    week_world(out, n_papers=40, seed=5)
     return out
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from datetime import date
 from pathlib import Path
 
 import polars as pl
@@ -26,16 +25,14 @@ from revbench.flows.release import PrivacyAuditFailed, release_flow
 from revbench.schemas.graph import PAPER_TOPICS
 from revbench.schemas.release import FREE_TEXT, GRAPH_TABLES, GRAPH_VOCABULARY
 from revbench.settings import Settings
-from revbench.synth.draw import WorldSpec
 from revbench.synth.graph_files import read_graph
-from revbench.synth.world import generate_world
 from revbench.tasks.release import release_id
 from revbench.warehouse import Warehouse
 from tests.support.cli import evaluate_cli
 from tests.support.common import on_replay
 from tests.support.evaluation import rate_cited_authors
+from tests.support.worlds import END, START, week_world
 
-START, END = date(2026, 9, 1), date(2026, 9, 8)
 KEY = "release-graph-key-" + "g" * 20
 
 
@@ -70,7 +67,7 @@ def _in_release_ids(b_wh, b_rel) -> dict[str, pl.DataFrame]:  # type: ignore[no-
 def test_a_release_carries_the_graph_verified_audited_and_read_back(  # type: ignore[no-untyped-def]
         settings: Settings, replay, tmp_path: Path) -> None:
     world = tmp_path / "world"
-    generate_world(world, WorldSpec(n_papers=40, seed=5, start=START, end=END))
+    week_world(world, n_papers=40, seed=5)
     s = on_replay(settings, replay(world=world)).with_overrides(
         openalex={"enabled": True}, disambiguate={"use_llm": False}, release={"id_key": KEY, "evaluate_after": False})
     ingest_flow.fn(s, START, END, synthetic=True)
