@@ -214,3 +214,23 @@ def test_evaluate_warns_when_a_scorer_reads_the_citations_the_labels_came_from(w
     code, out, err = run_cli("evaluate", "-b", f"weak={authors}", "-s", "citation", "--bootstrap", "0")
     assert code == 0, out + err
     assert "warning" not in out + err  # the graph holds no author of a held-out paper
+
+
+def test_a_rewrite_that_fails_midway_leaves_a_folder_a_rerun_still_takes(world: Settings, tmp_path: Path) -> None:
+    """A run that dies while rewriting a weak benchmark keeps the old manifest (the folder stays
+    ours: a reader refuses it in one line, a rerun rewrites it); a new folder that fails is not made."""
+    d = tmp_path / "weak"
+    write_labels(world, "citations", d, experts=1)
+    frames = {name: pl.read_parquet(d / f"{name}.parquet") for name in FILES}
+    broken = {**frames, "profiles": frames["profiles"].drop("reviewer_id")}  # fails after submissions are written
+    with pytest.raises(pl.exceptions.ColumnNotFoundError):
+        write_weak(d, {**broken, "submissions": frames["submissions"].head(1)}, {"source": "citations"})
+    assert json.loads((d / "manifest.json").read_text())["kind"] == "revbench-weak-labels"
+    with pytest.raises(ReleaseTampered):
+        load_benchmark("weak", d)
+    write_weak(d, frames, {"source": "citations"})
+    assert load_benchmark("weak", d).submissions.height
+    fresh = tmp_path / "fresh"
+    with pytest.raises(pl.exceptions.ColumnNotFoundError):
+        write_weak(fresh, broken, {"source": "citations"})
+    assert not fresh.exists()

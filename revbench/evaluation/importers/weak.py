@@ -33,7 +33,7 @@ from revbench.evaluation.model import (
     BenchmarkGraph,
     Split,
 )
-from revbench.files import file_sha256, write_atomic
+from revbench.files import file_sha256, replacing, write_atomic, writing_folder
 from revbench.release_files import verify_release
 
 KIND = "revbench-weak-labels"
@@ -58,19 +58,22 @@ def write_weak(out: Path, frames: dict[str, pl.DataFrame], meta: dict[str, Any])
             ours = False
         if not ours:
             raise InputError(f"--out {out} holds other files; give an empty folder or an earlier weak benchmark")
-        for p in out.iterdir():  # an earlier benchmark's files, replaced below
-            if p.is_file() and (p.name == "manifest.json" or p.stem in FILES or p.stem in GRAPH_FILES):
-                p.unlink()
-    out.mkdir(parents=True, exist_ok=True)
-    listed = []
-    graph = GRAPH_FILES if all(name in frames for name in GRAPH_FILES) else {}
-    for name, schema in (FILES | graph).items():
-        path = out / f"{name}.parquet"
-        frames[name].select(list(schema)).cast(schema).write_parquet(path, statistics=False)
-        listed.append({"path": path.name, "bytes": path.stat().st_size, "sha256": file_sha256(path)})
-    version = next(f["sha256"][:12] for f in listed if f["path"] == "labels.parquet")
-    manifest = {"kind": KIND, "version": version, **meta, "files": listed}
-    write_atomic(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    # Each file replaces its old self whole and the manifest goes last, so a run killed midway
+    # leaves a folder a rerun still knows as ours (and that a reader refuses until then); a new
+    # folder appears only once written.
+    with writing_folder(out) as folder:
+        listed = []
+        graph = GRAPH_FILES if all(name in frames for name in GRAPH_FILES) else {}
+        for name, schema in (FILES | graph).items():
+            path = folder / f"{name}.parquet"
+            with replacing(path) as tmp:
+                frames[name].select(list(schema)).cast(schema).write_parquet(tmp, statistics=False)
+            listed.append({"path": path.name, "bytes": path.stat().st_size, "sha256": file_sha256(path)})
+        for name in set(GRAPH_FILES) - set(graph):  # an earlier benchmark's graph, not this one's
+            (folder / f"{name}.parquet").unlink(missing_ok=True)
+        version = next(f["sha256"][:12] for f in listed if f["path"] == "labels.parquet")
+        manifest = {"kind": KIND, "version": version, **meta, "files": listed}
+        write_atomic(folder / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     return manifest
 
 
