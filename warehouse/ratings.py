@@ -13,26 +13,9 @@ from datetime import datetime
 
 import polars as pl
 
+from revbench.person_links import person_links
 from revbench.schemas.tables import TABLES
 from revbench.warehouse.core import WarehouseBase
-
-# The rule of tasks.coi.person_links in SQL (the evaluation may not import tasks): a graph person is
-# a reviewer by a shared ORCID, by an s2: key that is the mention's S2 author id, or by the paper and
-# place in its author list.
-_REVIEWER_STINTS = """
-    WITH people AS (SELECT DISTINCT person_key, arxiv_id, "position",
-                           CASE WHEN person_key LIKE 'orcid:%' THEN substr(person_key, 7) ELSE orcid END AS orcid
-                    FROM author_affiliations),
-         m AS (SELECT l.author_id, m.arxiv_id, m."position", m.orcid, m.s2_author_id
-               FROM author_links l JOIN mentions m USING (arxiv_id, "position")
-               WHERE l.author_id IN (SELECT k FROM _bench_people)),
-         links AS (SELECT p.person_key, m.author_id FROM people p JOIN m ON p.orcid = m.orcid
-                   UNION SELECT p.person_key, m.author_id FROM people p JOIN m ON p.person_key = 's2:' || m.s2_author_id
-                   UNION SELECT p.person_key, m.author_id FROM people p
-                         JOIN m ON p.arxiv_id = m.arxiv_id AND p."position" = m."position")
-    SELECT l.author_id AS reviewer_id, a.institution_key, min(a.first_year) AS first_year, max(a.last_year) AS last_year
-    FROM links l JOIN author_affiliations a USING (person_key) GROUP BY 1, 2 ORDER BY 1, 2"""
-
 
 class RatingQueries(WarehouseBase):
     """Epoch marks, what turning events into ratings needs, and the rated benchmark."""
@@ -98,6 +81,21 @@ class RatingQueries(WarehouseBase):
         tuples = self.read(TABLES["rating_tuples"])
         return {"ratings": ratings, "papers": papers, "profiles": profiles, "tuples": tuples}
 
+    def _reviewer_stints(self) -> pl.DataFrame:
+        """Each benchmark reviewer's institutions, widened over sources, tied by the pools' own rule."""
+        affiliations = self._frame(
+            """SELECT person_key, orcid, arxiv_id, "position", institution_key, first_year, last_year
+               FROM author_affiliations""")
+        mentions = self._frame(
+            """SELECT l.author_id, m.arxiv_id, m."position", m.orcid, m.s2_author_id
+               FROM author_links l JOIN mentions m USING (arxiv_id, "position")
+               WHERE l.author_id IN (SELECT k FROM _bench_people)""")
+        links = person_links(mentions, affiliations)
+        return (links.join(affiliations, on="person_key")
+                .group_by(pl.col("author_id").alias("reviewer_id"), "institution_key")
+                .agg(pl.col("first_year").min(), pl.col("last_year").max())
+                .sort("reviewer_id", "institution_key"))
+
     def benchmark_graph(self, paper_ids: Sequence[str], reviewer_ids: Sequence[str]) -> dict[str, pl.DataFrame]:
         """The graph around a benchmark, as ``revbench.evaluation.model.BenchmarkGraph`` holds it:
         ``citations`` (``citing_id, cited_id, is_influential, source``: resolved references among
@@ -121,7 +119,7 @@ class RatingQueries(WarehouseBase):
                 "topics": self._frame(
                     """SELECT arxiv_id AS paper_id, scheme, topic, max(score) AS score FROM paper_topics
                        WHERE arxiv_id IN (SELECT k FROM _bench_papers) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"""),
-                "reviewer_institutions": self._frame(_REVIEWER_STINTS),
+                "reviewer_institutions": self._reviewer_stints(),
                 "coauthors": self._frame(
                     """WITH e AS (SELECT author_a, author_b FROM coauthor_edges
                                   WHERE author_a IN (SELECT k FROM _bench_people) AND author_b IN (SELECT k FROM _bench_people))

@@ -19,7 +19,8 @@ from revbench.flows.ingest import ingest_flow
 from revbench.schemas.graph import GRAPH_FETCHES, PAPER_TOPICS
 from revbench.settings import Settings
 from revbench.synth.graph_files import read_graph
-from revbench.tasks.coi import author_stints, person_links
+from revbench.person_links import person_links
+from revbench.tasks.coi import author_stints
 from revbench.warehouse import Warehouse
 from tests.support.cli import evaluate_cli
 from tests.support.common import on_replay

@@ -15,7 +15,8 @@ from revbench.schemas.tables import POOL_EXCLUSIONS
 from revbench.settings import PoolsSettings
 from revbench.synth.graph_files import read_graph
 from revbench.synth.truth import graph_conflicts_caught, load_truth
-from revbench.tasks.coi import author_stints, institution_conflicts, person_links
+from revbench.person_links import person_links
+from revbench.tasks.coi import author_stints, institution_conflicts
 from revbench.tasks.pools import conflicts, parameters_hash, round_parameters
 from revbench.warehouse import Warehouse
 
