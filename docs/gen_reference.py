@@ -1,7 +1,7 @@
 """The CLI, settings and stages reference pages, generated from the code at every docs build.
 
 An mkdocs hook (``hooks:`` in mkdocs.yml): ``on_files`` adds ``reference/cli.md``,
-``reference/settings.md`` and ``reference/stages.md`` as generated pages, so they are never
+``reference/settings.md``, ``reference/stages.md`` and ``models.md`` as generated pages, so they are never
 committed and cannot drift from the command line, the settings tree or the stage table.
 ``python docs/gen_reference.py cli|settings|stages`` prints one.
 
@@ -130,7 +130,106 @@ def stages_page() -> str:
     return "\n".join(out) + "\n"
 
 
-PAGES = {"reference/cli.md": command_pages, "reference/settings.md": settings_page, "reference/stages.md": stages_page}
+INTRO_MODELS = """# Models and recipes
+
+A model name in a scorer (`embedding:model=NAME`, `rate:model=NAME`, `cof:semantic=embedding;model=NAME`)
+or a setting (`REVBENCH_POOLS__MODEL`, `REVBENCH_EMBED__MODELS`) may be a **recipe**: the published
+encoder used exactly as its authors use it. This page is generated from `revbench/ml/recipes.py`
+at each docs build; `revbench models` prints the same table with whether each model's files are
+on this machine.
+
+A plain Hugging Face name is not a recipe. `embedding:model=allenai/specter2` loads the
+repository with sentence-transformers' defaults: mean pooling over the tokens, no adapter, the
+text revbench joins with a space. The numbers look plausible, but they do not come from the
+published model. Write `embedding:model=specter2`.
+
+## The recipes
+
+| name | weights | pooling | input | tokens | vectors | source |
+|---|---|---|---|---|---|---|
+"""
+
+MODELS_AFTER = """
+*CLS* is the last hidden state of the first token. *title + [SEP] + abstract* joins the title,
+the tokenizer's separator token and the abstract with nothing between them, as SPECTER was trained
+(an absent abstract is empty). The separator is checked against the tokenizer when the model
+loads, so a folder holding another model's files fails in one line. Texts longer than the limit
+are cut by the tokenizer.
+
+## Where the weights come from
+
+Nothing is downloaded. Every run is offline. A recipe looks in two places:
+
+1. `<cache dir>/models/<org>__<name>/` (for example `data/cache/models/allenai__specter/`), a folder
+   as `save_pretrained` writes it: `config.json`, `model.safetensors` or `pytorch_model.bin`, and
+   `tokenizer.json` or `vocab.txt`;
+2. the Hugging Face cache (`HF_HOME`, or `HF_HUB_CACHE`), as `huggingface-cli download allenai/specter`
+   leaves it on a machine with a network.
+
+When neither place has them, `revbench evaluate` stops before any scorer runs. Its one line
+names the recipe, the folders it looked in, and these two ways to provide the files.
+
+Vectors are cached under the recipe's name and token limit (`embeddings/specter/float32-512`).
+If you replace a recipe's weights with other files, delete that folder: the cache does not
+compare weights.
+
+## SPECTER2 and the `adapters` library
+
+SPECTER2's proximity adapter is published in the format of the `adapters` library (AdapterHub).
+The recipe loads it with that library onto `allenai/specter2_base`, under the name `proximity`,
+and makes it the active adapter. The `adapters` releases pin their own `transformers` version,
+which is older than the one revbench installs. Where the library does not import, `specter2`
+fails in one line saying so. OpenReview's production code currently loads the
+`specter2_aug2023refresh` base and adapter, a later training of the same recipe.
+
+## OpenReview's ensemble: `model=A+B`
+
+`embedding:model=specter2+scincl` is OpenReview's production affinity (openreview-expertise,
+`expertise/models/specter2_scincl/ensemble.py`). For each of the two models:
+
+1. compute the cosine of every submission with every profile paper of the benchmark, giving a
+   matrix;
+2. rescale that whole matrix to [0, 1] with its own minimum and maximum;
+3. take, for each reviewer, the maximum over their papers.
+
+The two scores are then merged as `merge_alpha * A + (1 - merge_alpha) * B`
+(`merge_alpha=0.5` by default), clamped to [0, 1] and rounded to 4 places. This runs in single
+precision, as the reference's tensors are.
+
+An ensemble takes exactly two models, and it pools by max: any other `pooling` is refused,
+because the result would be a different method. The min-max rescaling depends on every
+submission and profile paper in the benchmark, so the same pair can score differently in
+another benchmark. The reference has the same property.
+
+A test computes the reference's merge with torch from the same vectors
+(`tests/embed/test_recipes.py`). On 150 pairs every score is equal to the last of its 4 places.
+The two codes sum single-precision products in different orders, so a score that sits exactly
+on a rounding boundary could in principle differ by 0.0001. The test allows that and no more.
+
+## Tests without the weights
+
+The tests build tiny stand-ins themselves: random two-layer BERT weights over the packaged
+MiniLM's vocabulary (`tests/support/models.py`). They place them where the recipes look: the
+models folder, or a Hugging Face cache layout. Each test then checks a recipe's vectors
+against the recipe written out with `transformers` alone: the tokenizer at 512 tokens, the
+first token's hidden state, L2 normalisation.
+"""
+
+
+def models_page() -> str:
+    """The recipe table of ``revbench.ml.recipes.RECIPES``, with the page's prose around it."""
+    from revbench.ml.recipes import RECIPES
+
+    out = [INTRO_MODELS.rstrip("\n")]
+    for r in RECIPES.values():
+        weights = f"`{r.repo}`" + (f" + adapter `{r.adapter}` (as `{r.adapter_name}`)" if r.adapter else "")
+        pooling = "CLS" if r.pooling == "cls" else r.pooling
+        out.append(f"| `{r.name}` | {weights} | {pooling} | {text(r.input)} | {r.max_tokens} | {r.normalise} | {text(r.source)} |")
+    return "\n".join(out) + "\n" + MODELS_AFTER
+
+
+PAGES = {"reference/cli.md": command_pages, "reference/settings.md": settings_page, "reference/stages.md": stages_page,
+         "models.md": models_page}
 
 
 def on_files(files: Any, config: Any) -> Any:
@@ -143,4 +242,4 @@ def on_files(files: Any, config: Any) -> Any:
 
 
 if __name__ == "__main__":
-    print(PAGES[f"reference/{sys.argv[1]}.md"]())
+    print(PAGES["models.md" if sys.argv[1] == "models" else f"reference/{sys.argv[1]}.md"]())

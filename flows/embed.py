@@ -22,6 +22,7 @@ from revbench.flows.common import Run, flow_run, publish_table, revbench_flow, s
 from revbench.flows.encoding import encode_texts
 from revbench.flows.results import FlowResult
 from revbench.ml.backends import runtime_for
+from revbench.errors import UsageError
 from revbench.ml.embeddings import check_model, export_dir, settings_cache, text_hash
 from revbench.ml.models import device
 from revbench.settings import Settings
@@ -83,6 +84,11 @@ def embed_flow(settings: Settings, benchmarks: list[str], models: list[str] | No
     """Embed every benchmark's texts with every model (default: EMBED__MODELS) and export them."""
     plan = plan_evaluation(settings, benchmarks, ["trivial"], [])
     models = models or settings.embed.models
+    for m in models:  # before the benchmarks load: a wrong name costs nothing
+        if "+" in m:
+            parts = " ".join(f"-m {p}" for p in m.split("+") if p)
+            raise UsageError(f"--model {m!r}: an ensemble is a way of scoring (embedding:model={m}), not a model; "
+                             f"embed each of its models ({parts}) and evaluate the ensemble")
     loaded, _ = load_inputs(plan, allow_partial=False, profile_max_papers=settings.ratings.profile_max_papers,
                             lock_wait=settings.warehouse.lock_wait_seconds)
     for m in models:

@@ -134,7 +134,7 @@ def embed_stage(run: Run, papers: pl.DataFrame, model: str) -> tuple[np.ndarray,
     pieces of RUNNER__EMBED_BATCH (Prefect tasks on the run's task runner when tracked), each
     kept as it completes, so a killed run encodes only what it had not finished."""
     with stage(run, "embed") as st:
-        texts = pools.paper_texts(papers)
+        texts = pools.paper_texts(papers, model)
         vectors, encoded, pieces = encode_texts(st, model, texts, "papers")
         st.result.rows_in, st.result.rows_out = len(texts), encoded
         st.result.notes = {"pieces": pieces, "model": model}

@@ -263,7 +263,7 @@ class PoolsSettings(Section):
     def _known_query_categories(cls, v: list[str]) -> list[str]:
         return check_categories(v) if v else v
 
-    model: str = Field("all-MiniLM-L6-v2", description="Sentence-transformers model (name or path) for paper embeddings, or `hashing` (hashed word counts: no weights, fast on a CPU at full size).")
+    model: str = Field("all-MiniLM-L6-v2", description="Model for paper embeddings: a recipe (specter, specter2, scincl, minilm: `revbench models`), a sentence-transformers name or path, or `hashing` (hashed word counts: no weights, fast on a CPU at full size).")
     queries_per_category: int = Field(800, ge=1, description="Query papers sampled per category and round.")
     query_categories: list[str] = Field(
         default_factory=list, description="Primary categories queries are drawn from (JSON list; empty: every crawled category). Candidates come from the whole corpus.")
@@ -500,7 +500,7 @@ class EmbedSettings(Section):
     """The embed flow: benchmark texts and reviewer profiles embedded by each model."""
 
     models: list[str] = Field(default_factory=lambda: ["all-MiniLM-L6-v2"],
-                              description="Models to embed with (JSON list of sentence-transformers names or paths, adapter folders, or hashing).")
+                              description="Models to embed with (JSON list of recipes such as specter2 (`revbench models`), sentence-transformers names or paths, adapter folders, or hashing).")
     token_budget: int = Field(16384, ge=256, description="Padded tokens per batch on a GPU (the CPU encodes 32 texts a batch).")
     backend: Literal["auto", "torch", "onnx", "onnx-int8", "openvino"] = Field(
         "auto", description="Runtime of every sentence-transformers encode (pools, embed, evaluate, train's checks): torch, "

@@ -9,7 +9,7 @@ import polars as pl
 
 from revbench.evaluation.model import Benchmark
 from revbench.evaluation.scorers import Context, make_scorer
-from revbench.evaluation.scorers.base import paper_text
+from revbench.evaluation.scorers.base import model_text
 from revbench.settings import Settings
 
 TEXT_SCHEMA = {"kind": pl.Utf8, "id": pl.Utf8, "text": pl.Utf8}
@@ -20,13 +20,13 @@ def benchmark_texts(settings: Settings, bench: Benchmark, model: str) -> pl.Data
     """``kind, id, text`` of everything an embedding scorer of ``bench`` embeds: submissions,
     profile papers (every draw) and RATE keyword profiles (every draw), each once."""
     rows = [{"kind": "submission", "id": p, "text": t}
-            for p, t in zip(bench.submissions["paper_id"].to_list(), paper_text(bench.submissions), strict=True)]
+            for p, t in zip(bench.submissions["paper_id"].to_list(), model_text(bench.submissions, model), strict=True)]
     rate = make_scorer(f"rate:model={model}", Context(settings))
     for d, draw in enumerate(bench.draws):
         if draw.height == 0:
             continue
         rows += [{"kind": "profile_paper", "id": p, "text": t}
-                 for p, t in zip(draw["paper_id"].to_list(), paper_text(draw), strict=True)]
+                 for p, t in zip(draw["paper_id"].to_list(), model_text(draw, model), strict=True)]
         rows += [{"kind": "keyword_profile", "id": f"{r}@{d + 1}", "text": t}
                  for r, t in rate.profiles(bench, d).items()]  # type: ignore[attr-defined]
     return pl.DataFrame(rows, schema=TEXT_SCHEMA).unique(maintain_order=True)

@@ -356,8 +356,13 @@ def changed_pairs(old: pl.DataFrame, new: pl.DataFrame) -> int:
 PAIR = ["query_id", "author_id"]
 
 
-def paper_texts(papers: pl.DataFrame) -> list[str]:
-    """Each paper's title and abstract as one text (what the pools embed)."""
+def paper_texts(papers: pl.DataFrame, model: str | None = None) -> list[str]:
+    """Each paper's title and abstract as one text (what the pools embed), in ``model``'s
+    recipe's input format where it has one (:mod:`revbench.ml.recipes`)."""
+    from revbench.ml.recipes import recipe, texts
+
+    if model is not None and recipe(model) is not None and recipe(model).text != "title_space_abstract":  # type: ignore[union-attr]
+        return texts(model, papers["title"].to_list(), papers["abstract"].to_list())
     return (papers["title"].fill_null("") + " " + papers["abstract"].fill_null("")).to_list()
 
 

@@ -380,7 +380,7 @@ def report(
 # ``report`` and before ``world``, so that ``--help`` and the generated reference keep their order.
 app.command()(cli_ops.serve)
 app.add_typer(survey_app, name="survey")
-for command in (cli_ops.status, cli_ops.doctor, cli_ops.backup, cli_ops.restore, cli_ops.labels):
+for command in (cli_ops.status, cli_ops.doctor, cli_ops.backup, cli_ops.restore, cli_ops.labels, cli_ops.models):
     app.command()(command)
 
 

@@ -192,3 +192,37 @@ def labels(
     from revbench.flows.labels import write_labels
 
     print_labels(write_labels(settings, from_, out, experts=experts, negatives=negatives, seed=seed))
+
+
+def models(
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per recipe, for a machine to read")] = False,
+) -> None:
+    """The encoders by their published recipes (embedding:model=NAME), and whether their weights are here."""
+    import json
+
+    from rich.table import Table as RichTable
+
+    from revbench.ml.recipes import MODELS_SUBDIR, RECIPES, missing_line
+
+    settings = build_settings()
+    models_dir = settings.cache_dir / MODELS_SUBDIR
+    rows = []
+    for r in RECIPES.values():
+        lacking = missing_line(r, models_dir)
+        rows.append({"name": r.name, "weights": r.repo, "adapter": r.adapter, "pooling": r.pooling, "input": r.input,
+                     "max_tokens": r.max_tokens, "normalise": r.normalise, "here": lacking is None,
+                     "missing": lacking, "source": r.source})
+    if as_json:
+        for row in rows:
+            console.print(json.dumps(row), markup=False, highlight=False, soft_wrap=True)
+        return
+    table = RichTable(title="Model recipes (embedding:model=NAME; two joined by + are OpenReview's ensemble)")
+    for col in ("name", "weights", "pooling", "input", "tokens", "here"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        weights = row["weights"] + (f" + adapter {row['adapter']}" if row["adapter"] else "")
+        table.add_row(row["name"], weights, str(row["pooling"]).upper() if row["pooling"] == "cls" else str(row["pooling"]),
+                      str(row["input"]), str(row["max_tokens"]), "yes" if row["here"] else "no")
+    console.print(table)
+    console.print(f"Weights are read from {models_dir}/<org>__<name> or the Hugging Face cache (HF_HOME); "
+                  "nothing is downloaded. `revbench models --json` gives each recipe's source.", soft_wrap=True)

@@ -53,7 +53,7 @@ def similarities(s: Settings, corpus: pl.DataFrame, mentions: pl.DataFrame, pers
     from revbench.ml.embeddings import settings_cache
     from revbench.tasks.pools import paper_texts
 
-    vectors = settings_cache(s, s.pools.model).embed(paper_texts(corpus))
+    vectors = settings_cache(s, s.pools.model).embed(paper_texts(corpus, s.pools.model))
     row = {a: i for i, a in enumerate(corpus["arxiv_id"].to_list())}
     papers_of: dict[str, list[int]] = {}
     for a, person in mentions.select("arxiv_id", "person_id").unique().sort("person_id", "arxiv_id").iter_rows():

@@ -41,6 +41,7 @@ import numpy as np
 from revbench.errors import UsageError
 from revbench.files import write_atomic
 from revbench.ml.models import HASHING_MODEL, Runtime, load_model, model_key, openvino_precision
+from revbench.ml.recipes import MODELS_SUBDIR
 
 RUNTIMES: tuple[Runtime, ...] = ("torch", "onnx", "onnx-int8", "openvino")
 PACKAGES = {"torch": "torch", "onnx": "onnxruntime", "onnx-int8": "onnxruntime", "openvino": "openvino"}
@@ -176,7 +177,7 @@ def ensure_export(name: str, root: Path, int8: bool = False) -> Path:
     if not fresh:
         tmp = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
-        _export(name, tmp)
+        _export(name, tmp, root)
         if folder.exists():
             shutil.rmtree(folder, ignore_errors=True)
         try:
@@ -210,12 +211,12 @@ def _quiet_root_logger() -> Iterator[None]:
         root.removeHandler(quiet)
 
 
-def _export(name: str, folder: Path) -> None:
+def _export(name: str, folder: Path, root: Path) -> None:
     """Export the transformer of ``name`` (as PyTorch loads it: an adapter merged) to ONNX, with
     its tokenizer and what pooling and normalising it needs."""
     import torch
 
-    st = load_model(name, half=False)
+    st = load_model(name, half=False, models_dir=root / MODELS_SUBDIR)
     kinds = [type(m).__name__ for m in st]
     if kinds[:2] != ["Transformer", "Pooling"] or any(k != "Normalize" for k in kinds[2:]):
         raise UsageError(f"model {name!r} ({' -> '.join(kinds)}): the ONNX runtimes run a transformer with mean or CLS "
@@ -272,7 +273,7 @@ def load_encoder(name: str, runtime: Runtime = "torch", export_root: Path | None
     model's ONNX export kept under ``export_root`` (made on first use). The hashing encoder has
     no runtime: every one gets it."""
     if runtime == "torch" or name == HASHING_MODEL:
-        return load_model(name)
+        return load_model(name, models_dir=export_root / MODELS_SUBDIR if export_root else None)
     if export_root is None:
         raise ValueError(f"the {runtime} runtime needs a folder for the model's ONNX export")
     return onnx_encoder(name, runtime, export_root)

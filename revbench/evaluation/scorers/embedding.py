@@ -1,28 +1,96 @@
-"""Dense scorer: cosine between a submission and each of the reviewer's papers, pooled."""
+"""Dense scorer: cosine between a submission and each of the reviewer's papers, pooled; or, for a
+model ``A+B``, OpenReview's ensemble of two models (its production affinity is ``specter2+scincl``)."""
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
+from pydantic import Field, field_validator, model_validator
 
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
-from revbench.evaluation.scorers.base import Params, Pooling, Scorer, paper_text, pooled_scores, submissions_of
+from revbench.evaluation.scorers.base import Context, Params, Pooling, Scorer, model_text, pooled_scores, submissions_of
 from revbench.ml.models import DEFAULT_MODEL
+from revbench.ml.recipes import ensemble_parts
 
 
 class EmbeddingParams(Params):
     model: str = DEFAULT_MODEL
+    """A model name (:mod:`revbench.ml.models`: a recipe such as ``specter2``, a
+    sentence-transformers name or folder, a trained adapter, ``hashing``), or two joined by ``+``."""
     pooling: Pooling = "max"
+    merge_alpha: float = Field(0.5, ge=0.0, le=1.0)
+    """An ensemble's weight of its first model (the second gets ``1 - merge_alpha``)."""
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, v: str) -> str:
+        parts = ensemble_parts(v)
+        if len(parts) > 2 or not all(parts):
+            raise ValueError("an ensemble joins two models with + (specter2+scincl)")
+        return v
+
+    @model_validator(mode="after")
+    def _ensemble_pools_by_max(self) -> EmbeddingParams:
+        if len(ensemble_parts(self.model)) == 2 and self.pooling != "max":
+            raise ValueError(f"the ensemble {self.model} is OpenReview's, which pools each model by max over the "
+                             f"reviewer's papers; pooling={self.pooling} would be another method")
+        return self
+
+
+def min_max(sim: np.ndarray) -> np.ndarray:
+    """Scores rescaled to [0, 1] by the smallest and largest of the whole matrix (every
+    submission against every profile paper); a constant matrix is clamped to [0, 1] instead."""
+    if sim.size == 0:
+        return sim
+    lo, hi = float(sim.min()), float(sim.max())
+    return np.clip(sim, 0.0, 1.0) if hi - lo == 0 else (sim - lo) / (hi - lo)
 
 
 class Embedding(Scorer):
+    """Cosine of unit vectors, pooled over the reviewer's papers by ``pooling``.
+
+    With ``model=A+B`` (OpenReview's ensemble, openreview-expertise's specter2_scincl): per model
+    the similarity of every submission to every profile paper of the draw, rescaled to [0, 1] by
+    that matrix's minimum and maximum, the maximum over the reviewer's papers; then
+    ``merge_alpha * A + (1 - merge_alpha) * B``, clamped to [0, 1] and rounded to 4 places."""
+
     name = "embedding"
     params_model = EmbeddingParams
+
+    def __init__(self, params: Params, context: Context):
+        super().__init__(params, context)
+        from revbench.errors import UsageError
+        from revbench.ml.recipes import MODELS_SUBDIR, missing_line, recipe
+
+        for m in ensemble_parts(self.params.model):  # type: ignore[attr-defined]
+            r = recipe(m)
+            line = missing_line(r, context.settings.cache_dir / MODELS_SUBDIR) if r is not None else None
+            if line:  # said when the scorer is built, before any scorer has spent its time
+                raise UsageError(line)
 
     def score_draw(self, benchmark: Benchmark, draw: int, needed: pl.DataFrame) -> pl.DataFrame:
         profile = benchmark.draws[draw]
         subs = submissions_of(benchmark, needed)
         if profile.height == 0 or subs.height == 0:
             return pl.DataFrame(schema=SCORES_SCHEMA)  # nothing to compare: every needed pair stays unscored
-        cache = self.embeddings(self.params.model, benchmark)  # type: ignore[attr-defined]
-        sim = cache.embed(paper_text(profile)) @ cache.embed(paper_text(subs)).T
-        return pooled_scores(sim, profile, subs["paper_id"].to_list(), needed, self.params.pooling)  # type: ignore[attr-defined]
+        p = self.params
+        parts = ensemble_parts(p.model)  # type: ignore[attr-defined]
+        sims = []
+        for m in parts:
+            cache = self.embeddings(m, benchmark)
+            sims.append(cache.embed(model_text(profile, m)) @ cache.embed(model_text(subs, m)).T)
+        ids = subs["paper_id"].to_list()
+        if len(parts) == 1:
+            return pooled_scores(sims[0], profile, ids, needed, p.pooling)  # type: ignore[attr-defined]
+        a, b = (pooled_scores(min_max(s), profile, ids, needed, "max") for s in sims)
+        both = a.join(b, on=["reviewer_id", "paper_id"], suffix="_b").sort("reviewer_id", "paper_id")
+        return both.select("reviewer_id", "paper_id").with_columns(
+            score=merge(both["score"].to_numpy(), both["score_b"].to_numpy(), p.merge_alpha))  # type: ignore[attr-defined]
+
+
+def merge(a: np.ndarray, b: np.ndarray, alpha: float) -> np.ndarray:
+    """OpenReview's merge of two models' pooled scores: ``alpha * a + (1 - alpha) * b``, clamped
+    to [0, 1], rounded to 4 places (half to even), in single precision as its tensors are."""
+    m = a.astype(np.float32) * np.float32(alpha) + b.astype(np.float32) * np.float32(1 - alpha)
+    m = np.clip(m, np.float32(0.0), np.float32(1.0))
+    return (np.round(m * np.float32(10000)) / np.float32(10000)).astype(np.float64)

