@@ -162,7 +162,7 @@ Nothing is downloaded. Every run is offline. A recipe looks in two places:
 
 1. `<cache dir>/models/<org>__<name>/` (for example `data/cache/models/allenai__specter/`), a folder
    as `save_pretrained` writes it: `config.json`, `model.safetensors` or `pytorch_model.bin`, and
-   `tokenizer.json` or `vocab.txt`;
+   `tokenizer.json` or `vocab.txt` (an adapter's folder: `adapter_config.json` and `pytorch_adapter.bin`);
 2. the Hugging Face cache (`HF_HOME`, or `HF_HUB_CACHE`), as `huggingface-cli download allenai/specter`
    leaves it on a machine with a network.
 
@@ -173,14 +173,25 @@ Vectors are cached under the recipe's name and token limit (`embeddings/specter/
 If you replace a recipe's weights with other files, delete that folder: the cache does not
 compare weights.
 
-## SPECTER2 and the `adapters` library
+## SPECTER2's adapter
 
-SPECTER2's proximity adapter is published in the format of the `adapters` library (AdapterHub).
-The recipe loads it with that library onto `allenai/specter2_base`, under the name `proximity`,
-and makes it the active adapter. The `adapters` releases pin their own `transformers` version,
-which is older than the one revbench installs. Where the library does not import, `specter2`
-fails in one line saying so. OpenReview's production code currently loads the
-`specter2_aug2023refresh` base and adapter, a later training of the same recipe.
+SPECTER2's proximity adapter is published in the file format of the `adapters` library
+(AdapterHub): `adapter_config.json` and `pytorch_adapter.bin`. The model card loads it with that
+library. Every release of `adapters` pins transformers 4.x and cannot be imported beside the
+transformers revbench installs. Upstream support for transformers 5 was still an open request
+(adapter-hub/adapters#834) when this recipe was written.
+
+So revbench computes the adapter itself, in `revbench/ml/bottleneck.py`: the Pfeiffer bottleneck
+after each layer's feed-forward block, read from the library's own files. Any configuration
+other than the one it computes is refused in one line that names the field, as is any other
+weight layout.
+
+The test fixture `tests/embed/fixtures/specter2-tiny` was made by the library itself, in an
+environment pinned to its versions. It holds a stand-in base, an adapter saved under SPECTER2's
+name `[PRX]`, and the vectors the library computes when it loads them as the model card does.
+revbench's vectors from the same files match to within 1e-5; when the fixture was made they were
+identical. OpenReview's production code currently loads the `specter2_aug2023refresh` base and
+adapter, a later training of the same recipe.
 
 ## OpenReview's ensemble: `model=A+B`
 

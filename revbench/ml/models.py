@@ -268,7 +268,7 @@ def _merged(spec: ModelSpec) -> Any:
 
 
 def _recipe_model(spec: ModelSpec, r: Recipe, models_dir: Path | None) -> Any:
-    """A recipe's transformer with its pooling and token limit (and its adapter, active), as a
+    """A recipe's transformer with its pooling and token limit (and its adapter in place), as a
     sentence-transformers model so every runtime and the cache treat it like any other."""
     from revbench.errors import UsageError
 
@@ -295,18 +295,10 @@ def _recipe_model(spec: ModelSpec, r: Recipe, models_dir: Path | None) -> Any:
 
 
 def _load_adapter(transformer: Any, r: Recipe, models_dir: Path | None) -> None:
-    """Load ``r``'s adapter onto the transformer through the ``adapters`` library (the format it
-    is published in) and make it the active one."""
-    from revbench.errors import UsageError
+    """Put ``r``'s adapter, as the ``adapters`` library saved it, into the transformer
+    (:mod:`revbench.ml.bottleneck`: why not the library, and what is computed)."""
+    from revbench.ml.bottleneck import attach
 
     folder = locate(r.adapter or "", models_dir, adapter=True)
-    try:
-        import adapters
-    except Exception as exc:  # noqa: BLE001 - missing, or built for another transformers (it pins one)
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise UsageError(f"model {r.name}: its {r.adapter_name} adapter ({r.adapter}) loads through the `adapters` library, "
-                         f"which does not import here ({first[:160]}); adapters pins its own transformers version: "
-                         "install revbench in an environment with it (pip install adapters)") from None
-    hf = transformer.auto_model
-    adapters.init(hf)
-    hf.load_adapter(str(folder), load_as=r.adapter_name, set_active=True)
+    assert folder is not None  # missing_line said so before
+    attach(transformer.auto_model, folder)

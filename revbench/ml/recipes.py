@@ -46,7 +46,8 @@ class Recipe:
     sep_token: str = "[SEP]"
     """The separator the text carries; checked against the tokenizer's when the model loads."""
     adapter: str | None = None
-    """A bottleneck adapter (the ``adapters`` library's format) loaded onto the weights."""
+    """A bottleneck adapter in the ``adapters`` library's format, put onto the weights by
+    :mod:`revbench.ml.bottleneck`."""
     adapter_name: str | None = None
     """The name the adapter is loaded and activated under."""
     normalise: str = "L2 (scores are cosines)"
@@ -67,7 +68,8 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
            "512 tokens, the [CLS] vector"),
     Recipe("specter2", "allenai/specter2_base", "cls", "title_sep_abstract", 512,
            "SPECTER2 (Singh et al., SciRepEval, EMNLP 2023) and the allenai/specter2 card: the base model with the "
-           "proximity adapter loaded through the `adapters` library, same input, [CLS]",
+           "proximity adapter (saved by the `adapters` library; computed by revbench.ml.bottleneck, equal to the "
+           "library's vectors), same input, [CLS]",
            adapter="allenai/specter2", adapter_name="proximity"),
     Recipe("scincl", "malteos/scincl", "cls", "title_sep_abstract", 512,
            "SciNCL (Ostendorff et al., EMNLP 2022) and the malteos/scincl model card: title + sep token + abstract, "
