@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import polars as pl
 
 from revbench.clients.llm import LlmClient, LlmUnavailable
@@ -38,6 +36,7 @@ from revbench.flows.common import (
     stage_task,
 )
 from revbench.flows.encoding import encode_texts
+from revbench.flows.model_folders import HeldOut, held_out_digest, plot_losses, prepare_folder, write_json
 from revbench.flows.results import FlowResult
 from revbench.ml.backends import runtime_for
 from revbench.ml.embeddings import check_model
@@ -72,14 +71,6 @@ def recipe(t: TrainSettings) -> RecipeParams:
 def settings_digest(t: TrainSettings) -> str:
     """What decides the model: every training setting."""
     return hashlib.sha256(json.dumps(t.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class HeldOut:
-    """The rated papers kept out of training: their count and a digest of their sorted ids."""
-
-    papers: int
-    sha256: str
 
 
 @dataclass(frozen=True)
@@ -275,64 +266,6 @@ def write_card(out: Path, adapter: Path, t: TrainSettings, losses: list[float]) 
     write_atomic(adapter / "README.md", text)  # the card is the last file: its presence means the model is complete
 
 
-def plot_losses(losses: list[float], path: Path) -> None:
-    """The training loss per step with a moving average, for the curator's eye."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.2), dpi=110)
-    y = np.asarray(losses, dtype=float)
-    ax.plot(np.arange(1, len(y) + 1), y, lw=0.6, alpha=0.4, label="per step")
-    w = max(1, len(y) // 20)
-    if len(y) >= w:
-        ax.plot(np.arange(w, len(y) + 1), np.convolve(y, np.ones(w) / w, mode="valid"), lw=1.6, label=f"mean of {w}")
-    ax.set_xlabel("step")
-    ax.set_ylabel("loss")
-    ax.legend(frameon=False)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """``data`` as JSON, whole or not at all."""
-    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
-
-
-def held_out_digest(paper_ids: list[str]) -> HeldOut:
-    """The rated papers kept out of training: their count and a digest of their sorted ids."""
-    return HeldOut(len(paper_ids), hashlib.sha256("\n".join(sorted(paper_ids)).encode()).hexdigest())
-
-
-def _prepare(out: Path, digest: str, held_out: HeldOut, replace: bool) -> str | None:
-    """Decide what to do with an existing model folder: ``"done"`` when it holds a complete
-    adapter trained with these settings and the same rated papers held out, ``None`` to
-    (re)start or resume. Other settings, or papers rated since (they may have been training
-    data), are an error unless ``replace``, which moves the folder under ``models/.replaced/``."""
-    prov = out / "provenance.json"
-    if not prov.exists():
-        return None
-    try:
-        recorded = json.loads(prov.read_text())
-    except ValueError:
-        recorded = {}
-    same = recorded.get("settings_sha256") == digest
-    if same and recorded.get("held_out") == asdict(held_out) and not replace:
-        return "done" if (out / "adapter" / "README.md").exists() else None
-    if not replace:
-        why = ("other TRAIN__* settings" if not same else
-               f"{held_out.papers} rated papers held out now, {recorded.get('held_out', {}).get('papers')} then: "
-               "papers rated since may have been its training data")
-        raise UsageError(f"{out} holds a model trained with {why}: pass --replace to train again "
-                         f"(the old folder is kept under {out.parent / '.replaced'}), or choose another --name")
-    aside = out.parent / ".replaced" / f"{out.name}-{utcnow():%Y%m%dT%H%M%S}"
-    aside.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(out), str(aside))
-    return None
-
-
 def _publish_summary(provenance: Provenance, fit: TrainResult, scorer: str) -> None:
     rows = [{"step": "triplets", "value": provenance.triplets},
             {"step": "skipped anchors", "value": sum(provenance.skipped.values())},
@@ -358,7 +291,7 @@ def train_flow(settings: Settings, name: str = "rate", replace: bool = False) ->
                          "first (or `revbench demo`)")
     with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
         held_out = held_out_digest(wh.rated_papers())
-    if _prepare(out, settings_digest(t), held_out, replace) == "done":
+    if prepare_folder(out, settings_digest(t), held_out, replace) == "done":
         adapter = out / "adapter"
         return TrainSkipped(reason=f"{adapter} was trained with these settings already (--replace to train again)",
                             scorer=f"rate:model={adapter}")

@@ -545,6 +545,13 @@ class TrainSettings(Section):
     max_steps: int = Field(0, ge=0, description="Stop after this many steps (0: all epochs).")
     checkpoint_every: int = Field(50, ge=1, description="Steps between checkpoints (a killed run resumes from the last).")
     max_seq_length: int = Field(256, ge=8, le=8192, description="Tokens per text during training.")
+    attention_labels: Literal["citations", "authorship"] = Field(
+        "citations", description="--objective attention: the weak labels it learns from (revbench labels' sources).")
+    attention_experts: int = Field(15, ge=0, description="--objective attention: candidates are authors of more than N corpus papers.")
+    attention_negatives: int = Field(20, ge=1, description="--objective attention: sampled non-positive candidates per training paper.")
+    attention_learning_rate: float = Field(1e-3, gt=0, le=1, description="--objective attention: Adam learning rate.")
+    attention_temperature: float = Field(0.1, gt=0, le=10, description="--objective attention: the attention's starting temperature (learned).")
+    attention_batch_size: int = Field(16, ge=1, description="--objective attention: training papers per step.")
 
     @field_validator("negative_ratios")
     @classmethod

@@ -169,21 +169,29 @@ def embed(
 
 @app.command()
 def train(
-    name: Annotated[str, typer.Option(help="Model folder under DATA_DIR/models/")] = "rate",
-    base_model: Annotated[str | None, typer.Option(help="Sentence-transformers model to adapt (default: REVBENCH_TRAIN__BASE_MODEL)")] = None,
+    name: Annotated[str | None, typer.Option(help="Model folder under DATA_DIR/models/ (default: the objective's name)")] = None,
+    objective: Annotated[str, typer.Option(help="rate: LoRA on weak-supervision triplets (RATE); attention: reviewer attention over a reviewer's papers, on the graph's weak labels")] = "rate",
+    base_model: Annotated[str | None, typer.Option(help="Model to adapt or whose vectors to attend over (default: REVBENCH_TRAIN__BASE_MODEL)")] = None,
     max_steps: Annotated[int | None, typer.Option(min=0, help="Stop after this many steps (0: all epochs)")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Train again over a model trained with other settings (the old folder is kept under models/.replaced/)")] = False,
     track: Track = None,
 ) -> None:
-    """Keyword profiles, weak supervision and LoRA training (RATE style); resumes a killed run."""
+    """Train a model on the warehouse (RATE-style LoRA, or reviewer attention); resumes a killed run."""
+    if objective not in ("rate", "attention"):
+        raise UsageError(f"--objective {objective!r}: expected rate or attention")
     changes = {k: v for k, v in {"train.base_model": base_model, "train.max_steps": max_steps}.items() if v is not None}
     settings = setup(**changes)
-    from revbench.flows.train import train_flow
-
-    out = train_flow.run(settings, name=name, replace=replace, track=resolve_track(track, long_flow=True))
     from revbench.app.console import print_train
 
-    print_train(out)
+    if objective == "attention":
+        from revbench.flows.train_attention import attention_flow
+
+        print_train(attention_flow.run(settings, name=name or "attention", replace=replace,
+                                       track=resolve_track(track, long_flow=True)))
+        return
+    from revbench.flows.train import train_flow
+
+    print_train(train_flow.run(settings, name=name or "rate", replace=replace, track=resolve_track(track, long_flow=True)))
 
 
 @app.command()

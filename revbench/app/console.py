@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # the flows load only when a command runs one
     from revbench.flows.release import ReleaseResult
     from revbench.flows.survey import SurveyResend, SurveyWave
     from revbench.flows.train import Trained, TrainSkipped
+    from revbench.flows.train_attention import AttentionTrained
 
 console = Console()
 err_console = Console(stderr=True)
@@ -383,8 +384,19 @@ def print_embed(out: EmbedResult) -> None:
     console.print(t)
 
 
-def print_train(out: Trained | TrainSkipped) -> None:
+def print_train(out: Trained | TrainSkipped | AttentionTrained) -> None:
     """What the training did and the scorer it registered."""
+    if hasattr(out, "temperature"):  # reviewer attention
+        if out.status == "skipped":
+            console.print(f"Nothing to do: {out.reason}.\nScorer: [cyan]{out.scorer}[/]", soft_wrap=True)
+            return
+        resumed = f", resumed at step {out.resumed_from}" if out.resumed_from else ""
+        console.print(f"Attention over reviewers' papers: {out.submissions} training papers ({out.skipped_papers} left "
+                      f"out), {out.steps} steps{resumed}: loss {out.first_loss:.4f} -> {out.last_loss:.4f}, learned "
+                      f"temperature {out.temperature:.3f}", soft_wrap=True)
+        console.print(f"Scorer: [cyan]{out.scorer}[/]\n(evaluate it with -s embedding:pooling=max -s "
+                      f"embedding:pooling=mean -s embedding:pooling=topk_mean:3 -s '{out.scorer}')", soft_wrap=True)
+        return
     if out.status == "skipped":
         console.print(f"Nothing to do: {out.reason}.\nScorer: [cyan]{out.scorer}[/]")
         return

@@ -24,6 +24,9 @@ MODELS_SUBDIR = "models"
 (``allenai/specter`` in ``allenai__specter``)."""
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+ATTENTION_CARD_FILE, ATTENTION_WEIGHTS_FILE = "revbench_attention.json", "attention.pt"
+"""What ``revbench train --objective attention`` writes (:mod:`revbench.ml.attention`); named here
+so a scorer can check a folder without loading torch."""
 ADAPTER_FILES = ("adapter_config.json", "pytorch_adapter.bin")
 """What the ``adapters`` library saves for an adapter (and loads back)."""
 
@@ -155,3 +158,19 @@ def missing_line(r: Recipe, models_dir: Path | None) -> str | None:
     return (f"model {r.name} ({r.input}, {r.max_tokens} tokens, {r.pooling.upper() if r.pooling == 'cls' else r.pooling} "
             f"pooling): {what}; download it where there is a network (huggingface-cli download REPO) and copy the "
             "Hugging Face cache here (HF_HOME), or put the files in that folder")
+
+
+def attention_card(folder: str) -> dict[str, object]:
+    """The card of the attention module in ``folder`` (read without loading torch), or one line
+    saying the folder holds none."""
+    import json
+
+    path = Path(folder) / ATTENTION_CARD_FILE
+    try:
+        card = json.loads(path.read_text())
+        if not (Path(folder) / ATTENTION_WEIGHTS_FILE).is_file() or not isinstance(card, dict) or "base_model" not in card:
+            raise ValueError("incomplete")
+    except (OSError, ValueError):
+        raise ValueError(f"{folder}: no trained attention module there ({ATTENTION_CARD_FILE} and {ATTENTION_WEIGHTS_FILE}; "
+                         "train one with `revbench train --objective attention`)") from None
+    return card

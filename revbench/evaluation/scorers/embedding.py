@@ -3,21 +3,40 @@ model ``A+B``, OpenReview's ensemble of two models (its production affinity is `
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 import polars as pl
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
-from revbench.evaluation.scorers.base import Context, Params, Pooling, Scorer, model_text, pooled_scores, submissions_of
+from revbench.evaluation.scorers.base import (
+    Context, Params, Scorer, check_pooling, model_text, pair_entries, pooled_scores, submissions_of,
+)
 from revbench.ml.models import DEFAULT_MODEL
 from revbench.ml.recipes import ensemble_parts
+
+
+ATTENTION = "attention:"
+
+
+def _check_pooling(how: str) -> str:
+    if how.startswith(ATTENTION):
+        from revbench.ml.recipes import attention_card
+
+        attention_card(how.removeprefix(ATTENTION))  # one line when the folder holds no trained module
+        return how
+    return check_pooling(how)
 
 
 class EmbeddingParams(Params):
     model: str = DEFAULT_MODEL
     """A model name (:mod:`revbench.ml.models`: a recipe such as ``specter2``, a
     sentence-transformers name or folder, a trained adapter, ``hashing``), or two joined by ``+``."""
-    pooling: Pooling = "max"
+    pooling: Annotated[str, AfterValidator(_check_pooling)] = "max"
+    """Any pooling of :func:`revbench.evaluation.scorers.base.pool`, or ``attention:DIR``: the
+    submission attends over the reviewer's papers with the module ``revbench train --objective
+    attention`` wrote to DIR (:mod:`revbench.ml.attention`)."""
     merge_alpha: float = Field(0.5, ge=0.0, le=1.0)
     """An ensemble's weight of its first model (the second gets ``1 - merge_alpha``)."""
 
@@ -28,6 +47,18 @@ class EmbeddingParams(Params):
         if len(parts) > 2 or not all(parts):
             raise ValueError("an ensemble joins two models with + (specter2+scincl)")
         return v
+
+    @model_validator(mode="after")
+    def _attention_on_its_base(self) -> EmbeddingParams:
+        if self.pooling.startswith(ATTENTION):
+            from revbench.ml.recipes import attention_card
+
+            folder = self.pooling.removeprefix(ATTENTION)
+            base = attention_card(folder)["base_model"]
+            if self.model != base:
+                raise ValueError(f"the attention module in {folder} was trained on {base}'s vectors; "
+                                 f"score it with model={base}")
+        return self
 
     @model_validator(mode="after")
     def _ensemble_pools_by_max(self) -> EmbeddingParams:
@@ -80,12 +111,28 @@ class Embedding(Scorer):
             cache = self.embeddings(m, benchmark)
             sims.append(cache.embed(model_text(profile, m)) @ cache.embed(model_text(subs, m)).T)
         ids = subs["paper_id"].to_list()
+        if p.pooling.startswith(ATTENTION):  # type: ignore[attr-defined]
+            cache = self.embeddings(parts[0], benchmark)
+            return attended(p.pooling.removeprefix(ATTENTION), cache.embed(model_text(profile, parts[0])),  # type: ignore[attr-defined]
+                            cache.embed(model_text(subs, parts[0])), profile, ids, needed)
         if len(parts) == 1:
             return pooled_scores(sims[0], profile, ids, needed, p.pooling)  # type: ignore[attr-defined]
         a, b = (pooled_scores(min_max(s), profile, ids, needed, "max") for s in sims)
         both = a.join(b, on=["reviewer_id", "paper_id"], suffix="_b").sort("reviewer_id", "paper_id")
         return both.select("reviewer_id", "paper_id").with_columns(
             score=merge(both["score"].to_numpy(), both["score_b"].to_numpy(), p.merge_alpha))  # type: ignore[attr-defined]
+
+
+def attended(folder: str, profile_vecs: np.ndarray, sub_vecs: np.ndarray, profile: pl.DataFrame, ids: list[str],
+             needed: pl.DataFrame) -> pl.DataFrame:
+    """Each needed pair scored by the attention module in ``folder`` over the reviewer's papers."""
+    from revbench.ml.attention import attention_scores, load_attention
+
+    pool, _ = load_attention(folder)
+    e = pair_entries(profile, ids, needed)
+    rows = [e.rows[s:s + n] for s, n in zip(e.starts.tolist(), e.lengths.tolist(), strict=True)]
+    scores = attention_scores(pool, sub_vecs, profile_vecs, rows, e.cols[e.starts] if len(e.starts) else e.cols)
+    return e.pairs.with_columns(pl.Series("score", scores, dtype=pl.Float64)).sort("reviewer_id", "paper_id")
 
 
 def merge(a: np.ndarray, b: np.ndarray, alpha: float) -> np.ndarray:

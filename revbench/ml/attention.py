@@ -1,0 +1,260 @@
+"""Reviewer attention (Neural Architectures for Reviewer Expertise Modelling): a submission
+attends over the reviewer's papers instead of taking their max or mean.
+
+For a submission vector ``p`` and the reviewer's paper vectors ``q_1..q_k`` (unit vectors from a
+frozen encoder), with a learned projection ``W`` (d x d, starting as the identity) and a learned
+temperature ``tau`` (starting at ``temperature``)::
+
+    a_i   = softmax_i( (W p) . q_i / tau )
+    score = sum_i a_i * cos(p, q_i)
+
+With ``W = I`` a small ``tau`` gives the max over the papers and a large one the mean; training
+learns which of the reviewer's papers a submission should listen to. The loss, per training
+submission with candidate reviewers ``C`` of which ``P`` are positive (weak labels), is the
+listwise ``-log sum_{r in P} softmax_{r in C}(score_r / LIST_TEMPERATURE)``.
+
+Training is seeded and checkpointed like the LoRA training (:mod:`revbench.ml.training`): every
+``checkpoint_every`` steps the module, the optimizer, the RNG states and the step are written
+atomically; a run started again on the same folder resumes to the weights of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from revbench.errors import UsageError
+from revbench.files import write_atomic
+from revbench.ml.recipes import ATTENTION_CARD_FILE as CARD_FILE
+from revbench.ml.recipes import ATTENTION_WEIGHTS_FILE as WEIGHTS_FILE
+from revbench.ml.training import TrainingDiverged
+
+LIST_TEMPERATURE = 0.05
+"""The listwise loss's temperature over candidate scores (cosines, so differences are small)."""
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """Everything that decides the trained module."""
+
+    base_model: str
+    dim: int
+    learning_rate: float = 1e-3
+    temperature: float = 0.1
+    batch_size: int = 16
+    epochs: int = 15
+    max_steps: int = 0
+    checkpoint_every: int = 50
+    seed: int = 0
+
+    def steps_per_epoch(self, n: int) -> int:
+        return -(-n // self.batch_size)
+
+    def total_steps(self, n: int) -> int:
+        total = self.epochs * self.steps_per_epoch(n)
+        return min(total, self.max_steps) if self.max_steps else total
+
+
+@dataclass(frozen=True)
+class AttentionExamples:
+    """Training data as arrays: ``papers`` (submission vectors, n x d), ``profiles`` (each
+    reviewer's paper vectors padded to k: r x k x d, with ``mask`` r x k true where a paper is),
+    and per submission its candidate reviewers (indices into ``profiles``) and labels (1/0)."""
+
+    papers: np.ndarray
+    profiles: np.ndarray
+    mask: np.ndarray
+    candidates: list[np.ndarray]
+    labels: list[np.ndarray]
+
+    @property
+    def n(self) -> int:
+        return len(self.candidates)
+
+
+@dataclass(frozen=True)
+class AttentionResult:
+    """What a training run did."""
+
+    folder: Path
+    steps: int
+    resumed_from: int
+    submissions: int
+    seconds: float
+    first_loss: float | None
+    last_loss: float | None
+    temperature: float
+    losses: list[float] = field(default_factory=list, repr=False)
+
+
+class AttentionPool(torch.nn.Module):
+    """The learned projection and temperature (see the module's docstring)."""
+
+    def __init__(self, dim: int, temperature: float = 0.1):
+        super().__init__()
+        self.W = torch.nn.Parameter(torch.eye(dim))
+        self.log_tau = torch.nn.Parameter(torch.tensor(float(np.log(temperature))))
+
+    def forward(self, p: torch.Tensor, q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Scores of ``p`` (b x d) against the reviewers ``q`` (b x k x d, ``mask`` b x k)."""
+        logits = torch.einsum("bd,bkd->bk", p @ self.W.T, q) / self.log_tau.exp()
+        weights = torch.softmax(logits.masked_fill(~mask, float("-inf")), dim=1)
+        return (weights * torch.einsum("bd,bkd->bk", p, q)).sum(dim=1)
+
+
+def pad_profiles(vectors: list[np.ndarray], dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each reviewer's paper vectors (a list of k_i x d arrays) as one r x k x d array and its mask."""
+    k = max((len(v) for v in vectors), default=1) or 1
+    out = np.zeros((len(vectors), k, dim), dtype=np.float32)
+    mask = np.zeros((len(vectors), k), dtype=bool)
+    for i, v in enumerate(vectors):
+        out[i, :len(v)] = v
+        mask[i, :len(v)] = True
+    return out, mask
+
+
+def _seed_all(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _batch(n: int, cfg: AttentionConfig, step: int) -> np.ndarray:
+    """Submissions of the batch at ``step``: each epoch is its own seeded permutation."""
+    epoch, k = divmod(step, cfg.steps_per_epoch(n))
+    order = np.random.default_rng([cfg.seed, epoch]).permutation(n)
+    return order[k * cfg.batch_size:(k + 1) * cfg.batch_size]
+
+
+def batch_loss(pool: AttentionPool, ex: AttentionExamples, rows: np.ndarray, profiles: torch.Tensor,
+               mask: torch.Tensor, papers: torch.Tensor) -> torch.Tensor:
+    """The mean listwise loss over the submissions ``rows``."""
+    losses = []
+    for i in rows.tolist():
+        cand = torch.from_numpy(ex.candidates[i])
+        lab = torch.from_numpy(ex.labels[i].astype(bool))
+        p = papers[i].expand(len(cand), -1)
+        s = pool(p, profiles[cand], mask[cand]) / LIST_TEMPERATURE
+        losses.append(torch.logsumexp(s, 0) - torch.logsumexp(s[lab], 0))
+    return torch.stack(losses).mean()
+
+
+def _checkpoints(folder: Path) -> list[Path]:
+    return sorted(folder.glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+
+
+def _save(folder: Path, step: int, pool: AttentionPool, opt: Any, losses: list[float], keep: int = 2) -> None:
+    target, tmp = folder / f"step-{step:07d}", folder / f".tmp-{step:07d}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    torch.save({"step": step, "state": pool.state_dict(), "optimizer": opt.state_dict(), "losses": losses,
+                "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
+                "threads": torch.get_num_threads()}, tmp / "state.pt")
+    tmp.rename(target)  # a checkpoint is whole or absent
+    for old in _checkpoints(folder)[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _load(path: Path, pool: AttentionPool, opt: Any) -> tuple[int, list[float]]:
+    state = torch.load(path / "state.pt", weights_only=False)
+    pool.load_state_dict(state["state"])
+    opt.load_state_dict(state["optimizer"])
+    if state.get("threads") and state["threads"] != torch.get_num_threads():
+        torch.set_num_threads(int(state["threads"]))  # sums split over other threads round otherwise
+    torch.set_rng_state(state["torch_rng"])
+    np.random.set_state(state["numpy_rng"])
+    random.setstate(state["python_rng"])
+    return int(state["step"]), list(state["losses"])
+
+
+def train_attention(ex: AttentionExamples, out: Path, cfg: AttentionConfig, card: dict[str, Any] | None = None,
+                    progress: Callable[[int, int, float], None] | None = None) -> AttentionResult:
+    """Train the attention module on ``ex`` into ``out`` (resuming from ``out/checkpoints``); the
+    weights and their card land in ``out`` last, the card being the completion mark."""
+    if ex.n == 0:
+        raise ValueError("no training submissions: no paper has a weak positive among the candidates")
+    threads = torch.get_num_threads()
+    try:
+        return _train(ex, out, cfg, card, progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(ex: AttentionExamples, out: Path, cfg: AttentionConfig, card: dict[str, Any] | None,
+           progress: Callable[[int, int, float], None] | None) -> AttentionResult:
+    _seed_all(cfg.seed)
+    pool = AttentionPool(cfg.dim, cfg.temperature)
+    opt = torch.optim.Adam(pool.parameters(), lr=cfg.learning_rate)
+    ckpt = out / "checkpoints"
+    ckpt.mkdir(parents=True, exist_ok=True)
+    step, losses = 0, []
+    found = _checkpoints(ckpt)
+    if found:
+        step, losses = _load(found[-1], pool, opt)
+    resumed_from, total = step, cfg.total_steps(ex.n)
+    profiles, mask, papers = torch.from_numpy(ex.profiles), torch.from_numpy(ex.mask), torch.from_numpy(ex.papers)
+    t0 = time.perf_counter()
+    while step < total:
+        loss = batch_loss(pool, ex, _batch(ex.n, cfg, step), profiles, mask, papers)
+        if not torch.isfinite(loss):
+            raise TrainingDiverged(f"the loss is {float(loss)} at step {step + 1}: lower the learning rate "
+                                   f"(checkpoints up to step {step} are kept)")
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        step += 1
+        losses.append(float(loss.detach()))
+        if progress is not None:
+            progress(step, total, losses[-1])
+        if step % cfg.checkpoint_every == 0 or step == total:
+            _save(ckpt, step, pool, opt, losses)
+    seconds = time.perf_counter() - t0
+    torch.save(pool.state_dict(), out / f".{WEIGHTS_FILE}.tmp")
+    (out / f".{WEIGHTS_FILE}.tmp").replace(out / WEIGHTS_FILE)
+    tau = float(pool.log_tau.detach().exp())
+    result = AttentionResult(out, total, resumed_from, ex.n, round(seconds, 2), losses[0] if losses else None,
+                             losses[-1] if losses else None, tau, losses)
+    write_atomic(out / CARD_FILE, json.dumps({"objective": "attention", "base_model": cfg.base_model,
+                                              "config": asdict(cfg), "steps": total, "submissions": ex.n,
+                                              "learned_temperature": tau, **(card or {})}, indent=2) + "\n")
+    return result
+
+
+def is_attention(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a finished attention module."""
+    p = Path(folder)
+    return (p / CARD_FILE).is_file() and (p / WEIGHTS_FILE).is_file()
+
+
+def load_attention(folder: str | Path) -> tuple[AttentionPool, dict[str, Any]]:
+    """The trained module in ``folder`` and its card; one line when the folder is not one."""
+    p = Path(folder)
+    if not is_attention(p):
+        raise UsageError(f"pooling=attention:{folder}: no trained attention module there ({CARD_FILE} and {WEIGHTS_FILE}; "
+                         "train one with `revbench train --objective attention`)")
+    card = json.loads((p / CARD_FILE).read_text())
+    pool = AttentionPool(int(card["config"]["dim"]))
+    pool.load_state_dict(torch.load(p / WEIGHTS_FILE, weights_only=True))
+    pool.eval()
+    return pool, card
+
+
+def attention_scores(pool: AttentionPool, subs: np.ndarray, profile: np.ndarray, rows: list[np.ndarray],
+                     cols: np.ndarray) -> np.ndarray:
+    """The score of each pair ``e``: submission ``subs[cols[e]]`` attending over the profile rows
+    ``rows[e]`` of its reviewer."""
+    if not len(cols):
+        return np.zeros(0)
+    padded, mask = pad_profiles([profile[r] for r in rows], profile.shape[1])
+    with torch.no_grad():
+        s = pool(torch.from_numpy(subs[cols].astype(np.float32)), torch.from_numpy(padded), torch.from_numpy(mask))
+    return s.numpy().astype(np.float64)
