@@ -15,7 +15,28 @@ import numpy as np
 
 from revbench.errors import UsageError
 from revbench.files import write_atomic
+from revbench.ml.training import TrainConfig
+from revbench.settings import TrainSettings
 from revbench.warehouse import utcnow
+
+NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
+
+
+def check_name(name: str) -> None:
+    """A model folder's name: lower-case letters, digits, '-', '_' and '.', not hidden."""
+    if not name or set(name) - NAME_CHARS or name.startswith("."):
+        raise UsageError(f"--name {name!r}: lower-case letters, digits, '-', '_' and '.' only")
+
+
+def train_config(t: TrainSettings) -> TrainConfig:
+    """The training part of the settings."""
+    return TrainConfig(
+        base_model=t.base_model, lora_r=t.lora_r, lora_alpha=t.lora_alpha, lora_dropout=t.lora_dropout,
+        target_modules=tuple(t.target_modules), learning_rate=t.learning_rate, temperature=t.temperature,
+        ce_weight=t.ce_weight, pairwise_weight=t.pairwise_weight, batch_size=t.batch_size, epochs=t.epochs,
+        max_steps=t.max_steps, checkpoint_every=t.checkpoint_every, max_seq_length=t.max_seq_length, seed=t.seed)
+
+
 
 
 @dataclass(frozen=True)

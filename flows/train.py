@@ -36,12 +36,14 @@ from revbench.flows.common import (
     stage_task,
 )
 from revbench.flows.encoding import encode_texts
-from revbench.flows.model_folders import HeldOut, held_out_digest, plot_losses, prepare_folder, write_json
+from revbench.flows.model_folders import (
+    HeldOut, check_name, held_out_digest, plot_losses, prepare_folder, train_config, write_json,
+)
 from revbench.flows.results import FlowResult
 from revbench.ml.backends import runtime_for
 from revbench.ml.embeddings import check_model
 from revbench.ml.keywords import KEYWORD_TEMPLATE, KeywordCall, keyword_profiles, llm_keywords, paper_keywords
-from revbench.ml.training import TrainConfig, TrainResult, train
+from revbench.ml.training import TrainResult, train
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import KEYWORD_PROFILES, PAPER_KEYWORDS
 from revbench.settings import Settings, TrainSettings
@@ -50,16 +52,6 @@ from revbench.tasks.weak_supervision import RecipeParams, build_training_set, co
 from revbench.templates import render
 from revbench.warehouse import Warehouse, utcnow
 
-NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
-
-
-def train_config(t: TrainSettings) -> TrainConfig:
-    """The training part of the settings."""
-    return TrainConfig(
-        base_model=t.base_model, lora_r=t.lora_r, lora_alpha=t.lora_alpha, lora_dropout=t.lora_dropout,
-        target_modules=tuple(t.target_modules), learning_rate=t.learning_rate, temperature=t.temperature,
-        ce_weight=t.ce_weight, pairwise_weight=t.pairwise_weight, batch_size=t.batch_size, epochs=t.epochs,
-        max_steps=t.max_steps, checkpoint_every=t.checkpoint_every, max_seq_length=t.max_seq_length, seed=t.seed)
 
 
 def recipe(t: TrainSettings) -> RecipeParams:
@@ -282,8 +274,7 @@ def _publish_summary(provenance: Provenance, fit: TrainResult, scorer: str) -> N
 @revbench_flow("train")
 def train_flow(settings: Settings, name: str = "rate", replace: bool = False) -> Trained | TrainSkipped:
     """Train a RATE-style adapter on the warehouse and register it as a scorer."""
-    if not name or set(name) - NAME_CHARS or name.startswith("."):
-        raise UsageError(f"--name {name!r}: lower-case letters, digits, '-', '_' and '.' only")
+    check_name(name)
     out = settings.data_dir / "models" / name
     t = settings.train
     if not settings.warehouse_path.exists():

@@ -23,14 +23,13 @@ import polars as pl
 from revbench.errors import InputError, UsageError
 from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
 from revbench.flows.encoding import encode_texts
-from revbench.flows.model_folders import HeldOut, held_out_digest, plot_losses, prepare_folder, write_json
+from revbench.flows.model_folders import HeldOut, check_name, held_out_digest, plot_losses, prepare_folder, write_json
 from revbench.flows.results import FlowResult
 from revbench.ml.embeddings import check_model
 from revbench.settings import Settings, TrainSettings
 from revbench.tasks import attention_data
 from revbench.warehouse import Warehouse, utcnow
 
-NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
 SETTINGS = ("base_model", "attention_labels", "attention_experts", "attention_negatives", "attention_learning_rate",
             "attention_temperature", "attention_batch_size", "anchors", "profile_max_papers", "epochs", "max_steps",
             "seed")
@@ -141,8 +140,7 @@ def _provenance(settings: Settings, run: Run, held_out: HeldOut, counts: dict[st
 @revbench_flow("train-attention")
 def attention_flow(settings: Settings, name: str = "attention", replace: bool = False) -> AttentionTrained:
     """Train reviewer attention on weak labels of unrated papers and register it as a pooling."""
-    if not name or set(name) - NAME_CHARS or name.startswith("."):
-        raise UsageError(f"--name {name!r}: lower-case letters, digits, '-', '_' and '.' only")
+    check_name(name)
     out, t = settings.data_dir / "models" / name, settings.train
     if not settings.warehouse_path.exists():
         raise UsageError(f"no warehouse at {settings.warehouse_path}: run `revbench ingest`, `revbench disambiguate` "

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # the flows load only when a command runs one
     from revbench.flows.survey import SurveyResend, SurveyWave
     from revbench.flows.train import Trained, TrainSkipped
     from revbench.flows.train_attention import AttentionTrained
+    from revbench.flows.train_augment import AugmentTrained
 
 console = Console()
 err_console = Console(stderr=True)
@@ -384,8 +385,17 @@ def print_embed(out: EmbedResult) -> None:
     console.print(t)
 
 
-def print_train(out: Trained | TrainSkipped | AttentionTrained) -> None:
+def print_train(out: Trained | TrainSkipped | AttentionTrained | AugmentTrained) -> None:
     """What the training did and the scorer it registered."""
+    if getattr(out, "objective", None) == "augment":
+        if out.status == "skipped":
+            console.print(f"Nothing to do: {out.reason}.\nScorer: [cyan]{out.scorer}[/]", soft_wrap=True)
+            return
+        resumed = f", resumed at step {out.resumed_from}" if out.resumed_from else ""
+        console.print(f"Two views of each of {out.pairs} unrated papers, {out.steps} steps{resumed}: loss "
+                      f"{out.first_loss:.4f} -> {out.last_loss:.4f}, {out.pairs_per_second:.1f} papers/s", soft_wrap=True)
+        console.print(f"Scorer: [cyan]{out.scorer}[/]", soft_wrap=True)
+        return
     if hasattr(out, "temperature"):  # reviewer attention
         if out.status == "skipped":
             console.print(f"Nothing to do: {out.reason}.\nScorer: [cyan]{out.scorer}[/]", soft_wrap=True)

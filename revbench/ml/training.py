@@ -85,10 +85,13 @@ class TrainResult:
 
 
 def data_digest(pairs: pl.DataFrame) -> str:
-    """sha256 of the triplets' texts in order: the identity of the training data."""
+    """sha256 of the training rows' texts in order (a triplet's three texts, a paper's title and
+    abstract): the identity of the training data."""
     h = hashlib.sha256()
-    for a, p, n in pairs.select("anchor_text", "positive_text", "negative_text").iter_rows():
-        h.update(f"{a}\x1f{p}\x1f{n}\x1e".encode())
+    cols = [c for c in ("anchor_text", "positive_text", "negative_text") if c in pairs.columns] or \
+        [c for c in ("paper_id", "title", "abstract") if c in pairs.columns]
+    for row in pairs.select(cols).iter_rows():
+        h.update(("\x1f".join("" if v is None else str(v) for v in row) + "\x1e").encode())
     return h.hexdigest()
 
 
@@ -204,11 +207,20 @@ def batches(n: int, cfg: TrainConfig, step: int) -> np.ndarray:
     return order[k * cfg.batch_size:(k + 1) * cfg.batch_size]
 
 
+LossFn = Callable[[Any, pl.DataFrame, TrainConfig, int], Any]
+"""A training objective: the loss of one batch of rows at a step (the step seeds what it draws)."""
+
+
+def triplet_loss(model: Any, batch: pl.DataFrame, cfg: TrainConfig, step: int) -> Any:
+    """:func:`batch_loss` as a :data:`LossFn` (RATE's objective)."""
+    return batch_loss(model, batch, cfg)
+
+
 def train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any] | None = None,
-          progress: Callable[[int, int, float], None] | None = None) -> TrainResult:
-    """Train LoRA adapters on ``pairs`` (weak-supervision triplets) into ``out``; resume from
-    ``out/checkpoints`` when a run left one there. The adapter and its card land in
-    ``out/adapter``."""
+          progress: Callable[[int, int, float], None] | None = None, loss_fn: LossFn = triplet_loss) -> TrainResult:
+    """Train LoRA adapters on ``pairs`` (weak-supervision triplets, or the rows ``loss_fn``
+    reads) into ``out``; resume from ``out/checkpoints`` when a run left one there. The adapter
+    and its card land in ``out/adapter``."""
     import torch
 
     if pairs.height == 0:
@@ -216,13 +228,13 @@ def train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any]
     quiet_peft()
     threads = torch.get_num_threads()
     try:
-        return _train(pairs, out, cfg, card, progress)
+        return _train(pairs, out, cfg, card, progress, loss_fn)
     finally:
         torch.set_num_threads(threads)  # a resume may have pinned another count for the run
 
 
 def _train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any] | None,
-           progress: Callable[[int, int, float], None] | None) -> TrainResult:
+           progress: Callable[[int, int, float], None] | None, loss_fn: LossFn) -> TrainResult:
     import torch
 
     _seed_all(cfg.seed)
@@ -242,7 +254,7 @@ def _train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any
     t0 = time.perf_counter()
     while step < total:
         batch = pairs[batches(pairs.height, cfg, step).tolist()]
-        loss = batch_loss(model, batch, cfg)
+        loss = loss_fn(model, batch, cfg, step)
         if not torch.isfinite(loss):
             raise TrainingDiverged(f"the loss is {float(loss)} at step {step + 1}: lower TRAIN__LEARNING_RATE or raise "
                                    f"TRAIN__TEMPERATURE (checkpoints up to step {step} are kept)")

@@ -1,0 +1,131 @@
+"""The augmentation training flow (``revbench train --objective augment``): the corpus' unrated
+papers -> self-supervised contrastive LoRA fine-tuning on two views of each paper
+(:mod:`revbench.ml.augment`) -> an adapter that scores as ``embedding:model=PATH``.
+
+Everything lands in ``data/models/<name>/``: ``papers.parquet`` (the training papers: no query
+paper, so no rated one), ``provenance.json``, ``checkpoints/`` and ``adapter/`` (the LoRA weights
+with ``revbench_model.json``, written last). A second run with the same settings does nothing; a
+killed run resumes from its newest checkpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Literal
+
+import polars as pl
+
+from revbench.errors import InputError, UsageError
+from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.model_folders import check_name, held_out_digest, plot_losses, prepare_folder, train_config, write_json
+from revbench.flows.results import FlowResult
+from revbench.ml.embeddings import check_model
+from revbench.ml.training import ADAPTER_DIR, TrainResult, train
+from revbench.settings import Settings, TrainSettings
+from revbench.warehouse import Warehouse, utcnow
+
+SETTINGS = ("base_model", "lora_r", "lora_alpha", "lora_dropout", "target_modules", "learning_rate", "temperature",
+            "batch_size", "epochs", "max_steps", "max_seq_length", "anchors", "seed")
+"""The TRAIN__* settings that decide an augmentation adapter."""
+
+
+def settings_digest(t: TrainSettings) -> str:
+    """A digest of the settings that decide the adapter."""
+    return hashlib.sha256(json.dumps({k: getattr(t, k) for k in SETTINGS}, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AugmentTrained(TrainResult, FlowResult):
+    """An augmentation adapter trained (or found trained with these settings: ``status`` skipped,
+    with the ``reason``); its fields are :class:`revbench.ml.training.TrainResult`'s."""
+
+    status: Literal["trained", "skipped"] = "trained"
+    objective: str = "augment"
+    scorer: str
+    papers_trained: int = 0
+    reason: str = ""
+
+
+@stage_task("augment-papers")
+def papers_stage(run: Run, out: Path) -> int:
+    """The training papers: the corpus less every query paper, at most TRAIN__ANCHORS of them
+    (seeded), written to ``out/papers.parquet``."""
+    with stage(run, "augment-papers") as st:
+        t = st.settings.train
+        with Warehouse.open(st.settings.warehouse_path, read_only=True,
+                            lock_wait=st.settings.warehouse.lock_wait_seconds) as wh:
+            frames = wh.weak_label_frames()
+        papers = frames["papers"].join(frames["queries"], on="paper_id", how="anti")
+        usable = papers.filter((pl.col("title").fill_null("").str.strip_chars() != "")
+                               | (pl.col("abstract").fill_null("").str.strip_chars() != ""))
+        key = pl.col("paper_id").map_elements(lambda p: hashlib.sha256(f"{t.seed}:{p}".encode()).hexdigest(),
+                                              return_dtype=pl.Utf8)
+        chosen = usable.with_columns(key.alias("_k")).sort("_k").head(t.anchors).drop("_k").sort("paper_id")
+        if chosen.height < 2:
+            raise InputError(f"{chosen.height} unrated paper(s) with a title or abstract: the in-batch loss needs two "
+                             "or more (run `revbench ingest` first, or `revbench demo`)")
+        out.mkdir(parents=True, exist_ok=True)
+        chosen.select("paper_id", "title", "abstract").write_parquet(out / "papers.parquet")
+        st.result.rows_in, st.result.rows_out = frames["papers"].height, chosen.height
+        st.result.rejected = papers.height - usable.height
+        st.result.notes = {"query_papers_left_out": frames["queries"].height, "empty_left_out": papers.height - usable.height}
+        return chosen.height
+
+
+@stage_task("augment-training")
+def fit_stage(run: Run, out: Path) -> TrainResult:
+    """LoRA training on two views of each paper, resumable from ``out/checkpoints``."""
+    from revbench.ml.augment import augment_loss
+
+    with stage(run, "augment-training") as st:
+        try:
+            papers = pl.read_parquet(out / "papers.parquet")
+        except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a damaged file
+            raise InputError(f"{out / 'papers.parquet'} is damaged ({type(exc).__name__}): pass --replace to build it "
+                             "again (the damaged folder is kept under models/.replaced/)") from None
+        cfg = train_config(st.settings.train)
+        total = cfg.total_steps(papers.height)
+        with st.progress(total, f"train {total} steps on {papers.height} papers, two views each") as bar:
+            result = train(papers, out, cfg, card={"objective": "augment", "revbench_run": run.run_id},
+                           progress=lambda step, _t, _l: bar.advance(step - bar.done), loss_fn=augment_loss)
+        plot_losses(result.losses, out / ADAPTER_DIR / "loss.png")
+        st.result.rows_in, st.result.rows_out = papers.height, result.steps - result.resumed_from
+        st.result.notes = {"steps": result.steps, "resumed_from": result.resumed_from}
+        return result
+
+
+@revbench_flow("train-augment")
+def augment_flow(settings: Settings, name: str = "augment", replace: bool = False) -> AugmentTrained:
+    """Fine-tune the base model on augmented views of unrated papers; register the adapter."""
+    check_name(name)
+    out, t = settings.data_dir / "models" / name, settings.train
+    scorer = f"embedding:model={out / ADAPTER_DIR}"
+    if not settings.warehouse_path.exists():
+        raise UsageError(f"no warehouse at {settings.warehouse_path}: run `revbench ingest` first (or `revbench demo`)")
+    with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
+        held_out = held_out_digest(wh.rated_papers())
+    if prepare_folder(out, settings_digest(t), held_out, replace, done_mark=f"{ADAPTER_DIR}/revbench_model.json",
+                      what="TRAIN__* settings") == "done":
+        return AugmentTrained(status="skipped", scorer=scorer, adapter=out / ADAPTER_DIR, steps=0, resumed_from=0, pairs=0,
+                              seconds=0.0, pairs_per_second=0.0, first_loss=None, last_loss=None,
+                              reason=f"{out / ADAPTER_DIR} was trained with these settings already (--replace to train again)")
+    check_model(t.base_model, "TRAIN__BASE_MODEL")
+    with flow_run(settings, "train-augment", {"name": name, "replace": replace}) as run:
+        if not (out / "provenance.json").exists():  # a resumed run keeps its data
+            n = papers_stage(run, out)
+            write_json(out / "provenance.json", {
+                "warehouse": str(settings.warehouse_path), "run_id": run.run_id, "built_at": utcnow().isoformat(),
+                "settings": {k: getattr(t, k) for k in SETTINGS}, "settings_sha256": settings_digest(t),
+                "held_out": {"papers": held_out.papers, "sha256": held_out.sha256}, "papers": n})
+        fit = fit_stage(run, out)
+        publish_table("augment-summary", [{"what": k, "value": v} for k, v in {
+            "training papers": fit.pairs, "steps": fit.steps, "resumed from step": fit.resumed_from,
+            "first loss": fit.first_loss, "last loss": fit.last_loss, "papers per second": fit.pairs_per_second}.items()],
+            "What the augmentation training used and did")
+        publish_markdown("augment-scorer", f"Evaluate it beside its base:\n\n`revbench evaluate -b warehouse -s "
+                         f"embedding:model={t.base_model} -s '{scorer}' --baseline embedding:model={t.base_model}`",
+                         "The trained encoder")
+        return AugmentTrained(**{f.name: getattr(fit, f.name) for f in fields(fit)}, scorer=scorer, papers_trained=fit.pairs)
