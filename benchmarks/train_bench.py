@@ -8,6 +8,12 @@ kept ratings. Both the RATE keyword-profile scorer and the plain embedding score
 each with the base model and with the adapter merged in.
 
     .venv/bin/python -m benchmarks.train_bench [--epochs 2] [--anchors 600] [--lr 1e-4]
+    .venv/bin/python -m benchmarks.train_bench --objective attention   # against max, mean and top-3 mean
+    .venv/bin/python -m benchmarks.train_bench --objective augment     # the tuned encoder against its base
+    .venv/bin/python -m benchmarks.train_bench --objective factors     # cof with the factor-aware encoder against cof
+
+The attention and augmentation objectives never train on a query paper (every rated paper is
+one); their results go to ``train-attention.json`` and ``train-augment.json``.
 """
 
 from __future__ import annotations
@@ -55,7 +61,12 @@ def main() -> None:
     p.add_argument("--max-seq-length", type=int, default=128)
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--objective", choices=["rate", "attention", "augment", "factors"], default="rate")
+    p.add_argument("--experts", type=int, default=3, help="attention: candidates wrote more than N papers (demo: 3)")
     a = p.parse_args()
+    if a.objective != "rate":
+        objective_bench(a)
+        return
 
     data = (a.data / "data").resolve()
     ensure_demo(data)
@@ -102,6 +113,74 @@ def main() -> None:
     }
     RESULTS.mkdir(exist_ok=True)
     name = "train.json" if device() == "cpu" else f"train-{device()}.json"
+    (RESULTS / name).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"results: {RESULTS / name}")
+
+
+def compare(s: Any, a: argparse.Namespace, scorers: list[str], baseline: str, tag: str) -> list[dict[str, Any]]:
+    """Every scorer against ``baseline`` on the warehouse's kept ratings, paired intervals on the
+    differences; prints the average loss and accuracy lines."""
+    from revbench.flows.evaluate import evaluate_flow
+
+    ev = evaluate_flow.fn(s, benchmarks=["warehouse"], scorers=scorers, baseline=baseline, bootstrap=a.bootstrap,
+                          seed=a.seed, plot=False, report_dir=str(a.data / f"report-{tag}"))
+    keep = {"loss", "accuracy", "easy_accuracy", "hard_accuracy"}
+    rows = [{k: r[k] for k in ("split", "scorer", "metric", "value", "ci_low", "ci_high", "n")}
+            for r in ev.rows if r["metric"] in keep and r["benchmark"] == "warehouse"]
+    for r in rows:
+        if r["split"] == "average" and r["metric"] in ("loss", "accuracy") and r["value"] is not None:
+            ci = f" [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r["ci_low"] is not None else ""
+            print(f"  {r['metric']:8s} {r['scorer'][-70:]:70s} {r['value']:.4f}{ci}", flush=True)
+    return rows
+
+
+def objective_bench(a: argparse.Namespace) -> None:
+    """``--objective attention|augment``: train on the demo world, then compare with the base."""
+    data = (a.data / "data").resolve()
+    ensure_demo(data)
+    from revbench.app.entry import prepare_process
+    from revbench.ml.models import DEFAULT_MODEL, device
+    from revbench.settings import Settings
+
+    train = {"learning_rate": a.lr, "batch_size": a.batch_size, "epochs": a.epochs, "max_seq_length": a.max_seq_length,
+             "seed": a.seed, "checkpoint_every": 100, "anchors": a.anchors, "attention_experts": a.experts}
+    s = Settings(data_dir=data).with_overrides(train=train)
+    prepare_process(s)
+    t0 = time.perf_counter()
+    if a.objective == "attention":
+        from revbench.flows.train_attention import attention_flow
+
+        out = attention_flow.fn(s, name="bench-attention", replace=True)
+        base = f"embedding:model={DEFAULT_MODEL}"
+        scorers = [base, f"{base},pooling=mean", f"{base},pooling=topk_mean:3", out.scorer]
+        trained = {"submissions": out.submissions, "skipped_papers": out.skipped_papers, "steps": out.steps,
+                   "first_loss": out.first_loss, "last_loss": out.last_loss, "temperature": out.temperature}
+    elif a.objective == "factors":
+        from revbench.flows.train_contrastive import factors_flow
+
+        out = factors_flow.fn(s, name="bench-factors", replace=True)
+        base = "cof"  # the graph's topic and citation factors beside the base model's semantic one
+        scorers = [base, f"cof:encoder={DEFAULT_MODEL}", out.scorer]  # the base model with instructions, untrained
+        trained = {"pairs": out.pairs, "steps": out.steps, "seconds": out.seconds,
+                   "pairs_per_second": out.pairs_per_second, "first_loss": out.first_loss, "last_loss": out.last_loss}
+    else:
+        from revbench.flows.train_contrastive import augment_flow
+
+        out = augment_flow.fn(s, name="bench-augment", replace=True)
+        base = f"embedding:model={DEFAULT_MODEL}"
+        scorers = [base, out.scorer]
+        trained = {"papers": out.pairs, "steps": out.steps, "seconds": out.seconds,
+                   "papers_per_second": out.pairs_per_second, "first_loss": out.first_loss, "last_loss": out.last_loss}
+    train_s = time.perf_counter() - t0
+    print(f"trained ({a.objective}) in {train_s:.0f} s: {trained}", flush=True)
+    rows = compare(s, a, scorers, base, a.objective)
+    result = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "machine": f"{os.cpu_count()} cores, {device()}",
+              "objective": a.objective, "base_model": DEFAULT_MODEL, "settings": train,
+              "train_seconds_with_setup": round(train_s, 1), "training": trained, "bootstrap": a.bootstrap,
+              "baseline": base, "scorers": scorers, "comparison": rows,
+              "peak_rss_mb": round(psutil.Process().memory_info().rss / 2**20)}
+    RESULTS.mkdir(exist_ok=True)
+    name = f"train-{a.objective}.json" if device() == "cpu" else f"train-{a.objective}-{device()}.json"
     (RESULTS / name).write_text(json.dumps(result, indent=2) + "\n")
     print(f"results: {RESULTS / name}")
 

@@ -47,3 +47,15 @@ class LabelQueries(WarehouseBase):
             df = self._frame(query) if present else None
             out[name] = df.cast(_SCHEMAS[name]) if df is not None and df.height else pl.DataFrame(schema=_SCHEMAS[name])
         return out
+
+    def topic_frame(self) -> pl.DataFrame:
+        """``paper_id, topic``: each corpus paper's finest topic (OpenAlex's topic, else S2's field,
+        else its arXiv category), the highest scored where a scheme gives several."""
+        if not self.has_table("paper_topics"):
+            return pl.DataFrame(schema={"paper_id": pl.Utf8, "topic": pl.Utf8})
+        return self._frame(
+            """SELECT arxiv_id AS paper_id, arg_max(scheme || ':' || topic,
+                      (CASE scheme WHEN 'openalex-topic' THEN 3 WHEN 's2-fos' THEN 2 ELSE 1 END) * 10
+                      + coalesce(score, 0)) AS topic
+               FROM paper_topics JOIN papers USING (arxiv_id) GROUP BY 1 ORDER BY 1""")
+

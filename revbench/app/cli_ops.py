@@ -230,15 +230,15 @@ def models(
 
 def train(
     name: Annotated[str | None, typer.Option(help="Model folder under DATA_DIR/models/ (default: the objective's name)")] = None,
-    objective: Annotated[str, typer.Option(help="rate: LoRA on weak-supervision triplets (RATE); attention: reviewer attention over a reviewer's papers, on the graph's weak labels; augment: contrastive LoRA on two views of each unrated paper")] = "rate",
+    objective: Annotated[str, typer.Option(help="rate: LoRA on weak-supervision triplets (RATE); attention: reviewer attention over a reviewer's papers, on the graph's weak labels; augment: contrastive LoRA on two views of each unrated paper; factors: UniPR's factor-aware encoder on citation, topic and semantic pairs")] = "rate",
     base_model: Annotated[str | None, typer.Option(help="Model to adapt or whose vectors to attend over (default: REVBENCH_TRAIN__BASE_MODEL)")] = None,
     max_steps: Annotated[int | None, typer.Option(min=0, help="Stop after this many steps (0: all epochs)")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Train again over a model trained with other settings (the old folder is kept under models/.replaced/)")] = False,
     track: Track = None,
 ) -> None:
-    """Train a model on the warehouse (RATE-style LoRA, reviewer attention, or augmented views); resumes a killed run."""
-    if objective not in ("rate", "attention", "augment"):
-        raise UsageError(f"--objective {objective!r}: expected rate, attention or augment")
+    """Train a model on the warehouse (RATE-style LoRA, reviewer attention, augmented views, or UniPR's factors); resumes a killed run."""
+    if objective not in ("rate", "attention", "augment", "factors"):
+        raise UsageError(f"--objective {objective!r}: expected rate, attention, augment or factors")
     changes = {k: v for k, v in {"train.base_model": base_model, "train.max_steps": max_steps}.items() if v is not None}
     settings = setup(**changes)
     from revbench.app.console import print_train
@@ -249,11 +249,11 @@ def train(
         print_train(attention_flow.run(settings, name=name or "attention", replace=replace,
                                        track=resolve_track(track, long_flow=True)))
         return
-    if objective == "augment":
-        from revbench.flows.train_augment import augment_flow
+    if objective in ("augment", "factors"):
+        from revbench.flows.train_contrastive import augment_flow, factors_flow
 
-        print_train(augment_flow.run(settings, name=name or "augment", replace=replace,
-                                     track=resolve_track(track, long_flow=True)))
+        flow = augment_flow if objective == "augment" else factors_flow
+        print_train(flow.run(settings, name=name or objective, replace=replace, track=resolve_track(track, long_flow=True)))
         return
     from revbench.flows.train import train_flow
 

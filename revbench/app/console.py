@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the flows load only when a command runs one
     from revbench.flows.survey import SurveyResend, SurveyWave
     from revbench.flows.train import Trained, TrainSkipped
     from revbench.flows.train_attention import AttentionTrained
-    from revbench.flows.train_augment import AugmentTrained
+    from revbench.flows.train_contrastive import AugmentTrained
 
 console = Console()
 err_console = Console(stderr=True)
@@ -387,37 +387,29 @@ def print_embed(out: EmbedResult) -> None:
 
 def print_train(out: Trained | TrainSkipped | AttentionTrained | AugmentTrained) -> None:
     """What the training did and the scorer it registered."""
-    if getattr(out, "objective", None) == "augment":
-        if out.status == "skipped":
-            console.print(f"Nothing to do: {out.reason}.\nScorer: [cyan]{out.scorer}[/]", soft_wrap=True)
-            return
-        resumed = f", resumed at step {out.resumed_from}" if out.resumed_from else ""
-        console.print(f"Two views of each of {out.pairs} unrated papers, {out.steps} steps{resumed}: loss "
-                      f"{out.first_loss:.4f} -> {out.last_loss:.4f}, {out.pairs_per_second:.1f} papers/s", soft_wrap=True)
+    if out.status == "skipped":
+        console.print(f"Nothing to do: {out.reason}.\nScorer: [cyan]{out.scorer}[/]", soft_wrap=True)
+        return
+    resumed = f", resumed at step {out.resumed_from}" if out.resumed_from else ""
+    objective = "attention" if hasattr(out, "temperature") else getattr(out, "objective", "rate")
+    if objective != "rate":
+        what = {"attention": f"Attention over reviewers' papers: {getattr(out, 'submissions', 0)} training papers "
+                             f"({getattr(out, 'skipped_papers', 0)} left out)",
+                "augment": f"Two views of each of {getattr(out, 'pairs', 0)} unrated papers",
+                "factors": f"{getattr(out, 'pairs', 0)} factor pairs (citation, topic, semantic) among unrated papers"}
+        tail = (f", learned temperature {out.temperature:.3f}" if objective == "attention"  # type: ignore[union-attr]
+                else f", {out.pairs_per_second:.1f} rows/s")  # type: ignore[union-attr]
+        console.print(f"{what[objective]}, {out.steps} steps{resumed}: loss {out.first_loss:.4f} -> "  # type: ignore[union-attr]
+                      f"{out.last_loss:.4f}{tail}", soft_wrap=True)  # type: ignore[union-attr]
         console.print(f"Scorer: [cyan]{out.scorer}[/]", soft_wrap=True)
         return
-    if hasattr(out, "temperature"):  # reviewer attention
-        if out.status == "skipped":
-            console.print(f"Nothing to do: {out.reason}.\nScorer: [cyan]{out.scorer}[/]", soft_wrap=True)
-            return
-        resumed = f", resumed at step {out.resumed_from}" if out.resumed_from else ""
-        console.print(f"Attention over reviewers' papers: {out.submissions} training papers ({out.skipped_papers} left "
-                      f"out), {out.steps} steps{resumed}: loss {out.first_loss:.4f} -> {out.last_loss:.4f}, learned "
-                      f"temperature {out.temperature:.3f}", soft_wrap=True)
-        console.print(f"Scorer: [cyan]{out.scorer}[/]\n(evaluate it with -s embedding:pooling=max -s "
-                      f"embedding:pooling=mean -s embedding:pooling=topk_mean:3 -s '{out.scorer}')", soft_wrap=True)
-        return
-    if out.status == "skipped":
-        console.print(f"Nothing to do: {out.reason}.\nScorer: [cyan]{out.scorer}[/]")
-        return
-    p = out.provenance
+    p = out.provenance  # type: ignore[union-attr]
     console.print(
         f"{p.triplets} triplets ({', '.join(f'{k} {v}' for k, v in sorted(p.by_view.items()))}) from "
         f"{p.papers} papers and {p.reviewers} keyword profiles; skipped anchors: "
         + (", ".join(f"{k} {v}" for k, v in sorted(p.skipped.items())) or "none"))
-    resumed = f", resumed at step {out.resumed_from}" if out.resumed_from else ""
-    console.print(f"{out.steps} steps{resumed}: loss {out.first_loss:.4f} -> {out.last_loss:.4f}, "
-                  f"{out.pairs_per_second:.1f} triplets/s")
+    console.print(f"{out.steps} steps{resumed}: loss {out.first_loss:.4f} -> {out.last_loss:.4f}, "  # type: ignore[union-attr]
+                  f"{out.pairs_per_second:.1f} triplets/s")  # type: ignore[union-attr]
     console.print(f"Scorer: [cyan]{out.scorer}[/] (evaluate it with --scorer rate --scorer '{out.scorer}' --baseline rate)")
 
 

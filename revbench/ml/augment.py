@@ -84,3 +84,22 @@ def augment_loss(model: Any, batch: pl.DataFrame, cfg: TrainConfig, step: int) -
     logits = a @ b.T / cfg.temperature
     target = torch.arange(len(pairs), device=logits.device)
     return (torch.nn.functional.cross_entropy(logits, target) + torch.nn.functional.cross_entropy(logits.T, target)) / 2
+
+
+def factor_loss(model: Any, batch: pl.DataFrame, cfg: TrainConfig, step: int) -> Any:
+    """UniPR's factor-aware objective on one batch of pairs (``factor, query_text, doc_text``):
+    each query, after its factor's instruction, should embed closest to its own document among
+    the batch's documents (in-batch InfoNCE at the training temperature); a document that is
+    another row's too is masked out of the rows it is not the positive of."""
+    import torch
+
+    from revbench.ml.recipes import instruction_prefix
+
+    prefixes = {f: instruction_prefix(f)[0] for f in set(batch["factor"].to_list())}
+    q = _encode(model, [prefixes[f] + t for f, t in zip(batch["factor"].to_list(), batch["query_text"].to_list(), strict=True)])
+    d = _encode(model, batch["doc_text"].to_list())
+    logits = q @ d.T / cfg.temperature
+    docs = batch["doc_id"].to_list()
+    same = torch.tensor([[j != i and docs[j] == docs[i] for j in range(len(docs))] for i in range(len(docs))], dtype=torch.bool)
+    logits = logits.masked_fill(same.to(logits.device), float("-inf"))
+    return torch.nn.functional.cross_entropy(logits, torch.arange(len(docs), device=logits.device))

@@ -174,3 +174,17 @@ def attention_card(folder: str) -> dict[str, object]:
         raise ValueError(f"{folder}: no trained attention module there ({ATTENTION_CARD_FILE} and {ATTENTION_WEIGHTS_FILE}; "
                          "train one with `revbench train --objective attention`)") from None
     return card
+
+
+FACTORS = ("semantic", "topic", "citation")
+"""UniPR's factors, each with an instruction (``templates/prompts/factor_instruction.j2``)."""
+
+
+def instruction_prefix(factor: str) -> tuple[str, str]:
+    """What goes before a submission's text when it is encoded for ``factor``, and the
+    template's version (recorded with the scores)."""
+    if factor not in FACTORS:
+        raise ValueError(f"unknown factor {factor!r}; expected one of {', '.join(FACTORS)}")
+    from revbench.templates import render
+
+    return render("prompts/factor_instruction.j2", factor=factor)

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import numpy as np
 import polars as pl
 
-from revbench.schemas.graph import CITATIONS
+from revbench.schemas.graph import CITATIONS, PAPER_TOPICS
 from revbench.schemas.tables import AUTHOR_LINKS, PAPERS, QUERY_SAMPLES, RATINGS
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
@@ -29,7 +29,7 @@ def topics_warehouse(settings: Settings, reviewers: int = 12, citing: int = 60, 
     rng = np.random.default_rng(seed)
     names = list(TOPICS)
     now = datetime(2026, 9, 20, tzinfo=UTC)
-    papers, links, cites = [], [], []
+    papers, links, cites, topics = [], [], [], []
     by_topic: dict[str, list[str]] = {t: [] for t in names}
     n = 0
 
@@ -43,6 +43,7 @@ def topics_warehouse(settings: Settings, reviewers: int = 12, citing: int = 60, 
                            primary_category="cs.LG", categories=["cs.LG"], updated=now, year=year, pdf_sha256="0" * 64,
                            title_similarity=1.0, n_authors=len(authors), input_hash="h", loaded_at=now))
         links.extend(dict(arxiv_id=pid, position=i, author_id=a, method="singleton", block_key="k") for i, a in enumerate(authors))
+        topics.append(dict(arxiv_id=pid, scheme="openalex-topic", topic=topic, origin="openalex", score=0.9))
         return pid
 
     for r in range(reviewers):
@@ -74,5 +75,6 @@ def topics_warehouse(settings: Settings, reviewers: int = 12, citing: int = 60, 
         wh.upsert(AUTHOR_LINKS, pl.DataFrame(links))
         wh.upsert(QUERY_SAMPLES, pl.DataFrame(samples))
         wh.upsert(CITATIONS, pl.DataFrame(cites))
+        wh.upsert(PAPER_TOPICS, pl.DataFrame(topics))
         wh.upsert(RATINGS, pl.DataFrame(ratings, schema=RATINGS.polars_schema))
     return out

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from revbench.evaluation.scorers import Context, make_scorer
-from revbench.flows.train_augment import augment_flow
+from revbench.flows.train_contrastive import augment_flow
 from revbench.ml.augment import sentence_dropout, span_mask, views
 from revbench.settings import Settings
 from tests.support.cli import cli

@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 import polars as pl
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark, Scores
 from revbench.evaluation.scorers.base import (
@@ -54,6 +54,17 @@ class CofParams(Params):
     pooling: Pooling = UNIPR_POOLING
     fusion: Literal["rrf", "weights"] = "rrf"
     folds: int = Field(5, ge=2)
+    encoder: str = ""
+    """A factor-aware encoder (``revbench train --objective factors``, or any model): every factor
+    is then this encoder's cosine with the submission after the factor's instruction
+    (``embedding:model=ENCODER,instruction=FACTOR``), and no graph is read."""
+
+    @model_validator(mode="after")
+    def _encoder_or_semantic(self) -> CofParams:
+        if self.encoder and self.semantic != "embedding":
+            raise ValueError("give encoder= (one encoder for every factor) or semantic= (the graph's topic and citation "
+                             "factors beside it), not both")
+        return self
 
     @field_validator("semantic")
     @classmethod
@@ -93,6 +104,8 @@ class Cof(GraphScorer):
         sem = p.semantic.replace(";", ",")
         specs = {"semantic": f"{sem}{',' if ':' in sem else ':'}pooling={p.pooling}",
                  "topic": f"topic:pooling={p.pooling}", "citation": f"citation:pooling={p.pooling}"}
+        if p.encoder:
+            specs = {f: f"embedding:model={p.encoder},instruction={f},pooling={p.pooling}" for f in FACTORS}
         self.factors: dict[str, Scorer] = {k: make_scorer(v, context) for k, v in specs.items()}
 
     def services(self) -> tuple[str, ...]:
@@ -101,7 +114,8 @@ class Cof(GraphScorer):
     def score(self, benchmark: Benchmark) -> Scores:
         """The fused scores, with each factor alone (as its own scorer) and each factor left out
         (``cof[-topic]``) as companions."""
-        self.refuse_graphless(benchmark)  # before the semantic factor spends its time
+        if not self.params.encoder:  # type: ignore[attr-defined]
+            self.refuse_graphless(benchmark)  # before the semantic factor spends its time
         by_factor = {k: f.score(benchmark) for k, f in self.factors.items()}
         needed = benchmark.pairs_needed()
         ratings = rated_pairs(benchmark) if self.params.fusion == "weights" else None  # type: ignore[attr-defined]

@@ -3,7 +3,7 @@ model ``A+B``, OpenReview's ensemble of two models (its production affinity is `
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 import polars as pl
@@ -39,6 +39,9 @@ class EmbeddingParams(Params):
     attention`` wrote to DIR (:mod:`revbench.ml.attention`)."""
     merge_alpha: float = Field(0.5, ge=0.0, le=1.0)
     """An ensemble's weight of its first model (the second gets ``1 - merge_alpha``)."""
+    instruction: Literal["none", "semantic", "topic", "citation"] = "none"
+    """UniPR's factor instruction put before each submission's text (``Instruct: ...\\nQuery: ``,
+    ``templates/prompts/factor_instruction.j2``); profile papers are encoded as they are."""
 
     @field_validator("model")
     @classmethod
@@ -99,6 +102,27 @@ class Embedding(Scorer):
             if line:  # said when the scorer is built, before any scorer has spent its time
                 raise UsageError(line)
 
+    @property
+    def spec(self) -> str:
+        """Every parameter, and the factor instruction template's version when one is used."""
+        factor = self.params.instruction  # type: ignore[attr-defined]
+        if factor == "none":
+            return super().spec
+        from revbench.ml.recipes import instruction_prefix
+
+        return f"{super().spec},instruction_template=prompts/factor_instruction.j2@{instruction_prefix(factor)[1]}"
+
+    def queries(self, subs: pl.DataFrame, model: str) -> list[str]:
+        """The submissions' texts as ``model`` reads them, after the factor instruction if one is set."""
+        texts = model_text(subs, model)
+        factor = self.params.instruction  # type: ignore[attr-defined]
+        if factor == "none":
+            return texts
+        from revbench.ml.recipes import instruction_prefix
+
+        prefix, _ = instruction_prefix(factor)
+        return [prefix + t for t in texts]
+
     def score_draw(self, benchmark: Benchmark, draw: int, needed: pl.DataFrame) -> pl.DataFrame:
         profile = benchmark.draws[draw]
         subs = submissions_of(benchmark, needed)
@@ -109,12 +133,12 @@ class Embedding(Scorer):
         sims = []
         for m in parts:
             cache = self.embeddings(m, benchmark)
-            sims.append(cache.embed(model_text(profile, m)) @ cache.embed(model_text(subs, m)).T)
+            sims.append(cache.embed(model_text(profile, m)) @ cache.embed(self.queries(subs, m)).T)
         ids = subs["paper_id"].to_list()
         if p.pooling.startswith(ATTENTION):  # type: ignore[attr-defined]
             cache = self.embeddings(parts[0], benchmark)
             return attended(p.pooling.removeprefix(ATTENTION), cache.embed(model_text(profile, parts[0])),  # type: ignore[attr-defined]
-                            cache.embed(model_text(subs, parts[0])), profile, ids, needed)
+                            cache.embed(self.queries(subs, parts[0])), profile, ids, needed)
         if len(parts) == 1:
             return pooled_scores(sims[0], profile, ids, needed, p.pooling)  # type: ignore[attr-defined]
         a, b = (pooled_scores(min_max(s), profile, ids, needed, "max") for s in sims)

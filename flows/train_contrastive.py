@@ -1,8 +1,12 @@
-"""The augmentation training flow (``revbench train --objective augment``): the corpus' unrated
-papers -> self-supervised contrastive LoRA fine-tuning on two views of each paper
-(:mod:`revbench.ml.augment`) -> an adapter that scores as ``embedding:model=PATH``.
+"""The contrastive LoRA training flows, on the corpus' unrated papers:
 
-Everything lands in ``data/models/<name>/``: ``papers.parquet`` (the training papers: no query
+- ``revbench train --objective augment``: two views of each paper (:mod:`revbench.ml.augment`);
+- ``revbench train --objective factors``: UniPR's factor pairs (citation, topic, semantic), the
+  query side after its factor's instruction (:mod:`revbench.tasks.factor_pairs`).
+
+Each gives an adapter that scores as ``embedding:model=PATH`` (with ``instruction=FACTOR`` for
+the factors' encoder, which ``cof:encoder=PATH`` uses for every factor). Everything lands in
+``data/models/<name>/``: the training rows (``papers.parquet`` or ``pairs.parquet``: no query
 paper, so no rated one), ``provenance.json``, ``checkpoints/`` and ``adapter/`` (the LoRA weights
 with ``revbench_model.json``, written last). A second run with the same settings does nothing; a
 killed run resumes from its newest checkpoint.
@@ -39,8 +43,9 @@ def settings_digest(t: TrainSettings) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class AugmentTrained(TrainResult, FlowResult):
-    """An augmentation adapter trained (or found trained with these settings: ``status`` skipped,
-    with the ``reason``); its fields are :class:`revbench.ml.training.TrainResult`'s."""
+    """A contrastive adapter (``objective`` augment or factors) trained, or found trained with these
+    settings (``status`` skipped, with the ``reason``); its fields are
+    :class:`revbench.ml.training.TrainResult`'s."""
 
     status: Literal["trained", "skipped"] = "trained"
     objective: str = "augment"
@@ -75,22 +80,23 @@ def papers_stage(run: Run, out: Path) -> int:
         return chosen.height
 
 
-@stage_task("augment-training")
-def fit_stage(run: Run, out: Path) -> TrainResult:
-    """LoRA training on two views of each paper, resumable from ``out/checkpoints``."""
-    from revbench.ml.augment import augment_loss
+@stage_task("contrastive-training")
+def fit_stage(run: Run, out: Path, objective: str) -> TrainResult:
+    """LoRA training on the written rows with the objective's loss, resumable from ``out/checkpoints``."""
+    from revbench.ml.augment import augment_loss, factor_loss
 
-    with stage(run, "augment-training") as st:
+    rows_file, loss_fn = {"augment": ("papers.parquet", augment_loss), "factors": ("pairs.parquet", factor_loss)}[objective]
+    with stage(run, f"{objective}-training") as st:
         try:
-            papers = pl.read_parquet(out / "papers.parquet")
+            papers = pl.read_parquet(out / rows_file)
         except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a damaged file
-            raise InputError(f"{out / 'papers.parquet'} is damaged ({type(exc).__name__}): pass --replace to build it "
+            raise InputError(f"{out / rows_file} is damaged ({type(exc).__name__}): pass --replace to build it "
                              "again (the damaged folder is kept under models/.replaced/)") from None
         cfg = train_config(st.settings.train)
         total = cfg.total_steps(papers.height)
-        with st.progress(total, f"train {total} steps on {papers.height} papers, two views each") as bar:
-            result = train(papers, out, cfg, card={"objective": "augment", "revbench_run": run.run_id},
-                           progress=lambda step, _t, _l: bar.advance(step - bar.done), loss_fn=augment_loss)
+        with st.progress(total, f"train {total} steps on {papers.height} {objective} rows") as bar:
+            result = train(papers, out, cfg, card={"objective": objective, "revbench_run": run.run_id},
+                           progress=lambda step, _t, _l: bar.advance(step - bar.done), loss_fn=loss_fn)
         plot_losses(result.losses, out / ADAPTER_DIR / "loss.png")
         st.result.rows_in, st.result.rows_out = papers.height, result.steps - result.resumed_from
         st.result.notes = {"steps": result.steps, "resumed_from": result.resumed_from}
@@ -120,7 +126,7 @@ def augment_flow(settings: Settings, name: str = "augment", replace: bool = Fals
                 "warehouse": str(settings.warehouse_path), "run_id": run.run_id, "built_at": utcnow().isoformat(),
                 "settings": {k: getattr(t, k) for k in SETTINGS}, "settings_sha256": settings_digest(t),
                 "held_out": {"papers": held_out.papers, "sha256": held_out.sha256}, "papers": n})
-        fit = fit_stage(run, out)
+        fit = fit_stage(run, out, "augment")
         publish_table("augment-summary", [{"what": k, "value": v} for k, v in {
             "training papers": fit.pairs, "steps": fit.steps, "resumed from step": fit.resumed_from,
             "first loss": fit.first_loss, "last loss": fit.last_loss, "papers per second": fit.pairs_per_second}.items()],
@@ -129,3 +135,58 @@ def augment_flow(settings: Settings, name: str = "augment", replace: bool = Fals
                          f"embedding:model={t.base_model} -s '{scorer}' --baseline embedding:model={t.base_model}`",
                          "The trained encoder")
         return AugmentTrained(**{f.name: getattr(fit, f.name) for f in fields(fit)}, scorer=scorer, papers_trained=fit.pairs)
+
+
+@stage_task("factor-pairs")
+def pairs_stage(run: Run, out: Path) -> dict[str, int]:
+    """UniPR's factor pairs among unrated papers, at most TRAIN__ANCHORS / 3 per factor (seeded),
+    written to ``out/pairs.parquet``."""
+    from revbench.tasks import factor_pairs
+
+    with stage(run, "factor-pairs") as st:
+        t = st.settings.train
+        with Warehouse.open(st.settings.warehouse_path, read_only=True,
+                            lock_wait=st.settings.warehouse.lock_wait_seconds) as wh:
+            frames, topics = wh.weak_label_frames(), wh.topic_frame()
+        pairs = factor_pairs.factor_pairs(frames, topics, max(1, t.anchors // 3), t.seed)
+        by_factor = factor_pairs.counts(pairs)
+        if pairs.height < 2:
+            raise InputError(f"{pairs.height} factor pair(s) among the unrated papers ({by_factor}): run `revbench graph` "
+                             "for citations and topics, or ingest more papers")
+        out.mkdir(parents=True, exist_ok=True)
+        factor_pairs.with_texts(pairs, frames["papers"]).write_parquet(out / "pairs.parquet")
+        st.result.rows_in, st.result.rows_out = frames["papers"].height, pairs.height
+        st.result.notes = {"by_factor": by_factor}
+        return by_factor
+
+
+@revbench_flow("train-factors")
+def factors_flow(settings: Settings, name: str = "factors", replace: bool = False) -> AugmentTrained:
+    """Fine-tune the base model on UniPR's factor pairs with their instructions; register the encoder."""
+    check_name(name)
+    out, t = settings.data_dir / "models" / name, settings.train
+    adapter = out / ADAPTER_DIR
+    scorer = f"cof:encoder={adapter}"
+    if not settings.warehouse_path.exists():
+        raise UsageError(f"no warehouse at {settings.warehouse_path}: run `revbench ingest` and `revbench graph` first "
+                         "(or `revbench demo`)")
+    with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
+        held_out = held_out_digest(wh.rated_papers())
+    if prepare_folder(out, settings_digest(t), held_out, replace, done_mark=f"{ADAPTER_DIR}/revbench_model.json",
+                      what="TRAIN__* settings") == "done":
+        return AugmentTrained(status="skipped", objective="factors", scorer=scorer, adapter=adapter, steps=0,
+                              resumed_from=0, pairs=0, seconds=0.0, pairs_per_second=0.0, first_loss=None, last_loss=None,
+                              reason=f"{adapter} was trained with these settings already (--replace to train again)")
+    check_model(t.base_model, "TRAIN__BASE_MODEL")
+    with flow_run(settings, "train-factors", {"name": name, "replace": replace}) as run:
+        if not (out / "provenance.json").exists():  # a resumed run keeps its data
+            by_factor = pairs_stage(run, out)
+            write_json(out / "provenance.json", {
+                "warehouse": str(settings.warehouse_path), "run_id": run.run_id, "built_at": utcnow().isoformat(),
+                "settings": {k: getattr(t, k) for k in SETTINGS}, "settings_sha256": settings_digest(t),
+                "held_out": {"papers": held_out.papers, "sha256": held_out.sha256}, "pairs": by_factor})
+        fit = fit_stage(run, out, "factors")
+        publish_markdown("factors-scorer", f"Evaluate it beside the graph's factors:\n\n`revbench evaluate -b warehouse "
+                         f"-s cof -s '{scorer}' --baseline cof`", "The factor-aware encoder")
+        return AugmentTrained(**{f.name: getattr(fit, f.name) for f in fields(fit)}, objective="factors", scorer=scorer,
+                              papers_trained=fit.pairs)
