@@ -74,6 +74,10 @@ def weak_positives(source: str, queries: pl.DataFrame, authorship: pl.DataFrame,
     return out.select("reviewer_id", "paper_id").unique().sort("paper_id", "reviewer_id")
 
 
+KEYS_AT_ONCE = 1 << 24
+"""Random keys held at once while drawing negatives (16M: 128 MB)."""
+
+
 def _negatives(positives: pl.DataFrame, pool: pl.Series, n: int, seed: int) -> pl.DataFrame:
     """Up to ``n`` pool reviewers per paper that are not its positives, drawn uniformly without
     replacement, the same for the same inputs and seed: each paper draws ``n`` plus its positives'
@@ -83,12 +87,21 @@ def _negatives(positives: pl.DataFrame, pool: pl.Series, n: int, seed: int) -> p
     if not papers.height or not size or n <= 0:
         return pl.DataFrame(schema={"reviewer_id": pl.Utf8, "paper_id": pl.Utf8})
     m = min(size, n + int(papers["len"].max()))
-    keys = np.random.default_rng(seed).random((papers.height, size))
-    picked = np.argpartition(keys, m - 1, axis=1)[:, :m] if m < size else np.tile(np.arange(size), (papers.height, 1))
+    rng = np.random.default_rng(seed)
+    # The keys of a few papers at a time: the generator fills rows in order, so the keys (and the
+    # draw) are those of one papers x pool matrix, which at 160k papers' pool would take gigabytes.
+    rows_at_once = max(1, KEYS_AT_ONCE // size)
+    picked_parts, key_parts = [], []
+    for start in range(0, papers.height, rows_at_once):
+        keys = rng.random((min(rows_at_once, papers.height - start), size))
+        picked = np.argpartition(keys, m - 1, axis=1)[:, :m] if m < size else np.tile(np.arange(size), (len(keys), 1))
+        picked_parts.append(picked)
+        key_parts.append(np.take_along_axis(keys, picked, axis=1))
+    picked, chosen = np.vstack(picked_parts), np.vstack(key_parts)
     drawn = pl.DataFrame({
         "paper_id": np.repeat(papers["paper_id"].to_numpy(), m),
         "reviewer_id": pool.gather(picked.ravel()),
-        "key": np.take_along_axis(keys, picked, axis=1).ravel(),
+        "key": chosen.ravel(),
     })
     return (drawn.join(positives, on=["reviewer_id", "paper_id"], how="anti").sort("paper_id", "key")
             .group_by("paper_id", maintain_order=True).head(n).select("reviewer_id", "paper_id"))
