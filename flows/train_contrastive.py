@@ -103,40 +103,6 @@ def fit_stage(run: Run, out: Path, objective: str) -> TrainResult:
         return result
 
 
-@revbench_flow("train-augment")
-def augment_flow(settings: Settings, name: str = "augment", replace: bool = False) -> AugmentTrained:
-    """Fine-tune the base model on augmented views of unrated papers; register the adapter."""
-    check_name(name)
-    out, t = settings.data_dir / "models" / name, settings.train
-    scorer = f"embedding:model={out / ADAPTER_DIR}"
-    if not settings.warehouse_path.exists():
-        raise UsageError(f"no warehouse at {settings.warehouse_path}: run `revbench ingest` first (or `revbench demo`)")
-    with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
-        held_out = held_out_digest(wh.rated_papers())
-    if prepare_folder(out, settings_digest(t), held_out, replace, done_mark=f"{ADAPTER_DIR}/revbench_model.json",
-                      what="TRAIN__* settings") == "done":
-        return AugmentTrained(status="skipped", scorer=scorer, adapter=out / ADAPTER_DIR, steps=0, resumed_from=0, pairs=0,
-                              seconds=0.0, pairs_per_second=0.0, first_loss=None, last_loss=None,
-                              reason=f"{out / ADAPTER_DIR} was trained with these settings already (--replace to train again)")
-    check_model(t.base_model, "TRAIN__BASE_MODEL")
-    with flow_run(settings, "train-augment", {"name": name, "replace": replace}) as run:
-        if not (out / "provenance.json").exists():  # a resumed run keeps its data
-            n = papers_stage(run, out)
-            write_json(out / "provenance.json", {
-                "warehouse": str(settings.warehouse_path), "run_id": run.run_id, "built_at": utcnow().isoformat(),
-                "settings": {k: getattr(t, k) for k in SETTINGS}, "settings_sha256": settings_digest(t),
-                "held_out": {"papers": held_out.papers, "sha256": held_out.sha256}, "papers": n})
-        fit = fit_stage(run, out, "augment")
-        publish_table("augment-summary", [{"what": k, "value": v} for k, v in {
-            "training papers": fit.pairs, "steps": fit.steps, "resumed from step": fit.resumed_from,
-            "first loss": fit.first_loss, "last loss": fit.last_loss, "papers per second": fit.pairs_per_second}.items()],
-            "What the augmentation training used and did")
-        publish_markdown("augment-scorer", f"Evaluate it beside its base:\n\n`revbench evaluate -b warehouse -s "
-                         f"embedding:model={t.base_model} -s '{scorer}' --baseline embedding:model={t.base_model}`",
-                         "The trained encoder")
-        return AugmentTrained(**{f.name: getattr(fit, f.name) for f in fields(fit)}, scorer=scorer, papers_trained=fit.pairs)
-
-
 @stage_task("factor-pairs")
 def pairs_stage(run: Run, out: Path) -> dict[str, int]:
     """UniPR's factor pairs among unrated papers, at most TRAIN__ANCHORS / 3 per factor (seeded),
@@ -160,33 +126,50 @@ def pairs_stage(run: Run, out: Path) -> dict[str, int]:
         return by_factor
 
 
-@revbench_flow("train-factors")
-def factors_flow(settings: Settings, name: str = "factors", replace: bool = False) -> AugmentTrained:
-    """Fine-tune the base model on UniPR's factor pairs with their instructions; register the encoder."""
+def _contrastive(settings: Settings, name: str, replace: bool, objective: str) -> AugmentTrained:
+    """What both flows do: check, decide what the folder holds, build the rows once, train."""
     check_name(name)
     out, t = settings.data_dir / "models" / name, settings.train
     adapter = out / ADAPTER_DIR
-    scorer = f"cof:encoder={adapter}"
+    scorer = f"embedding:model={adapter}" if objective == "augment" else f"cof:encoder={adapter}"
     if not settings.warehouse_path.exists():
-        raise UsageError(f"no warehouse at {settings.warehouse_path}: run `revbench ingest` and `revbench graph` first "
-                         "(or `revbench demo`)")
+        raise UsageError(f"no warehouse at {settings.warehouse_path}: run `revbench ingest`"
+                         + (" and `revbench graph`" if objective == "factors" else "") + " first (or `revbench demo`)")
     with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
         held_out = held_out_digest(wh.rated_papers())
     if prepare_folder(out, settings_digest(t), held_out, replace, done_mark=f"{ADAPTER_DIR}/revbench_model.json",
                       what="TRAIN__* settings") == "done":
-        return AugmentTrained(status="skipped", objective="factors", scorer=scorer, adapter=adapter, steps=0,
+        return AugmentTrained(status="skipped", objective=objective, scorer=scorer, adapter=adapter, steps=0,
                               resumed_from=0, pairs=0, seconds=0.0, pairs_per_second=0.0, first_loss=None, last_loss=None,
                               reason=f"{adapter} was trained with these settings already (--replace to train again)")
     check_model(t.base_model, "TRAIN__BASE_MODEL")
-    with flow_run(settings, "train-factors", {"name": name, "replace": replace}) as run:
+    with flow_run(settings, f"train-{objective}", {"name": name, "replace": replace}) as run:
         if not (out / "provenance.json").exists():  # a resumed run keeps its data
-            by_factor = pairs_stage(run, out)
+            rows = papers_stage(run, out) if objective == "augment" else pairs_stage(run, out)
             write_json(out / "provenance.json", {
                 "warehouse": str(settings.warehouse_path), "run_id": run.run_id, "built_at": utcnow().isoformat(),
-                "settings": {k: getattr(t, k) for k in SETTINGS}, "settings_sha256": settings_digest(t),
-                "held_out": {"papers": held_out.papers, "sha256": held_out.sha256}, "pairs": by_factor})
-        fit = fit_stage(run, out, "factors")
-        publish_markdown("factors-scorer", f"Evaluate it beside the graph's factors:\n\n`revbench evaluate -b warehouse "
-                         f"-s cof -s '{scorer}' --baseline cof`", "The factor-aware encoder")
-        return AugmentTrained(**{f.name: getattr(fit, f.name) for f in fields(fit)}, objective="factors", scorer=scorer,
+                "objective": objective, "settings": {k: getattr(t, k) for k in SETTINGS},
+                "settings_sha256": settings_digest(t), "held_out": {"papers": held_out.papers, "sha256": held_out.sha256},
+                "rows": rows})
+        fit = fit_stage(run, out, objective)
+        publish_table(f"{objective}-summary", [{"what": k, "value": v} for k, v in {
+            "training rows": fit.pairs, "steps": fit.steps, "resumed from step": fit.resumed_from,
+            "first loss": fit.first_loss, "last loss": fit.last_loss, "rows per second": fit.pairs_per_second}.items()],
+            f"What the {objective} training used and did")
+        base = f"embedding:model={t.base_model}" if objective == "augment" else "cof"
+        publish_markdown(f"{objective}-scorer", f"Evaluate it beside its base:\n\n`revbench evaluate -b warehouse -s {base} "
+                         f"-s '{scorer}' --baseline {base}`", "The trained encoder")
+        return AugmentTrained(**{f.name: getattr(fit, f.name) for f in fields(fit)}, objective=objective, scorer=scorer,
                               papers_trained=fit.pairs)
+
+
+@revbench_flow("train-augment")
+def augment_flow(settings: Settings, name: str = "augment", replace: bool = False) -> AugmentTrained:
+    """Fine-tune the base model on augmented views of unrated papers; register the adapter."""
+    return _contrastive(settings, name, replace, "augment")
+
+
+@revbench_flow("train-factors")
+def factors_flow(settings: Settings, name: str = "factors", replace: bool = False) -> AugmentTrained:
+    """Fine-tune the base model on UniPR's factor pairs with their instructions; register the encoder."""
+    return _contrastive(settings, name, replace, "factors")

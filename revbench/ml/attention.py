@@ -36,14 +36,14 @@ from revbench.errors import UsageError
 from revbench.files import write_atomic
 from revbench.ml.recipes import ATTENTION_CARD_FILE as CARD_FILE
 from revbench.ml.recipes import ATTENTION_WEIGHTS_FILE as WEIGHTS_FILE
-from revbench.ml.training import TrainingDiverged
+from revbench.ml.training import Epochs, TrainingDiverged, batches, checkpoints, seed_all
 
 LIST_TEMPERATURE = 0.05
 """The listwise loss's temperature over candidate scores (cosines, so differences are small)."""
 
 
 @dataclass(frozen=True)
-class AttentionConfig:
+class AttentionConfig(Epochs):
     """Everything that decides the trained module."""
 
     base_model: str
@@ -55,13 +55,6 @@ class AttentionConfig:
     max_steps: int = 0
     checkpoint_every: int = 50
     seed: int = 0
-
-    def steps_per_epoch(self, n: int) -> int:
-        return -(-n // self.batch_size)
-
-    def total_steps(self, n: int) -> int:
-        total = self.epochs * self.steps_per_epoch(n)
-        return min(total, self.max_steps) if self.max_steps else total
 
 
 @dataclass(frozen=True)
@@ -122,19 +115,6 @@ def pad_profiles(vectors: list[np.ndarray], dim: int) -> tuple[np.ndarray, np.nd
     return out, mask
 
 
-def _seed_all(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def _batch(n: int, cfg: AttentionConfig, step: int) -> np.ndarray:
-    """Submissions of the batch at ``step``: each epoch is its own seeded permutation."""
-    epoch, k = divmod(step, cfg.steps_per_epoch(n))
-    order = np.random.default_rng([cfg.seed, epoch]).permutation(n)
-    return order[k * cfg.batch_size:(k + 1) * cfg.batch_size]
-
-
 def batch_loss(pool: AttentionPool, ex: AttentionExamples, rows: np.ndarray, profiles: torch.Tensor,
                mask: torch.Tensor, papers: torch.Tensor) -> torch.Tensor:
     """The mean listwise loss over the submissions ``rows``."""
@@ -148,10 +128,6 @@ def batch_loss(pool: AttentionPool, ex: AttentionExamples, rows: np.ndarray, pro
     return torch.stack(losses).mean()
 
 
-def _checkpoints(folder: Path) -> list[Path]:
-    return sorted(folder.glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
-
-
 def _save(folder: Path, step: int, pool: AttentionPool, opt: Any, losses: list[float], keep: int = 2) -> None:
     target, tmp = folder / f"step-{step:07d}", folder / f".tmp-{step:07d}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -160,7 +136,7 @@ def _save(folder: Path, step: int, pool: AttentionPool, opt: Any, losses: list[f
                 "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
                 "threads": torch.get_num_threads()}, tmp / "state.pt")
     tmp.rename(target)  # a checkpoint is whole or absent
-    for old in _checkpoints(folder)[:-keep]:
+    for old in checkpoints(folder)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
 
 
@@ -191,20 +167,20 @@ def train_attention(ex: AttentionExamples, out: Path, cfg: AttentionConfig, card
 
 def _train(ex: AttentionExamples, out: Path, cfg: AttentionConfig, card: dict[str, Any] | None,
            progress: Callable[[int, int, float], None] | None) -> AttentionResult:
-    _seed_all(cfg.seed)
+    seed_all(cfg.seed)
     pool = AttentionPool(cfg.dim, cfg.temperature)
     opt = torch.optim.Adam(pool.parameters(), lr=cfg.learning_rate)
     ckpt = out / "checkpoints"
     ckpt.mkdir(parents=True, exist_ok=True)
     step, losses = 0, []
-    found = _checkpoints(ckpt)
+    found = checkpoints(ckpt)
     if found:
         step, losses = _load(found[-1], pool, opt)
     resumed_from, total = step, cfg.total_steps(ex.n)
     profiles, mask, papers = torch.from_numpy(ex.profiles), torch.from_numpy(ex.mask), torch.from_numpy(ex.papers)
     t0 = time.perf_counter()
     while step < total:
-        loss = batch_loss(pool, ex, _batch(ex.n, cfg, step), profiles, mask, papers)
+        loss = batch_loss(pool, ex, batches(ex.n, cfg, step), profiles, mask, papers)
         if not torch.isfinite(loss):
             raise TrainingDiverged(f"the loss is {float(loss)} at step {step + 1}: lower the learning rate "
                                    f"(checkpoints up to step {step} are kept)")

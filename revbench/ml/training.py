@@ -40,8 +40,24 @@ class TrainingDiverged(RevbenchError):
     """The loss stopped being a number; nothing after the last good checkpoint is saved."""
 
 
+class Epochs:
+    """Steps of a training over ``n`` rows, for a config with ``batch_size``, ``epochs`` and
+    ``max_steps`` (every objective's config)."""
+
+    batch_size: int
+    epochs: int
+    max_steps: int
+
+    def steps_per_epoch(self, n: int) -> int:
+        return -(-n // self.batch_size)
+
+    def total_steps(self, n: int) -> int:
+        total = self.epochs * self.steps_per_epoch(n)
+        return min(total, self.max_steps) if self.max_steps else total
+
+
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(Epochs):
     """Everything that decides the trained weights (``TRAIN__*`` settings)."""
 
     base_model: str
@@ -59,13 +75,6 @@ class TrainConfig:
     checkpoint_every: int = 50
     max_seq_length: int = 256
     seed: int = 0
-
-    def steps_per_epoch(self, n: int) -> int:
-        return -(-n // self.batch_size)
-
-    def total_steps(self, n: int) -> int:
-        total = self.epochs * self.steps_per_epoch(n)
-        return min(total, self.max_steps) if self.max_steps else total
 
 
 @dataclass(frozen=True)
@@ -95,7 +104,8 @@ def data_digest(pairs: pl.DataFrame) -> str:
     return h.hexdigest()
 
 
-def _seed_all(seed: int) -> None:
+def seed_all(seed: int) -> None:
+    """Seed Python's, numpy's and torch's generators."""
     import torch
 
     random.seed(seed)
@@ -156,7 +166,8 @@ def _lora(model: Any, cfg: TrainConfig) -> Any:
                                          target_modules=list(cfg.target_modules), bias="none"))
 
 
-def _checkpoints(folder: Path) -> list[Path]:
+def checkpoints(folder: Path) -> list[Path]:
+    """The checkpoints in ``folder``, oldest first."""
     return sorted(folder.glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
 
 
@@ -174,7 +185,7 @@ def _save_checkpoint(folder: Path, step: int, peft_model: Any, optimizer: Any, l
                 "threads": torch.get_num_threads()},
                tmp / "state.pt")
     tmp.rename(target)  # a checkpoint is whole or absent
-    for old in _checkpoints(folder)[:-keep]:
+    for old in checkpoints(folder)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
 
 
@@ -199,8 +210,9 @@ def _load_checkpoint(path: Path, peft_model: Any, optimizer: Any) -> tuple[int, 
     return int(state["step"]), list(state["losses"])
 
 
-def batches(n: int, cfg: TrainConfig, step: int) -> np.ndarray:
-    """Row indices of the batch at ``step``: each epoch is its own seeded permutation."""
+def batches(n: int, cfg: Any, step: int) -> np.ndarray:
+    """Row indices of the batch at ``step`` (``cfg``: an :class:`Epochs` with a ``seed``): each
+    epoch is its own seeded permutation."""
     per = cfg.steps_per_epoch(n)
     epoch, k = divmod(step, per)
     order = np.random.default_rng([cfg.seed, epoch]).permutation(n)
@@ -237,7 +249,7 @@ def _train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any
            progress: Callable[[int, int, float], None] | None, loss_fn: LossFn) -> TrainResult:
     import torch
 
-    _seed_all(cfg.seed)
+    seed_all(cfg.seed)
     model = load_model(cfg.base_model, half=False)  # full precision for training, also where inference runs in half
     model.max_seq_length = cfg.max_seq_length
     peft_model = _lora(model, cfg)
@@ -245,7 +257,7 @@ def _train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any
     ckpt_dir = out / "checkpoints"
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     step, losses = 0, []
-    found = _checkpoints(ckpt_dir)
+    found = checkpoints(ckpt_dir)
     if found:
         step, losses = _load_checkpoint(found[-1], peft_model, optimizer)
     resumed_from = step

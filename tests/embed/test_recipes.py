@@ -153,6 +153,16 @@ def _openreview_merge(vectors: dict[str, dict[str, np.ndarray]], profile: pl.Dat
     return out
 
 
+def _cached_vectors(settings: Settings, profile: pl.DataFrame, subs: pl.DataFrame) -> dict[str, dict[str, np.ndarray]]:
+    """Each model's vectors of every profile paper and submission, as the scorer's cache holds them."""
+    vectors = {}
+    for m in ("specter", "scincl"):
+        cache = settings_cache(settings, m)
+        pv, sv = cache.embed(model_text(profile, m)), cache.embed(model_text(subs, m))
+        vectors[m] = {**dict(zip(profile["paper_id"], pv, strict=True)), **dict(zip(subs["paper_id"], sv, strict=True))}
+    return vectors
+
+
 @pytest.mark.parametrize("alpha", [0.5, 0.3])
 def test_the_ensemble_is_openreviews_merge_on_the_same_vectors(settings: Settings, alpha: float) -> None:
     tiny_bert(models_dir(settings) / "allenai__specter", seed=3)
@@ -161,11 +171,7 @@ def test_the_ensemble_is_openreviews_merge_on_the_same_vectors(settings: Setting
     spec = f"embedding:model=specter+scincl,merge_alpha={alpha}"
     scores = make_scorer(spec, Context(settings)).score(b).draws[0]
     profile, subs = b.draws[0], b.submissions.sort("paper_id")
-    vectors = {}
-    for m in ("specter", "scincl"):
-        cache = settings_cache(settings, m)
-        pv, sv = cache.embed(model_text(profile, m)), cache.embed(model_text(subs, m))
-        vectors[m] = {**dict(zip(profile["paper_id"], pv, strict=True)), **dict(zip(subs["paper_id"], sv, strict=True))}
+    vectors = _cached_vectors(settings, profile, subs)
     want = _openreview_merge(vectors, profile, subs["paper_id"].to_list(), alpha)
     got = {(r, p): s for r, p, s in scores.iter_rows()}
     assert got.keys() == want.keys() and len(got) == 4
@@ -201,11 +207,7 @@ def test_the_ensemble_matches_openreview_on_a_larger_benchmark(settings: Setting
     b = _word_bench(15, 10, seed=7)
     scores = make_scorer("embedding:model=specter+scincl", Context(settings)).score(b).draws[0]
     profile, subs = b.draws[0], b.submissions.sort("paper_id")
-    vectors = {}
-    for m in ("specter", "scincl"):
-        cache = settings_cache(settings, m)
-        pv, sv = cache.embed(model_text(profile, m)), cache.embed(model_text(subs, m))
-        vectors[m] = {**dict(zip(profile["paper_id"], pv, strict=True)), **dict(zip(subs["paper_id"], sv, strict=True))}
+    vectors = _cached_vectors(settings, profile, subs)
     want = _openreview_merge(vectors, profile, subs["paper_id"].to_list(), 0.5)
     got = {(r, p): s for r, p, s in scores.iter_rows()}
     assert got.keys() == want.keys() and len(got) == 150

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +20,7 @@ from revbench.flows.train_attention import attention_flow
 from revbench.ml.attention import AttentionPool, attention_scores, load_attention
 from revbench.settings import Settings
 from tests.support.cli import cli, one_line_error
+from tests.support.kill import kill_at_first_checkpoint
 from tests.support.common import run_cli, settings_env
 from tests.support.topics_warehouse import topics_warehouse
 
@@ -92,16 +91,8 @@ def test_a_killed_attention_training_resumes_to_the_same_weights(world: tuple[Se
     done = cli(whole, "train", "--objective", "attention", "--no-track")
     assert done.returncode == 0, done.stderr
     proc = cli(s, "train", "--objective", "attention", "--no-track", wait=False)
-    ckpt = s.data_dir / "models" / "attention" / "checkpoints"
-    deadline = time.monotonic() + 240
-    while not list(ckpt.glob("step-*")):
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        assert time.monotonic() < deadline, "no checkpoint within 240 s"
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
     folder = s.data_dir / "models" / "attention"
-    assert not (folder / "revbench_attention.json").exists(), "the run finished before it could be killed"
+    kill_at_first_checkpoint(proc, folder, folder / "revbench_attention.json")
     resumed = cli(s, "train", "--objective", "attention", "--no-track")
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed at step" in resumed.stdout

@@ -4,8 +4,6 @@ a killed run resumes to the same adapter, and the adapter scores as ``embedding:
 
 from __future__ import annotations
 
-import signal
-import time
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,7 @@ from revbench.flows.train_contrastive import augment_flow
 from revbench.ml.augment import sentence_dropout, span_mask, views
 from revbench.settings import Settings
 from tests.support.cli import cli
+from tests.support.kill import kill_at_first_checkpoint
 from tests.support.evaluation import bench
 from tests.support.models import tiny_bert
 from tests.support.topics_warehouse import topics_warehouse
@@ -83,14 +82,7 @@ def test_a_killed_augment_training_resumes_to_the_same_adapter(world: tuple[Sett
     assert done.returncode == 0, done.stderr
     proc = cli(s, "train", "--objective", "augment", "--no-track", wait=False)
     folder = s.data_dir / "models" / "augment"
-    deadline = time.monotonic() + 240
-    while not list((folder / "checkpoints").glob("step-*")):
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        assert time.monotonic() < deadline, "no checkpoint within 240 s"
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not (folder / "adapter").exists(), "the run finished before it could be killed"
+    kill_at_first_checkpoint(proc, folder, folder / "adapter")
     resumed = cli(s, "train", "--objective", "augment", "--no-track")
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed at step" in resumed.stdout

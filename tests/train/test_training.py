@@ -5,10 +5,8 @@ scores as ``rate:model=PATH``."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +20,7 @@ from revbench.ml.models import DEFAULT_MODEL, is_adapter, load_model, model_key
 from revbench.ml.training import TrainConfig, batch_loss, train
 from revbench.settings import Settings
 from tests.support.evaluation import bench
+from tests.support.kill import kill_at_first_checkpoint
 
 pytestmark = pytest.mark.slow
 
@@ -105,14 +104,7 @@ def test_a_killed_training_resumes_to_the_same_weights(tmp_path: Path) -> None:
 
     killed = tmp_path / "killed"
     proc = _training(pairs, killed)
-    deadline = time.monotonic() + 240
-    while not list((killed / "checkpoints").glob("step-*")):
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        assert time.monotonic() < deadline, "no checkpoint within 240 s"
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not (killed / "adapter").exists(), "the run finished before it could be killed"
+    kill_at_first_checkpoint(proc, killed, killed / "adapter")
     stopped_at = int(sorted((killed / "checkpoints").glob("step-*"))[-1].name.split("-")[1])
     assert 0 < stopped_at < 24
     resumed = _training(pairs, killed)
