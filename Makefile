@@ -80,6 +80,9 @@ bench-refresh: $(STAMP)
 # RATE-style training on the demo world's weak supervision, trained against untrained (CPU: about 15 min).
 bench-train: $(STAMP)
 	$(BIN)/python -m benchmarks.train_bench
+	$(BIN)/python -m benchmarks.train_bench --objective attention --epochs 15
+	$(BIN)/python -m benchmarks.train_bench --objective augment
+	$(BIN)/python -m benchmarks.train_bench --objective factors
 
 clean-data:
 	rm -rf data
