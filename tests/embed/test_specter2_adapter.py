@@ -87,3 +87,24 @@ def test_weights_for_another_model_are_refused(models: Path) -> None:
                weights)
     with pytest.raises(UsageError, match="unexpected weight"):
         load_model("specter2", models_dir=models)
+
+
+def test_evaluate_runs_openreviews_production_ensemble_by_name(models: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from revbench.settings import Settings
+    from tests.support.common import run_cli, settings_env
+    from tests.support.evaluation import write_openreview
+    from tests.support.models import tiny_bert
+
+    s = Settings(data_dir=tmp_path / "data")
+    shutil.copytree(models, s.cache_dir / MODELS_SUBDIR)
+    tiny_bert(s.cache_dir / MODELS_SUBDIR / "malteos__scincl", seed=4)
+    for k, v in settings_env(s).items():
+        monkeypatch.setenv(k, v)
+    data = write_openreview(tmp_path / "or")
+    out = tmp_path / "rows.json"
+    code, _, err = run_cli("evaluate", "-b", f"openreview={data}", "-s", "embedding:model=specter2",
+                           "-s", "embedding:model=specter2+scincl", "--bootstrap", "0", "--json-out", str(out))
+    assert code == 0, err
+    scorers = {r["scorer"] for r in json.loads(out.read_text())}
+    assert {"embedding:model=specter2", "embedding:model=specter2+scincl"} <= scorers, scorers
