@@ -35,7 +35,8 @@ DEMO_KEY_FILES = {"survey.signing_key": ".survey-demo-key", "release.id_key": ".
 
 
 DEMO_EXPERTS = 3
-"""``revbench labels --experts`` in the demo (see ``run_demo``)."""
+"""``revbench labels --experts`` in the demo (see ``run_demo``), and the attention training's
+candidates on the demo's data: a 300-paper world has no author of more than 15 papers."""
 
 
 def keep_demo_settings(settings: Settings) -> None:
@@ -43,7 +44,8 @@ def keep_demo_settings(settings: Settings) -> None:
     (a plain ``revbench ratings`` after the demo raises the flags the demo raised)."""
     from revbench.app.entry import save_demo_settings
 
-    save_demo_settings(settings.data_dir, {"ratings": DEMO_RATINGS, "pools": DEMO_POOLS}, DEMO_KEY_FILES)
+    save_demo_settings(settings.data_dir, {"ratings": DEMO_RATINGS, "pools": DEMO_POOLS,
+                                           "train": {"attention_experts": DEMO_EXPERTS}}, DEMO_KEY_FILES)
 
 
 def demo_settings(settings: Settings, replay_base: str) -> Settings:
