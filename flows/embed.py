@@ -18,7 +18,7 @@ from revbench.evaluation.inputs import load_inputs
 from revbench.evaluation.model import Benchmark
 from revbench.evaluation.plan import plan_evaluation
 from revbench.files import file_sha256, write_atomic
-from revbench.flows.common import Run, flow_run, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.common import Run, flow_run, publish_table, revbench_flow, stage
 from revbench.flows.encoding import encode_texts
 from revbench.flows.results import FlowResult
 from revbench.ml.backends import runtime_for
@@ -52,7 +52,8 @@ class EmbedResult(FlowResult):
     rows: list[EmbeddedBenchmark]
 
 
-@stage_task("embed-benchmark")
+# Not a Prefect task: its pieces are Prefect tasks, and a task submitted from inside another carries
+# that task's parameters (the run, with its warehouse connection) to a Dask worker, which cannot take them.
 def embed_stage(run: Run, bench: Benchmark, model: str) -> EmbeddedBenchmark:
     """One benchmark by one model: encode what is missing, export the vectors with a manifest."""
     with stage(run, f"embed:{model}") as st:

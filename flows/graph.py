@@ -83,7 +83,8 @@ def _save(run: Run, got: Fetched, papers: pl.DataFrame, work_ids: dict[str, str]
                              fetches=frame(got.fetches).with_columns(run_id=pl.lit(run.run_id)) if got.fetches else None)
 
 
-@stage_task("fetch-graph")
+# Not a Prefect task: its pieces are Prefect tasks, and a task submitted from inside another carries
+# that task's parameters (the run, with its warehouse connection) to a Dask worker, which cannot take them.
 def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: pl.DataFrame,
                 work_ids: dict[str, str]) -> StageResult:
     """Ask ``source`` about its papers in pieces of ``ingest.commit_every``, saving each piece as it

@@ -187,7 +187,8 @@ def profiles_stage(run: Run) -> ProfileInputs:
         return ProfileInputs(inputs["papers"], inputs["authored"], profiles, counts, inputs["held_out"])
 
 
-@stage_task("weak-supervision")
+# Not a Prefect task: its pieces are Prefect tasks, and a task submitted from inside another carries
+# that task's parameters (the run, with its warehouse connection) to a Dask worker, which cannot take them.
 def supervise_stage(run: Run, inputs: ProfileInputs, out: Path) -> Provenance:
     """Embed papers and profiles with the base model (cached), build the triplets, write them
     with their provenance."""

@@ -64,7 +64,8 @@ def scorer_spec(t: TrainSettings, out: Path) -> str:
     return f"embedding:model={t.base_model},pooling=attention:{out}"
 
 
-@stage_task("attention-labels")
+# Not a Prefect task: its pieces are Prefect tasks, and a task submitted from inside another carries
+# that task's parameters (the run, with its warehouse connection) to a Dask worker, which cannot take them.
 def labels_stage(run: Run, out: Path) -> dict[str, int]:
     """Weak labels on unrated papers, their texts embedded by the base model; written to ``out``."""
     with stage(run, "attention-labels") as st:

@@ -422,3 +422,31 @@ def test_every_service_is_registered_with_its_probe() -> None:
         assert module in MODULES, service
         probe = service.load()
         assert callable(probe) and list(inspect.signature(probe).parameters) == ["ctx"], service.name
+
+
+FANS_OUT = {"map_pieces", "encode_texts"}
+"""Calls that submit pieces as Prefect tasks on the run's task runner."""
+
+
+def _decorated_stage_tasks_that_fan_out(mods: dict[str, tuple[Path, ast.Module]]) -> list[tuple[str, str]]:
+    out = []
+    for name, (_, tree) in mods.items():
+        if not name.startswith("revbench.flows"):
+            continue
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            decorated = any(isinstance(d, ast.Call) and getattr(d.func, "id", None) == "stage_task" for d in fn.decorator_list)
+            calls = {getattr(c.func, "id", None) or getattr(c.func, "attr", None) for c in ast.walk(fn) if isinstance(c, ast.Call)}
+            if decorated and calls & FANS_OUT:
+                out.append((name, fn.name))
+    return out
+
+
+def test_a_stage_that_fans_out_pieces_is_not_a_prefect_task() -> None:
+    """Pieces submitted from inside a Prefect task carry that task's parameters (the run and its
+    warehouse connection) to a Dask worker, which cannot unpickle a DuckDB connection: the graph
+    stage failed so on Dask at 160k. A stage that fans out is a plain step of its flow."""
+    assert _decorated_stage_tasks_that_fan_out(MODULES) == []
+    planted = ast.parse("@stage_task('x')\ndef s(run):\n    return list(map_pieces(f, [], 'x'))\n")
+    assert _decorated_stage_tasks_that_fan_out({"revbench.flows.planted": (Path("p.py"), planted)}) == [("revbench.flows.planted", "s")]

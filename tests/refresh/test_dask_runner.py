@@ -10,6 +10,7 @@ import pytest
 
 from revbench.errors import ServiceUnavailable
 from revbench.flows.disambiguate import disambiguate_flow
+from revbench.flows.graph import graph_flow
 from revbench.flows.ingest import ingest_flow
 from revbench.flows.pools import pools_flow
 from revbench.schemas.tables import ASSIGNMENTS, INVITATIONS, POOL_EVIDENCE, QUERY_SAMPLES
@@ -34,6 +35,8 @@ def _warehouse(s: Settings) -> dict[str, pl.DataFrame]:
 def _run(s: Settings) -> dict[str, pl.DataFrame]:
     out = ingest_flow(s, date(2026, 9, 1), date(2026, 9, 12), synthetic=True)
     assert out.notes["extract"]["pieces"] >= 2, "the documents went out in several pieces"
+    graph = graph_flow(s)  # S2 and OpenAlex pieces travel to the workers like the documents do
+    assert graph.papers_answered > 0 and graph.references_saved > 0 and graph.failed == 0
     disambiguate_flow(s.with_overrides(disambiguate={"use_llm": False}))
     pools_flow(s.with_overrides(pools=POOLS), round=1)
     return _warehouse(s)
