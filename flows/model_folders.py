@@ -104,3 +104,17 @@ def prepare_folder(out: Path, digest: str, held_out: HeldOut, replace: bool, don
     aside.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(out), str(aside))
     return None
+
+
+def read_rows(path: Path) -> Any:
+    """A training folder's rows (``pairs.parquet``, ``papers.parquet``), or one line saying the
+    file is damaged and how to build it again."""
+    import polars as pl
+
+    from revbench.errors import InputError
+
+    try:
+        return pl.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a damaged file
+        raise InputError(f"{path} is damaged ({type(exc).__name__}): pass --replace to build it again (the damaged "
+                         "folder is kept under models/.replaced/)") from None

@@ -37,7 +37,7 @@ from revbench.flows.common import (
 )
 from revbench.flows.encoding import encode_texts
 from revbench.flows.model_folders import (
-    HeldOut, check_name, held_out_digest, plot_losses, prepare_folder, train_config, write_json,
+    HeldOut, check_name, held_out_digest, plot_losses, prepare_folder, read_rows, train_config, write_json,
 )
 from revbench.flows.results import FlowResult
 from revbench.ml.backends import runtime_for
@@ -225,11 +225,7 @@ def supervise_stage(run: Run, inputs: ProfileInputs, out: Path) -> Provenance:
 def train_stage(run: Run, out: Path) -> TrainResult:
     """LoRA training on the written triplets, resumable from ``out/checkpoints``."""
     with stage(run, "train") as st:
-        try:
-            pairs = pl.read_parquet(out / "pairs.parquet")
-        except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a damaged file
-            raise InputError(f"{out / 'pairs.parquet'} is damaged ({type(exc).__name__}): pass --replace to build the "
-                             "training set again (the damaged folder is kept under models/.replaced/)") from None
+        pairs = read_rows(out / "pairs.parquet")
         cfg = train_config(st.settings.train)
         total = cfg.total_steps(pairs.height)
         with st.progress(total, f"train {total} steps on {pairs.height} triplets") as bar:

@@ -24,7 +24,9 @@ import polars as pl
 
 from revbench.errors import InputError, UsageError
 from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
-from revbench.flows.model_folders import check_name, held_out_digest, plot_losses, prepare_folder, train_config, write_json
+from revbench.flows.model_folders import (
+    check_name, held_out_digest, plot_losses, prepare_folder, read_rows, train_config, write_json,
+)
 from revbench.flows.results import FlowResult
 from revbench.ml.embeddings import check_model
 from revbench.ml.training import ADAPTER_DIR, TrainResult, train
@@ -87,11 +89,7 @@ def fit_stage(run: Run, out: Path, objective: str) -> TrainResult:
 
     rows_file, loss_fn = {"augment": ("papers.parquet", augment_loss), "factors": ("pairs.parquet", factor_loss)}[objective]
     with stage(run, f"{objective}-training") as st:
-        try:
-            papers = pl.read_parquet(out / rows_file)
-        except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a damaged file
-            raise InputError(f"{out / rows_file} is damaged ({type(exc).__name__}): pass --replace to build it "
-                             "again (the damaged folder is kept under models/.replaced/)") from None
+        papers = read_rows(out / rows_file)
         cfg = train_config(st.settings.train)
         total = cfg.total_steps(papers.height)
         with st.progress(total, f"train {total} steps on {papers.height} {objective} rows") as bar:

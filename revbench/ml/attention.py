@@ -21,8 +21,6 @@ atomically; a run started again on the same folder resumes to the weights of an 
 from __future__ import annotations
 
 import json
-import random
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -36,7 +34,7 @@ from revbench.errors import UsageError
 from revbench.files import write_atomic
 from revbench.ml.recipes import ATTENTION_CARD_FILE as CARD_FILE
 from revbench.ml.recipes import ATTENTION_WEIGHTS_FILE as WEIGHTS_FILE
-from revbench.ml.training import Epochs, TrainingDiverged, batches, checkpoints, seed_all
+from revbench.ml.training import Epochs, TrainingDiverged, batches, checkpoints, read_checkpoint, seed_all, write_checkpoint
 
 LIST_TEMPERATURE = 0.05
 """The listwise loss's temperature over candidate scores (cosines, so differences are small)."""
@@ -128,28 +126,14 @@ def batch_loss(pool: AttentionPool, ex: AttentionExamples, rows: np.ndarray, pro
     return torch.stack(losses).mean()
 
 
-def _save(folder: Path, step: int, pool: AttentionPool, opt: Any, losses: list[float], keep: int = 2) -> None:
-    target, tmp = folder / f"step-{step:07d}", folder / f".tmp-{step:07d}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    torch.save({"step": step, "state": pool.state_dict(), "optimizer": opt.state_dict(), "losses": losses,
-                "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
-                "threads": torch.get_num_threads()}, tmp / "state.pt")
-    tmp.rename(target)  # a checkpoint is whole or absent
-    for old in checkpoints(folder)[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
+def _save(folder: Path, step: int, pool: AttentionPool, opt: Any, losses: list[float]) -> None:
+    write_checkpoint(folder, step, {k: v.detach().clone() for k, v in pool.state_dict().items()}, opt, losses)
 
 
 def _load(path: Path, pool: AttentionPool, opt: Any) -> tuple[int, list[float]]:
-    state = torch.load(path / "state.pt", weights_only=False)
-    pool.load_state_dict(state["state"])
-    opt.load_state_dict(state["optimizer"])
-    if state.get("threads") and state["threads"] != torch.get_num_threads():
-        torch.set_num_threads(int(state["threads"]))  # sums split over other threads round otherwise
-    torch.set_rng_state(state["torch_rng"])
-    np.random.set_state(state["numpy_rng"])
-    random.setstate(state["python_rng"])
-    return int(state["step"]), list(state["losses"])
+    step, weights, losses = read_checkpoint(path, opt)
+    pool.load_state_dict(weights)
+    return step, losses
 
 
 def train_attention(ex: AttentionExamples, out: Path, cfg: AttentionConfig, card: dict[str, Any] | None = None,

@@ -171,15 +171,17 @@ def checkpoints(folder: Path) -> list[Path]:
     return sorted(folder.glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
 
 
-def _save_checkpoint(folder: Path, step: int, peft_model: Any, optimizer: Any, losses: list[float], keep: int = 2) -> None:
+def write_checkpoint(folder: Path, step: int, weights: dict[str, Any], optimizer: Any, losses: list[float],
+                     keep: int = 2) -> None:
+    """Write ``step``'s checkpoint atomically: ``weights``, the optimizer, the losses so far, every
+    generator's state and the thread count; keep the newest ``keep``."""
     import torch
 
     target = folder / f"step-{step:07d}"
     tmp = folder / f".tmp-{step:07d}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    trainable = {k: v.detach().clone() for k, v in peft_model.named_parameters() if v.requires_grad}
-    torch.save({"step": step, "weights": trainable, "optimizer": optimizer.state_dict(), "losses": losses,
+    torch.save({"step": step, "weights": weights, "optimizer": optimizer.state_dict(), "losses": losses,
                 "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
                 "threads": torch.get_num_threads()},
@@ -189,14 +191,12 @@ def _save_checkpoint(folder: Path, step: int, peft_model: Any, optimizer: Any, l
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _load_checkpoint(path: Path, peft_model: Any, optimizer: Any) -> tuple[int, list[float]]:
+def read_checkpoint(path: Path, optimizer: Any) -> tuple[int, dict[str, Any], list[float]]:
+    """The checkpoint in ``path``: the optimizer and every generator restored, the run put back on
+    the thread count it started with; returns the step, the weights and the losses."""
     import torch
 
     state = torch.load(path / "state.pt", weights_only=False)
-    params = dict(peft_model.named_parameters())
-    with torch.no_grad():
-        for k, v in state["weights"].items():
-            params[k].copy_(v)
     optimizer.load_state_dict(state["optimizer"])
     if state.get("threads") and state["threads"] != torch.get_num_threads():
         # Float sums split over another number of threads round differently: resume on the
@@ -207,7 +207,23 @@ def _load_checkpoint(path: Path, peft_model: Any, optimizer: Any) -> tuple[int, 
         torch.cuda.set_rng_state_all(state["cuda_rng"])
     np.random.set_state(state["numpy_rng"])
     random.setstate(state["python_rng"])
-    return int(state["step"]), list(state["losses"])
+    return int(state["step"]), state["weights"], list(state["losses"])
+
+
+def _save_checkpoint(folder: Path, step: int, peft_model: Any, optimizer: Any, losses: list[float]) -> None:
+    trainable = {k: v.detach().clone() for k, v in peft_model.named_parameters() if v.requires_grad}
+    write_checkpoint(folder, step, trainable, optimizer, losses)
+
+
+def _load_checkpoint(path: Path, peft_model: Any, optimizer: Any) -> tuple[int, list[float]]:
+    import torch
+
+    step, weights, losses = read_checkpoint(path, optimizer)
+    params = dict(peft_model.named_parameters())
+    with torch.no_grad():
+        for k, v in weights.items():
+            params[k].copy_(v)
+    return step, losses
 
 
 def batches(n: int, cfg: Any, step: int) -> np.ndarray:

@@ -91,3 +91,21 @@ def test_a_killed_augment_training_resumes_to_the_same_adapter(world: tuple[Sett
     assert a.keys() == b.keys() and a
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+def test_damaged_training_rows_are_one_line(world: tuple[Settings, dict[str, list[str]]]) -> None:
+    from revbench.errors import InputError
+    from revbench.flows.train_contrastive import augment_flow as flow
+
+    s, _ = world
+    s = s.with_overrides(train={**s.train.model_dump(), "epochs": 1})
+    flow.fn(s, name="dmg")
+    folder = s.data_dir / "models" / "dmg"
+    import shutil
+
+    shutil.rmtree(folder / "adapter")
+    (folder / "papers.parquet").write_bytes(b"not parquet")
+    with pytest.raises(InputError, match=r"papers.parquet is damaged .*--replace") as err:
+        flow.fn(s, name="dmg")
+    assert "\n" not in str(err.value)
+    assert flow.fn(s, name="dmg", replace=True).status == "trained"
