@@ -1,6 +1,7 @@
 """Augmented self-supervision: the views are what the module says (seeded, a sentence always
 kept, one masked span), training on unrated papers lowers the loss and never reads a query paper,
-a killed run resumes to the same adapter, and the adapter scores as ``embedding:model=PATH``."""
+a killed run (augment, and the factors objective through the same loop) resumes to the same
+adapter, and the adapter scores as ``embedding:model=PATH``."""
 
 from __future__ import annotations
 
@@ -67,26 +68,27 @@ def test_augment_trains_on_unrated_papers_and_scores(world: tuple[Settings, dict
     assert tuned.height == plain.height == 4 and not np.allclose(tuned["score"], plain["score"])
 
 
-def test_a_killed_augment_training_resumes_to_the_same_adapter(world: tuple[Settings, dict[str, list[str]]],
-                                                               tmp_path: Path) -> None:
+@pytest.mark.parametrize(("objective", "epochs"), [("augment", 30), ("factors", 12)])
+def test_a_killed_contrastive_training_resumes_to_the_same_adapter(world: tuple[Settings, dict[str, list[str]]],
+                                                                   tmp_path: Path, objective: str, epochs: int) -> None:
     import shutil
 
     from safetensors.numpy import load_file
 
     s, _ = world
-    s = s.with_overrides(train={**s.train.model_dump(), "epochs": 30})
+    s = s.with_overrides(train={**s.train.model_dump(), "epochs": epochs, "anchors": 90})
     whole = s.with_overrides(data_dir=tmp_path / "whole")
     whole.data_dir.mkdir(parents=True)
     shutil.copy(s.warehouse_path, whole.warehouse_path)
-    done = cli(whole, "train", "--objective", "augment", "--no-track")
+    done = cli(whole, "train", "--objective", objective, "--no-track")
     assert done.returncode == 0, done.stderr
-    proc = cli(s, "train", "--objective", "augment", "--no-track", wait=False)
-    folder = s.data_dir / "models" / "augment"
+    proc = cli(s, "train", "--objective", objective, "--no-track", wait=False)
+    folder = s.data_dir / "models" / objective
     kill_at_first_checkpoint(proc, folder, folder / "adapter")
-    resumed = cli(s, "train", "--objective", "augment", "--no-track")
+    resumed = cli(s, "train", "--objective", objective, "--no-track")
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed at step" in resumed.stdout
-    a = load_file(str(whole.data_dir / "models" / "augment" / "adapter" / "adapter_model.safetensors"))
+    a = load_file(str(whole.data_dir / "models" / objective / "adapter" / "adapter_model.safetensors"))
     b = load_file(str(folder / "adapter" / "adapter_model.safetensors"))
     assert a.keys() == b.keys() and a
     for k in a:
