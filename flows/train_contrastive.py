@@ -31,6 +31,7 @@ from revbench.flows.results import FlowResult
 from revbench.ml.embeddings import check_model
 from revbench.ml.training import ADAPTER_DIR, TrainResult, train
 from revbench.settings import Settings, TrainSettings
+from revbench.tasks.factor_pairs import seeded_order
 from revbench.warehouse import Warehouse, utcnow
 
 SETTINGS = ("base_model", "lora_r", "lora_alpha", "lora_dropout", "target_modules", "learning_rate", "temperature",
@@ -68,9 +69,7 @@ def papers_stage(run: Run, out: Path) -> int:
         papers = frames["papers"].join(frames["queries"], on="paper_id", how="anti")
         usable = papers.filter((pl.col("title").fill_null("").str.strip_chars() != "")
                                | (pl.col("abstract").fill_null("").str.strip_chars() != ""))
-        key = pl.col("paper_id").map_elements(lambda p: hashlib.sha256(f"{t.seed}:{p}".encode()).hexdigest(),
-                                              return_dtype=pl.Utf8)
-        chosen = usable.with_columns(key.alias("_k")).sort("_k").head(t.anchors).drop("_k").sort("paper_id")
+        chosen = seeded_order(usable, t.seed, "paper_id").head(t.anchors).sort("paper_id")
         if chosen.height < 2:
             raise InputError(f"{chosen.height} unrated paper(s) with a title or abstract: the in-batch loss needs two "
                              "or more (run `revbench ingest` first, or `revbench demo`)")

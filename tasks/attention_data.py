@@ -5,13 +5,13 @@ flow encodes the texts and trains."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
+from revbench.tasks.factor_pairs import seeded_order
 from revbench.tasks.weak_labels import WeakLabels, weak_benchmark, weak_positives
 
 if TYPE_CHECKING:  # the module itself imports torch: only the training asks for it
@@ -29,11 +29,6 @@ class AttentionSet:
     skipped: pl.DataFrame
 
 
-def _order(ids: list[str], seed: int) -> list[str]:
-    """``ids`` in a seeded order that does not depend on their input order."""
-    return sorted(ids, key=lambda p: hashlib.sha256(f"{seed}:{p}".encode()).hexdigest())
-
-
 def attention_set(frames: dict[str, pl.DataFrame], source: str, experts: int, negatives: int, anchors: int,
                   profile_max_papers: int, seed: int) -> AttentionSet:
     """Up to ``anchors`` training submissions drawn (seeded) from the corpus papers with a weak
@@ -42,7 +37,8 @@ def attention_set(frames: dict[str, pl.DataFrame], source: str, experts: int, ne
     queries = frames["queries"].select("paper_id")
     corpus = frames["papers"].select("paper_id").join(queries, on="paper_id", how="anti")
     positives = weak_positives(source, corpus, frames["authorship"], frames["cites"])
-    drawn = _order(positives["paper_id"].unique().to_list(), seed)[:anchors]
+    ids = pl.DataFrame({"paper_id": positives["paper_id"].unique()}, schema={"paper_id": pl.Utf8})
+    drawn = seeded_order(ids, seed, "paper_id").head(anchors)["paper_id"].to_list()
     weak = weak_benchmark(source, {**frames, "queries": pl.DataFrame({"paper_id": drawn}, schema={"paper_id": pl.Utf8})},
                           experts, negatives, seed)
     profiles = (weak.profiles.join(queries, on="paper_id", how="anti")

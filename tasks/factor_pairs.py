@@ -18,7 +18,9 @@ from revbench.ml.recipes import FACTORS
 PAIR_SCHEMA = {"factor": pl.Utf8, "query_id": pl.Utf8, "doc_id": pl.Utf8}
 
 
-def _order(df: pl.DataFrame, seed: int, *cols: str) -> pl.DataFrame:
+def seeded_order(df: pl.DataFrame, seed: int, *cols: str) -> pl.DataFrame:
+    """``df`` ordered by the sha256 of ``"seed:col1:col2..."``: the same rows, the same order, in
+    whatever order they came (every training objective draws its rows so)."""
     key = pl.concat_str([pl.lit(str(seed)), *cols], separator=":").map_elements(
         lambda k: hashlib.sha256(k.encode()).hexdigest(), return_dtype=pl.Utf8)
     return df.with_columns(key.alias("_k")).sort("_k").drop("_k")
@@ -33,7 +35,7 @@ def citation_pairs(cites: pl.DataFrame, keep: pl.Series) -> pl.DataFrame:
 def topic_pairs(topics: pl.DataFrame, keep: pl.Series, seed: int) -> pl.DataFrame:
     """Each paper in ``keep`` with one other paper of its topic, drawn by a seeded order."""
     t = topics.filter(pl.col("paper_id").is_in(keep.implode()))
-    mates = _order(t.rename({"paper_id": "doc_id"}), seed, "doc_id")
+    mates = seeded_order(t.rename({"paper_id": "doc_id"}), seed, "doc_id")
     joined = (t.join(mates, on="topic").filter(pl.col("paper_id") != pl.col("doc_id"))
               .group_by("paper_id", maintain_order=True).first())
     return joined.select(pl.lit("topic").alias("factor"), pl.col("paper_id").alias("query_id"), "doc_id")
@@ -65,10 +67,10 @@ def factor_pairs(frames: dict[str, pl.DataFrame], topics: pl.DataFrame, per_fact
     keep = papers["paper_id"]
     parts = {"citation": citation_pairs(frames["cites"], keep), "topic": topic_pairs(topics, keep, seed),
              "semantic": semantic_pairs(papers)}
-    picked = [_order(parts[f].cast(PAIR_SCHEMA), seed, "query_id", "doc_id").head(per_factor)  # type: ignore[arg-type]
+    picked = [seeded_order(parts[f].cast(PAIR_SCHEMA), seed, "query_id", "doc_id").head(per_factor)  # type: ignore[arg-type]
               for f in FACTORS]
     out = pl.concat(picked)
-    return _order(out, seed + 1, "factor", "query_id", "doc_id") if out.height else out
+    return seeded_order(out, seed + 1, "factor", "query_id", "doc_id") if out.height else out
 
 
 def with_texts(pairs: pl.DataFrame, papers: pl.DataFrame) -> pl.DataFrame:

@@ -129,14 +129,23 @@ def _hf_cache_dir() -> str:
         return "the Hugging Face cache"
 
 
+_FOUND: dict[tuple[str, str, bool, str], Path] = {}
+
+
 def locate(repo: str, models_dir: Path | None, adapter: bool = False) -> Path | None:
     """The folder holding ``repo``'s files: ``models_dir/<org>__<name>`` first, then the Hugging
     Face cache; None when neither holds a complete copy."""
+    key = (repo, str(models_dir), adapter, _hf_cache_dir())
+    if key in _FOUND and _complete(_FOUND[key], adapter):  # asked on every cache lookup of a recipe's vectors
+        return _FOUND[key]
     candidates = [models_dir / repo.replace("/", "__")] if models_dir is not None else []
     cached = _hf_cached(repo)
     if cached is not None:
         candidates.append(cached)
-    return next((c for c in candidates if _complete(c, adapter)), None)
+    found = next((c for c in candidates if _complete(c, adapter)), None)
+    if found is not None:  # only what was found is remembered: files put in place later are seen
+        _FOUND[key] = found
+    return found
 
 
 def looked_in(repo: str, models_dir: Path | None) -> str:
