@@ -35,17 +35,21 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # The browser tests drive Debian's chromium (Playwright cannot download browsers here), and the
-# TLS deploy test runs Debian's caddy in front of the survey server; install whichever is missing
-# when this user can (root with apt-get). Installing caddy must not leave a system Caddy on ports
-# 80 and 443: where systemd runs, a temporary policy-rc.d keeps apt from starting it (unless the
-# host has its own) and the unit is disabled. Otherwise those tests skip, except under CI=true,
-# where a skipped browser or deploy test fails the run.
+# TLS deploy test runs Debian's caddy in front of the survey server. They are system packages, so
+# they are installed only with consent: under CI=true, or with INSTALL_SYSTEM=yes (root with
+# apt-get); otherwise one line says which are missing and their tests skip (under CI=true a
+# skipped browser or deploy test fails the run). Installing caddy must not leave a system Caddy
+# on ports 80 and 443: where systemd runs, a temporary policy-rc.d keeps apt from starting it
+# (unless the host has its own) and the unit is disabled.
+INSTALL_SYSTEM ?= $(if $(filter true,$(CI)),yes,no)
 browser:
 	@missing=""; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	command -v caddy >/dev/null || missing="$$missing caddy"; \
-	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "installing$$missing for the browser and TLS tests"; \
+	if [ -n "$$missing" ] && [ "$(INSTALL_SYSTEM)" != yes ]; then \
+		echo "not installing$$missing (system packages): their tests skip; \`make test INSTALL_SYSTEM=yes\` installs them (root, apt-get)"; \
+	elif [ -n "$$missing" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing$$missing for the browser and TLS tests (INSTALL_SYSTEM=yes)"; \
 		policy=""; \
 		if [ -d /run/systemd/system ] && [ ! -e /usr/sbin/policy-rc.d ]; then \
 			printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && policy=1; \
@@ -54,6 +58,8 @@ browser:
 			|| echo "could not install$$missing: their tests will skip (and fail under CI=true)"; \
 		[ -z "$$policy" ] || rm -f /usr/sbin/policy-rc.d; \
 		case "$$missing" in *caddy*) [ ! -d /run/systemd/system ] || systemctl disable --now caddy.service >/dev/null 2>&1 || true;; esac; \
+	elif [ -n "$$missing" ]; then \
+		echo "cannot install$$missing here (needs root and apt-get): their tests skip"; \
 	fi
 
 # The pictures of the survey email, Confirm page, page and phone view, and of the results page

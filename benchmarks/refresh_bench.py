@@ -359,7 +359,9 @@ def main() -> None:
                 print(f"refresh a day later, {runner}:", flush=True)
                 out = run_stages([s for g in STAGE_GROUPS for s in g], a.work / runner, base, runner,
                                  spec.end + timedelta(days=a.day), window_days, env, a)
-                first = result["first"][runner]["total_s"]
+                # A first run stopped part-way and resumed (--resume) also spent the stopped attempt's
+                # time, which its record keeps beside the runs (``stopped_attempt``).
+                first = result["first"][runner]["total_s"] + result["first"][runner].get("stopped_attempt", {}).get("seconds", 0)
                 result[key][runner] = {**out, "day": a.day, "fraction_of_first": round(out["seconds"] / first, 4)}
                 save()
     print(json.dumps({k: v for k, v in result.items() if k not in ("first", "incremental")}, indent=2))

@@ -156,6 +156,19 @@ def decision_made(run: Run, decision: str, by: str, what: str, run_input: dict[s
     return len(told)
 
 
+def waiting_markdown(info: dict[str, Any]) -> str:
+    """What a waiting run waits for, as markdown: the same facts as ``describe_waiting``, each on
+    its own line and the address whole (a log cut at 80 columns would break it)."""
+    url = info.get("url")
+    return "\n".join([
+        f"**This run waits for {info.get('what')}.**", "",
+        f"- Answer here, in this form{f': <{url}>' if url else ''}.",
+        f"- Or decide on the command line: `{info.get('command')}`",
+        f"- It waits until {info.get('until')} ({info.get('timeout_seconds')} s), then ends as paused-expired; "
+        "what it waited for stays pending for the next run.",
+    ])
+
+
 def run_url(run_id: str) -> str | None:
     """The run's page in the Prefect UI (None without a configured UI, e.g. a temporary server)."""
     from prefect.utilities.urls import url_for
@@ -180,7 +193,13 @@ def wait_for_curator(run: Run, form: Any, waiting: Waiting) -> Any:
     path = run.wh.path
     run.wh.set_run_status(run.run_id, "waiting")
     write_waiting(path, info)
-    log.warning("%s", describe_waiting(info))
+    # Where the curator looks: the terminal, the run's log and a "waiting" artifact in the Prefect
+    # UI, and the top of the form itself (the UI shows the form's description when it asks).
+    instructions = describe_waiting(info)
+    say(instructions)
+    publish_markdown("waiting", waiting_markdown(info), f"{run.flow} run waits for {waiting.what}")
+    own = form._description if isinstance(getattr(form, "_description", None), str) else ""
+    form = form.with_initial_data(description=waiting_markdown(info) + ("\n\n---\n\n" + own if own else ""))
     answer, expired = None, False
     try:
         with run.released(waiting.timeout_seconds), DecisionWatcher(path, run.run_id) as watcher:

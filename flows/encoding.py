@@ -15,7 +15,7 @@ import numpy as np
 from revbench.flows.common import Stage
 from revbench.flows.pieces import chunks, map_pieces
 from revbench.ml.embeddings import encode_piece, settings_cache
-from revbench.ml.models import device
+from revbench.ml.models import HASHING_MODEL, device
 
 
 def encode_texts(st: Stage, model: str, texts: list[str], what: str) -> tuple[np.ndarray, int, int]:
@@ -25,7 +25,10 @@ def encode_texts(st: Stage, model: str, texts: list[str], what: str) -> tuple[np
     count encoded and the pieces."""
     cache = settings_cache(st.settings, model)
     todo = cache.missing(texts)
-    budget = st.settings.embed.token_budget if device() == "cuda" and cache.runtime == "torch" else 0
+    # Asking for a GPU imports torch (seconds, 15 s on a loaded 2-core machine): only when a model
+    # with weights has texts to encode, never for the weightless hashing encoder or a warm cache.
+    gpu = bool(todo) and model != HASHING_MODEL and cache.runtime == "torch" and device() == "cuda"
+    budget = st.settings.embed.token_budget if gpu else 0
     pieces = [(model, list(batch), budget, cache.runtime, str(cache.root))
               for batch in chunks(todo, st.settings.runner.embed_batch)]
     encoded = 0

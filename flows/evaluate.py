@@ -57,7 +57,8 @@ def score_all(run: Run, loaded: list[Benchmark], specs: list[str]) -> dict[tuple
         seconds: dict[str, float] = {}
         for service in sorted({tag[spec] for _, spec in work}, key=str):
             pieces = [(run.settings, i, loaded[i], spec) for i, spec in work if tag[spec] == service]
-            for i, spec, scores, secs in map_pieces(score_piece, pieces, "score", service):
+            for i, spec, scores, secs in map_pieces(score_piece, pieces, "score", service,
+                                                    in_flight=getattr(run.settings.limits, service) if service else 0):
                 out[(i, spec)] = scores
                 seconds[f"{spec} on {loaded[i].name}"] = round(secs, 2)
         st.result.rows_in = len(work)

@@ -33,6 +33,7 @@ from revbench.flows.common import (
 from revbench.flows.pieces import chunks, map_pieces
 from revbench.flows.results import FlowResult
 from revbench.settings import Settings
+from revbench.tasks.graph import PaperIndex, index_papers, paper_match_keys
 from revbench.tasks.graph_fetch import (
     Fetched,
     citations_frame,
@@ -63,6 +64,10 @@ class GraphResult(FlowResult):
     topics_saved: int
     affiliations_saved: int
     re_resolved: int
+    re_checked: int
+    """Unresolved references looked at again: all of them on a first run, then only those a paper
+    loaded since the last completed run can answer (``unresolved`` is how many there are)."""
+    unresolved: int
     asked: dict[str, int]
     failures: list[dict[str, Any]]
     match_rates: list[dict[str, Any]]
@@ -71,7 +76,7 @@ class GraphResult(FlowResult):
     warehouse: str
 
 
-def _save(run: Run, got: Fetched, papers: pl.DataFrame, work_ids: dict[str, str]) -> dict[str, int]:
+def _save(run: Run, got: Fetched, papers: PaperIndex, work_ids: dict[str, str]) -> dict[str, int]:
     """Resolve one piece's references and store everything it answered, atomically."""
     cites = citations_frame(got.citations)
     if cites.height:
@@ -85,7 +90,7 @@ def _save(run: Run, got: Fetched, papers: pl.DataFrame, work_ids: dict[str, str]
 
 # Not a Prefect task: its pieces are Prefect tasks, and a task submitted from inside another carries
 # that task's parameters (the run, with its warehouse connection) to a Dask worker, which cannot take them.
-def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: pl.DataFrame,
+def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: PaperIndex,
                 work_ids: dict[str, str]) -> StageResult:
     """Ask ``source`` about its papers in pieces of ``ingest.commit_every``, saving each piece as it
     completes; a service that stops answering ends the stage with the finished pieces saved."""
@@ -107,7 +112,7 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: pl.Da
         failures: list[dict[str, Any]] = []
         requests, down = 0, None
         with st.progress(len(ids), f"{source} graph of {len(ids)} papers") as progress:
-            for got in map_pieces(fn, pieces, f"graph-{source}", source):
+            for got in map_pieces(fn, pieces, f"graph-{source}", source, in_flight=getattr(settings.limits, source)):
                 work_ids.update(got.work_ids)
                 written.update(_save(run, got, papers, work_ids))
                 answered.update(f["arxiv_id"] for f in got.fetches)
@@ -127,16 +132,30 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: pl.Da
 
 
 @stage_task("resolve-citations")
-def resolve_stage(run: Run, papers: pl.DataFrame, work_ids: dict[str, str]) -> StageResult:
-    """Resolve again every reference that named no warehouse paper, against today's papers."""
+def resolve_stage(run: Run, papers: pl.DataFrame, index: PaperIndex, work_ids: dict[str, str]) -> StageResult:
+    """Resolve again the references that named no warehouse paper and that a paper loaded since the
+    last completed graph run can answer (every one of them on a first run), against today's papers."""
     with stage(run, "resolve-citations") as st:
-        pending = st.wh.citations_to_resolve()
-        changed, res = resolve_changed(pending, papers, work_ids) if pending.height else (pending, None)
+        since = st.wh.last_completed_graph(run.run_id)
+        keys: list[str] = []
+        if since is not None:
+            new = st.wh.ids_loaded_since(since)
+            keys = paper_match_keys(index_papers(papers.filter(pl.col("arxiv_id").is_in(pl.Series("new", new, dtype=pl.Utf8)))))
+        pending = st.wh.citations_to_resolve(since=since, keys=keys)
+        changed, res = resolve_changed(pending, index, work_ids) if pending.height else (pending, None)
         if changed.height:
             st.wh.save_graph(citations=changed)
+        if res is not None:
+            # Rows never keyed are keyed now, so the next run looks at them only when a new paper can answer.
+            unkeyed = res.citations.filter(pending["match_keys"].is_null()).join(
+                changed.select("citing_arxiv_id", "source", "ordinal"), on=["citing_arxiv_id", "source", "ordinal"],
+                how="anti")
+            st.wh.set_match_keys(unkeyed)
         st.result.rows_in = pending.height
         st.result.rows_out = int(changed["cited_arxiv_id"].is_not_null().sum()) if changed.height else 0
-        st.result.notes = {"counts": res.counts if res else {}}
+        st.result.notes = {"counts": res.counts if res else {}, "scope": "all" if since is None else "since",
+                           "since": since.isoformat() if since else None, "new_paper_keys": len(keys),
+                           "unresolved": st.wh.unresolved_count()}
     return st.result
 
 
@@ -168,22 +187,23 @@ def graph_flow(settings: Settings) -> GraphResult:
         notes: list[str] = []
         todo = to_fetch(enabled_sources(settings), run.wh.papers_to_fetch)
         papers = run.wh.paper_identifiers()
+        index = index_papers(papers)  # once: every piece's references resolve against it
         # Earlier runs' works too: a new paper's referenced_works name old papers by their work id alone.
         work_ids = run.wh.known_work_ids()
         fetched: list[StageResult] = []
         for source in enabled_sources(settings):
             mine = {kind: ids for (src, kind), ids in todo.items() if src == source}
-            fetched.append(fetch_stage(run, source, mine, papers, work_ids))
+            fetched.append(fetch_stage(run, source, mine, index, work_ids))
             if fetched[-1].notes["down"]:
                 notes.append(f"{source} stopped answering: {fetched[-1].notes['down']}")
-        resolved = resolve_stage(run, papers, work_ids)
+        resolved = resolve_stage(run, papers, index, work_ids)
         coverage = run.wh.graph_coverage()
         # How this run's papers' references stand now, the re-resolution included; GROBID's lists
         # (read by the ingest) are those of the papers this run took up.
         taken = sorted({a for ids in todo.values() for a in ids})
         rates = match_rates({src: run.wh.references_of(r.notes["answered"], src)
                              for src, r in zip(enabled_sources(settings), fetched, strict=True)}
-                            | {"grobid": run.wh.references_of(taken, "grobid")}, papers)
+                            | {"grobid": run.wh.references_of(taken, "grobid")}, index)
         if settings.grobid.fulltext and not any(s["source"] == "grobid" for s in coverage["sources"]):
             notes.append(GROBID_NONE_YET)
             log.info(GROBID_NONE_YET)
@@ -203,6 +223,7 @@ def graph_flow(settings: Settings) -> GraphResult:
             papers_answered=sum(r.rows_out for r in fetched), failed=failed,
             references_saved=written["citations"], topics_saved=written["paper_topics"],
             affiliations_saved=written["author_affiliations"], re_resolved=resolved.rows_out,
+            re_checked=resolved.rows_in, unresolved=resolved.notes["unresolved"],
             asked={f"{s}/{k}": len(v) for (s, k), v in todo.items()}, failures=failures, match_rates=rates,
             coverage=coverage, notes=notes, warehouse=str(settings.warehouse_path.resolve()),
         )

@@ -152,7 +152,7 @@ def extract_stage(run: Run) -> StageResult:
         read = 0  # papers whose reference list GROBID's full text gave
         with st.progress(pending.height, f"PDF + GROBID for {pending.height} papers") as progress:
             for frame, references, error, made in map_pieces(documents.extract_piece, pieces, "extract-documents",
-                                                             "grobid"):
+                                                             "grobid", in_flight=settings.limits.grobid):
                 requests.update(made)
                 if frame.height:
                     # The reference lists read from these PDFs are saved with them, in one transaction.
@@ -203,10 +203,12 @@ def reconcile_stage(run: Run) -> StageResult:
 
 @revbench_flow("ingest")
 def ingest_flow(settings: Settings, since: date, until: date, categories: list[str] | None = None,
-                synthetic: bool = False) -> IngestResult:
-    """Crawl arXiv for ``since..until`` (last-revision dates, inclusive) and load the corpus."""
+                synthetic: bool = False, derived_from: str | None = None) -> IngestResult:
+    """Crawl arXiv for ``since..until`` (last-revision dates, inclusive) and load the corpus;
+    ``derived_from`` names the published benchmark a rebuilt world came from (its releases cite it)."""
     cats = categories or settings.arxiv.categories
-    params = {"since": since.isoformat(), "until": until.isoformat(), "categories": cats, "synthetic": synthetic}
+    params = {"since": since.isoformat(), "until": until.isoformat(), "categories": cats, "synthetic": synthetic,
+              **({"derived_from": derived_from} if derived_from else {})}
     with flow_run(settings, "ingest", params) as run:
         crawl_stage(run, since, until, cats)
         enrich_stage(run)

@@ -21,6 +21,7 @@ from revbench.schemas.tables import ASSIGNMENTS, S2_AUTHOR_PAPERS
 from revbench.settings import PoolsSettings, Settings
 from revbench.tasks import coi, enrich, pool_citations, pools
 from revbench.warehouse import utcnow
+from revbench.workers import map_unordered
 
 REPORT_TAUS = [0.4, 0.5, 0.6, 0.7, 0.8]
 S2_COMMIT_EVERY = 100
@@ -161,16 +162,21 @@ def s2_stage(run: Run, s2_ids: list[str]) -> HistoryFetch:
                 st.wh.upsert(S2_AUTHOR_PAPERS, pl.DataFrame(pending, schema=S2_AUTHOR_PAPERS.polars_schema))
                 pending.clear()
 
+        def ask(sid: str) -> tuple[str, list[dict[str, Any]] | None]:
+            try:
+                return sid, client.author_papers(sid, fields="paperId,externalIds,year")
+            except PermanentError:
+                return sid, []  # unknown to S2: remembered as fetched with no papers
+            except TransientError:
+                return sid, None  # left for the next run; the breaker stops a run on a dead service
+
         try:
             with st.progress(len(todo), f"S2 histories of {len(todo)} candidates") as progress:
-                for sid in todo:
+                # s2.connections in flight through the one client, whose pacer spaces them all.
+                for sid, papers in map_unordered(ask, todo, st.settings.s2.connections):
                     progress.advance()
-                    try:
-                        papers = client.author_papers(sid, fields="paperId,externalIds,year")
-                    except PermanentError:
-                        papers = []  # unknown to S2: remembered as fetched with no papers
-                    except TransientError:
-                        failed += 1  # left for the next run; the breaker stops a run on a dead service
+                    if papers is None:
+                        failed += 1
                         continue
                     pending.extend(enrich.history_rows(sid, papers, utcnow()))
                     fetched += 1

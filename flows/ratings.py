@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,15 +153,16 @@ def flag_stage(run: Run, pulled: Pulled) -> pl.DataFrame:
     return flags
 
 
-def flags_markdown(flags: pl.DataFrame, ratings: pl.DataFrame) -> str:
-    """The flagged annotators and ratings with their evidence, for the curator."""
+def flags_markdown(flags: pl.DataFrame, ratings: pl.DataFrame, titles: Mapping[str, str] | None = None) -> str:
+    """The flagged annotators and ratings with their evidence, for the curator: each rated paper by
+    its title and linked id (``titles``: arXiv id -> title)."""
     if flags.height == 0:
         return "No flags."
     lines = ["| flag | rule | annotator | ratings in doubt | evidence |", "|---|---|---|---|---|"]
-    values = {(r, p): v for r, p, v in ratings.select("reviewer_id", "paper_id", "rating").iter_rows()}
-    for f in flags.iter_rows(named=True):
-        shown = ", ".join(f"{p}={values.get((f['reviewer_id'], p), '?')}" for p in f["paper_ids"])
-        lines.append(f"| `{f['flag_id']}` | {f['rule']} | {f['reviewer_id']} | {shown} | `{f['evidence']}` |")
+    for g in forms.flag_groups(flags, ratings, titles):
+        for f in g["flags"]:
+            shown = "<br>".join(forms.paper_line(x).replace("|", "\\|") for x in f["papers"])
+            lines.append(f"| `{f['flag_id']}` | {f['rule']} | {g['respondent']} | {shown} | {f['statistic']} |")
     return "\n".join(lines)
 
 
@@ -200,9 +202,10 @@ def _ask_curator(run: Run, open_flags: pl.DataFrame, ratings: pl.DataFrame) -> t
     from revbench.flows.ratings_input import choices, flag_form
 
     cfg = run.settings.ratings
-    rules, respondents = forms.rule_entries(open_flags, cfg), forms.respondent_entries(open_flags, ratings)
+    titles = run.wh.paper_titles(sorted({p for ps in open_flags["paper_ids"].to_list() for p in ps}))
+    rules, respondents = forms.rule_entries(open_flags, cfg), forms.respondent_entries(open_flags, ratings, titles)
     form = flag_form(rules, respondents).with_initial_data(
-        description=forms.flag_form_markdown(open_flags, ratings, cfg))
+        description=forms.flag_form_markdown(open_flags, ratings, cfg, titles))
     answer = wait_for_curator(run, form, Waiting(
         f"a curator's decisions on {open_flags.height} flags (their ratings are pending)",
         "revbench ratings --decide keep|drop --curator NAME", cfg.decision_timeout_seconds, FLAGS_DECISION))
@@ -273,7 +276,8 @@ def _report(run: Run, report_dir: Path, pulled: Pulled, found: tasks.PullFound, 
             decisions: pl.DataFrame, built: Built) -> RatingsResult:
     """The run's counts, statistics and figure: written to ``report_dir``, shown as artifacts."""
     stats = rating_stats.statistics(built.ratings)
-    figure = rating_stats.plot_distributions(stats, report_dir / "distributions.png") if stats.ratings else None
+    figure = (rating_stats.plot_distributions(stats, report_dir / "distributions.png", run.wh.synthetic_corpus())
+              if stats.ratings else None)
     md = stats.markdown()
     report_dir.mkdir(parents=True, exist_ok=True)
     (report_dir / "statistics.md").write_text(md)
@@ -316,7 +320,8 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
         # Asked from the flow itself: Prefect pauses flow runs, not task runs.
         earlier = run.wh.read(FLAG_DECISIONS)
         open_flags = tasks.undecided(flags, earlier)
-        publish_markdown("ratings-flags", flags_markdown(flags, pulled.ratings),
+        flagged = sorted({p for ps in flags["paper_ids"].to_list() for p in ps}) if flags.height else []
+        publish_markdown("ratings-flags", flags_markdown(flags, pulled.ratings, run.wh.paper_titles(flagged)),
                          "Flagged annotators and ratings, with the evidence")
         if open_flags.height:
             # Stored before asking: while flags wait, their ratings are kept as rows, pending.

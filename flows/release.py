@@ -391,7 +391,8 @@ def _write(run: Run, version: str, draft: Draft, strings: int) -> Written:
     ratings = run.wh.read(RATINGS)
     counts = tasks.release_counts(run.wh.read(SURVEY_EVENTS), ratings, run.wh.count(RATING_FLAGS), draft.tables)
     stats = rating_stats.statistics(ratings)
-    figure = rating_stats.plot_distributions(stats, building / "figures" / "distributions.png") if stats.ratings else None
+    figure = (rating_stats.plot_distributions(stats, building / "figures" / "distributions.png", draft.inputs["synthetic"])
+              if stats.ratings else None)
     published = ratings["rated_at"].max() if ratings.height else None  # from the data: the same state, the same date
     card_version = _describe(run, version, draft, building, rows, counts, stats.markdown(), strings,
                              published.date() if published else None,
@@ -414,17 +415,17 @@ def _describe(run: Run, version: str, draft: Draft, building: Path, rows: dict[s
     r, s = run.settings.release, run.settings.survey
     synthetic = draft.inputs["synthetic"]
     curators = card_text.Curators(s.team, s.lab, s.institution)
-    url = f"https://huggingface.co/datasets/{r.name}"
-    citation = card_text.citation(r.name, version, synthetic, curators, published.year if published else None, url)
+    citation = card_text.citation(r.name, version, synthetic, curators, published.year if published else None, r.url)
     card, card_version = card_text.render_card(
         name=r.name, version=version, parent=draft.parent, license=r.license, synthetic=synthetic, curators=curators,
         collection=draft.inputs["collection"], counts=counts, files=tasks.file_docs(rows), profile_years=r.profile_years,
         audit_strings=strings, levels=bars_scale()["levels"], statistics=statistics, figure=figure,
-        size_category=tasks.size_category(counts["pointwise"]), citation=citation)
+        size_category=tasks.size_category(counts["pointwise"]), citation=citation,
+        related=card_text.related_citations(draft.inputs.get("derived_from", [])))
     (building / "README.md").write_text(card)
     meta = tasks.croissant(building, r.name, version, r.license,
                            card_text.croissant_description(version, counts["pointwise"], synthetic),
                            published.isoformat() if published else None,
-                           title=card_text.title(r.name, version, synthetic), cite_as=citation)
+                           title=card_text.title(r.name, version, synthetic), cite_as=citation, url=r.url)
     (building / "croissant.json").write_text(json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     return card_version

@@ -164,6 +164,9 @@ class SemanticScholarSettings(Throttled, throttle_recovery_seconds=0.25):
     base_url: str = Field("https://api.semanticscholar.org/graph/v1", description="Graph API root.")
     api_key: SecretStr | None = Field(None, description="Sent as x-api-key when set.")
     batch_size: int = Field(500, ge=1, le=500, description="Ids per paper/batch request (max 500).")
+    connections: int = Field(4, ge=1, le=16, description="Requests one piece or stage keeps in flight at once (a "
+                             "paper's references, an author's history); the pause between requests still holds "
+                             "across them, so this overlaps waiting, never raises the rate.")
     delay_seconds: float = Field(
         1.0, ge=0, description="Pause between requests with an API key: the documented 1 request per second, the pace's ceiling."
     )
@@ -350,6 +353,9 @@ class ReleaseSettings(Section):
                           "nothing is released without one. Long, random, never shared.")
     name: str = Field("revbench-lr", pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Dataset name in the card and Croissant.")
     license: str = Field("cc-by-4.0", description="Licence id written into the dataset card.")
+    url: str = Field("", pattern=r"^(https?://\S+)?$", description="Where the releases are published (a Hub "
+                     "dataset page, a web folder), cited in the card's BibTeX; empty: the entry names no address "
+                     "rather than a made-up one.")
     profile_years: int = Field(2, ge=1, le=20, description="Reviewers' publications released: those of the last N years.")
     redact_addresses: bool = Field(False, description="Replace e-mail addresses written in papers' titles and abstracts by [email] (real abstracts carry their authors'); off: the privacy audit stops the release on them.")
     redact_names: bool = Field(False, description="Replace the names, addresses and ORCID iDs of the people who rated, where papers' titles and abstracts spell them, by [name], [email] and [orcid]; off: the privacy audit stops the release on them.")

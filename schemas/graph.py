@@ -55,11 +55,18 @@ CITATIONS = Table(
         Column("intents", pl.List(pl.Utf8), since=15, doc="S2's citation intents (background, methodology, result)"),
         Column("n_contexts", pl.Int64, min_value=0, since=15, doc="number of citing sentences S2 gave; null where unknown"),
         Column("external_ids", pl.Utf8, since=15, doc="JSON of every external id the source gave for the cited work"),
+        Column("match_keys", pl.List(pl.Utf8), since=17,
+               doc="the normalised keys the resolution looked the cited work up by (doi:, arxiv:, title:); null until "
+                   "it first ran on this row. A later run re-resolves an unresolved reference only when a paper "
+                   "loaded since has one of its keys"),
     ),
     primary_key=("citing_arxiv_id", "source", "ordinal"),
     doc="Citation edges: each reference of a warehouse paper, per source, resolved to a warehouse paper when it is one.",
     since=15,
 )
+
+SOURCE_CITATION_COLUMNS: tuple[str, ...] = tuple(c for c in CITATIONS.names if c != "match_keys")
+"""The columns a source's reference list fills (``match_keys`` is the resolution's own)."""
 
 PAPER_TOPICS = Table(
     name="paper_topics",

@@ -46,30 +46,60 @@ def _statistic(evidence: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(evidence.items()) if not isinstance(v, dict | list))
 
 
-def flag_groups(flags: pl.DataFrame, ratings: pl.DataFrame) -> list[dict[str, Any]]:
+ABS_URL = "https://arxiv.org/abs/{}"
+"""Where a flagged paper opens, so the curator can read what the respondent was rating."""
+SHORT_TITLE = 48
+"""Characters of a title in a form entry's one line (the description and artifact show it whole)."""
+
+
+def short_title(title: str, limit: int = SHORT_TITLE) -> str:
+    """``title`` cut at a word to at most ``limit`` characters, with an ellipsis when cut."""
+    if len(title) <= limit:
+        return title
+    return title[:limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:") + "…"
+
+
+def flag_groups(flags: pl.DataFrame, ratings: pl.DataFrame,
+                titles: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """The flags grouped by respondent (``reviewer_id``), respondents and flags in id order:
-    ``{respondent, flags: [{flag_id, rule, answers, statistic}]}``; ``answers`` are the
-    respondent's ratings of the flagged papers (``paper=rating``, ``?`` when not in ``ratings``)."""
+    ``{respondent, flags: [{flag_id, rule, answers, papers, statistic}]}``; ``answers`` are the
+    respondent's ratings of the flagged papers (``paper=rating``, ``?`` when not in ``ratings``),
+    ``papers`` the same as ``{paper, title, rating}`` (``titles``: arXiv id -> title)."""
     values = {(r, p): v for r, p, v in ratings.select("reviewer_id", "paper_id", "rating").iter_rows()}
     groups: dict[str, list[dict[str, Any]]] = {}
     for f in flags.sort("reviewer_id", "flag_id").iter_rows(named=True):
-        answers = " ".join(f"{p}={values.get((f['reviewer_id'], p), '?')}" for p in f["paper_ids"])
+        papers = [{"paper": p, "title": (titles or {}).get(p), "rating": values.get((f["reviewer_id"], p), "?")}
+                  for p in f["paper_ids"]]
         groups.setdefault(f["reviewer_id"], []).append({
-            "flag_id": f["flag_id"], "rule": f["rule"], "answers": answers,
+            "flag_id": f["flag_id"], "rule": f["rule"], "papers": papers,
+            "answers": " ".join(f"{x['paper']}={x['rating']}" for x in papers),
             "statistic": _statistic(json.loads(f["evidence"]))})
     return [{"respondent": r, "flags": fs} for r, fs in groups.items()]
 
 
-def respondent_entries(flags: pl.DataFrame, ratings: pl.DataFrame) -> list[dict[str, str]]:
+def paper_line(paper: Mapping[str, Any], markdown: bool = True) -> str:
+    """One rated paper as the curator reads it: its title, id (linked in markdown) and the rating."""
+    pid, title = paper["paper"], paper.get("title")
+    ref = f"[{pid}]({ABS_URL.format(pid)})" if markdown else pid
+    return f"{ref} “{title}” = {paper['rating']}" if title else f"{ref} = {paper['rating']}"
+
+
+def respondent_entries(flags: pl.DataFrame, ratings: pl.DataFrame,
+                       titles: Mapping[str, str] | None = None) -> list[dict[str, str]]:
     """The form's per-respondent entries, each with its evidence in one line beside the choice
     (the UI shrinks a long form's description out of sight, so the evidence travels with it):
-    ``{respondent, evidence}``, evidence as ``rule (statistic); ... | answers paper=rating ...``."""
+    ``{respondent, evidence}``, evidence as ``rule (statistic); ... | answers paper "title…"=rating ...``."""
     out = []
-    for g in flag_groups(flags, ratings):
-        answers = sorted({a for f in g["flags"] for a in f["answers"].split()})
+    for g in flag_groups(flags, ratings, titles):
+        seen: dict[str, dict[str, Any]] = {}
+        for f in g["flags"]:
+            for x in f["papers"]:
+                seen.setdefault(x["paper"], x)
+        answers = [paper_line({**x, "title": short_title(x["title"]) if x["title"] else None}, markdown=False)
+                   for _, x in sorted(seen.items())]
         out.append({"respondent": g["respondent"],
                     "evidence": "; ".join(f"{f['rule']} ({f['statistic']})" for f in g["flags"])
-                                + " | answers " + " ".join(answers)})
+                                + " | answers " + "; ".join(answers)})
     return out
 
 
@@ -80,10 +110,12 @@ def rule_entries(flags: pl.DataFrame, cfg: RatingsSettings) -> list[dict[str, st
             for r in sorted(set(flags["rule"].to_list()))]
 
 
-def flag_form_markdown(flags: pl.DataFrame, ratings: pl.DataFrame, cfg: RatingsSettings) -> str:
+def flag_form_markdown(flags: pl.DataFrame, ratings: pl.DataFrame, cfg: RatingsSettings,
+                       titles: Mapping[str, str] | None = None) -> str:
     """The flag form's description: how to answer, the rules with their thresholds, then one
-    compact section per respondent with each flag's rule, answers and statistic."""
-    groups = flag_groups(flags, ratings)
+    compact section per respondent with each flag's rule, statistic and the rated papers (title,
+    linked id, rating)."""
+    groups = flag_groups(flags, ratings, titles)
     thresholds = rule_thresholds(cfg)
     rules = sorted(set(flags["rule"].to_list()))
     lines = [f"**{flags.height} flags on {len(groups)} respondents wait for a decision.** Nothing is preset: every "
@@ -94,7 +126,9 @@ def flag_form_markdown(flags: pl.DataFrame, ratings: pl.DataFrame, cfg: RatingsS
     lines += [f"| {r} | {thresholds.get(r, '')} | {flags.filter(pl.col('rule') == r).height} |" for r in rules]
     for g in groups:
         lines += ["", f"**{g['respondent']}** ({len(g['flags'])} flags)", ""]
-        lines += [f"- `{f['flag_id']}` {f['rule']}: {f['statistic']}; answers {f['answers']}" for f in g["flags"]]
+        for f in g["flags"]:
+            lines.append(f"- `{f['flag_id']}` {f['rule']}: {f['statistic']}")
+            lines += [f"    - {paper_line(x)}" for x in f["papers"]]
     return "\n".join(lines)
 
 

@@ -57,28 +57,58 @@ def _unique_keys(papers: pl.DataFrame, key: str) -> pl.DataFrame:
             .filter(pl.len().over(key) == 1).select(key, "_match"))
 
 
-def resolve_citations(citations: pl.DataFrame, papers: pl.DataFrame) -> Resolution:
+@dataclass(frozen=True)
+class PaperIndex:
+    """The warehouse papers' normalised keys, made once and used for every batch of references
+    (normalising 150k titles costs more than resolving a piece's references against them)."""
+
+    dois: pl.DataFrame
+    """``_doi -> _match``: DOIs (the paper's own and arXiv's DataCite one) naming exactly one paper."""
+    arxiv: pl.DataFrame
+    """``_arxiv -> _match``: every paper's arXiv id."""
+    titled: pl.DataFrame
+    """``_title, _match, _paper_year``: papers whose normalised title is long enough to be evidence."""
+
+
+def index_papers(papers: pl.DataFrame) -> PaperIndex:
+    """Index ``papers`` (``arxiv_id, doi, title, year``) by the keys a reference can name them by."""
+    known = papers.select(pl.col("arxiv_id").alias("_match"), normalise_doi(pl.col("doi").cast(pl.Utf8)).alias("_doi"),
+                          normalise_title(pl.col("title").cast(pl.Utf8)).alias("_title"),
+                          pl.col("year").cast(pl.Int64).alias("_paper_year"))
+    dois = _unique_keys(pl.concat([
+        known.select("_doi", "_match"),
+        known.select(("10.48550/arxiv." + pl.col("_match").str.to_lowercase()).alias("_doi"), "_match"),
+    ]), "_doi")
+    return PaperIndex(dois, known.select(pl.col("_match").alias("_arxiv"), "_match"),
+                      known.filter(pl.col("_title").str.len_chars() >= MIN_TITLE_CHARS).select("_title", "_match", "_paper_year"))
+
+
+def paper_match_keys(index: PaperIndex) -> list[str]:
+    """Every key (``doi:``, ``arxiv:``, ``title:``, as in ``match_keys``) by which a reference can
+    name one of the indexed papers: a reference none of whose keys is here cannot resolve to them."""
+    keys = pl.concat([index.dois.select(("doi:" + pl.col("_doi")).alias("k")),
+                      index.arxiv.select(("arxiv:" + pl.col("_arxiv")).alias("k")),
+                      index.titled.select(("title:" + pl.col("_title")).alias("k"))])
+    return keys.unique().sort("k")["k"].to_list()
+
+
+def resolve_citations(citations: pl.DataFrame, papers: pl.DataFrame | PaperIndex) -> Resolution:
     """Set each citation's ``cited_arxiv_id`` to the warehouse paper it names (null when none) from
-    ``papers`` (``arxiv_id, doi, title, year``); every other column is left as the source gave it."""
-    columns = citations.columns + [c for c in ("cited_arxiv_id",) if c not in citations.columns]
-    text = {c: pl.col(c).cast(pl.Utf8) for c in ("cited_doi", "cited_arxiv", "cited_title", "doi", "title")}
+    ``papers`` (``arxiv_id, doi, title, year``, or their ``index_papers``), and its ``match_keys``
+    to the keys it was looked up by; every other column is left as the source gave it."""
+    columns = citations.columns + [c for c in ("cited_arxiv_id", "match_keys") if c not in citations.columns]
+    text = {c: pl.col(c).cast(pl.Utf8) for c in ("cited_doi", "cited_arxiv", "cited_title")}
     refs = citations.with_row_index("_row").with_columns(
         normalise_doi(text["cited_doi"]).alias("_doi"),
         bare_arxiv_id(text["cited_arxiv"]).alias("_arxiv"),
         normalise_title(text["cited_title"]).alias("_title"),
         pl.col("cited_year").cast(pl.Int64),
     )
-    known = papers.select(pl.col("arxiv_id").alias("_match"), normalise_doi(text["doi"]).alias("_doi"),
-                          normalise_title(text["title"]).alias("_title"), pl.col("year").cast(pl.Int64).alias("_paper_year"))
-    dois = _unique_keys(pl.concat([
-        known.select("_doi", "_match"),
-        known.select(("10.48550/arxiv." + pl.col("_match").str.to_lowercase()).alias("_doi"), "_match"),
-    ]), "_doi")
-    by_doi = refs.join(dois, on="_doi").select("_row", "_match")
-    by_arxiv = refs.join(known.select(pl.col("_match").alias("_arxiv"), "_match"), on="_arxiv").select("_row", "_match")
-    titled = known.filter(pl.col("_title").str.len_chars() >= MIN_TITLE_CHARS)
+    index = papers if isinstance(papers, PaperIndex) else index_papers(papers)
+    by_doi = refs.join(index.dois, on="_doi").select("_row", "_match")
+    by_arxiv = refs.join(index.arxiv, on="_arxiv").select("_row", "_match")
     # Between namesakes within the slack, the closest year decides (a 2020 reference to the 2020 one).
-    by_title = (refs.join(titled.select("_title", "_match", "_paper_year"), on="_title")
+    by_title = (refs.join(index.titled, on="_title")
                 .with_columns(_gap=(pl.col("cited_year") - pl.col("_paper_year")).abs())
                 .filter(pl.col("_gap") <= TITLE_YEAR_SLACK).filter(pl.col("_gap") == pl.col("_gap").min().over("_row"))
                 .unique(["_row", "_match"]).filter(pl.len().over("_row") == 1).select("_row", "_match"))
@@ -93,7 +123,9 @@ def resolve_citations(citations: pl.DataFrame, papers: pl.DataFrame) -> Resoluti
         .when(pl.col("arxiv").is_not_null()).then(pl.lit("arxiv"))
         .when(pl.col("title_year").is_not_null()).then(pl.lit("title_year")).alias("_method"),
     )
-    out = citations.with_columns(matched["_resolved"].alias("cited_arxiv_id")).select(columns)
+    keys = refs.select(pl.concat_list("doi:" + pl.col("_doi"), "arxiv:" + pl.col("_arxiv"), "title:" + pl.col("_title"))
+                       .list.drop_nulls().alias("match_keys"))["match_keys"]
+    out = citations.with_columns(matched["_resolved"].alias("cited_arxiv_id"), keys).select(columns)
     by_method = dict(matched.group_by("_method").len().iter_rows())
     counts = {m: int(by_method.get(m, 0)) for m in RESOLUTION_METHODS} | {"unresolved": int(by_method.get(None, 0))}
     return Resolution(out, counts)

@@ -25,7 +25,8 @@ from revbench.errors import ServiceUnavailable
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.graph import CITATIONS
 from revbench.settings import Settings
-from revbench.tasks.graph import Resolution, resolve_citations
+from revbench.tasks.graph import PaperIndex, Resolution, resolve_citations
+from revbench.workers import map_unordered
 
 S2_KINDS: tuple[str, ...] = ("references", "topics")
 OPENALEX_KINDS: tuple[str, ...] = ("references", "topics", "affiliations")
@@ -106,21 +107,30 @@ def s2_piece(settings: Settings, topics_for: list[str], references_for: list[str
                 pid = answer.get("paperId") if isinstance(answer, dict) else None
                 out.fetched(aid, "topics", aid not in missing, sum(r["arxiv_id"] == aid for r in rows),
                             pid if isinstance(pid, str) else None)
-        for aid in references_for:
+        def ask(aid: str) -> tuple[str, list[Any] | BaseException]:
             try:
-                items = client.references(f"ARXIV:{aid}")
-            except PermanentError as exc:
-                if exc.kind == "not_found":  # S2 does not know the paper: an answer, recorded as such
-                    out.fetched(aid, "references", False, 0)
+                return aid, client.references(f"ARXIV:{aid}")
+            except (PermanentError, TransientError) as exc:
+                return aid, exc
+
+        # Several in flight (s2.connections) through the one client, whose pacer spaces them all;
+        # taken back in the list's order, so the rows are the same however the answers interleave.
+        # A service that stops answering ends the loop; the answers in by then are kept all the same.
+        answers: dict[str, list[Any] | BaseException] = {}
+        try:
+            for aid, got in map_unordered(ask, references_for, settings.s2.connections):
+                answers[aid] = got
+        finally:
+            for aid in (a for a in references_for if a in answers):
+                got = answers[aid]
+                if isinstance(got, PermanentError) and got.kind == "not_found":
+                    out.fetched(aid, "references", False, 0)  # S2 does not know the paper: an answer, recorded as such
+                elif isinstance(got, BaseException):
+                    out.failed([aid], "references", got)
                 else:
-                    out.failed([aid], "references", exc)
-                continue
-            except TransientError as exc:
-                out.failed([aid], "references", exc)
-                continue
-            rows = s2_graph.reference_rows(aid, items)
-            out.citations += rows
-            out.fetched(aid, "references", True, len(rows))
+                    rows = s2_graph.reference_rows(aid, got)
+                    out.citations += rows
+                    out.fetched(aid, "references", True, len(rows))
     return out
 
 
@@ -212,9 +222,9 @@ def with_known_works(citations: pl.DataFrame, work_ids: dict[str, str]) -> pl.Da
             .with_columns(pl.coalesce("cited_arxiv", "_arxiv").alias("cited_arxiv")).drop("_arxiv"))
 
 
-def resolve_changed(citations: pl.DataFrame, papers: pl.DataFrame, work_ids: dict[str, str] | None = None
+def resolve_changed(citations: pl.DataFrame, papers: pl.DataFrame | PaperIndex, work_ids: dict[str, str] | None = None
                     ) -> tuple[pl.DataFrame, Resolution]:
-    """Resolve ``citations`` against ``papers`` (``arxiv_id, doi, title, year``); returns the rows
+    """Resolve ``citations`` against ``papers`` (``arxiv_id, doi, title, year``, or their index); returns the rows
     whose ``cited_arxiv_id`` or ``cited_arxiv`` changed (what needs writing back) and the resolution."""
     before = with_known_works(citations, work_ids or {})
     res = resolve_citations(before, papers)
@@ -224,7 +234,7 @@ def resolve_changed(citations: pl.DataFrame, papers: pl.DataFrame, work_ids: dic
     return changed, res
 
 
-def match_rates(references: dict[str, pl.DataFrame], papers: pl.DataFrame) -> list[dict[str, Any]]:
+def match_rates(references: dict[str, pl.DataFrame], papers: pl.DataFrame | PaperIndex) -> list[dict[str, Any]]:
     """One row per source of how its ``references`` (``citations`` rows) resolve against ``papers``:
     counts by method (``doi``, ``arxiv``, ``title_year``, ``unresolved``) and the share resolved."""
     rows = []

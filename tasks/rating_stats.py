@@ -84,8 +84,10 @@ def statistics(ratings: pl.DataFrame) -> RatingStats:
         alpha=alpha, alpha_papers=n_alpha)
 
 
-def plot_distributions(stats: RatingStats, path: Path) -> Path:
-    """LR-bench's Figure 2 for these ratings: papers per annotator, annotators per paper, ratings."""
+def plot_distributions(stats: RatingStats, path: Path, synthetic: bool = False) -> Path:
+    """LR-bench's Figure 2 for these ratings: papers per annotator, annotators per paper, ratings;
+    ``synthetic`` says SYNTHETIC in the title and across every panel, so the picture cannot be
+    passed around as a real panel's."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -100,7 +102,12 @@ def plot_distributions(stats: RatingStats, path: Path) -> Path:
         ax.set_title(title, fontsize=10)
         ax.set_ylabel("count")
         ax.set_xticks(df[col].to_list())
-    fig.suptitle(f"{stats.ratings} kept ratings, {stats.annotators} annotators, {stats.papers} papers", fontsize=11)
+        if synthetic:
+            ax.text(0.5, 0.5, "SYNTHETIC", transform=ax.transAxes, ha="center", va="center", rotation=25,
+                    fontsize=26, color="#c0392b", alpha=0.25, fontweight="bold")
+    head = f"{stats.ratings} kept ratings, {stats.annotators} annotators, {stats.papers} papers"
+    fig.suptitle(f"SYNTHETIC: {head} from a simulated panel" if synthetic else head, fontsize=11,
+                 color="#c0392b" if synthetic else "black")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

@@ -214,7 +214,7 @@ def semver(version: str) -> str:
 
 
 def croissant(out: Path, name: str, version: str, license: str, description: str, published: str | None,
-              title: str | None = None, cite_as: str | None = None) -> dict[str, Any]:
+              title: str | None = None, cite_as: str | None = None, url: str | None = None) -> dict[str, Any]:
     """Croissant (ML Commons) JSON-LD for the parquet files of a release in ``out``: one
     FileObject per file with its sha256, one RecordSet per table with a typed field per column
     (the reviewers' publications as a repeated field of title, abstract and year), built and
@@ -229,13 +229,13 @@ def croissant(out: Path, name: str, version: str, license: str, description: str
     logging.getLogger().addHandler(quiet)
     logging.getLogger("absl").setLevel(logging.ERROR)
     try:
-        return _croissant(out, name, version, license, description, published, title, cite_as)
+        return _croissant(out, name, version, license, description, published, title, cite_as, url)
     finally:
         logging.getLogger().removeHandler(quiet)
 
 
 def _croissant(out: Path, name: str, version: str, license: str, description: str, published: str | None,
-               title: str | None, cite_as: str | None) -> dict[str, Any]:
+               title: str | None, cite_as: str | None, url: str | None) -> dict[str, Any]:
     import datetime as dt
 
     import mlcroissant as mlc
@@ -266,7 +266,7 @@ def _croissant(out: Path, name: str, version: str, license: str, description: st
                                         data_types=[kind(c.dtype)], source=src))
         record_sets.append(mlc.RecordSet(id=t.name, name=t.name, description=t.doc, fields=fields, key=list(t.primary_key)))
     meta = mlc.Metadata(name=title or name, description=description, license=LICENSE_URLS.get(license, license),
-                        url=f"https://huggingface.co/datasets/{name}", version=semver(version),
+                        url=url or None, version=semver(version),
                         date_published=dt.datetime.fromisoformat(published) if published else None,
                         cite_as=cite_as or f"{name} {version}", distribution=files, record_sets=record_sets)
     if meta.ctx.issues.errors:

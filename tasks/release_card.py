@@ -71,13 +71,43 @@ def field_docs() -> list[dict[str, Any]]:
     return out
 
 
+RELATED: dict[str, str] = {
+    "lrbench": """@misc{liu2026rate,
+  title = {{RATE}: Reviewer Profiling and Annotation-free Training for Expertise Ranking in Peer Review Systems},
+  author = {Liu, Weicong and Yang, Zixuan and Zhao, Yibo and Li, Xiang},
+  year = {2026},
+  eprint = {2601.19637},
+  archivePrefix = {arXiv},
+  note = {Introduces LR-bench},
+  url = {https://arxiv.org/abs/2601.19637}
+}""",
+    "goldstandard": """@misc{stelmakh2023goldstandard,
+  title = {A Gold Standard Dataset for the Reviewer Assignment Problem},
+  author = {Stelmakh, Ivan and Wieting, John and Xi, Sarina and Neubig, Graham and Shah, Nihar B.},
+  year = {2023},
+  eprint = {2303.16750},
+  archivePrefix = {arXiv},
+  url = {https://arxiv.org/abs/2303.16750}
+}""",
+}
+"""The works a release cites beside itself: LR-bench (whose construction every release follows)
+and the CMU gold standard (when a release's corpus was rebuilt from it)."""
+
+
+def related_citations(derived_from: list[str] | tuple[str, ...]) -> list[str]:
+    """BibTeX entries a release's card cites: LR-bench's always, and each published benchmark
+    its corpus was rebuilt from (``derived_from``: ``lrbench``, ``goldstandard``)."""
+    return [RELATED[k] for k in ("lrbench", *sorted(set(derived_from) - {"lrbench"})) if k in RELATED]
+
+
 def citation(name: str, version: str, synthetic: bool, curators: Curators, year: int | None, url: str) -> str:
-    """A BibTeX ``@misc`` entry for the release (the year of its newest rating)."""
+    """A BibTeX ``@misc`` entry for the release (the year of its newest rating); ``url`` (where it
+    is published) only when one is set: an address nobody gave would be made up."""
     key = re.sub(r"[^A-Za-z0-9]+", "_", f"{name}_{version}").strip("_")
     note = "SYNTHETIC data from a simulated panel" if synthetic else "self-assessed reviewer expertise, 1-5 BARS"
     lines = [f"@misc{{{key},", f"  title = {{{{{title(name, version, synthetic)}}}: a reviewer-expertise benchmark}},",
              f"  author = {{{{{curators.line()}}}}},"]
-    lines += [f"  year = {{{year}}}," if year else None, f"  version = {{{version}}},", f"  url = {{{url}}},",
+    lines += [f"  year = {{{year}}}," if year else None, f"  version = {{{version}}},", f"  url = {{{url}}}," if url else None,
               f"  note = {{{note}}}", "}"]
     return "\n".join(x for x in lines if x is not None)
 
@@ -90,7 +120,7 @@ def rate(part: int, whole: int) -> str:
 def render_card(*, name: str, version: str, parent: str | None, license: str, synthetic: bool, curators: Curators,
                 collection: dict[str, Any], counts: dict[str, int], files: list[dict[str, Any]], profile_years: int,
                 audit_strings: int, levels: list[dict[str, Any]], statistics: str, figure: str | None,
-                size_category: str, citation: str) -> tuple[str, str]:
+                size_category: str, citation: str, related: list[str] | None = None) -> tuple[str, str]:
     """The dataset card of a release and the card template's version."""
     return render(CARD_TEMPLATE, name=name, version=version, title=title(name, version, synthetic), parent=parent,
                   license=license, synthetic=synthetic, notice=SYNTHETIC_NOTICE, curators=curators.line(),
@@ -98,4 +128,5 @@ def render_card(*, name: str, version: str, parent: str | None, license: str, sy
                                                             collection["invitations_sent"]),
                   counts=counts, files=files, tables=field_docs(), profile_years=profile_years,
                   audit_strings=audit_strings, levels=levels, statistics=statistics, figure=figure,
-                  size_category=size_category, citation=citation)
+                  size_category=size_category, citation=citation,
+                  related=related if related is not None else related_citations(()))

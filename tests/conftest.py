@@ -49,6 +49,33 @@ from revbench.synth.draw import WorldSpec  # noqa: E402
 from revbench.synth.world import generate_world  # noqa: E402
 
 
+SKIP_WHY = {
+    "../shared": "the real samples (the CMU gold standard, LR-bench and recorded service answers) live in ../shared/external "
+                 "beside a checkout of the project's workspace, not in the project: see tests/README.md",
+    "chromium": "Debian's chromium is not installed: `make browser INSTALL_SYSTEM=yes` (root, apt-get) installs it",
+    "caddy": "Debian's caddy is not installed: `make browser INSTALL_SYSTEM=yes` (root, apt-get) installs it",
+}
+"""Skips a fresh clone can meet, by a word of their reason, and what to do about them."""
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:  # type: ignore[name-defined]
+    """One line per group of skipped tests: their reason, how many, in which folders, and what to
+    do about it (a fresh clone without ../shared or without chromium skips groups, never silently)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    groups: dict[str, tuple[int, set[str]]] = {}
+    for rep in skipped:
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        n, folders = groups.get(reason, (0, set()))
+        groups[reason] = (n + 1, folders | {rep.nodeid.split("/")[1] if rep.nodeid.count("/") > 1 else rep.nodeid})
+    terminalreporter.section("skipped, by reason")
+    for reason, (n, folders) in sorted(groups.items(), key=lambda kv: -kv[1][0]):
+        hint = next((why for word, why in SKIP_WHY.items() if word in reason), "")
+        terminalreporter.write_line(f"{n} skipped ({', '.join(sorted(folders))}): {reason}" + (f" ({hint})" if hint else ""))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--screenshots", default=None, metavar="DIR",
                      help="where the browser test saves its screenshots (the README's come from `make screenshots`)")

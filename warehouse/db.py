@@ -14,6 +14,7 @@ from __future__ import annotations
 from revbench.schemas.tables import SCHEMA_VERSION_TABLE
 from revbench.warehouse.core import utcnow
 from revbench.warehouse.graph import GraphQueries
+from revbench.warehouse.graph_resolve import ResolveQueries
 from revbench.warehouse.identity import IdentityQueries
 from revbench.warehouse.ingest import IngestQueries
 from revbench.warehouse.labels import LabelQueries
@@ -29,5 +30,5 @@ __all__ = ["SCHEMA_VERSION_TABLE", "Warehouse", "utcnow"]
 
 
 class Warehouse(Lifecycle, RunQueries, IngestQueries, IdentityQueries, SurveyQueries, PoolQueries, ReleaseQueries,
-                TrainingQueries, RatingQueries, GraphQueries, LabelQueries):
+                TrainingQueries, RatingQueries, GraphQueries, ResolveQueries, LabelQueries):
     """A DuckDB file with the revbench schema, migrated on open."""

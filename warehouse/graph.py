@@ -164,14 +164,6 @@ class GraphQueries(WarehouseBase):
         """``arxiv_id, doi, title, year`` of every corpus paper: what cited works are resolved against."""
         return self._frame("SELECT arxiv_id, doi, title, year FROM papers ORDER BY arxiv_id")
 
-    def citations_to_resolve(self, unresolved_only: bool = True) -> pl.DataFrame:
-        """References to (re)resolve: by default those that named no warehouse paper yet (a paper
-        loaded since may be the one they cite)."""
-        where = "WHERE cited_arxiv_id IS NULL" if unresolved_only else ""
-        cols = ", ".join(_q(c) for c in CITATIONS.names)
-        df = self._frame(f"SELECT {cols} FROM citations {where} ORDER BY citing_arxiv_id, source, ordinal")
-        return CITATIONS.conform(df) if df.height else CITATIONS.empty()
-
     def has_graph(self) -> bool:
         """Whether any graph table exists and holds a row (a warehouse before 15 has none)."""
         present = {r[0] for r in self._exec("SELECT table_name FROM information_schema.tables")}

@@ -161,7 +161,9 @@ def describe_waiting(info: dict[str, Any]) -> str:
                 f"that decision{gone}")
     return "\n".join([
         f"{info.get('flow')} run {info.get('run_id')} waits for {info.get('what')}{gone}",
-        f"  answer in the Prefect UI: {info.get('url') or 'no UI (a temporary Prefect server): use the command'}",
+        # The address on a line of its own: a log folded at 80 columns would break it in two.
+        (f"  answer in the Prefect UI:\n  {info['url']}" if info.get("url")
+         else "  answer in the Prefect UI: no UI (a temporary Prefect server): use the command"),
         f"  or decide on the command line: {info.get('command')}",
         f"  waits until {info.get('until')} ({info.get('timeout_seconds')} s), then ends as paused-expired",
     ])

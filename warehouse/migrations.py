@@ -36,6 +36,8 @@ DESCRIPTIONS: dict[int, str] = {
         "both); paper_authorships (OpenAlex authorships with author ids and ORCIDs, disambiguation's evidence), "
         "papers whose OpenAlex affiliations were fetched before asked again to fill it; "
         "graph_fetches.source_paper_id (each paper's own OpenAlex work id and S2 paperId, kept for later runs)",
+    17: "citations.match_keys: the keys each reference was resolved by, so a day-later run re-resolves only the "
+        "unresolved references a new paper can answer",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {

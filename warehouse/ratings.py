@@ -51,6 +51,17 @@ class RatingQueries(WarehouseBase):
             return int(self._exec("SELECT count(*) FROM ratings")[0][0])
         return int(self._exec("SELECT count(*) FROM ratings WHERE rated_at > ?", [when])[0][0])
 
+    def paper_titles(self, arxiv_ids: Sequence[str]) -> dict[str, str]:
+        """arXiv id -> title of these papers (those the warehouse holds)."""
+        if not arxiv_ids:
+            return {}
+        self.con.register("_titled", pl.DataFrame({"k": list(arxiv_ids)}, schema={"k": pl.Utf8}).to_arrow())
+        try:
+            rows = self._exec("SELECT arxiv_id, title FROM papers WHERE arxiv_id IN (SELECT k FROM _titled)")
+        finally:
+            self.con.unregister("_titled")
+        return {a: " ".join(str(t).split()) for a, t in rows}
+
     def rated_papers(self) -> list[str]:
         """Every paper with a rating (kept or dropped), sorted."""
         return [r[0] for r in self._exec("SELECT DISTINCT paper_id FROM ratings ORDER BY paper_id")]

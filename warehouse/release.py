@@ -53,7 +53,13 @@ class ReleaseQueries(RatingQueries):
         runs = dict(self._exec(
             "SELECT flow, arg_max(run_id, started_at) FROM runs WHERE status = 'completed' GROUP BY flow ORDER BY flow"))
         return {**f, "people": people, "affiliations": affiliations, "runs": runs, "synthetic": self.synthetic_corpus(),
-                "collection": self.collection_facts()}
+                "derived_from": self.derived_from(), "collection": self.collection_facts()}
+
+    def derived_from(self) -> list[str]:
+        """The published benchmarks (``lrbench``, ``goldstandard``) an ingest run's world was
+        rebuilt from (its ``derived_from`` parameter): a release of that corpus cites them."""
+        rows = self._exec("SELECT parameters FROM runs WHERE flow = 'ingest' AND parameters IS NOT NULL")
+        return sorted({k for (p,) in rows if isinstance(k := json.loads(p).get("derived_from"), str)})
 
     def synthetic_corpus(self) -> bool:
         """Whether any ingest run recorded ``synthetic`` among its parameters (the demo's and the

@@ -411,7 +411,13 @@ def main(argv: list[str] | None = None) -> None:
         faulthandler.register(signal.SIGUSR1, all_threads=True)
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
-    _exit(run([a for a in args if a != "--debug"], debug))
+    # -v anywhere on the line: the details a default run leaves out (every note, third-party
+    # warnings, the revbench logger's DEBUG lines).
+    from revbench.app import entry
+
+    entry.VERBOSE[0] = "--verbose" in args or "-v" in args
+    entry.quiet_third_party_warnings()
+    _exit(run([a for a in args if a not in ("--debug", "--verbose", "-v")], debug))
 
 
 def _say(message: str) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.table import Table as RichTable
+
+from revbench.app.narrow import FittingConsole
 
 if TYPE_CHECKING:  # the flows load only when a command runs one
     from revbench.flows.disambiguate import DisambiguationResult
@@ -22,8 +23,8 @@ if TYPE_CHECKING:  # the flows load only when a command runs one
     from revbench.flows.train_attention import AttentionTrained
     from revbench.flows.train_contrastive import AugmentTrained
 
-console = Console()
-err_console = Console(stderr=True)
+console = FittingConsole()
+err_console = FittingConsole(stderr=True)
 
 
 def print_ingest_summary(summary: IngestResult) -> None:

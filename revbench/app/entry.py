@@ -39,6 +39,8 @@ FLAGS = {
 
 
 DEMO_SETTINGS = ".demo-settings.json"
+DEMO_NOTE_SHOWN = ".demo-settings-noted"
+"""What the last note on the demo's settings said, so the same note is not said again."""
 """Kept in a demo's data folder: the settings the demo ran with that later commands on its
 data depend on (the ratings rules on its fast clock, its round size, its own keys)."""
 
@@ -135,9 +137,56 @@ def apply_demo_settings(settings: Settings, explicit: set[str]) -> Settings:
 
     shown = ", ".join(f"REVBENCH_{s.upper()}__{f.upper()}={show(s, f, v)}" for s, fields in applied.items()
                       for f, v in fields.items())
-    print(f"note: {settings.data_dir} holds a demo's data; the settings it ran with apply: {shown} "
-          f"(a REVBENCH_ variable you set wins; delete {path} to drop them)", file=sys.stderr)
+    # Said once per data folder and set of settings (every command, with -v): after that it is the
+    # folder's known state, and repeating it before each command buried what the command printed.
+    seen = settings.data_dir / DEMO_NOTE_SHOWN
+    if VERBOSE[0] or _read(seen) != shown:
+        print(f"note: {settings.data_dir} holds a demo's data; the settings it ran with apply: {shown} "
+              f"(a REVBENCH_ variable you set wins; delete {path} to drop them; -v repeats this note)", file=sys.stderr)
+        try:
+            write_atomic(seen, shown)
+        except OSError:  # a read-only data folder: the note comes again next time, nothing else changes
+            pass
     return out
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+VERBOSE = [False]
+"""Set by the console script's ``-v``: notes said once come every time, third-party warnings show,
+the ``revbench`` logger speaks at DEBUG."""
+
+THIRD_PARTY_WARNINGS = ("numba", "ranx", "sklearn", "torch", "transformers", "sentence_transformers", "great_expectations",
+                        "pydantic", "prefect", "dask", "distributed", "faiss", "datasets", "huggingface_hub", "matplotlib",
+                        "setuptools", "pkg_resources", "jupyter_client", "altair", "marshmallow")
+"""Packages whose warnings mean nothing to a user of revbench (about their internals or their
+own dependencies): hidden unless ``-v``."""
+
+
+def quiet_third_party_warnings() -> None:
+    """Hide warnings raised by or about third-party packages (``THIRD_PARTY_WARNINGS``, or any
+    file under site-packages) for this process; revbench's own warnings still show."""
+    import warnings
+
+    shown = warnings.showwarning
+    if getattr(shown, "_revbench_quiet", False):
+        return
+
+    def show(message: Any, category: type[Warning], filename: str, lineno: int, file: Any = None,
+             line: str | None = None) -> None:
+        owner = category.__module__.split(".")[0]
+        if not VERBOSE[0] and (owner in THIRD_PARTY_WARNINGS or "site-packages" in filename
+                               or "dist-packages" in filename):
+            return
+        shown(message, category, filename, lineno, file, line)
+
+    show._revbench_quiet = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
 
 
 def override(settings: Settings, changes: dict[str, Any]) -> Settings:
@@ -206,7 +255,7 @@ def prepare_process(settings: Settings, prefect: bool = True) -> None:
         signal.signal(signal.SIGTERM, _terminate)
         signal.signal(signal.SIGINT, _terminate)
     log = logging.getLogger("revbench")
-    log.setLevel(settings.log_level.upper())
+    log.setLevel("DEBUG" if VERBOSE[0] else settings.log_level.upper())
     if not log.handlers:
         from rich.console import Console
         from rich.logging import RichHandler
@@ -252,10 +301,18 @@ def prefect_api_url(home: Path | None = None) -> str | None:
 
 def prefect_setting(name: str, home: Path | None = None) -> str | None:
     """A Prefect client setting (``PREFECT_API_URL``, ``PREFECT_API_AUTH_STRING``) as a run would
-    find it: the environment, else the active profile (see ``prefect_api_url``); None when unset."""
+    find it: the environment, else a ``.env`` in the working directory (Prefect reads it too, so a
+    URL there must not leave revbench deciding as if there were none), else the active profile (see
+    ``prefect_api_url``); None when unset."""
     value = os.environ.get(name, "").strip()
     if value:
         return value
+    if Path(".env").is_file():
+        from dotenv import dotenv_values
+
+        value = str(dotenv_values(".env").get(name) or "").strip()
+        if value:
+            return value
     home = home or Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")).expanduser()
     try:
         text = (home / "profiles.toml").read_text()

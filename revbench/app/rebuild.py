@@ -125,7 +125,7 @@ def run_rebuild(settings: Settings, world: tuple[str, Path, Benchmark], seed: in
     imp = manifest["imported"]
     console.print(f"world from {kind}: {imp['queries']} query papers, {imp['reviewers']} reviewers with "
                   f"{imp['publications']} publications, {imp['rated_pairs']} rated pairs -> {world_dir}")
-    s, release_dir, pools = _loop(base, world_dir, manifest, rebuild_queries(held), replay, seed, track, step)
+    s, release_dir, pools = _loop(base, world_dir, manifest, rebuild_queries(held), replay, seed, track, step, kind)
     step("evaluation", ", ".join(REBUILD_SCORERS))
     report = settings.data_dir / "reports" / "rebuild"
     rows = _evaluate(s, kind, source, release_dir, report / kind / "evaluation", track)
@@ -143,8 +143,9 @@ def run_rebuild(settings: Settings, world: tuple[str, Path, Benchmark], seed: in
 
 
 def _loop(base: Settings, world_dir: Path, manifest: dict[str, Any], queries: dict[str, Any],
-          replay: ReplaySettings, seed: int, track: bool, step: Stages) -> tuple[Settings, Path, PoolsChoice]:
-    """Ingest, identities, pools, survey, ratings and release on the imported world."""
+          replay: ReplaySettings, seed: int, track: bool, step: Stages, kind: str) -> tuple[Settings, Path, PoolsChoice]:
+    """Ingest, identities, pools, survey, ratings and release on the imported world (of ``kind``,
+    which the ingest records so the release cites the benchmark it was rebuilt from)."""
     from revbench.flows.disambiguate import disambiguate_flow
     from revbench.flows.ingest import ingest_flow
     from revbench.flows.ratings import ratings_flow
@@ -159,7 +160,7 @@ def _loop(base: Settings, world_dir: Path, manifest: dict[str, Any], queries: di
     with spawn_replay(world_dir, replay) as url:
         s = demo_settings(base, url).with_overrides(arxiv={"categories": [QUERY_CATEGORY, PROFILE_CATEGORY]})
         step("ingest", f"replay server on {url}")
-        print_ingest_summary(ingest_flow.run(s, DEMO_SINCE, DEMO_UNTIL, synthetic=True, track=track))
+        print_ingest_summary(ingest_flow.run(s, DEMO_SINCE, DEMO_UNTIL, synthetic=True, derived_from=kind, track=track))
         step("identities")
         for decider in ("fallback", "llm"):
             dis = disambiguate_flow.run(s.with_overrides(disambiguate={"use_llm": decider == "llm"}), track=track)

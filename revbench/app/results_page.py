@@ -62,6 +62,7 @@ def write_results_page(settings: Settings, out: Path, pairs: list[Pairs]) -> Non
                 (pl.col("benchmark") == "release") & pl.col("release_status").is_not_null())["version"].unique().sort()
             for version in recorded:
                 verify_recorded(settings, settings.releases_dir / version, wh)
+            synthetic = synthetic_versions(settings, results, wh.synthetic_corpus()) if results is not None else set()
     if results is None or results.height == 0:
         raise UsageError(f"no evaluation results in the warehouse at {settings.warehouse_path}: run `revbench "
                          "evaluate` (or `revbench demo`) first")
@@ -73,7 +74,7 @@ def write_results_page(settings: Settings, out: Path, pairs: list[Pairs]) -> Non
         err_console.print(f"The scorer pairs of {key[0]} {key[1]} are left out: this warehouse has no results of that "
                           "version.", highlight=False, markup=False, soft_wrap=True)
     page, version = results_page(results, urls, f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", revbench.__version__,
-                                 separation)
+                                 separation, synthetic)
     try:
         with writing_folder(out) as folder:
             write_atomic(folder / "index.html", page)
@@ -85,6 +86,21 @@ def write_results_page(settings: Settings, out: Path, pairs: list[Pairs]) -> Non
                       "there and run again") from None
     console.print(f"Results page: [cyan]{escape(str(out / 'index.html'))}[/] (template {version}; opens from a file, "
                   "offline)")
+
+
+def synthetic_versions(settings: Settings, results: pl.DataFrame, corpus_synthetic: bool) -> set[tuple[str, str]]:
+    """The (benchmark, version) pairs of ``results`` built from SYNTHETIC data: a release whose
+    manifest says so (or, when its folder is gone, any release of a warehouse whose ingest read a
+    simulated world). Benchmarks read from elsewhere (the gold standard, LR-bench) are not."""
+    out = set()
+    for (version,) in results.filter(pl.col("benchmark") == "release").select("version").unique().iter_rows():
+        try:
+            flag = json.loads((settings.releases_dir / version / "manifest.json").read_text()).get("synthetic")
+        except (OSError, ValueError, AttributeError):
+            flag = None
+        if flag is True or (flag is None and corpus_synthetic):
+            out.add(("release", version))
+    return out
 
 
 def run_urls(run_ids: list[str]) -> dict[str, str]:

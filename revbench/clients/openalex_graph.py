@@ -21,14 +21,14 @@ import re
 from typing import Any
 
 from revbench.clients.optional import as_dict, as_list, as_text
-from revbench.schemas.graph import AUTHOR_AFFILIATIONS, CITATIONS, INSTITUTIONS, PAPER_TOPICS
+from revbench.schemas.graph import AUTHOR_AFFILIATIONS, INSTITUTIONS, PAPER_TOPICS, SOURCE_CITATION_COLUMNS
 from revbench.tasks.normalize import institution_part, normalize_affiliation
 
 SOURCE = "openalex"
 SCHEME = "openalex-topic"
 
 # The rows are the warehouse tables' rows, column for column (schemas/graph.py).
-CITATION_COLUMNS = tuple(CITATIONS.names)
+CITATION_COLUMNS = SOURCE_CITATION_COLUMNS
 TOPIC_COLUMNS = tuple(PAPER_TOPICS.names)
 INSTITUTION_COLUMNS = tuple(INSTITUTIONS.names)
 AFFILIATION_COLUMNS = tuple(AUTHOR_AFFILIATIONS.names)

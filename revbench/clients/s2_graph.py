@@ -16,13 +16,13 @@ import re
 from typing import Any
 
 from revbench.clients.optional import as_dict, as_list, as_text
-from revbench.schemas.graph import CITATIONS, PAPER_TOPICS
+from revbench.schemas.graph import PAPER_TOPICS, SOURCE_CITATION_COLUMNS
 
 SOURCE = "s2"
 SCHEME = "s2-fos"
 
 # The rows are the warehouse tables' rows, column for column (schemas/graph.py).
-CITATION_COLUMNS = tuple(CITATIONS.names)
+CITATION_COLUMNS = SOURCE_CITATION_COLUMNS
 TOPIC_COLUMNS = tuple(PAPER_TOPICS.names)
 
 _API_KEYS = ("paperId", "corpusId", "externalIds", "title", "year", "authors", "venue", "publicationVenueId",

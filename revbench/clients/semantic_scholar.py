@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from typing import Any
 from urllib.parse import quote
@@ -70,15 +71,18 @@ class SemanticScholarClient:
         self.requests_made = 0
         self.throttled = 0
         self.breaker = Breaker("Semantic Scholar", settings.base_url, http.breaker_failures)
+        self._count = threading.Lock()  # callers share one client across threads (s2.connections)
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         def send() -> tuple[httpx.Response, bytes]:
-            self.requests_made += 1
+            with self._count:
+                self.requests_made += 1
             return send_streamed(self._client, self._client.build_request(method, path, **kwargs),
                                  self.http.max_response_bytes, "Semantic Scholar", f"S2 {path}")
 
         def throttled(slowed: bool) -> None:
-            self.throttled += 1
+            with self._count:
+                self.throttled += 1
             if slowed:
                 log.info("S2 answered 429 without Retry-After; %.1f s between requests now", self.pacer.interval)
 

@@ -206,13 +206,17 @@ def _trec_files(benchmark: Benchmark, runs: list[Scores], report_dir: Path) -> l
 def export_formats(benchmark: Benchmark, runs: list[Scores], report_dir: Path) -> list[Exported]:
     """Every scorer's predictions on ``benchmark`` as RATE files (where it has tuples) and TREC
     runs with the benchmark's qrels (where it has a paper view), listed in ``exports.json``
-    with what each left out; a warning names every file that left tuples out."""
+    with what each left out; one warning says how many files left entries out (each is named at debug level)."""
     # ranx can write TREC files, but its Run.save re-sorts each query with an unstable sort (tied
     # scores land in no stated order) and importing ranx costs seconds; the format is one line.
     written = _rate_files(benchmark, runs, report_dir) + _trec_files(benchmark, runs, report_dir)
-    for e in written:
-        if e.left_out:
-            log.warning("%s: %d entries left out (no score for a side), %d written", e.path, e.left_out, e.written)
+    short = [e for e in written if e.left_out]
+    for e in short:  # each file in the detail (-v); one line says it by default, exports.json lists them
+        log.debug("%s: %d entries left out (no score for a side), %d written", e.path, e.left_out, e.written)
+    if short:
+        log.warning("%s: %d of %d exported files left entries out (no score for a side; %d entries in all): "
+                    "%s lists each with its count", benchmark.name, len(short), len(written),
+                    sum(e.left_out for e in short), report_dir / INDEX)
     index = report_dir / INDEX
     try:
         kept = [e for e in json.loads(index.read_text()) if e.get("benchmark") != benchmark.name]

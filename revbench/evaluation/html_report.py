@@ -7,12 +7,13 @@ charts is computed here so that the template only draws it."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
+from revbench.evaluation.model import SPLIT_AVERAGE
 from revbench.templates import render, version
 
 TEMPLATE = "reports/results.html.j2"
@@ -50,6 +51,8 @@ class Chart:
     axis_y: float
     ticks: list[tuple[float, str]]
     bars: list[Bar]
+    stamp: str | None = None
+    """Written across the plot (SYNTHETIC), so a chart cut out of the page still says it."""
 
 
 @dataclass
@@ -67,6 +70,10 @@ class Section:
     chart: Chart
     runs: list[dict[str, str | None]] = field(default_factory=list)  # run_id, url (or None), scorers
     separation: dict[str, Any] | None = None  # run_id, url and rows of the scorer pairs, when given
+    synthetic: bool = False
+    """The version's data came from a simulated world and panel: every place it is shown says so."""
+    same_splits: list[str] = field(default_factory=list)
+    """Notes on splits shown once because another split has the same pairs and results."""
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -94,7 +101,7 @@ def _nice_top(x: float) -> float:
     return next(m * base for m in (1, 2, 2.5, 5, 10) if m * base >= x - 1e-12)
 
 
-def loss_chart(rows: list[dict[str, Any]], top: float | None = None) -> Chart:
+def loss_chart(rows: list[dict[str, Any]], top: float | None = None, stamp: str | None = None) -> Chart:
     """The loss of each row (``scorer``, ``split``, ``loss``, ``loss_low``, ``loss_high``) as a
     dot with its 95% interval as a whisker, on an axis from 0 to ``top`` (by default one that
     holds every interval)."""
@@ -116,21 +123,56 @@ def loss_chart(rows: list[dict[str, Any]], top: float | None = None) -> Chart:
                         x_of(r["loss_low"]) if has_interval else None, x_of(r["loss_high"]) if has_interval else None))
     axis_y = TOP + ROW_H * len(rows)
     ticks = [(round(plot_x + PLOT_W * k / 4, 2), f"{top * k / 4:g}") for k in range(5)]
-    return Chart(plot_x + PLOT_W + 20, int(axis_y + BOTTOM), plot_x, PLOT_W, axis_y, ticks, bars)
+    return Chart(plot_x + PLOT_W + 20, int(axis_y + BOTTOM), plot_x, PLOT_W, axis_y, ticks, bars, stamp)
+
+
+def duplicate_splits(df: pl.DataFrame) -> dict[str, str]:
+    """``split -> the earlier split it repeats``: splits (other than the average) whose every row
+    (scorer, metric, value, interval, pairs, coverage) equals an earlier split's, as pointwise and
+    reviewer-centric do when every reviewer rated every paper of theirs."""
+    cols = ["scorer", "metric", "value", "ci_low", "ci_high", "n", "coverage"]
+    seen: dict[tuple[Any, ...], str] = {}
+    out: dict[str, str] = {}
+    for split in sorted(set(df["split"].to_list()) - {SPLIT_AVERAGE}, key=_split_key):
+        rows = df.filter(pl.col("split") == split).select(cols).sort("scorer", "metric")
+        key = tuple(rows.iter_rows())
+        if key in seen:
+            out[split] = seen[key]
+        else:
+            seen[key] = split
+    return out
+
+
+def _pairs_label(n: int | None, split: str, scorer: str, df: pl.DataFrame) -> str:
+    """The Pairs cell: a split's rated pairs; for the average, the pairs of the splits it averages
+    (its own ``n`` counts splits, not pairs)."""
+    if split != SPLIT_AVERAGE:
+        return "–" if n is None else f"{n:,}"
+    parts = (df.filter((pl.col("scorer") == scorer) & (pl.col("metric") == "loss") & (pl.col("split") != SPLIT_AVERAGE)
+                       & ~pl.col("split").str.ends_with(":own_coverage") & pl.col("value").is_not_null())
+             .unique("split"))
+    if parts.is_empty():
+        return "–"
+    k = parts.height
+    return f"{int(parts['n'].sum()):,} in {k} split{'s' if k != 1 else ''}"
 
 
 def _section(i: int, benchmark: str, version_: str, df: pl.DataFrame, run_urls: Mapping[str, str],
-             top: float) -> Section:
+             top: float, synthetic: bool = False) -> Section:
     rows: list[dict[str, Any]] = []
     other = sorted(set(df["metric"].to_list()) - set(HEADLINE))
-    by_key = {(r["scorer"], r["split"], r["metric"]): r for r in df.iter_rows(named=True)}
+    repeats = duplicate_splits(df)
+    shown = df.filter(~pl.col("split").is_in(list(repeats)))
+    by_key = {(r["scorer"], r["split"], r["metric"]): r for r in shown.iter_rows(named=True)}
     pairs = sorted({(r["scorer"], r["split"]) for r in by_key.values()}, key=lambda p: (p[0], _split_key(p[1])))
+    also = {kept: [s for s, k in repeats.items() if k == kept] for kept in set(repeats.values())}
     for scorer, split in pairs:
         cells = {m: by_key.get((scorer, split, m)) for m in (*HEADLINE, *other)}
         any_row = next(c for c in cells.values() if c is not None)
         loss = cells["loss"] or {}
         rows.append({
-            "scorer": scorer, "split": split, "n": any_row["n"],
+            "scorer": scorer, "split": " = ".join([split, *also.get(split, [])]),
+            "n": _pairs_label(any_row["n"], split, scorer, df),
             "coverage": _share(any_row["coverage"]),
             "partial": any_row["coverage"] is not None and any_row["coverage"] < 1,
             "loss": loss.get("value"), "loss_low": loss.get("ci_low"), "loss_high": loss.get("ci_high"),
@@ -141,13 +183,18 @@ def _section(i: int, benchmark: str, version_: str, df: pl.DataFrame, run_urls: 
     runs = [{"run_id": rid, "url": run_urls.get(rid), "scorers": ", ".join(g["scorer"].unique().sort().to_list())}
             for (rid,), g in df.sort("evaluated_at", "scorer").group_by("run_id", maintain_order=True)]
     status = df["release_status"].drop_nulls()
+    notes = [f"{' and '.join(dup)}: the same pairs and results as {kept}, so shown once, as \"{kept} = {' = '.join(dup)}\""
+             for kept, dup in sorted(also.items())]
     return Section(f"b{i}", benchmark, version_, status[0] if status.len() else None,
-                   f"{df['evaluated_at'].min():%Y-%m-%d %H:%M} UTC", rows, other, loss_chart(rows, top), runs)
+                   f"{df['evaluated_at'].min():%Y-%m-%d %H:%M} UTC", rows, other,
+                   loss_chart(rows, top, "SYNTHETIC" if synthetic else None), runs, synthetic=synthetic, same_splits=notes)
 
 
-def sections(results: pl.DataFrame, run_urls: Mapping[str, str]) -> list[Section]:
+def sections(results: pl.DataFrame, run_urls: Mapping[str, str],
+             synthetic: Collection[tuple[str, str]] = ()) -> list[Section]:
     """One section per benchmark version of ``results`` (rows as
-    ``Warehouse.evaluation_results`` returns them), in their order."""
+    ``Warehouse.evaluation_results`` returns them), in their order; ``synthetic`` names the
+    (benchmark, version) pairs whose data is SYNTHETIC."""
     out = []
     # One axis for every chart, so that versions compare at a glance.
     loss = results.filter(pl.col("metric") == "loss")
@@ -155,7 +202,7 @@ def sections(results: pl.DataFrame, run_urls: Mapping[str, str]) -> list[Section
     keys = results.select("benchmark", "version").unique(maintain_order=True).iter_rows()
     for i, (benchmark, version_) in enumerate(keys, start=1):
         part = results.filter((pl.col("benchmark") == benchmark) & (pl.col("version") == version_))
-        out.append(_section(i, benchmark, version_, part, run_urls, top))
+        out.append(_section(i, benchmark, version_, part, run_urls, top, (benchmark, version_) in synthetic))
     return out
 
 
@@ -207,16 +254,17 @@ def separation_by_version(pairs: list[dict[str, Any]], result_rows: list[dict[st
 
 def results_page(results: pl.DataFrame, run_urls: Mapping[str, str], generated_at: str,
                  revbench_version: str, separation: Mapping[tuple[str, str], dict[str, Any]] | None = None,
-                 ) -> tuple[str, str]:
+                 synthetic: Collection[tuple[str, str]] = ()) -> tuple[str, str]:
     """The page's HTML and its template's version. ``run_urls`` maps a run id to its page in the
     Prefect UI (runs not in it are shown by id); ``separation`` (from
     :func:`separation_by_version`) adds the scorer pairs to their versions' sections. Every name
-    in the page is escaped."""
-    secs = sections(results, run_urls)
+    in the page is escaped; ``synthetic`` names the (benchmark, version) pairs whose data is SYNTHETIC,
+    which the page says at its top, in their sections and across their charts."""
+    secs = sections(results, run_urls, synthetic)
     for s in secs:
         s.separation = (separation or {}).get((s.benchmark, s.version))
     return render(TEMPLATE, sections=secs, overview=overview(secs), template_version=version(TEMPLATE),
                   generated_at=generated_at,
                   revbench_version=revbench_version, headline=HEADLINE,
                   n_benchmarks=len({s.benchmark for s in secs}), n_scorers=results["scorer"].n_unique(),
-                  n_runs=results["run_id"].n_unique())
+                  n_runs=results["run_id"].n_unique(), any_synthetic=any(x.synthetic for x in secs))

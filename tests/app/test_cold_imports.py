@@ -72,3 +72,16 @@ def test_a_prefect_profile_is_read_only_where_there_is_one(tmp_path: Path, monke
     assert not prefect_api_configured()
     profiles.write_text("active = [unclosed\n")
     assert not prefect_api_configured()  # a damaged file is no API
+
+
+def test_a_prefect_api_url_in_the_working_directorys_env_counts_as_prefect_reads_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from revbench.app.entry import prefect_api_url
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))
+    assert prefect_api_url() is None
+    (tmp_path / ".env").write_text("REVBENCH_LOG_LEVEL=INFO\nPREFECT_API_URL=http://127.0.0.1:4300/api\n")
+    assert prefect_api_url() == "http://127.0.0.1:4300/api"
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4200/api")  # the environment wins, as in Prefect
+    assert prefect_api_url() == "http://127.0.0.1:4200/api"

@@ -13,7 +13,7 @@ import pytest
 from lxml import etree
 
 from revbench.clients.tei import TeiHeader, TeiReference, parse_tei_header
-from revbench.schemas.graph import CITATIONS
+from revbench.schemas.graph import SOURCE_CITATION_COLUMNS
 from revbench.settings import Settings
 from tests.support.conformance import REAL, expected, needs_samples, through_grobid
 
@@ -22,7 +22,7 @@ FOLDER = REAL / "grobid-fulltext"
 EXPECTED = expected("grobid-fulltext") if REAL.exists() else {}
 SAMPLES = sorted(p.name for p in FOLDER.glob("*.tei.xml")) if REAL.exists() else []
 NS = {"t": "http://www.tei-c.org/ns/1.0"}
-CITATION_COLUMNS = set(CITATIONS.names)
+CITATION_COLUMNS = set(SOURCE_CITATION_COLUMNS)
 
 
 def test_every_sample_has_expected_values() -> None:

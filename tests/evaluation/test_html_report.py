@@ -101,3 +101,43 @@ def test_scorer_pairs_join_the_version_their_results_name() -> None:
     page, _ = results_page(rows(), {}, "now", "0.1.0", sep)
     assert page.count('<table class="separation">') == 1 and "<script>" not in page
     assert 'class="separated">separated<' in page and '<a href="http://ui/runs/flow-run/run-1">run <code>run-1' in page
+
+
+def _splits(same: bool) -> pl.DataFrame:
+    """One release version with pointwise, paper-centric and reviewer-centric results (reviewer-centric
+    equal to pointwise when ``same``) and their average, as the evaluation writes them (its ``n``: splits)."""
+    when = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+    out = []
+    for scorer, base in (("bm25", 0.30), ("tpms", 0.25)):
+        losses = {"pointwise": (base, 120), "paper_centric": (base + 0.05, 80),
+                  "reviewer_centric": (base if same else base + 0.01, 120)}
+        losses["average"] = (sum(v for v, _ in losses.values()) / 3, 3)
+        for split, (loss, n) in losses.items():
+            out.append(dict(benchmark="release", version="v1", split=split, scorer=scorer, metric="loss", value=loss,
+                            ci_low=None if split == "average" else loss - 0.02, ci_high=None if split == "average" else loss + 0.02,
+                            n=n, coverage=1.0, run_id="run-1", evaluated_at=when, release_status="published"))
+    return pl.DataFrame(out)
+
+
+def test_synthetic_versions_say_so_in_the_page_the_section_and_the_chart() -> None:
+    page, _ = results_page(_splits(True), {}, "now", "0.1.0", synthetic={("release", "v1")})
+    assert 'class="synthetic-banner"' in page and page.count('<span class="synthetic">SYNTHETIC</span>') >= 3
+    assert '<text class="stamp"' in page and 'aria-label="SYNTHETIC: Loss' in page
+    real, _ = results_page(_splits(True), {}, "now", "0.1.0")
+    assert "SYNTHETIC" not in real
+
+
+def test_average_rows_count_the_pairs_of_their_splits_not_the_splits() -> None:
+    (sec,) = sections(_splits(False), {})
+    average = {r["scorer"]: r["n"] for r in sec.rows if r["split"] == "average"}
+    assert average == {"bm25": "320 in 3 splits", "tpms": "320 in 3 splits"}
+    assert {r["n"] for r in sec.rows if r["split"] == "pointwise"} == {"120"}
+
+
+def test_a_split_with_the_same_pairs_and_results_as_another_is_shown_once() -> None:
+    (same,) = sections(_splits(True), {})
+    assert sorted({r["split"] for r in same.rows}) == ["average", "paper_centric", "pointwise = reviewer_centric"]
+    assert same.same_splits and "reviewer_centric" in same.same_splits[0]
+    assert len(same.chart.bars) == 6  # two scorers x three rows, not four
+    (apart,) = sections(_splits(False), {})
+    assert not apart.same_splits and len(apart.rows) == 8

@@ -5,7 +5,7 @@ loses nothing and the next run asks exactly those."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -124,6 +124,41 @@ def test_s2_failing_for_some_papers_loses_nothing_and_the_next_run_asks_them(set
     refs = _read(s, GRAPH_FETCHES).filter(pl.col("kind") == "references")
     assert failed_refs <= set(refs["arxiv_id"]) and refs.height == len(set(refs["arxiv_id"]))
     assert set(_read(s, CITATIONS)["citing_arxiv_id"]) == set(refs.filter("found")["arxiv_id"]) > set(cites["citing_arxiv_id"])
+
+
+def test_a_day_later_looks_again_only_at_references_a_new_paper_can_answer(settings, replay, world: Path) -> None:
+    # Day 1, then a planted reference of a day-1 paper to a work that arrives only on day 2 (by
+    # title, as a preprint's published version is cited before it is on arXiv), and one to nothing.
+    s = _ingested(settings, replay, world).with_overrides(openalex={"enabled": True})
+    first = graph_flow.fn(s)
+    assert first.re_checked == first.unresolved + first.re_resolved > 0, "a first run looks at every reference"
+    grow_world(world, 1)
+    grown = _ingested(s, replay, world, END + timedelta(days=1))
+    with Warehouse.open(grown.warehouse_path) as wh:
+        day1 = wh.citations_to_resolve().row(0, named=True)["citing_arxiv_id"]
+        new = wh.paper_identifiers().filter(pl.col("arxiv_id").is_in(wh.ids_loaded_since(datetime.now(UTC) - timedelta(minutes=10))))
+        target = new.filter(~pl.col("arxiv_id").is_in(list(set(_read(s, GRAPH_FETCHES)["arxiv_id"])))).row(0, named=True)
+        planted = CITATIONS.conform(pl.DataFrame([
+            {"citing_arxiv_id": day1, "source": "grobid", "ordinal": 900, "cited_title": target["title"].upper() + ".",
+             "cited_year": target["year"]},
+            {"citing_arxiv_id": day1, "source": "grobid", "ordinal": 901, "cited_title": "A work none of ours is",
+             "cited_year": target["year"]}], infer_schema_length=None))
+        # Keyed as the day-1 run left its references: resolved against day 1's papers, to nothing.
+        keyed = resolve_changed(planted, wh.paper_identifiers().filter(pl.col("arxiv_id") != target["arxiv_id"]))[1]
+        assert keyed.citations["cited_arxiv_id"].is_null().all() and keyed.citations["match_keys"].is_not_null().all()
+        wh.save_graph(citations=keyed.citations)
+        unresolved_before = wh.unresolved_count()
+    later = graph_flow.fn(grown)
+    got = {r["ordinal"]: r["cited_arxiv_id"] for r in _read(grown, CITATIONS).filter(
+        (pl.col("citing_arxiv_id") == day1) & (pl.col("source") == "grobid")).to_dicts()}
+    assert got[900] == target["arxiv_id"] and got[901] is None
+    assert 0 < later.re_checked < unresolved_before, "only the references a new paper can answer were looked at"
+    # Nothing was missed: resolving every unresolved reference against every paper changes none.
+    with Warehouse.open(grown.warehouse_path, read_only=True) as wh:
+        pending = wh.citations_to_resolve()
+        assert pending["match_keys"].is_not_null().all(), "every reference looked at is keyed"
+        assert resolve_changed(pending, wh.paper_identifiers(), wh.known_work_ids())[0].height == 0
+        assert later.unresolved == pending.height
 
 
 def test_an_older_reference_resolves_once_the_paper_it_cites_arrives() -> None:

@@ -44,8 +44,23 @@ def test_64_flags_are_grouped_by_respondent_with_rule_answers_and_statistic() ->
     # One line per flag, one heading per respondent, each rule with its threshold from the settings.
     assert md.count("\n- `") == 64 and md.count("(4 flags)") == 16
     assert f"variance <= {cfg.variance_max} over >= {cfg.variance_min_ratings} ratings" in md
-    assert "- `burst:r15` burst: max_in_window=5, papers=5, seconds_per_paper=1.0, span_seconds=4.0; answers" in md
+    assert "- `burst:r15` burst: max_in_window=5, papers=5, seconds_per_paper=1.0, span_seconds=4.0\n" in md
+    assert "    - [p150](https://arxiv.org/abs/p150) = 1" in md  # no title known: the linked id and the rating
     assert "Nothing is preset" in md
+
+
+def test_flagged_papers_are_named_by_title_with_a_link_in_the_form_and_its_entries() -> None:
+    flags, ratings = _world()
+    long = "A Study of Reviewer Expertise Across Many Venues, Years and Fields of Science"
+    titles = {"p000": "Graph Neural Networks for Citation Recall", "p001": long}
+    md = forms.flag_form_markdown(flags, ratings, Settings().ratings, titles)
+    assert "    - [p000](https://arxiv.org/abs/p000) “Graph Neural Networks for Citation Recall” = 1" in md
+    assert f"“{long}” = 2" in md  # whole in the description
+    (r00, *_) = forms.respondent_entries(flags, ratings, titles)
+    short = forms.short_title(long)
+    assert len(short) <= forms.SHORT_TITLE and short.endswith("…") and long.startswith(short[:-1])
+    assert r00["evidence"].endswith(f"| answers p000 “Graph Neural Networks for Citation Recall” = 1; p001 “{short}” = 2; "
+                                    "p002 = 3")
 
 
 def test_the_form_has_a_choice_per_rule_and_respondent_with_its_evidence_and_presets_nothing() -> None:
@@ -63,7 +78,7 @@ def test_the_form_has_a_choice_per_rule_and_respondent_with_its_evidence_and_pre
     assert r00["title"] == "Respondent r00" and r00["description"] == (
         "burst (max_in_window=5, papers=5, seconds_per_paper=1.0, span_seconds=4.0); content_insensitive (all_extreme=False, "
         "n=9, rho=-0.41, similarity_spread=0.5); near_zero_variance (n=8, variance=0.0); straight_lining (n=3, value=4) | "
-        "answers p000=1 p001=2 p002=3")
+        "answers p000 = 1; p001 = 2; p002 = 3")
     # Nothing preset: every choice starts undecided, and the untouched form decides nothing.
     defaults = {k: v.get("default") for k, v in props.items()}
     assert all(defaults[k] == "undecided" for k in defaults if k.startswith(("rule_", "respondent_", "all_flags")))

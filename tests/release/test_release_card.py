@@ -6,7 +6,9 @@ configuration its YAML names; and its words pass the privacy audit."""
 from __future__ import annotations
 
 import json
+import os
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -47,7 +49,7 @@ def card(synthetic: bool) -> tuple[str, str]:
 @pytest.mark.parametrize("synthetic", [True, False])
 def test_the_card_says_synthetic_exactly_when_the_world_was(synthetic: bool) -> None:
     text, version = card(synthetic)
-    assert version == template_version(card_text.CARD_TEMPLATE) and version.startswith("4-")
+    assert version == template_version(card_text.CARD_TEMPLATE) and version.startswith("5-")
     meta, lines = front_matter(text), body_lines(text)
     assert lines[0] == f"# {'SYNTHETIC ' if synthetic else ''}bench v2" and meta["pretty_name"] == lines[0][2:]
     # What the audit protects and what no audit can: publication lists are linkable to their authors.
@@ -73,7 +75,22 @@ def test_the_card_carries_hugging_faces_metadata_every_field_a_citation_and_load
     assert "author = {{the survey team, a lab}}" in bib.group(1) and bib.group(1).count("{") == bib.group(1).count("}")
     for snippet in ("from datasets import load_dataset", "import polars as pl", "FROM 'data/paper_centric.parquet'"):
         assert snippet in text
+    # The release's own entry, then LR-bench's (RATE's) whose construction every release follows.
+    entries = re.findall(r"```bibtex\n(.*?)\n```", text, re.S)
+    assert len(entries) == 2 and "url = {https://example.org/bench}" in entries[0]
+    assert "eprint = {2601.19637}" in entries[1] and "2303.16750" not in entries[1]
     assert "## Intended use and limitations" in text and "{{ " not in text and "{%" not in text
+
+
+def test_the_citation_names_no_made_up_address_and_cites_the_benchmarks_a_corpus_was_rebuilt_from() -> None:
+    curators = card_text.Curators("the survey team", "a lab", "")
+    bare = card_text.citation("bench", "v2", False, curators, 2026, "")
+    assert "url =" not in bare and "huggingface" not in bare and bare.count("{") == bare.count("}")
+    related = card_text.related_citations(["goldstandard"])
+    assert [e.split(",")[0] for e in related] == ["@misc{liu2026rate", "@misc{stelmakh2023goldstandard"]
+    assert card_text.related_citations(["lrbench"]) == card_text.related_citations([])
+    for entry in related:
+        assert entry.count("{") == entry.count("}") and "eprint = {" in entry
 
 
 def assert_every_field_described(text: str) -> None:
@@ -116,3 +133,38 @@ def test_a_release_of_the_synthetic_world_says_so_everywhere_and_loads_by_its_ca
         name = config["config_name"]
         loaded = datasets.load_dataset(str(d), name=name, split="train", cache_dir=str(tmp_path / "hf-cache"))
         assert loaded.num_rows == out.counts[name]
+    run_card_snippets(text, d, tmp_path)
+
+
+def run_card_snippets(text: str, release: Path, tmp_path: Path) -> None:
+    """Every snippet of the card's Loading section runs as written from the release folder, and
+    from another folder with the one line that names the release changed to its path."""
+    import subprocess
+    import sys
+
+    import duckdb
+
+    loading = text.split("## Loading", 1)[1].split("\n## ", 1)[0]
+    python = re.findall(r"```python\n(.*?)```", loading, re.S)
+    sql = re.findall(r"```sql\n(.*?)```", loading, re.S)
+    assert len(python) == 2 and len(sql) == 1
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_DATASETS_CACHE": str(tmp_path / "hf-cache")}
+    for code in python:
+        assert code.count('Path(".")') == 1
+        for cwd, source in ((release, code), (elsewhere, code.replace('Path(".")', f"Path({str(release)!r})"))):
+            done = subprocess.run([sys.executable, "-c", source], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, (cwd, done.stderr[-2000:])
+    (query,) = sql
+    assert query.count("'.'") == 1
+    for cwd, source in ((release, query), (elsewhere, query.replace("'.'", f"'{release}'"))):
+        old = os.getcwd()
+        os.chdir(cwd)
+        try:
+            con = duckdb.connect()  # the script's statements in order on one connection, as a user's shell runs them
+            for stmt in (x for x in re.sub(r"--[^\n]*", "", source).split(";") if x.strip()):
+                rows = con.execute(stmt).fetchall()
+        finally:
+            os.chdir(old)
+        assert rows, cwd

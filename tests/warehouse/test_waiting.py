@@ -27,7 +27,8 @@ def test_each_waiting_run_is_listed_with_its_block_until_it_stops_waiting(tmp_pa
     block = describe_waiting(listed[0])
     assert block.splitlines() == [
         "release run a waits for a curator's go to publish release v3",
-        "  answer in the Prefect UI: http://127.0.0.1:4200/runs/flow-run/a",
+        "  answer in the Prefect UI:",
+        "  http://127.0.0.1:4200/runs/flow-run/a",
         "  or decide on the command line: revbench release --version v3 --approve yes|no",
         "  waits until 2026-01-02T00:00:00+00:00 (86400 s), then ends as paused-expired"]
     with console.capture() as out:
