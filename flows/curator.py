@@ -193,10 +193,9 @@ def wait_for_curator(run: Run, form: Any, waiting: Waiting) -> Any:
     path = run.wh.path
     run.wh.set_run_status(run.run_id, "waiting")
     write_waiting(path, info)
-    # Where the curator looks: the terminal, the run's log and a "waiting" artifact in the Prefect
-    # UI, and the top of the form itself (the UI shows the form's description when it asks).
-    instructions = describe_waiting(info)
-    say(instructions)
+    # Where the curator looks: the terminal and the run's log in the Prefect UI (revbench's loggers
+    # reach it, see ``prepare_process``), a "waiting" artifact, and the top of the form itself.
+    log.warning("%s", describe_waiting(info))
     publish_markdown("waiting", waiting_markdown(info), f"{run.flow} run waits for {waiting.what}")
     own = form._description if isinstance(getattr(form, "_description", None), str) else ""
     form = form.with_initial_data(description=waiting_markdown(info) + ("\n\n---\n\n" + own if own else ""))

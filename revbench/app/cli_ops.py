@@ -86,9 +86,14 @@ def graph(
     print_graph(graph_flow.run(settings, track=resolve_track(track, long_flow=True)))
 
 
-def status() -> None:
+def status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the status as one JSON object, for a machine to read")] = False,
+) -> None:
     """Warehouse counts by table, rejects by reason and the latest runs (never disturbs a running flow)."""
     settings = build_settings()
+    import dataclasses
+    import json
+
     from revbench.stages import STAGES
     from revbench.warehouse.status import read_status
 
@@ -96,6 +101,10 @@ def status() -> None:
     if st.missing:  # the first stage needs no other stage before it
         console.print(f"No warehouse at {settings.warehouse_path}; run `revbench demo` or `{STAGES[0].command}`.")
         raise typer.Exit(1)
+    if as_json:
+        console.print(json.dumps(dataclasses.asdict(st), default=str, indent=1), markup=False, highlight=False,
+                      soft_wrap=True)
+        return
     print_status(st)
 
 

@@ -223,7 +223,8 @@ def print_graph(res: GraphResult) -> None:
     console.print(f"Graph run {res.run_id[:8]}: asked {res.papers_asked} papers ({res.papers_answered} answered, "
                   f"{res.failed} failed and asked again next run); saved {res.references_saved} references, "
                   f"{res.topics_saved} topics, {res.affiliations_saved} affiliations; {res.re_resolved} older "
-                  "references resolved", markup=False, highlight=False)
+                  f"references resolved ({res.re_checked} looked at again, {res.unresolved} still name no paper of "
+                  "ours)", markup=False, highlight=False)
     for r in res.match_rates:
         console.print(f"  {r['source']} references matched to our papers: {r['resolved']} of {r['references']} "
                       f"(doi {r.get('doi', 0)}, arXiv id {r.get('arxiv', 0)}, title and year {r.get('title_year', 0)})",

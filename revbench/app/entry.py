@@ -240,6 +240,11 @@ def prepare_process(settings: Settings, prefect: bool = True) -> None:
         # waits for those sleeps. Our temporary server answers 1 s.
         "PREFECT_SERVER_TASKS_TAG_CONCURRENCY_SLOT_WAIT_SECONDS": "1",
         "GX_ANALYTICS_ENABLED": "false",
+        # What revbench logs inside a tracked run (a run waiting for a curator, a service that
+        # stopped answering) goes to that run's log in the Prefect UI as well as the terminal;
+        # outside a run there is no run log to send it to, which is no cause for a warning.
+        "PREFECT_LOGGING_EXTRA_LOGGERS": "revbench",
+        "PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW": "ignore",
         # The default embedding model ships inside a package; other models are named by path or
         # by a hub name the user makes available (set HF_HUB_OFFLINE=0 to download).
         "HF_HUB_OFFLINE": "1",

@@ -84,6 +84,19 @@ def test_the_warehouse_benchmark_before_any_ratings_says_what_to_run(survey_sett
     assert code == 2 and "revbench ratings" in err
 
 
+def artifacts_of(run_id: str) -> dict[str, str]:
+    """The markdown artifacts of a flow run, by key."""
+    import uuid
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[uuid.UUID(str(run_id))])))
+    return {a.key: str(a.data) for a in found if a.key}
+
+
 def test_a_curator_decides_in_the_prefect_ui_and_a_rerun_asks_nothing(prefect_server, answered) -> None:
     from prefect.flow_runs import resume_flow_run
 
@@ -96,10 +109,16 @@ def test_a_curator_decides_in_the_prefect_ui_and_a_rerun_asks_nothing(prefect_se
         assert_waiting(s, run_id, said, "decisions on", "revbench ratings --decide keep|drop")
     description, schema = form_of(run_id)
     assert "straight_lining" in description and "Nothing is preset" in description
+    # Where the curator looks, the run says what it waits for: at the top of its form, in an artifact.
+    assert description.startswith("**This run waits for") and "`revbench ratings --decide keep|drop" in description
+    assert "](https://arxiv.org/abs/" in description and "“" in description  # papers by title, linked
     props = schema["properties"]  # nothing preset: every choice offered starts undecided, the evidence beside it
     choices = {k: v for k, v in props.items() if k.startswith(("all_flags", "rule_", "respondent_"))}
     assert len(choices) >= 3 and {v["default"] for v in choices.values()} == {"undecided"}
-    assert all("answers" in v["description"] for k, v in choices.items() if k.startswith("respondent_"))
+    assert all("answers" in v["description"] and "“" in v["description"]
+               for k, v in choices.items() if k.startswith("respondent_"))
+    artifacts = artifacts_of(run_id)
+    assert "This run waits for" in artifacts["waiting"] and "https://arxiv.org/abs/" in artifacts["ratings-flags"]
     # The paused run has let go of the warehouse: another process could read it meanwhile.
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         flags = wh.read(RATINGS).explode("flags")["flags"].drop_nulls().unique().to_list()

@@ -9,6 +9,7 @@ exact manifest they were computed on."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -333,6 +334,11 @@ def test_the_results_page_and_the_lrbench_reader_take_a_release_as_built(release
     v1 = s.releases_dir / "v1"
     code, out, err = run_cli_env(s, "report", "--html", str(tmp_path / "page"))
     assert code == 0 and (tmp_path / "page" / "index.html").is_file(), err
+    # The release is of a SYNTHETIC world: the page, its sections and its charts say so; an
+    # average row counts the pairs of its splits, not the splits.
+    page = (tmp_path / "page" / "index.html").read_text()
+    assert 'class="synthetic-banner"' in page and '<text class="stamp"' in page, page[:2000]
+    assert ">average<" not in page or re.search(r">[\d,]+ in \d splits?<", page)
     code, out, err = run_cli_env(s, "evaluate", "-b", f"lrbench={v1}", "-s", "trivial", "--bootstrap", "0")
     assert code == 0, err
     copy = tmp_path / "elsewhere" / "v1"
