@@ -814,7 +814,7 @@ def test_timeout_over_a_minute_is_a_usage_error(seconds: str, settings: Settings
 
 URL_SETTINGS_OF_EVERY_SECTION = ["REVBENCH_ARXIV__BASE_URL", "REVBENCH_S2__BASE_URL", "REVBENCH_OPENALEX__BASE_URL",
                                  "REVBENCH_PDF__BASE_URL", "REVBENCH_GROBID__BASE_URL", "REVBENCH_LLM__BASE_URL",
-                                 "REVBENCH_SURVEY__BASE_URL", "REVBENCH_RUNNER__DASK_ADDRESS"]
+                                 "REVBENCH_SURVEY__BASE_URL", "REVBENCH_RELEASE__URL", "REVBENCH_RUNNER__DASK_ADDRESS"]
 
 
 def test_every_address_setting_is_checked() -> None:

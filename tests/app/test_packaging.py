@@ -48,8 +48,12 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if (ROOT / rel).is_file():
             (src / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, src / rel)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(work / "dist"),
-                    str(src)], check=True, capture_output=True, timeout=600)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v", "-w",
+                            str(work / "dist"), str(src)], check=True, capture_output=True, text=True, timeout=600)
+    # Every folder of data is declared: setuptools says nothing about one it would install unasked.
+    said = built.stdout + built.stderr
+    assert "absent from the `packages` configuration" not in said and "absent from the packages" not in said, [
+        line for line in said.splitlines() if "absent" in line][:3]
     return next((work / "dist").glob("revbench-*.whl"))
 
 
