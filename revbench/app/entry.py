@@ -266,7 +266,11 @@ def prepare_process(settings: Settings, prefect: bool = True) -> None:
         from rich.logging import RichHandler
 
         # A stderr console looks up sys.stderr when it writes, so redirected streams are honoured.
-        log.addHandler(RichHandler(console=Console(stderr=True), show_path=False, show_time=False, markup=False))
+        # In a log (not a terminal) a record is one line, never folded at 80 columns mid-path.
+        err = Console(stderr=True)
+        if not err.is_terminal:
+            err = Console(stderr=True, width=100_000)
+        log.addHandler(RichHandler(console=err, show_path=False, show_time=False, markup=False))
         log.propagate = False
     for name in QUIET_LIBRARIES:
         logging.getLogger(name).setLevel(logging.WARNING)
