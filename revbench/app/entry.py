@@ -266,14 +266,33 @@ def prepare_process(settings: Settings, prefect: bool = True) -> None:
         from rich.logging import RichHandler
 
         # A stderr console looks up sys.stderr when it writes, so redirected streams are honoured.
-        # In a log (not a terminal) a record is one line, never folded at 80 columns mid-path.
+        # In a log (not a terminal) a record is one plain line, never folded at 80 columns mid-path.
         err = Console(stderr=True)
-        if not err.is_terminal:
-            err = Console(stderr=True, width=100_000)
-        log.addHandler(RichHandler(console=err, show_path=False, show_time=False, markup=False))
+        if err.is_terminal:
+            log.addHandler(RichHandler(console=err, show_path=False, show_time=False, markup=False))
+        else:
+            plain = _StderrHandler()
+            plain.setFormatter(logging.Formatter("%(levelname)-8s %(message)s"))
+            log.addHandler(plain)
         log.propagate = False
     for name in QUIET_LIBRARIES:
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Plain lines to whatever ``sys.stderr`` is when a record comes (a test or a caller may have
+    redirected it since the handler was made)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
 
 
 def _terminate(signum: int, frame: Any) -> None:
