@@ -65,7 +65,7 @@ browser:
 # The pictures of the survey email, Confirm page, page and phone view, and of the results page
 # (docs/), taken by the browser tests.
 screenshots: $(STAMP) browser
-	$(BIN)/python -m pytest -q tests/survey/test_browser.py tests/evaluation/test_results_page.py --screenshots docs
+	$(BIN)/python -m pytest -q tests/survey/test_browser.py tests/evaluation/test_results_page.py tests/ratings/test_flag_form_browser.py --screenshots docs
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.cli_bench

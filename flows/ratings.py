@@ -158,11 +158,13 @@ def flags_markdown(flags: pl.DataFrame, ratings: pl.DataFrame, titles: Mapping[s
     its title and linked id (``titles``: arXiv id -> title)."""
     if flags.height == 0:
         return "No flags."
-    lines = ["| flag | rule | annotator | ratings in doubt | evidence |", "|---|---|---|---|---|"]
+    # The papers come first and the long flag id (what `decisions` names) last: the UI's table
+    # is as wide as its panel, and a curator reads the evidence before the reference.
+    lines = ["| annotator | rule | ratings in doubt | evidence | flag |", "|---|---|---|---|---|"]
     for g in forms.flag_groups(flags, ratings, titles):
         for f in g["flags"]:
             shown = "<br>".join(forms.paper_line(x).replace("|", "\\|") for x in f["papers"])
-            lines.append(f"| `{f['flag_id']}` | {f['rule']} | {g['respondent']} | {shown} | {f['statistic']} |")
+            lines.append(f"| {g['respondent']} | {f['rule']} | {shown} | {f['statistic']} | `{f['flag_id']}` |")
     return "\n".join(lines)
 
 
@@ -307,8 +309,10 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
         from revbench.evaluation.plan import check_scorers
 
         check_scorers(settings, list(cfg.evaluate_scorers), "REVBENCH_RATINGS__EVALUATE_SCORERS")
-    store = SurveyStore(settings.survey_store_path)
-    with flow_run(settings, "ratings", {"decide": decide, "curator": curator, "evaluate": evaluate}) as run:
+    # Closed on every thread when the run ends: a connection left to the garbage collector would
+    # keep the file open, and a store damaged later could still read as this one in this process.
+    with (SurveyStore(settings.survey_store_path) as store,
+          flow_run(settings, "ratings", {"decide": decide, "curator": curator, "evaluate": evaluate}) as run):
         pulled = pull_stage(run, store)
         # Opt-outs reach the warehouse with the answers, not only before the next wave: a store
         # replaced meanwhile would take them with it.

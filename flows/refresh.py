@@ -192,25 +192,25 @@ def plan_ratings(settings: Settings, wh: Warehouse) -> Plan:
 
     if not settings.survey_store_path.exists():
         return Plan(False, "no survey store yet (no wave sent)", _fp(0), {})
-    store = SurveyStore(settings.survey_store_path)
-    epoch, newest = store.epoch(), store.max_event_id()
-    marks = wh.survey_epoch_marks()
-    pulled, digest = marks.get(epoch, (0, None))
-    fp = _fp(epoch, newest)
-    if lost_since_pull(store, epoch, pulled, digest):
-        return Plan(True, f"the survey store no longer holds event {pulled} of epoch {epoch} as pulled (emptied or "
-                          "restored from an older backup): its answers are checked again", fp, {})
-    if newest and epoch not in marks:
-        return Plan(True, f"a survey store not pulled before (epoch {epoch}): {newest} events to check", fp, {})
-    if newest > pulled:
-        return Plan(True, f"{newest - pulled} new survey events (after event {pulled} of epoch {epoch})", fp, {})
-    opted = store.opted_out()
-    if opted:
-        emails = dict(wh.survey_invitations().select("invitation_id", "email").iter_rows())
-        waiting = {emails[i] for i in opted if i in emails} - wh.opted_out_emails()
-        if waiting:
-            return Plan(True, f"{len(waiting)} opt-outs in the survey store not in the warehouse yet", fp, {})
-    return Plan(False, f"no new survey answers since event {pulled} of epoch {epoch}", fp, {})
+    with SurveyStore(settings.survey_store_path) as store:
+        epoch, newest = store.epoch(), store.max_event_id()
+        marks = wh.survey_epoch_marks()
+        pulled, digest = marks.get(epoch, (0, None))
+        fp = _fp(epoch, newest)
+        if lost_since_pull(store, epoch, pulled, digest):
+            return Plan(True, f"the survey store no longer holds event {pulled} of epoch {epoch} as pulled (emptied or "
+                              "restored from an older backup): its answers are checked again", fp, {})
+        if newest and epoch not in marks:
+            return Plan(True, f"a survey store not pulled before (epoch {epoch}): {newest} events to check", fp, {})
+        if newest > pulled:
+            return Plan(True, f"{newest - pulled} new survey events (after event {pulled} of epoch {epoch})", fp, {})
+        opted = store.opted_out()
+        if opted:
+            emails = dict(wh.survey_invitations().select("invitation_id", "email").iter_rows())
+            waiting = {emails[i] for i in opted if i in emails} - wh.opted_out_emails()
+            if waiting:
+                return Plan(True, f"{len(waiting)} opt-outs in the survey store not in the warehouse yet", fp, {})
+        return Plan(False, f"no new survey answers since event {pulled} of epoch {epoch}", fp, {})
 
 
 def plan_release(settings: Settings, wh: Warehouse) -> Plan:

@@ -390,9 +390,8 @@ def survey_flow(settings: Settings, round: int = 1, kind: str = "invitation", dr
     signer = LinkSigner.from_settings(settings.survey)
     if not dry_run and not settings.smtp.host:
         raise UsageError("REVBENCH_SMTP__HOST is not set: nothing can be sent (use --dry-run to write .eml files)")
-    store = SurveyStore(settings.survey_store_path)
     params = {"round": round, "kind": kind, "dry_run": dry_run, "approve": approve}
-    with flow_run(settings, "survey", params) as run:
+    with SurveyStore(settings.survey_store_path) as store, flow_run(settings, "survey", params) as run:
         interrupted = _recover(run)
         opted_out = opt_out_stage(run, store)
         prep = (invitation_stage if kind == "invitation" else reminder_stage)(run, round, signer, store, opted_out)
@@ -449,8 +448,8 @@ def survey_resend_flow(settings: Settings, message_ids: list[str], approver: str
     if not settings.smtp.host:
         raise UsageError("REVBENCH_SMTP__HOST is not set: nothing can be sent")
     wanted = list(dict.fromkeys(message_id(m) for m in message_ids))
-    store = SurveyStore(settings.survey_store_path)
-    with flow_run(settings, "survey-resend", {"message_ids": wanted, "approver": approver}) as run:
+    with (SurveyStore(settings.survey_store_path) as store,
+          flow_run(settings, "survey-resend", {"message_ids": wanted, "approver": approver}) as run):
         interrupted = _recover(run)
         msgs = run.wh.survey_messages().filter(pl.col("message_id").is_in(wanted))
         _check_resendable(wanted, msgs)

@@ -64,12 +64,13 @@ def survey_counts(warehouse: Path, store_path: Path) -> dict[str, Any]:
         except WarehouseBusy:
             out["messages"] = "a run holds the warehouse"
     if store_path.exists():
-        store = SurveyStore(store_path)
-        answered = store.answered()
+        with SurveyStore(store_path) as store:
+            answered = store.answered()
+            opted_out = store.opted_out()
         out["invitations with answers"] = sum(1 for a in answered.values() if any(v is not None for v in a.values()))
         out["ratings"] = sum(1 for a in answered.values() for v in a.values() if v is not None)
         out["skipped papers"] = sum(1 for a in answered.values() for v in a.values() if v is None)
-        out["opted out"] = len(store.opted_out())
+        out["opted out"] = len(opted_out)
     return out
 
 

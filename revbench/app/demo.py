@@ -124,8 +124,8 @@ def survey_round(settings: Settings, panel: Callable[[list[Any], Callable[[], in
     port = free_port()
 
     def recorded() -> int:  # what the panel's scanners must not move
-        store = SurveyStore(settings.survey_store_path)
-        return store.max_event_id() + len(store.opted_out())
+        with SurveyStore(settings.survey_store_path) as store:
+            return store.max_event_id() + len(store.opted_out())
 
     with MailSink() as sink:
         s = settings.with_overrides(smtp=sink.smtp_overrides(), survey={

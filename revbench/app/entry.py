@@ -187,6 +187,11 @@ def quiet_third_party_warnings() -> None:
 
     show._revbench_quiet = True  # type: ignore[attr-defined]
     warnings.showwarning = show
+    if not VERBOSE[0]:
+        # Hugging Face's own bars ("Loading weights") and advice print on every model load,
+        # before ours say what is encoded; read by transformers and huggingface_hub at import.
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
 def override(settings: Settings, changes: dict[str, Any]) -> Settings:

@@ -79,8 +79,10 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(venv: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REVBENCH_", "PREFECT_API", "PYTHONPATH"))}
-    env["REVBENCH_DATA_DIR"] = str(cwd / "data")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REVBENCH_", "PREFECT_API", "PYTHONPATH", "HF_HUB_DIS",
+                                                                     "TRANSFORMERS_VERB", "PYTHONWARN"))}
+    # Read as a log or CI reads it: not a terminal, 80 columns.
+    env.update(REVBENCH_DATA_DIR=str(cwd / "data"), COLUMNS="80")
     return subprocess.run([str(venv / "bin" / "revbench"), *args], capture_output=True, text=True, cwd=cwd, env=env,
                           timeout=900)
 
@@ -119,3 +121,15 @@ def test_installed_revbench_runs_the_demo(venv: Path, tmp_path: Path) -> None:
     assert re.search(r"Link scanners: [1-9]\d* requests on [1-9]\d* mailboxes .*?, 0 recorded anything", " ".join(out.stdout.split()))
     assert "Evaluation on the warehouse benchmark" in out.stdout
     assert (tmp_path / "data" / "reports" / "warehouse" / "report.md").exists()
+    # Read at 80 columns, every scorer the report evaluated is named whole, and nothing is cut.
+    rows = json.loads((tmp_path / "data" / "reports" / "warehouse" / "results.json").read_text())
+    scorers = {r["scorer"] for r in rows}
+    assert len(scorers) >= 5 and "…" not in out.stdout
+    for name in scorers:
+        assert re.search(rf"(scorer: |│ ){re.escape(name)}( |$)", out.stdout, re.M), name
+    # Nothing from third parties: no Python warning, no progress bar of a library; each line of
+    # the log is ours (a level and a message).
+    said = out.stdout + out.stderr
+    assert not re.search(r"\b\w*Warning\b", said), re.findall(r".*\w*Warning\b.*", said)[:3]
+    assert "it/s]" not in said and "Loading weights" not in said
+    assert all(re.match(r"(INFO|WARNING|ERROR) ", ln) for ln in out.stderr.splitlines() if ln.strip()), out.stderr[:2000]

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Self
 
 from revbench.errors import SurveyStoreGone
 
@@ -212,6 +213,24 @@ class StoreBase:
             if mine in state.open and not mine.busy:
                 state.open.discard(mine)
                 mine.con.close()
+
+    def close_all(self) -> None:
+        """Close every idle connection this process holds to the store, on any thread: a flow's
+        tasks may run on worker threads, and a connection left to the garbage collector keeps the
+        file open in this process (SQLite shares a file's locks and log index between connections
+        in one process, so a store damaged or replaced meanwhile could still read as the old one)."""
+        self._local.con = None
+        state = self._connections()
+        with state.guard:
+            for c in [c for c in state.open if not c.busy]:
+                state.open.discard(c)
+                c.con.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close_all()
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
