@@ -15,12 +15,16 @@ export HF_HUB_OFFLINE ?= 1
 venv: $(STAMP)
 
 # torch goes first so that later packages find 2.13.0 (the CPU wheel) and do not pull a CUDA build.
+# The installer's own output (setuptools says an editable install of a mapped layout is one,
+# on every install, even with -q) goes to .venv/install.log, shown whole when a step fails.
 $(STAMP): pyproject.toml constraints.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -c constraints.txt -e ".[ml,dev]"
-	touch $(STAMP)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "installing revbench and its dependencies into $(VENV) (a few minutes the first time; log: $(VENV)/install.log)"
+	@( $(BIN)/python -m pip install -q --upgrade pip \
+	  && $(BIN)/python -m pip install -q torch==2.13.0 \
+	  && $(BIN)/python -m pip install -q -c constraints.txt -e ".[ml,dev]" ) > $(VENV)/install.log 2>&1 \
+	  || { cat $(VENV)/install.log; echo "the install failed: the log above is $(VENV)/install.log"; exit 1; }
+	@touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/revbench demo
@@ -71,6 +75,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.cli_bench
 	$(BIN)/python -m benchmarks.ingest_bench
 	$(BIN)/python -m benchmarks.eval_bench
+	$(BIN)/python -m benchmarks.scorer_bench
 	$(BIN)/python -m benchmarks.disambiguate_bench
 	$(BIN)/python -m benchmarks.pools_bench
 	$(BIN)/python -m benchmarks.embed_bench

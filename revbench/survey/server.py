@@ -17,7 +17,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -332,7 +333,14 @@ def create_app(settings: Settings, store: SurveyStore | None = None) -> FastAPI:
     pages = Pages(settings, store)
     store, signer, scale, page = pages.store, pages.signer, pages.scale, pages.page
     css = read("survey/survey.css")
-    app = FastAPI(title="revbench survey", docs_url=None, redoc_url=None, openapi_url=None,
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        # A stopped server closes its threads' connections (they reopen on the next call): one left
+        # to the garbage collector keeps the store's log open in this process.
+        store.close_all()
+
+    app = FastAPI(title="revbench survey", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan,
                   exception_handlers={SurveyStoreGone: store_gone(pages), Refused: refused})
     app.state.pages = pages
     # Before security_headers, so it runs inside it: the 413 page carries the headers too.

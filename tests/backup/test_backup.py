@@ -7,10 +7,8 @@ exactly once."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import re
 import shutil
 import signal
@@ -38,7 +36,8 @@ from revbench.settings import Settings
 from revbench.warehouse import Warehouse
 from revbench.warehouse.holder import write_waiting
 from revbench.warehouse.store import SurveyStore
-from tests.support.answers import Answer, acknowledged, answer, latest, one_answer, pulled, ratings_of, same
+from tests.support.answers import (Answer, acknowledged, answer, latest, one_answer, pulled, ratings_of, same,
+                                   store_logs_open)
 from tests.support.cli import cli, one_line_error
 from tests.support.common import run_cli, settings_env
 from tests.support.survey import RULES, survey_server_process
@@ -138,27 +137,18 @@ def test_backup_more_answers_restore_pull_every_acknowledged_answer_once(sent, s
     every_answer_once(s, acked)
 
 
-def _store_logs_open(path: Path) -> int:
-    """How many connections of this process have the store's write-ahead log open."""
-    n = 0
-    for fd in Path("/proc/self/fd").iterdir():
-        with contextlib.suppress(OSError):
-            n += os.readlink(fd) == f"{path}-wal"
-    return n
-
-
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd (Linux)")
 def test_the_survey_and_ratings_flows_leave_no_connection_to_the_store_open(sent) -> None:
     # A connection left to the garbage collector (Prefect keeps a task's parameters) keeps its
     # write-ahead log: collected later, while a restore reads a store damaged meanwhile, it
     # checkpoints that log into the damaged file and the restore reads the old store back.
     s, invs = sent
-    assert _store_logs_open(s.survey_store_path) == 0
+    assert store_logs_open(s.survey_store_path) == 0
     with SurveyStore(s.survey_store_path) as store:
         answer(store, [(invs[0][0], invs[0][1][0], 3)])
         store.opt_out(invs[1][0], "link")
     ratings_flow.fn(s, decide="keep")
-    assert _store_logs_open(s.survey_store_path) == 0
+    assert store_logs_open(s.survey_store_path) == 0
 
 
 def test_a_lost_store_comes_back_from_the_backup_and_the_live_warehouse(sent, tmp_path: Path,

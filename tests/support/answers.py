@@ -3,6 +3,10 @@ epoch and backup-restore tests compare (each acknowledged answer in the ratings 
 
 from __future__ import annotations
 
+import contextlib
+import os
+from pathlib import Path
+
 from revbench.schemas.tables import RATINGS, SURVEY_EVENTS
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
@@ -61,3 +65,13 @@ def ratings_of(s: Settings) -> dict[tuple[str, str], int]:
     """The warehouse's ratings by (invitation, paper)."""
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         return {(i, p): v for i, p, v in wh.read(RATINGS).select("invitation_id", "paper_id", "rating").iter_rows()}
+
+
+def store_logs_open(path: Path) -> int:
+    """How many connections of this process hold the store's write-ahead log open (read from
+    ``/proc/self/fd``; a caller skips where that is missing)."""
+    n = 0
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):
+            n += os.readlink(fd) == f"{path}-wal"
+    return n

@@ -17,6 +17,7 @@ from revbench.errors import SurveyStoreGone
 from revbench.settings import Settings
 from revbench.survey.tokens import Claim, LinkSigner
 from revbench.warehouse.store import SurveyStore
+from tests.support.answers import store_logs_open
 from tests.support.survey import survey_server_process
 
 KEY = "moved-store-key-" + "m" * 24
@@ -118,3 +119,19 @@ def test_a_replaced_store_closes_every_thread_s_connection_to_the_old_file(tmp_p
     t.join()
     assert seen == [True]  # the worker's next call went to the store now at the path
     assert store.epoch() == other_epoch and _events(path) == [(B, "2609.00003", 2)]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd (Linux)")
+def test_a_stopped_server_leaves_no_connection_to_the_store_open(tmp_path: Path) -> None:
+    # Its threads' connections would otherwise stay until the garbage collector finds them, each
+    # holding the store's log open in this process (see the backup's lost-store test).
+    from revbench.replay.server import AppServer, free_port
+    from revbench.survey.server import create_app
+
+    s = Settings(data_dir=tmp_path / "data").with_overrides(survey={"signing_key": KEY})
+    SurveyStore(s.survey_store_path).publish_invitations([{"invitation_id": A, "round": 1, "papers": PAPERS[A]}])
+    sign = LinkSigner(SecretStr(KEY)).sign
+    with AppServer(create_app(s), port=free_port()) as server, httpx.Client(base_url=server.base, timeout=30) as http:
+        assert http.post(f"/r/{sign(Claim(A, 'rate', '2609.00001', 4))}").status_code == 303
+        assert store_logs_open(s.survey_store_path) >= 1
+    assert store_logs_open(s.survey_store_path) == 0
