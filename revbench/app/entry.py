@@ -168,6 +168,15 @@ THIRD_PARTY_WARNINGS = ("numba", "ranx", "sklearn", "torch", "transformers", "se
 own dependencies): hidden unless ``-v``."""
 
 
+class _ThirdPartyWarningRecord(logging.Filter):
+    """Drops a captured warning (a ``py.warnings`` record: ``path:line: Category: message``)
+    raised in a third-party file, unless ``-v``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        return bool(VERBOSE[0]) or not ("site-packages" in text or "dist-packages" in text)
+
+
 def quiet_third_party_warnings() -> None:
     """Hide warnings raised by or about third-party packages (``THIRD_PARTY_WARNINGS``, or any
     file under site-packages) for this process; revbench's own warnings still show."""
@@ -187,6 +196,11 @@ def quiet_third_party_warnings() -> None:
 
     show._revbench_quiet = True  # type: ignore[attr-defined]
     warnings.showwarning = show
+    # A tracked run hands warnings to logging (Prefect calls logging.captureWarnings, replacing
+    # the hook above): the same rule, on the logger they then go to.
+    logging.getLogger("py.warnings").addFilter(_ThirdPartyWarningRecord())
+    if not VERBOSE[0]:
+        logging.getLogger("great_expectations").setLevel(logging.WARNING)  # "Created temporary directory ..."
     if not VERBOSE[0]:
         # Hugging Face's own bars ("Loading weights") and advice print on every model load,
         # before ours say what is encoded; read by transformers and huggingface_hub at import.
@@ -254,6 +268,11 @@ def prepare_process(settings: Settings, prefect: bool = True) -> None:
         # by a hub name the user makes available (set HF_HUB_OFFLINE=0 to download).
         "HF_HUB_OFFLINE": "1",
     }
+    if not VERBOSE[0]:
+        # The temporary server runs in a child process that writes to our terminal: under load its
+        # services log a failed batch as an ERROR with a traceback, then retry it ("1 to retry, 0
+        # dropped"). A request it truly fails reaches the client, which says so in one line.
+        defaults["PREFECT_SERVER_LOGGING_LEVEL"] = "CRITICAL"
     for key, value in defaults.items():
         os.environ.setdefault(key, value)
     # Prefect creates its home but not the folders above it.

@@ -1,0 +1,86 @@
+"""A third-party warning stays out of a user's output, also inside a tracked run, where Prefect
+hands warnings to logging (``logging.captureWarnings``) and the entry point's hook is replaced;
+``-v`` brings it back, and revbench's own warnings always show."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import warnings
+from collections.abc import Iterator
+
+import pytest
+
+from revbench.app import entry
+
+SITE = "/opt/venv/lib/python3.11/site-packages/ranx/metrics/precision.py"
+OURS = "/work/revbench/flows/evaluate.py"
+
+
+@pytest.fixture
+def logged(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """What reaches the ``py.warnings`` logger once a tracked run captures warnings."""
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
+    logger = logging.getLogger("py.warnings")
+    monkeypatch.setattr(logger, "filters", list(logger.filters))
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    monkeypatch.setattr(entry, "VERBOSE", [False])
+    entry.quiet_third_party_warnings()
+    logging.captureWarnings(True)  # as Prefect's logging set-up does
+    try:
+        yield seen
+    finally:
+        logging.captureWarnings(False)
+        logger.removeHandler(handler)
+
+
+def _warn(filename: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.warn_explicit("unsafe cast from uint64 to int64", UserWarning, filename, 24)
+
+
+def test_a_third_party_warning_in_a_tracked_run_is_hidden_and_ours_shows(logged: list[str]) -> None:
+    _warn(SITE)
+    assert logged == []
+    _warn(OURS)
+    assert len(logged) == 1 and OURS in logged[0]
+
+
+def test_verbose_brings_the_third_party_warning_back(logged: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(entry, "VERBOSE", [True])
+    _warn(SITE)
+    assert len(logged) == 1 and "unsafe cast" in logged[0]
+
+
+@pytest.fixture
+def own_process() -> Iterator[None]:
+    """prepare_process sets variables and signal handlers for the whole process: put them back."""
+    env, handlers = dict(os.environ), {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(env)
+        for s, h in handlers.items():
+            signal.signal(s, h)
+
+
+def test_the_temporary_prefect_server_keeps_its_retried_errors_to_itself_unless_verbose(
+        settings, own_process: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PREFECT_SERVER_LOGGING_LEVEL", raising=False)
+    monkeypatch.setattr(entry, "VERBOSE", [False])
+    entry.prepare_process(settings)
+    assert os.environ["PREFECT_SERVER_LOGGING_LEVEL"] == "CRITICAL"
+    monkeypatch.delenv("PREFECT_SERVER_LOGGING_LEVEL")
+    monkeypatch.setattr(entry, "VERBOSE", [True])
+    entry.prepare_process(settings)
+    assert "PREFECT_SERVER_LOGGING_LEVEL" not in os.environ
+    monkeypatch.setenv("PREFECT_SERVER_LOGGING_LEVEL", "INFO")  # the user's own choice wins
+    monkeypatch.setattr(entry, "VERBOSE", [False])
+    entry.prepare_process(settings)
+    assert os.environ["PREFECT_SERVER_LOGGING_LEVEL"] == "INFO"
