@@ -200,7 +200,10 @@ def quiet_third_party_warnings() -> None:
     # the hook above): the same rule, on the logger they then go to.
     logging.getLogger("py.warnings").addFilter(_ThirdPartyWarningRecord())
     if not VERBOSE[0]:
-        logging.getLogger("great_expectations").setLevel(logging.WARNING)  # "Created temporary directory ..."
+        # GX sets this module's logger to INFO when it is imported ("Created temporary directory
+        # ... for ephemeral docs site" on every validation): a filter outlives that.
+        for name in ("great_expectations", "great_expectations.data_context.types.base"):
+            logging.getLogger(name).addFilter(lambda record: record.levelno >= logging.WARNING)
     if not VERBOSE[0]:
         # Hugging Face's own bars ("Loading weights") and advice print on every model load,
         # before ours say what is encoded; read by transformers and huggingface_hub at import.

@@ -84,3 +84,20 @@ def test_the_temporary_prefect_server_keeps_its_retried_errors_to_itself_unless_
     monkeypatch.setattr(entry, "VERBOSE", [False])
     entry.prepare_process(settings)
     assert os.environ["PREFECT_SERVER_LOGGING_LEVEL"] == "INFO"
+
+
+def test_gx_s_temporary_folder_note_is_hidden_though_gx_sets_its_logger_to_info(logged: list[str]) -> None:
+    gx = logging.getLogger("great_expectations.data_context.types.base")
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    gx.addHandler(handler)
+    level = gx.level
+    try:
+        gx.setLevel(logging.INFO)  # what importing GX does
+        gx.info("Created temporary directory '/tmp/x' for ephemeral docs site")
+        gx.warning("a warning of GX's own")
+    finally:
+        gx.setLevel(level)
+        gx.removeHandler(handler)
+    assert seen == ["a warning of GX's own"]
