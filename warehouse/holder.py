@@ -136,17 +136,20 @@ def drop_stray_decisions(db: Path) -> None:
 def read_waiting(db: Path) -> list[dict[str, Any]]:
     """The runs waiting for a curator, oldest first, each with ``alive`` as in ``read_holder`` and
     ``decided``: the note of a decision made elsewhere that ends its wait (None while it waits)."""
-    out = []
+    out: list[tuple[str, int, dict[str, Any]]] = []
     for path in sorted(waiting_dir(db).glob("*.json")) if waiting_dir(db).is_dir() else []:
         try:
             info = json.loads(path.read_text())
+            written = path.stat().st_mtime_ns
         except (OSError, ValueError):
             continue
         if isinstance(info, dict):
             info["alive"] = info.get("host") != socket.gethostname() or _alive(int(info.get("pid") or 0))
             info["decided"] = read_decision(db, str(info.get("run_id")))
-            out.append(info)
-    return sorted(out, key=lambda i: str(i.get("since", "")))
+            # ``since`` is to the second: two runs that began to wait in the same second are
+            # ordered by when each wrote its file.
+            out.append((str(info.get("since", "")), written, info))
+    return [info for _since, _written, info in sorted(out, key=lambda t: (t[0], t[1]))]
 
 
 def describe_waiting(info: dict[str, Any]) -> str:

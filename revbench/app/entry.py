@@ -196,8 +196,8 @@ def quiet_third_party_warnings() -> None:
 
     show._revbench_quiet = True  # type: ignore[attr-defined]
     warnings.showwarning = show
-    # A tracked run hands warnings to logging (Prefect calls logging.captureWarnings, replacing
-    # the hook above): the same rule, on the logger they then go to.
+    # Importing GX (the ingest's validations) calls logging.captureWarnings(True), which replaces
+    # the hook above and hands warnings to logging: the same rule, on the logger they then go to.
     logging.getLogger("py.warnings").addFilter(_ThirdPartyWarningRecord())
     if not VERBOSE[0]:
         # GX sets this module's logger to INFO when it is imported ("Created temporary directory

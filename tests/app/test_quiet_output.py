@@ -1,5 +1,5 @@
-"""A third-party warning stays out of a user's output, also inside a tracked run, where Prefect
-hands warnings to logging (``logging.captureWarnings``) and the entry point's hook is replaced;
+"""A third-party warning stays out of a user's output, also once GX is imported, which hands
+warnings to logging (``logging.captureWarnings``) and so replaces the entry point's hook;
 ``-v`` brings it back, and revbench's own warnings always show."""
 
 from __future__ import annotations
@@ -21,21 +21,30 @@ OURS = "/work/revbench/flows/evaluate.py"
 @pytest.fixture
 def logged(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """What reaches the ``py.warnings`` logger once a tracked run captures warnings."""
+    # The process's warning hooks as a fresh command has them, whatever earlier tests left: pytest
+    # resets ``showwarning`` around each test, and GX, once imported, keeps warnings captured (so a
+    # second captureWarnings(True) would do nothing). Both put back afterwards.
     monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
+    monkeypatch.setattr(logging, "_warnings_showwarning", logging._warnings_showwarning)  # type: ignore[attr-defined]
+    logging.captureWarnings(False)
     logger = logging.getLogger("py.warnings")
     monkeypatch.setattr(logger, "filters", list(logger.filters))
+    monkeypatch.setattr(logger, "disabled", False)  # a logging.config call elsewhere may have disabled it
+    level = logger.level
+    logger.setLevel(logging.WARNING)
     seen: list[str] = []
     handler = logging.Handler()
     handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
     logger.addHandler(handler)
     monkeypatch.setattr(entry, "VERBOSE", [False])
     entry.quiet_third_party_warnings()
-    logging.captureWarnings(True)  # as Prefect's logging set-up does
+    logging.captureWarnings(True)  # as importing GX does
     try:
         yield seen
     finally:
         logging.captureWarnings(False)
         logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _warn(filename: str) -> None:

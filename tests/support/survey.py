@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 
 import httpx
 
@@ -64,11 +65,15 @@ def paused_run_id(runner: threading.Thread, result: dict[str, object], timeout: 
     flow in a thread and stores its outcome in ``result``; runs in ``besides`` paused before)."""
     from prefect.client.orchestration import get_client
 
+    # Only runs made since the call (less a margin for the runner's head start): a run an earlier
+    # test left paused on the session's server (it failed before answering) is not this one.
+    since = datetime.now(UTC) - timedelta(seconds=5)
     deadline = time.monotonic() + timeout
     while True:
         assert time.monotonic() < deadline and runner.is_alive(), result
         with get_client(sync_client=True) as client:
-            paused = [r for r in client.read_flow_runs() if r.state and r.state.is_paused() and r.id not in besides]
+            paused = [r for r in client.read_flow_runs() if r.state and r.state.is_paused() and r.id not in besides
+                      and (r.created is None or r.created >= since)]
         if paused:
             return paused[0].id
         time.sleep(0.5)

@@ -86,3 +86,13 @@ def test_a_decision_made_elsewhere_is_noted_for_its_waiting_run_and_status_stops
     clear_waiting(db, "b")
     drop_stray_decisions(db)
     assert not (tmp_path / "warehouse.duckdb.waiting").exists()
+
+
+def test_runs_that_began_to_wait_in_the_same_second_are_listed_in_the_order_they_began(tmp_path: Path) -> None:
+    db = tmp_path / "warehouse.duckdb"
+    same = "2026-01-01T00:00:01+00:00"  # the record's time is to the second
+    for i, run_id in enumerate(["z-first", "m-second", "a-third"]):  # names sort the other way
+        write_waiting(db, _info(run_id, same))
+        path = tmp_path / "warehouse.duckdb.waiting" / f"{run_id}.json"
+        os.utime(path, ns=(1_000_000_000 + i, 1_000_000_000 + i))  # written one nanosecond apart
+    assert [w["run_id"] for w in read_waiting(db)] == ["z-first", "m-second", "a-third"]
