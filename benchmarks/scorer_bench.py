@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -47,8 +48,8 @@ def _run(spec: str, bench: str, data: Path, cwd: Path) -> tuple[float, int, str]
     cmd = [sys.executable, "-m", "revbench", "evaluate", "-b", bench, "-s", spec, "--bootstrap", "0"]
     t = time.perf_counter()
     done = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, check=False)
-    return time.perf_counter() - t, done.returncode, (done.stderr or done.stdout).strip().splitlines()[-1:][0] if (
-        done.stderr or done.stdout).strip() else ""
+    said = (done.stderr or done.stdout).strip()
+    return time.perf_counter() - t, done.returncode, said.splitlines()[-1] if said else ""
 
 
 def _skipped(line: str) -> dict[str, str]:
@@ -60,7 +61,7 @@ def measure(spec: str, bench: str, work: Path, repeat: int) -> dict[str, Any]:
     """First and cached runs of one scorer, ``repeat`` times each on fresh data folders."""
     first, cached = [], []
     for i in range(repeat):
-        data = work / f"{spec.replace(':', '_').replace('=', '-').replace(',', '_').replace('+', '_')}-{i}"
+        data = work / f"{re.sub(r'[^A-Za-z0-9-]', '_', spec)}-{i}"
         shutil.rmtree(data, ignore_errors=True)
         secs, rc, line = _run(spec, bench, data, work)
         if rc != 0:

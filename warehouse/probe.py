@@ -52,12 +52,9 @@ def probe_store(ctx: ProbeContext) -> Probe:
     if not path.exists():
         return Probe("store", str(path), "ok", "none yet (the survey flow creates it)")
     try:
-        store = SurveyStore(path)
-        try:
+        with SurveyStore(path) as store:
             epoch = store.epoch()
             events = store.max_event_id()
-        finally:
-            store.close()
     except WarehouseDamaged as exc:
         return Probe("store", str(path), "fail", "cannot be read", fix=str(exc))
     return Probe("store", str(path), "ok", f"readable; {events} events, epoch {epoch[:8]}")

@@ -201,10 +201,9 @@ def quiet_third_party_warnings() -> None:
     logging.getLogger("py.warnings").addFilter(_ThirdPartyWarningRecord())
     if not VERBOSE[0]:
         # GX sets this module's logger to INFO when it is imported ("Created temporary directory
-        # ... for ephemeral docs site" on every validation): a filter outlives that.
-        for name in ("great_expectations", "great_expectations.data_context.types.base"):
-            logging.getLogger(name).addFilter(lambda record: record.levelno >= logging.WARNING)
-    if not VERBOSE[0]:
+        # ... for ephemeral docs site" on every validation): a filter on it outlives that.
+        logging.getLogger("great_expectations.data_context.types.base").addFilter(
+            lambda record: record.levelno >= logging.WARNING)
         # Hugging Face's own bars ("Loading weights") and advice print on every model load,
         # before ours say what is encoded; read by transformers and huggingface_hub at import.
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

@@ -79,8 +79,9 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(venv: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REVBENCH_", "PREFECT_API", "PYTHONPATH", "HF_HUB_DIS",
-                                                                     "TRANSFORMERS_VERB", "PYTHONWARN"))}
+    # Nothing of ours, and none of the switches that would quiet a library for us.
+    quieting = ("HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY", "PYTHONWARNINGS")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REVBENCH_", "PREFECT_API", "PYTHONPATH", *quieting))}
     # Read as a log or CI reads it: not a terminal, 80 columns.
     env.update(REVBENCH_DATA_DIR=str(cwd / "data"), COLUMNS="80")
     return subprocess.run([str(venv / "bin" / "revbench"), *args], capture_output=True, text=True, cwd=cwd, env=env,

@@ -193,8 +193,5 @@ def set_aside(live: Path, aside: Path, readable: bool) -> None:
 
 def renew(live: Path, expected: str) -> str:
     """A new epoch for a store put back from a backup (see the module's docstring)."""
-    store = SurveyStore(live)
-    try:
+    with SurveyStore(live) as store:
         return store.renew_epoch(expected)
-    finally:
-        store.close()

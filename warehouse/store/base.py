@@ -216,9 +216,9 @@ class StoreBase:
 
     def close_all(self) -> None:
         """Close every idle connection this process holds to the store, on any thread: a flow's
-        tasks may run on worker threads, and a connection left to the garbage collector keeps the
-        file open in this process (SQLite shares a file's locks and log index between connections
-        in one process, so a store damaged or replaced meanwhile could still read as the old one)."""
+        tasks may run on worker threads, and a connection left to the garbage collector keeps its
+        write-ahead log; closed later, it checkpoints that log into the file at the path, so a
+        store damaged meanwhile would read as the old one again."""
         self._local.con = None
         state = self._connections()
         with state.guard:
