@@ -145,8 +145,8 @@ published model. Write `embedding:model=specter2`.
 
 ## The recipes
 
-| name | weights | pooling | input | tokens | vectors | source |
-|---|---|---|---|---|---|---|
+| name | weights | published architecture | pooling | input | tokens | vectors | source |
+|---|---|---|---|---|---|---|---|
 """
 
 MODELS_AFTER = """
@@ -169,9 +169,57 @@ Nothing is downloaded. Every run is offline. A recipe looks in two places:
 When neither place has them, `revbench evaluate` stops before any scorer runs. Its one line
 names the recipe, the folders it looked in, and these two ways to provide the files.
 
-Vectors are cached under the recipe's name and token limit (`embeddings/specter/float32-512`).
-If you replace a recipe's weights with other files, delete that folder: the cache does not
-compare weights.
+## The files are checked: a recipe is the published model
+
+What is found in either place must be the published model. Each recipe states the architecture
+of its repository's published `config.json` (the column above: `model_type`, `hidden_size`,
+`num_hidden_layers`, `vocab_size`) and, for SPECTER2, what the `adapters` library writes at the
+top of the adapter's `adapter_config.json` (the base's `model_type` and `hidden_size`; the
+adapter's bottleneck configuration is checked field by field when it loads, below). A folder
+that states otherwise is refused when the scorer is built, before any scorer runs, and equally
+by `revbench embed`, the pools and every other stage that encodes. The one line names the
+recipe, the folder and each field that differs:
+
+```
+model specter2: the files found for it are not allenai/specter2_base's published model (bert, 768 wide,
+12 layers, vocabulary 31090): data/cache/models/allenai__specter2_base: hidden_size 32 != 768,
+num_hidden_layers 2 != 12, vocab_size 30522 != 31090; ...
+```
+
+Other weights are welcome by their path: `embedding:model=data/cache/models/allenai__specter2_base`
+loads the folder as a plain sentence-transformers model (mean pooling, no adapter, revbench's
+own text), and every result calls it by that path and its digest, never by a recipe's name.
+
+## The digest: a model is its files
+
+A model name is resolved once, where a run starts, into a `ModelRef` (`revbench/ml/models.py`):
+the recipe, the folders its files were found in (weights, adapter), the runtime, the precision,
+and a sha256 over the files that make the vectors: the weights, the adapter, the tokenizer and
+the configuration (`config.json`, sentence-transformers' own, and the modules `modules.json`
+lists; a model card or an ONNX copy beside them is no part of it). The hashing encoder's digest
+is of its parameters and scikit-learn's version; the packaged MiniLM is digested like any folder;
+a Hugging Face name by the snapshot in the Hugging Face cache. A file is read once per stamp
+(size, times, inode), so asking again costs a few `stat` calls.
+
+The digest is part of everything made with the model:
+
+- the vectors' cache key, `embeddings/<name>@<12 hex>/[<runtime>-]<precision>-<limit>/`
+  (`embeddings/specter2@0123456789ab/float32-512`), the embed flow's export folder under
+  `vectors/`, and the ONNX export under `onnx/`: changing one byte of a weight file, replacing
+  an adapter or editing `config.json` gives new vectors, never the old ones under the old name;
+- the model a process keeps loaded, which is loaded again when the files changed;
+- the spec stored with every result row of the `embedding` scorer, `model_digest=<12 hex>`
+  (`A+B` for an ensemble);
+- the embed flow's `manifest.json` (`model_digest`, `model_weights`, `model_adapter`, `recipe`,
+  `stand_in`); an export whose digest is not the model's is not loaded.
+
+## Stand-ins
+
+The tests place tiny random models where the recipes look (below). They are declared:
+`REVBENCH_EMBED__STAND_INS=true` accepts a folder whose architecture differs from the
+published one as a stand-in, and every result made with one says so: the spec ends in
+`stand_in=true` and the export's manifest has `"stand_in": true`. The setting is off by
+default, and nothing but a test should turn it on.
 
 ## SPECTER2's adapter
 
@@ -221,9 +269,12 @@ on a rounding boundary could in principle differ by 0.0001. The test allows that
 
 The tests build tiny stand-ins themselves: random two-layer BERT weights over the packaged
 MiniLM's vocabulary (`tests/support/models.py`). They place them where the recipes look: the
-models folder, or a Hugging Face cache layout. Each test then checks a recipe's vectors
-against the recipe written out with `transformers` alone: the tokenizer at 512 tokens, the
-first token's hidden state, L2 normalisation.
+models folder, or a Hugging Face cache layout, and declare them (`REVBENCH_EMBED__STAND_INS`).
+Each test then checks a recipe's vectors against the recipe written out with `transformers`
+alone: the tokenizer at 512 tokens, the first token's hidden state, L2 normalisation.
+`tests/embed/test_model_identity.py` checks the rest of this page: a changed weight, adapter or
+configuration is new vectors and a new digest, a random BERT where a recipe looks is refused in
+one line and runs by its path, and a stand-in's results say so.
 """
 
 
@@ -235,7 +286,8 @@ def models_page() -> str:
     for r in RECIPES.values():
         weights = f"`{r.repo}`" + (f" + adapter `{r.adapter}` (as `{r.adapter_name}`)" if r.adapter else "")
         pooling = "CLS" if r.pooling == "cls" else r.pooling
-        out.append(f"| `{r.name}` | {weights} | {pooling} | {text(r.input)} | {r.max_tokens} | {r.normalise} | {text(r.source)} |")
+        out.append(f"| `{r.name}` | {weights} | {r.published} | {pooling} | {text(r.input)} | {r.max_tokens} | {r.normalise} "
+                   f"| {text(r.source)} |")
     return "\n".join(out) + "\n" + MODELS_AFTER
 
 

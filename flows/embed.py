@@ -4,9 +4,11 @@ The texts are the ones the evaluate flow's embedding scorers read: the submissio
 profile paper of every draw, and each reviewer's RATE keyword profile. Encoding goes through
 the cache keyed by (model, text hash) that the pools stage fills, so a second run encodes
 nothing; on a GPU the model runs in half precision with batches cut by token budget. Each
-(benchmark, model) is exported to ``vectors/<benchmark>-<version>/<model>/`` as
-``vectors.parquet`` and ``manifest.json`` (counts and sha256); the evaluate flow's embedding
-scorers load that export before they encode anything.
+(benchmark, model) is exported to ``vectors/<benchmark>-<version>/<model>@<digest>/<runtime,
+precision, limit>/`` as ``vectors.parquet`` and ``manifest.json`` (counts, sha256, and the
+model's files: their folders and digest, and whether they are a declared stand-in); the evaluate
+flow's embedding scorers load that export, when it was made by the same files, before they encode
+anything.
 """
 
 from __future__ import annotations
@@ -59,8 +61,9 @@ def embed_stage(run: Run, bench: Benchmark, model: str) -> EmbeddedBenchmark:
     with stage(run, f"embed:{model}") as st:
         texts = benchmark_texts(st.settings, bench, model)
         vecs, encoded, pieces = encode_texts(st, model, texts["text"].to_list(), f"{bench.name} texts")
-        runtime = settings_cache(st.settings, model).runtime
-        out = export_dir(st.settings.data_dir, bench.name, bench.version, model, runtime)
+        cache = settings_cache(st.settings, model)
+        runtime, ref = cache.runtime, cache.ref
+        out = export_dir(st.settings.data_dir, bench.name, bench.version, ref, runtime)
         out.mkdir(parents=True, exist_ok=True)
         frame = vector_frame(texts, [text_hash(t) for t in texts["text"].to_list()], vecs)
         tmp = out / "vectors.parquet.tmp"
@@ -68,6 +71,8 @@ def embed_stage(run: Run, bench: Benchmark, model: str) -> EmbeddedBenchmark:
         digest = file_sha256(tmp)
         tmp.replace(out / "vectors.parquet")  # whole or absent
         manifest = {"benchmark": bench.name, "benchmark_version": bench.version, "model": model,
+                    "model_digest": ref.digest, "model_weights": ref.weights, "model_adapter": ref.adapter,
+                    "recipe": ref.recipe.name if ref.recipe is not None else None, "stand_in": ref.stand_in,
                     "dim": int(vecs.shape[1]) if vecs.size else 0, "rows": frame.height,
                     "by_kind": counts_by_kind(texts),
                     "files": {"vectors.parquet": digest}, "device": device(), "runtime": runtime,
@@ -93,7 +98,8 @@ def embed_flow(settings: Settings, benchmarks: list[str], models: list[str] | No
     loaded, _ = load_inputs(plan, allow_partial=False, profile_max_papers=settings.ratings.profile_max_papers,
                             lock_wait=settings.warehouse.lock_wait_seconds)
     for m in models:
-        check_model(m, "--model", runtime_for(settings.embed.backend, settings.cache_dir, m), settings.cache_dir)
+        check_model(m, "--model", runtime_for(settings.embed.backend, settings.cache_dir, m), settings.cache_dir,
+                    stand_ins=settings.embed.stand_ins)
     with flow_run(settings, "embed", {"benchmarks": benchmarks, "models": models}) as run:
         rows = [embed_stage(run, b, m) for b in loaded for m in models]
         publish_table("embed-summary", [asdict(r) for r in rows],

@@ -47,12 +47,15 @@ def score_all(run: Run, loaded: list[Benchmark], specs: list[str]) -> dict[tuple
     tracked); scorers that call a service are probed first and run under its concurrency tag."""
     with stage(run, "score") as st:
         tag: dict[str, str | None] = {}  # the service whose concurrency limit a scorer's pieces share
+        built = {spec: make_scorer(spec, Context(run.settings)) for spec in specs}
+        work = [(i, spec) for i, b in enumerate(loaded) if not b.name.startswith("lrbench:") for spec in specs]
+        for i, spec in work:  # a scorer without its inputs refuses before any scorer spends its time
+            built[spec].check(loaded[i])
         for spec in specs:
-            services = make_scorer(spec, Context(run.settings)).services()
+            services = built[spec].services()
             if services:
                 run.require(*services)
             tag[spec] = services[0] if services else None
-        work = [(i, spec) for i, b in enumerate(loaded) if not b.name.startswith("lrbench:") for spec in specs]
         out: dict[tuple[int, str], Scores] = {}
         seconds: dict[str, float] = {}
         for service in sorted({tag[spec] for _, spec in work}, key=str):

@@ -15,7 +15,7 @@ from revbench.errors import InputError
 from revbench.evaluation.importers.weak import GRAPH_FRAMES, write_weak
 from revbench.flows.results import FlowResult
 from revbench.settings import Settings
-from revbench.tasks.weak_labels import Agreement, agreement, label_all_pairs, weak_benchmark
+from revbench.tasks.weak_labels import MIN_AGREEMENT_POSITIVES, Agreement, agreement, label_all_pairs, weak_benchmark
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,9 @@ class LabelsResult(FlowResult):
 
 
 def write_labels(settings: Settings, source: str, out: Path, experts: int = 15, negatives: int = 20,
-                 seed: int = 0) -> LabelsResult:
-    """Build the ``source`` (authorship or citations) weak benchmark of this warehouse into ``out``."""
+                 seed: int = 0, min_positives: int = MIN_AGREEMENT_POSITIVES) -> LabelsResult:
+    """Build the ``source`` (authorship or citations) weak benchmark of this warehouse into ``out``;
+    its agreement with the survey is computed only on ``min_positives`` weak positives or more."""
     from revbench.warehouse import Warehouse
 
     path = settings.warehouse_path
@@ -54,10 +55,11 @@ def write_labels(settings: Settings, source: str, out: Path, experts: int = 15, 
             papers = sorted(set(built.submissions["paper_id"]) | set(built.profiles["paper_id"]))
             got = wh.benchmark_graph(papers, sorted(set(built.profiles["reviewer_id"])))
             graph = {name: got[frame] for name, frame in GRAPH_FRAMES.items()}
-    agreed = agreement(label_all_pairs(source, frames, experts))
+    agreed = agreement(label_all_pairs(source, frames, experts), min_positives)
     meta = {"source": source, "experts": experts, "negatives": negatives, "seed": seed,
             "agreement": {"n_pairs": agreed.n_pairs, "n_positive": agreed.n_positive,
-                          "kendall_tau": agreed.kendall_tau, "auc": agreed.auc}}
+                          "kendall_tau": agreed.kendall_tau, "auc": agreed.auc,
+                          "min_positives": agreed.min_positives}}
     manifest = write_weak(out, {"submissions": built.submissions, "profiles": built.profiles, "labels": built.labels,
                                 **graph}, meta)
     pos = int(built.labels["label"].sum())

@@ -512,6 +512,10 @@ class EmbedSettings(Section):
         "auto", description="Runtime of every sentence-transformers encode (pools, embed, evaluate, train's checks): torch, "
         "onnx, onnx-int8 (dynamic int8 quantisation), openvino, or auto (torch unless benchmarks.embed_bench measured "
         "another backend faster on this machine with the same results).")
+    stand_ins: bool = Field(
+        False, description="Accept files found where a recipe looks (specter, specter2, scincl) whose config.json states "
+        "another architecture than the published model's, as a declared stand-in (the tests' tiny random models); every "
+        "result made with one says stand_in=true. Off: such files are refused before any scoring.")
 
     @field_validator("models")
     @classmethod

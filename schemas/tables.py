@@ -271,6 +271,10 @@ EVAL_RESULTS = Table(
         Column("benchmark_digest", pl.Utf8, since=12,
                doc="sha256 of the manifest of a release evaluated (it fixes every file's sha256): results stay attached "
                    "to the exact files, not only to the version's name"),
+        Column("ties", pl.Float64, since=18, min_value=0, max_value=1,
+               doc="share of the compared pairs the scorer tied (decided nothing on): a pairwise row rests on the rest"),
+        Column("basis", pl.Utf8, since=18,
+               doc="what the row stands on where it is not plain scores (cof: the unit its factors were fused within)"),
     ),
     primary_key=("run_id", "benchmark", "split", "scorer", "metric"),
     doc="Every metric of every scorer on every benchmark version and split, one set of rows per evaluation run "

@@ -33,6 +33,12 @@ class WeakLabels:
     """Reviewers in the expert pool with at least one profile paper."""
 
 
+MIN_AGREEMENT_POSITIVES = 30
+"""Weak positives below which no agreement figure is computed: with a handful of positives a
+Kendall tau or an AUC swings by tenths when one label flips (at 2 positives one pair decides
+half of the AUC), so a number would say more than the data do."""
+
+
 @dataclass(frozen=True)
 class Agreement:
     """Weak label against survey rating on the pairs both have."""
@@ -41,11 +47,20 @@ class Agreement:
     n_positive: int
     kendall_tau: float | None
     auc: float | None
+    min_positives: int = MIN_AGREEMENT_POSITIVES
+
+    @property
+    def too_few(self) -> bool:
+        """Whether the figures were withheld: fewer weak positives than ``min_positives``."""
+        return 0 < self.n_pairs and self.n_positive < self.min_positives
 
     def line(self) -> str:
         """One line for a curator."""
         if not self.n_pairs:
             return "agreement with the survey: no (reviewer, paper) pair has both a weak label and a kept rating"
+        if self.too_few:
+            return (f"agreement with the survey: not measured, {self.n_positive} weak positives among {self.n_pairs} "
+                    f"rated pairs (at least {self.min_positives} needed)")
         tau = "undefined" if self.kendall_tau is None else f"{self.kendall_tau:.3f}"
         auc = "undefined" if self.auc is None else f"{self.auc:.3f}"
         return (f"agreement with the survey on {self.n_pairs} pairs ({self.n_positive} weak positives): "
@@ -135,13 +150,17 @@ def label_all_pairs(source: str, frames: dict[str, pl.DataFrame], experts: int) 
             .with_columns(pl.col("label").fill_null(0).cast(pl.Int8)).sort("reviewer_id", "paper_id"))
 
 
-def agreement(pairs: pl.DataFrame) -> Agreement:
+def agreement(pairs: pl.DataFrame, min_positives: int = MIN_AGREEMENT_POSITIVES) -> Agreement:
     """Kendall tau-b between ``label`` and ``rating`` over ``pairs``, and the AUC of the label
     against ``rating >= 4`` (sklearn's ``roc_auc_score``: the probability that a pair rated 4 or 5
     carries a higher weak label than one rated below, ties counting one half). Either is None where
-    undefined: a constant label or rating (tau), or only one side of the threshold (AUC)."""
+    undefined: a constant label or rating (tau), or only one side of the threshold (AUC); both are
+    None with fewer than ``min_positives`` weak positives (:data:`MIN_AGREEMENT_POSITIVES`)."""
     if not pairs.height:
-        return Agreement(0, 0, None, None)
+        return Agreement(0, 0, None, None, min_positives)
+    positives = int(pairs["label"].sum())
+    if positives < min_positives:
+        return Agreement(pairs.height, positives, None, None, min_positives)
     from scipy.stats import kendalltau
     from sklearn.metrics import roc_auc_score
 
@@ -149,4 +168,4 @@ def agreement(pairs: pl.DataFrame) -> Agreement:
     tau = float(kendalltau(label, rating).statistic)
     high = rating >= 4
     auc = float(roc_auc_score(high, label)) if 0 < high.sum() < len(high) else None
-    return Agreement(pairs.height, int(label.sum()), None if math.isnan(tau) else tau, auc)
+    return Agreement(pairs.height, positives, None if math.isnan(tau) else tau, auc, min_positives)

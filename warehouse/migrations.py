@@ -38,6 +38,8 @@ DESCRIPTIONS: dict[int, str] = {
         "graph_fetches.source_paper_id (each paper's own OpenAlex work id and S2 paperId, kept for later runs)",
     17: "citations.match_keys: the keys each reference was resolved by, so a day-later run re-resolves only the "
         "unresolved references a new paper can answer",
+    18: "eval_results.ties and eval_results.basis: the share of compared pairs a scorer tied, and what a row stands on "
+        "(cof's fusion unit)",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {

@@ -2,8 +2,8 @@
 benchmark they form.
 
 Owns ``survey_events``, ``survey_epochs``, ``ratings``, ``rating_flags``, ``flag_decisions`` and
-``rating_tuples``; reads the graph's tables, ``author_links``, ``mentions`` and ``coauthor_edges`` for the
-benchmark's graph.
+``rating_tuples``; reads the graph's tables, ``author_links``, ``mentions``, ``coauthor_edges``, ``authors``
+and ``s2_author_papers`` for the benchmark's graph.
 """
 
 from __future__ import annotations
@@ -107,36 +107,90 @@ class RatingQueries(WarehouseBase):
                 .agg(pl.col("first_year").min(), pl.col("last_year").max())
                 .sort("reviewer_id", "institution_key"))
 
-    def benchmark_graph(self, paper_ids: Sequence[str], reviewer_ids: Sequence[str]) -> dict[str, pl.DataFrame]:
+    def benchmark_graph(self, paper_ids: Sequence[str], reviewer_ids: Sequence[str],
+                        history: bool = False) -> dict[str, pl.DataFrame]:
         """The graph around a benchmark, as ``revbench.evaluation.model.BenchmarkGraph`` holds it:
         ``citations`` (``citing_id, cited_id, is_influential, source``: resolved references among
         ``paper_ids``, one row per pair from any source, influential when any source says so, the
         sources comma-joined), ``topics`` (``paper_id, scheme, topic, score``, the highest score
         any origin gave), ``reviewer_institutions`` (``reviewer_id, institution_key, first_year,
         last_year``, each reviewer's stints widened over sources) and ``coauthors`` (``reviewer_id,
-        other_id`` among ``reviewer_ids``, both directions)."""
-        self.con.register("_bench_papers", pl.DataFrame({"k": list(paper_ids)}, schema={"k": pl.Utf8}).to_arrow())
+        other_id`` among ``reviewer_ids``, both directions).
+
+        With ``history``, also each reviewer's ``history`` (:meth:`_reviewer_history`) and the
+        ``references`` (:meth:`_bench_references`); ``citations`` and ``topics`` then cover the
+        history papers too (``paper_ids`` and every history paper)."""
         self.con.register("_bench_people", pl.DataFrame({"k": list(reviewer_ids)}, schema={"k": pl.Utf8}).to_arrow())
         try:
-            return {
-                "citations": self._frame(
-                    """SELECT citing_arxiv_id AS citing_id, cited_arxiv_id AS cited_id,
-                              bool_or(is_influential) AS is_influential,
-                              string_agg(DISTINCT source, ',' ORDER BY source) AS source
-                       FROM citations WHERE citing_arxiv_id IN (SELECT k FROM _bench_papers)
-                                        AND cited_arxiv_id IN (SELECT k FROM _bench_papers)
-                                        AND cited_arxiv_id <> citing_arxiv_id
-                       GROUP BY 1, 2 ORDER BY 1, 2"""),
-                "topics": self._frame(
-                    """SELECT arxiv_id AS paper_id, scheme, topic, max(score) AS score FROM paper_topics
-                       WHERE arxiv_id IN (SELECT k FROM _bench_papers) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"""),
-                "reviewer_institutions": self._reviewer_stints(),
-                "coauthors": self._frame(
-                    """WITH e AS (SELECT author_a, author_b FROM coauthor_edges
-                                  WHERE author_a IN (SELECT k FROM _bench_people) AND author_b IN (SELECT k FROM _bench_people))
-                       SELECT author_a AS reviewer_id, author_b AS other_id FROM e
-                       UNION SELECT author_b, author_a FROM e ORDER BY 1, 2"""),
-            }
+            papers = set(paper_ids)
+            out: dict[str, pl.DataFrame] = {}
+            if history:
+                out["history"] = self._reviewer_history()
+                papers |= set(out["history"]["paper_id"])
+            self.con.register("_bench_papers", pl.DataFrame({"k": sorted(papers)}, schema={"k": pl.Utf8}).to_arrow())
+            try:
+                if history:
+                    out["references"] = self._bench_references()
+                return {
+                    "citations": self._frame(
+                        """SELECT citing_arxiv_id AS citing_id, cited_arxiv_id AS cited_id,
+                                  bool_or(is_influential) AS is_influential,
+                                  string_agg(DISTINCT source, ',' ORDER BY source) AS source
+                           FROM citations WHERE citing_arxiv_id IN (SELECT k FROM _bench_papers)
+                                            AND cited_arxiv_id IN (SELECT k FROM _bench_papers)
+                                            AND cited_arxiv_id <> citing_arxiv_id
+                           GROUP BY 1, 2 ORDER BY 1, 2"""),
+                    "topics": self._frame(
+                        """SELECT arxiv_id AS paper_id, scheme, topic, max(score) AS score FROM paper_topics
+                           WHERE arxiv_id IN (SELECT k FROM _bench_papers) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"""),
+                    "reviewer_institutions": self._reviewer_stints(),
+                    "coauthors": self._frame(
+                        """WITH e AS (SELECT author_a, author_b FROM coauthor_edges
+                                      WHERE author_a IN (SELECT k FROM _bench_people)
+                                        AND author_b IN (SELECT k FROM _bench_people))
+                           SELECT author_a AS reviewer_id, author_b AS other_id FROM e
+                           UNION SELECT author_b, author_a FROM e ORDER BY 1, 2"""),
+                    **out,
+                }
+            finally:
+                self.con.unregister("_bench_papers")
         finally:
-            self.con.unregister("_bench_papers")
             self.con.unregister("_bench_people")
+
+    def _reviewer_history(self) -> pl.DataFrame:
+        """``reviewer_id, paper_id, year`` of each reviewer in ``_bench_people``: every corpus paper
+        linked to them (``author_links``) and every paper of their Semantic Scholar histories
+        (``s2_author_papers`` of the S2 author ids their mentions or their author record carry) that
+        is a corpus paper by its arXiv id. Rated papers are left out, as the profiles leave them out:
+        a paper is a submission or a reviewer's work, never both."""
+        return self._frame(
+            r"""WITH s2_ids AS (
+                    SELECT DISTINCT l.author_id AS reviewer_id, m.s2_author_id FROM author_links l
+                    JOIN mentions m USING (arxiv_id, "position")
+                    WHERE l.author_id IN (SELECT k FROM _bench_people) AND m.s2_author_id IS NOT NULL
+                    UNION SELECT author_id, unnest(s2_author_ids) FROM authors
+                    WHERE author_id IN (SELECT k FROM _bench_people)),
+                mine AS (
+                    SELECT author_id AS reviewer_id, arxiv_id AS paper_id FROM author_links
+                    WHERE author_id IN (SELECT k FROM _bench_people)
+                    UNION SELECT i.reviewer_id, regexp_replace(h.arxiv_id, 'v[0-9]+$', '') FROM s2_ids i
+                    JOIN s2_author_papers h USING (s2_author_id) WHERE h.paper_key <> '' AND h.arxiv_id IS NOT NULL)
+               SELECT DISTINCT m.reviewer_id, p.arxiv_id AS paper_id, p.year FROM mine m JOIN papers p ON p.arxiv_id = m.paper_id
+               WHERE p.arxiv_id NOT IN (SELECT paper_id FROM ratings) ORDER BY 1, 2""")
+
+    def _bench_references(self) -> pl.DataFrame:
+        """``citing_id, cited_key``: the reference lists of ``_bench_papers`` and every reference to
+        one of them, one row per citing paper and cited work over all sources. The key is the
+        warehouse paper a reference resolved to, else its first match key (``doi:``, ``arxiv:``,
+        ``title:``, as the resolution normalised them), else the source's raw ids (``doi:``,
+        ``arxiv:``, ``s2:``, ``openalex:``) for rows the resolution has not keyed yet."""
+        return self._frame(
+            r"""SELECT DISTINCT citing_id, cited_key FROM (
+                    SELECT citing_arxiv_id AS citing_id,
+                           coalesce(cited_arxiv_id, match_keys[1], 'doi:' || lower(cited_doi),
+                                    'arxiv:' || regexp_replace(cited_arxiv, 'v[0-9]+$', ''),
+                                    's2:' || cited_s2_id, 'openalex:' || cited_openalex_id) AS cited_key
+                    FROM citations
+                    WHERE (citing_arxiv_id IN (SELECT k FROM _bench_papers) OR cited_arxiv_id IN (SELECT k FROM _bench_papers))
+                      AND cited_arxiv_id IS DISTINCT FROM citing_arxiv_id)
+                WHERE cited_key IS NOT NULL ORDER BY 1, 2""")

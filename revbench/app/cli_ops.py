@@ -190,6 +190,7 @@ def labels(
     experts: Annotated[int, typer.Option("--experts", min=0, help="Keep only reviewers with more than N corpus papers (exHarmony's experts)")] = 15,
     negatives: Annotated[int, typer.Option("--negatives", min=0, help="Sampled non-positive candidates per submission")] = 20,
     seed: Annotated[int, typer.Option(help="Seed of the sampled candidates")] = 0,
+    min_positives: Annotated[int, typer.Option("--min-positives", min=1, help="Weak positives among the rated pairs below which the agreement with the survey is not computed (too few to measure)")] = 30,
 ) -> None:
     """Write a weak benchmark from the graph (exHarmony) that `revbench evaluate -b weak=DIR` reads, with its agreement with the survey's ratings."""
     from revbench.tasks.weak_labels import SOURCES
@@ -200,7 +201,8 @@ def labels(
     settings = build_settings()
     from revbench.flows.labels import write_labels
 
-    print_labels(write_labels(settings, from_, out, experts=experts, negatives=negatives, seed=seed))
+    print_labels(write_labels(settings, from_, out, experts=experts, negatives=negatives, seed=seed,
+                              min_positives=min_positives))
 
 
 def models(
@@ -211,6 +213,7 @@ def models(
 
     from rich.table import Table as RichTable
 
+    from revbench.ml.models import model_ref
     from revbench.ml.recipes import MODELS_SUBDIR, RECIPES, missing_line
 
     settings = build_settings()
@@ -218,9 +221,13 @@ def models(
     rows = []
     for r in RECIPES.values():
         lacking = missing_line(r, models_dir)
+        ref = model_ref(r.name, models_dir=models_dir) if lacking is None else None
+        # files that are not the published model are not that recipe "here": say what they are
+        mismatch = ref.refusal if ref is not None and ref.mismatch else None
         rows.append({"name": r.name, "weights": r.repo, "adapter": r.adapter, "pooling": r.pooling, "input": r.input,
-                     "max_tokens": r.max_tokens, "normalise": r.normalise, "here": lacking is None,
-                     "missing": lacking, "source": r.source})
+                     "max_tokens": r.max_tokens, "normalise": r.normalise, "here": lacking is None and mismatch is None,
+                     "missing": lacking, "mismatch": mismatch, "digest": ref.short if ref is not None else None,
+                     "source": r.source})
     if as_json:
         for row in rows:
             console.print(json.dumps(row), markup=False, highlight=False, soft_wrap=True)
@@ -231,7 +238,8 @@ def models(
     for row in rows:
         weights = row["weights"] + (f" + adapter {row['adapter']}" if row["adapter"] else "")
         table.add_row(row["name"], weights, str(row["pooling"]).upper() if row["pooling"] == "cls" else str(row["pooling"]),
-                      str(row["input"]), str(row["max_tokens"]), "yes" if row["here"] else "no")
+                      str(row["input"]), str(row["max_tokens"]),
+                      f"yes ({row['digest']})" if row["here"] else "other weights" if row["mismatch"] else "no")
     console.print(table)
     console.print(f"Weights are read from {models_dir}/<org>__<name> or the Hugging Face cache (HF_HOME); "
                   "nothing is downloaded. `revbench models --json` gives each recipe's source.", soft_wrap=True)

@@ -129,6 +129,8 @@ def print_report(tables: list[Any]) -> None:
         for row in t.rows:
             table.add_row(*[re.sub(r"\*\*(.+?)\*\*", r"[bold]\1[/]", c.replace("[", "\\[")) for c in row])
         console.print(table)
+        for note in getattr(t, "notes", []):
+            console.print(f"  {note}", markup=False, highlight=False)
 
 
 def print_markdown(markdown: str) -> None:

@@ -15,8 +15,8 @@ from revbench.evaluation.metrics.loss import costs
 from revbench.evaluation.metrics.coauthor_diversity import coauthor_clusters, coauthor_diversity
 from revbench.evaluation.metrics.institution_diversity import institution_diversity
 from revbench.evaluation.metrics.ranking import CUTOFFS, ranked_candidates, ranking_metrics
-from revbench.evaluation.model import SPLIT_AVERAGE, Benchmark, MetricValue, Scores, Split
-from revbench.evaluation.pairs import PairArrays, split_pairs
+from revbench.evaluation.model import SPLIT_AVERAGE, UNIT_PAPER, Benchmark, MetricValue, Scores, Split
+from revbench.evaluation.pairs import PairArrays, pairs_unit, split_pairs
 
 PAIR_METRICS = ("loss", *acc_metric.NAMES)
 AVERAGED = ("loss", "accuracy")
@@ -46,6 +46,9 @@ class _SplitData:
     """Each pair's cluster as an index into ``labels`` (one order for every scorer)."""
     digest: str
     """sha256 of the split's ordered pairs with their clusters: equal digests, equal splits."""
+    unit: str
+    """What every pair holds fixed (:func:`revbench.evaluation.pairs.pairs_unit`): the unit a
+    scorer's numbers need only be comparable within."""
 
 
 def _pairs_digest(pairs: pl.DataFrame) -> str:
@@ -96,7 +99,7 @@ class Evaluator:
             labels = np.array(sorted(pairs["cluster"].unique().to_list())) if pairs.height else np.array([], dtype=str)
             index = {lab: i for i, lab in enumerate(labels)}
             codes = np.array([index[c] for c in pairs["cluster"].to_list()], dtype=np.int64)
-            self._splits.append(_SplitData(s, pairs, labels, codes, _pairs_digest(pairs)))
+            self._splits.append(_SplitData(s, pairs, labels, codes, _pairs_digest(pairs), pairs_unit(pairs)))
         self._clusters: dict[str, str] | None = None
         """Co-author clusters of the benchmark's reviewers, computed once for every split and scorer."""
         self.same_as: dict[str, str] = {}
@@ -108,8 +111,10 @@ class Evaluator:
             else:
                 first.setdefault(sd.digest, sd.split.name)
 
-    def _draws(self, scores: Scores) -> list[pl.DataFrame]:
-        return [scores.draws[min(d, len(scores.draws) - 1)] for d in range(len(self.benchmark.draws) or 1)]
+    def _draws(self, scores: Scores, unit: str = UNIT_PAPER) -> list[pl.DataFrame]:
+        """One frame per profile draw, made for ``unit`` where the scorer made scores for it."""
+        own = scores.for_unit(unit)
+        return [own[min(d, len(own) - 1)] for d in range(len(self.benchmark.draws) or 1)]
 
     @staticmethod
     def _diffs(sd: _SplitData, scores: pl.DataFrame) -> np.ndarray:
@@ -133,10 +138,12 @@ class Evaluator:
 
     def _pair_rows(self, split: str, scores: Scores, arrays: list[PairArrays], counts: np.ndarray, k: int,
                    coverage: float | None, baseline: Scores | None = None,
-                   base_arrays: list[PairArrays] | None = None) -> list[MetricValue]:
+                   base_arrays: list[PairArrays] | None = None, unit: str = UNIT_PAPER) -> list[MetricValue]:
         rows = []
         name = self.benchmark.name
-        extra = dict(spec=scores.spec, coverage=coverage, predictions_sha256=scores.source_sha256)
+        tied = [float((a.diff == 0).mean()) for a in arrays if len(a)]
+        extra = dict(spec=scores.spec, coverage=coverage, predictions_sha256=scores.source_sha256,
+                     ties=float(np.mean(tied)) if tied else None, basis=scores.basis.get(unit, ""))
         for metric in PAIR_METRICS:
             nums, dens = _cluster_matrix(metric, arrays, k)
             value = _point(nums, dens)
@@ -150,7 +157,8 @@ class Evaluator:
                 if value is not None and bvalue is not None:
                     dlo, dhi = bootstrap.interval(reps - bootstrap.replicates(bn, bd, counts))
                     rows.append(MetricValue(name, split, f"{scores.scorer} - {baseline.scorer}", metric,
-                                            value - bvalue, dlo, dhi, n, f"{scores.spec} - {baseline.spec}", coverage))
+                                            value - bvalue, dlo, dhi, n, f"{scores.spec} - {baseline.spec}", coverage,
+                                            basis=extra["basis"]))
         return rows
 
     def evaluate_all(self, runs: list[Scores], baseline: Scores | None = None) -> list[MetricValue]:
@@ -174,11 +182,14 @@ class Evaluator:
             if sd.split.candidate_lists and sd.split.ratings is not None:
                 for s in runs:
                     cov = next((r.coverage for r in here if r.scorer == s.scorer and r.split == sd.split.name), None)
-                    extra = dict(spec=s.spec, coverage=cov, predictions_sha256=s.source_sha256)
-                    for metric, (value, nq) in ranking_metrics(sd.split.ratings, s.draws[0]).items():
+                    # a paper's candidates are ranked against each other: the scores made for that unit
+                    ranked = s.for_unit(UNIT_PAPER)[0]
+                    extra = dict(spec=s.spec, coverage=cov, predictions_sha256=s.source_sha256,
+                                 basis=s.basis.get(UNIT_PAPER, ""))
+                    for metric, (value, nq) in ranking_metrics(sd.split.ratings, ranked).items():
                         v = None if value != value else value  # NaN: no query had a relevant candidate
                         here.append(MetricValue(name, sd.split.name, s.scorer, metric, v, None, None, nq, **extra))
-                    for metric, (dv, nq) in self._diversity(sd.split.ratings, s.draws[0]).items():
+                    for metric, (dv, nq) in self._diversity(sd.split.ratings, ranked).items():
                         here.append(MetricValue(name, sd.split.name, s.scorer, metric, dv, None, None, nq, **extra))
             done[sd.split.name] = here
             rows += here
@@ -209,7 +220,7 @@ class Evaluator:
     def _split_rows(self, sd: _SplitData, runs: list[Scores], baseline: Scores | None,
                     averaged: dict[int, dict[str, list[float]]], covered: dict[int, list[float]]) -> list[MetricValue]:
         total = sd.pairs.height
-        diffs = {id(s): [self._diffs(sd, d) for d in self._draws(s)] for s in runs}
+        diffs = {id(s): [self._diffs(sd, d) for d in self._draws(s, sd.unit)] for s in runs}
         own = {i: [~np.isnan(x) for x in ds] for i, ds in diffs.items()}
         n_draws = len(self.benchmark.draws) or 1
         # A scorer that covers no pair at all has nothing to compare: it must not empty everyone's subset.
@@ -225,7 +236,7 @@ class Evaluator:
         for s in runs:
             cov = float(np.mean([m.sum() / total for m in own[id(s)]])) if total else None
             split_rows = self._pair_rows(sd.split.name, s, self._arrays(sd, diffs[id(s)], shared[id(s)]), counts, k, cov,
-                                         base, base_arrays if s is not base else None)
+                                         base, base_arrays if s is not base else None, sd.unit)
             rows += split_rows
             for r in split_rows:
                 if r.scorer == s.scorer and r.metric in AVERAGED and r.value is not None:
@@ -234,7 +245,7 @@ class Evaluator:
                 covered[id(s)].append(cov)
             if any((o != c).any() for o, c in zip(own[id(s)], shared[id(s)], strict=True)):
                 rows += self._pair_rows(sd.split.name + OWN_COVERAGE, s, self._arrays(sd, diffs[id(s)], own[id(s)]),
-                                        counts, k, cov)
+                                        counts, k, cov, unit=sd.unit)
         return rows
 
     def evaluate(self, scores: Scores, baseline: Scores | None = None) -> list[MetricValue]:

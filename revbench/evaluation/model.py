@@ -23,6 +23,8 @@ GRAPH_CITATIONS_SCHEMA = {"citing_id": pl.Utf8, "cited_id": pl.Utf8, "is_influen
 GRAPH_TOPICS_SCHEMA = {"paper_id": pl.Utf8, "scheme": pl.Utf8, "topic": pl.Utf8, "score": pl.Float64}
 GRAPH_INSTITUTIONS_SCHEMA = {"reviewer_id": pl.Utf8, "institution_key": pl.Utf8, "first_year": pl.Int64, "last_year": pl.Int64}
 GRAPH_COAUTHORS_SCHEMA = {"reviewer_id": pl.Utf8, "other_id": pl.Utf8}
+GRAPH_HISTORY_SCHEMA = {"reviewer_id": pl.Utf8, "paper_id": pl.Utf8, "year": pl.Int64}
+GRAPH_REFERENCES_SCHEMA = {"citing_id": pl.Utf8, "cited_key": pl.Utf8}
 
 SPLIT_LR_PC = "lr_paper_centric"
 SPLIT_LR_RC = "lr_reviewer_centric"
@@ -31,6 +33,13 @@ SPLIT_POINTWISE = "pointwise"
 SPLIT_PAPER_CENTRIC = "paper_centric"
 SPLIT_REVIEWER_CENTRIC = "reviewer_centric"
 SPLIT_AVERAGE = "average"
+
+UNIT_PAPER, UNIT_REVIEWER, UNIT_ALL = "paper", "reviewer", "all"
+UNITS = (UNIT_PAPER, UNIT_REVIEWER, UNIT_ALL)
+"""What a split's pairs hold fixed: ``paper`` (two candidates of one paper: paper-centric tuples),
+``reviewer`` (two papers of one reviewer: the pointwise ratings, reviewer-centric tuples) or
+``all`` (pairs of either kind). A score compared within a paper need only order that paper's
+candidates; one compared within a reviewer, that reviewer's papers."""
 
 
 def frame(rows: list[dict[str, object]] | None, schema: dict[str, pl.DataType]) -> pl.DataFrame:
@@ -67,6 +76,19 @@ class BenchmarkGraph:
     """``reviewer_id, institution_key, first_year, last_year``: where each reviewer was, and when."""
     coauthors: pl.DataFrame
     """``reviewer_id, other_id``: reviewers who wrote a paper together, both directions."""
+    history: pl.DataFrame | None = None
+    """``reviewer_id, paper_id, year``: every paper of each reviewer the benchmark knows (the
+    warehouse's: all their corpus papers and the Semantic Scholar history papers that are corpus
+    papers), not capped as the text profile is; the graph scorers read the reviewer's papers from
+    the profile draw and this together. None: the benchmark carries no history (the profile draw
+    alone). ``citations`` and ``topics`` cover these papers too."""
+    references: pl.DataFrame | None = None
+    """``citing_id, cited_key``: each paper's reference list, one row per cited work, to any work:
+    every reference of the benchmark's papers (submissions, profiles, history) and every reference
+    of another paper to one of them. ``cited_key`` is the benchmark's id of the cited paper when
+    it is one, else a prefixed key of the work (``doi:``, ``arxiv:``, ``title:``, ``s2:``,
+    ``openalex:``). None: the benchmark carries no reference lists (the coupling and co-citation
+    scorers refuse it)."""
 
 
 @dataclass
@@ -124,6 +146,19 @@ class Scores:
     companions: list[Scores] = field(default_factory=list)
     """Further score sets the same scorer computed on the way, each evaluated as a scorer of its
     own (``cof``'s factors alone and each factor left out)."""
+    by_unit: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
+    """Scores made for one comparison unit (:data:`UNITS`), one frame per draw, where a scorer's
+    numbers compare only within a unit (``cof``'s reciprocal ranks, taken among one paper's
+    candidates or one reviewer's papers): a split that compares within that unit reads them
+    instead of ``draws``."""
+    basis: dict[str, str] = field(default_factory=dict)
+    """Per unit, what the scores of that unit stand on (``cof``: how it fused), printed with every
+    row read from them."""
+
+    def for_unit(self, unit: str) -> list[pl.DataFrame]:
+        """The draws a split comparing within ``unit`` reads: :attr:`by_unit`'s when the scorer made
+        scores for it, else :attr:`draws`."""
+        return self.by_unit.get(unit, self.draws)
 
     def to_openreview(self, draw: int = 0) -> dict[str, dict[str, float]]:
         """``{reviewer: {paper: score}}``, the format the gold standard and OpenReview read."""
@@ -149,3 +184,9 @@ class MetricValue:
     coverage: float | None = None
     """Share of the split's ordered pairs the scores covered (mean over draws)."""
     predictions_sha256: str | None = None
+    ties: float | None = None
+    """Share of the compared pairs the scorer tied (equal scores: it decided nothing there, and
+    the loss counts each such pair half wrong, accuracy wholly); mean over draws; None for
+    metrics that are not pairwise."""
+    basis: str = ""
+    """What the row stands on where it is not plain scores (``cof``: the unit it fused within)."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from revbench.evaluation.model import Split
+from revbench.evaluation.model import UNIT_ALL, UNIT_PAPER, UNIT_REVIEWER, Split
 
 
 def split_pairs(split: Split) -> pl.DataFrame:
@@ -46,6 +46,20 @@ def split_pairs(split: Split) -> pl.DataFrame:
     if not parts:
         return pl.DataFrame(schema={c: (pl.Float64 if c.startswith("rating") else pl.Utf8) for c in cols})
     return pl.concat(parts).select(cols)
+
+
+def pairs_unit(pairs: pl.DataFrame) -> str:
+    """What every ordered pair of a split holds fixed (:data:`revbench.evaluation.model.UNITS`):
+    ``reviewer`` when both sides share the reviewer (checked first: a pair of one reviewer on one
+    paper cannot be ordered), ``paper`` when they share the paper, ``all`` otherwise (or with no
+    pairs)."""
+    if pairs.height == 0:
+        return UNIT_ALL
+    if (pairs["reviewer_a"] == pairs["reviewer_b"]).all():
+        return UNIT_REVIEWER
+    if (pairs["paper_a"] == pairs["paper_b"]).all():
+        return UNIT_PAPER
+    return UNIT_ALL
 
 
 @dataclass

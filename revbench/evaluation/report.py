@@ -4,7 +4,7 @@ over a complete one) and a plot of loss with intervals."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -15,7 +15,7 @@ from revbench.evaluation.model import SPLIT_AVERAGE, MetricValue
 RESULT_SCHEMA = {
     "benchmark": pl.Utf8, "split": pl.Utf8, "scorer": pl.Utf8, "metric": pl.Utf8,
     "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64, "spec": pl.Utf8,
-    "coverage": pl.Float64, "predictions_sha256": pl.Utf8,
+    "coverage": pl.Float64, "predictions_sha256": pl.Utf8, "ties": pl.Float64, "basis": pl.Utf8,
 }
 RANKING_SHOWN = ("P_hard@5", "P_soft@5", "P_hard@10", "NDCG@10", "MRR_hard@10", "Recall_hard@10", "WKTD@10")
 DIVERSITY_SHOWN = tuple(f"{name}@{k}" for name in ("InstitutionDiversity", "CoauthorDiversity") for k in (5, 10))
@@ -33,6 +33,9 @@ class ReportTable:
     title: str
     header: list[str]
     rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+    """Lines under the table: what a row stands on where it is not plain scores, and scorers that
+    decided few of the compared pairs."""
 
     def to_markdown(self) -> str:
         if not self.header:
@@ -40,6 +43,7 @@ class ReportTable:
             return self.title + "\n"
         lines = [self.title, "", "| " + " | ".join(self.header) + " |", "|---|" + "---|" * (len(self.header) - 1)]
         lines += ["| " + " | ".join(r) + " |" for r in self.rows]
+        lines += ([""] + [f"- {n}" for n in self.notes]) if self.notes else []
         return "\n".join(lines) + "\n"
 
 
@@ -81,12 +85,46 @@ def _eligible(s: pl.DataFrame, scorer: str) -> bool:
     return complete.height == 0 or _coverage(s, scorer) >= 1.0
 
 
-def _rows(s: pl.DataFrame, cols: list[str], show_coverage: bool, mark_best: bool) -> list[list[str]]:
+TIES_SHOWN = 0.01
+"""A split's table has a ties column once a scorer ties at least this share of its pairs."""
+FEW_DECIDED = 0.5
+"""A scorer that ties at least this share of a split's pairs gets a line under the table: its loss
+and accuracy rest on the rest (a tie costs half in the loss and counts wrong in accuracy)."""
+
+
+def _ties(rows: pl.DataFrame, scorer: str) -> float | None:
+    t = rows.filter((pl.col("scorer") == scorer) & (pl.col("metric") == "loss"))["ties"].drop_nulls()
+    return float(t.max()) if t.len() else None
+
+
+def _shows_ties(s: pl.DataFrame) -> bool:
+    return bool(s.filter(pl.col("ties") >= TIES_SHOWN).height)
+
+
+def stand_on_notes(s: pl.DataFrame) -> list[str]:
+    """Lines saying what the rows of one split's table stand on: each scorer that tied most of the
+    pairs, and each basis (how cof fused) with the scorers it applies to."""
+    notes = []
+    for scorer in s["scorer"].unique(maintain_order=True).to_list():
+        tied = _ties(s, scorer)
+        if tied is not None and tied >= FEW_DECIDED:
+            notes.append(f"{scorer} tied {_pct(tied)} of these pairs: its loss and accuracy rest on the "
+                         f"{_pct(1 - tied)} it decided")
+    with_basis = s.filter((pl.col("basis").fill_null("") != "") & pl.col("metric").is_in(["loss", "accuracy"]))
+    for (basis,), g in with_basis.group_by("basis", maintain_order=True):
+        notes.append(f"{', '.join(g['scorer'].unique(maintain_order=True).to_list())}: {basis}")
+    return notes
+
+
+def _rows(s: pl.DataFrame, cols: list[str], show_coverage: bool, mark_best: bool, show_ties: bool = False) -> list[list[str]]:
     best = {m: _best(s, m) for m in cols} if mark_best else {}
     rows = []
     for scorer in s["scorer"].unique(maintain_order=True).to_list():
         covered = _coverage(s, scorer)
         cells = [scorer] + ([_pct(covered)] if show_coverage else [])
+        if show_ties:
+            tied = _ties(s, scorer)
+            cells.append("–" if tied is None else _pct(tied) if tied < 1 else "100%")
         eligible = mark_best and _eligible(s, scorer)
         for m in cols:
             r = s.filter((pl.col("scorer") == scorer) & (pl.col("metric") == m))
@@ -143,7 +181,9 @@ def report_tables(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accurac
                 n = s.filter(pl.col("metric") == "loss")["n"].max()
                 title += (f": every scorer on the {n} pairs all of them cover; best in bold among scorers "
                           "that cover every pair, when one does")
-            out.append(ReportTable(title, ["scorer", *(["coverage"] if partial else []), *cols], _rows(s, cols, partial, True)))
+            ties = _shows_ties(s)
+            out.append(ReportTable(title, ["scorer", *(["coverage"] if partial else []), *(["ties"] if ties else []), *cols],
+                                   _rows(s, cols, partial, True, ties), stand_on_notes(s)))
             own = b.filter(pl.col("split") == split + OWN_COVERAGE)
             # trivial's line is the same on any pairs: its own-coverage row alone tells nothing new.
             if own.filter(pl.col("scorer") != TRIVIAL).height:

@@ -116,7 +116,7 @@ def split_separations(evaluator: Evaluator, runs: list[Scores]) -> list[Separati
     for sd in evaluator._splits:
         if sd.split.name in evaluator.same_as or not sd.pairs.height:
             continue
-        diffs = {id(s): [evaluator._diffs(sd, d) for d in evaluator._draws(s)] for s in runs}
+        diffs = {id(s): [evaluator._diffs(sd, d) for d in evaluator._draws(s, sd.unit)] for s in runs}
         own = {i: [~np.isnan(x) for x in ds] for i, ds in diffs.items()}
         present = [s for s in runs if any(m.any() for m in own[id(s)])]
         if len(present) < 2:

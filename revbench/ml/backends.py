@@ -12,7 +12,8 @@ answer: this module imports it, never the reverse. :func:`load_encoder` is the o
 picks the runtime's loader.
 
 An export lives in ``<cache>/onnx/<model key>/`` (the graph, its int8 twin, the tokenizer and
-``encoder.json``), made once per model and reused by every stage and process.
+``encoder.json``), made once per model and reused by every stage and process; the key carries the
+digest of the model's files, so new weights get a new export.
 
 ``auto`` (the default of ``REVBENCH_EMBED__BACKEND``) is PyTorch unless ``benchmarks.embed_bench``
 measured another runtime on this machine at least :data:`AUTO_SPEEDUP` times faster with the same
@@ -40,7 +41,7 @@ import numpy as np
 
 from revbench.errors import UsageError
 from revbench.files import write_atomic
-from revbench.ml.models import HASHING_MODEL, Runtime, load_model, model_key, openvino_precision
+from revbench.ml.models import HASHING_MODEL, ModelRef, Runtime, load_model, model_key, openvino_precision
 from revbench.ml.recipes import MODELS_SUBDIR
 
 RUNTIMES: tuple[Runtime, ...] = ("torch", "onnx", "onnx-int8", "openvino")
@@ -119,7 +120,7 @@ def write_decision(cache_dir: Path, model: str, rows: list[Measured]) -> dict[st
     except (OSError, ValueError):
         known = {}
     entry = {"runtime": runtime, "why": why, "machine": machine(), "rows": [r.__dict__ for r in rows]}
-    known = {**(known if isinstance(known, dict) else {}), model_key(model): entry}
+    known = {**(known if isinstance(known, dict) else {}), model_key(model, cache_dir / MODELS_SUBDIR): entry}
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(known, indent=2) + "\n")
     _decided.cache_clear()
@@ -128,9 +129,11 @@ def write_decision(cache_dir: Path, model: str, rows: list[Measured]) -> dict[st
 
 def runtime_for(setting: str, cache_dir: Path, model: str) -> Runtime:
     """The runtime that encodes ``model`` under ``REVBENCH_EMBED__BACKEND=setting``; a named
-    runtime whose package is not installed stops here, before any work."""
+    runtime whose package is not installed stops here, before any work. ``auto`` follows what
+    was measured for these very files (the decision is kept under the model's key)."""
     if setting == "auto":
-        return "torch" if model == HASHING_MODEL else _decided(str(cache_dir / DECISION_FILE), model_key(model))
+        return ("torch" if model == HASHING_MODEL
+                else _decided(str(cache_dir / DECISION_FILE), model_key(model, cache_dir / MODELS_SUBDIR)))
     if setting not in RUNTIMES:
         raise UsageError(f"REVBENCH_EMBED__BACKEND={setting}: expected one of auto, {', '.join(RUNTIMES)}")
     lacking = missing_package(setting)
@@ -159,12 +162,12 @@ def _decided(path: str, key: str) -> Runtime:
     return runtime  # type: ignore[no-any-return]
 
 
-def export_folder(root: Path, name: str) -> Path:
-    """Where the ONNX export of model ``name`` is kept."""
-    return root / "onnx" / model_key(name)
+def export_folder(root: Path, name: str | ModelRef) -> Path:
+    """Where the ONNX export of model ``name`` is kept (by its key: name and files' digest)."""
+    return root / "onnx" / model_key(name, root / MODELS_SUBDIR)
 
 
-def ensure_export(name: str, root: Path, int8: bool = False) -> Path:
+def ensure_export(name: str | ModelRef, root: Path, int8: bool = False) -> Path:
     """The ONNX export of ``name`` (made now if absent or of an older layout), with its int8
     twin when asked. Returns the graph's path. Two processes exporting at once each write a
     folder of their own and the first to finish is kept."""
@@ -211,12 +214,14 @@ def _quiet_root_logger() -> Iterator[None]:
         root.removeHandler(quiet)
 
 
-def _export(name: str, folder: Path, root: Path) -> None:
-    """Export the transformer of ``name`` (as PyTorch loads it: an adapter merged) to ONNX, with
+def _export(model: str | ModelRef, folder: Path, root: Path) -> None:
+    """Export the transformer of ``model`` (as PyTorch loads it: an adapter merged) to ONNX, with
     its tokenizer and what pooling and normalising it needs."""
     import torch
 
-    st = load_model(name, half=False, models_dir=root / MODELS_SUBDIR)
+    name = model.name if isinstance(model, ModelRef) else model
+    # Identity was judged where the encoder was asked for (the cache, the check, the scorer).
+    st = load_model(name, half=False, models_dir=root / MODELS_SUBDIR, stand_ins=True)
     kinds = [type(m).__name__ for m in st]
     if kinds[:2] != ["Transformer", "Pooling"] or any(k != "Normalize" for k in kinds[2:]):
         raise UsageError(f"model {name!r} ({' -> '.join(kinds)}): the ONNX runtimes run a transformer with mean or CLS "
@@ -267,19 +272,21 @@ def _dimension(st: Any) -> int:
 _FIRST_USE = threading.Lock()
 
 
-def load_encoder(name: str, runtime: Runtime = "torch", export_root: Path | None = None) -> Any:
+def load_encoder(name: str | ModelRef, runtime: Runtime = "torch", export_root: Path | None = None) -> Any:
     """The model ``name`` means, run by ``runtime``: PyTorch loads it itself
     (:func:`revbench.ml.models.load_model`, half precision on a GPU); another runtime loads the
     model's ONNX export kept under ``export_root`` (made on first use). The hashing encoder has
-    no runtime: every one gets it."""
-    if runtime == "torch" or name == HASHING_MODEL:
-        return load_model(name, models_dir=export_root / MODELS_SUBDIR if export_root else None)
+    no runtime: every one gets it. Whether files found for a recipe are its published model is
+    judged before this is asked (the embedding cache, ``check_model``, the scorer): a piece on a
+    worker has no settings to judge by."""
+    if runtime == "torch" or (name.name if isinstance(name, ModelRef) else name) == HASHING_MODEL:
+        return load_model(name, models_dir=export_root / MODELS_SUBDIR if export_root else None, stand_ins=True)
     if export_root is None:
         raise ValueError(f"the {runtime} runtime needs a folder for the model's ONNX export")
     return onnx_encoder(name, runtime, export_root)
 
 
-def onnx_encoder(name: str, runtime: Runtime, root: Path) -> OnnxEncoder:
+def onnx_encoder(name: str | ModelRef, runtime: Runtime, root: Path) -> OnnxEncoder:
     """Model ``name`` run by ``runtime`` (``onnx``, ``onnx-int8`` or ``openvino``) from its ONNX
     export under ``root`` (made on first use)."""
     lacking = missing_package(runtime)

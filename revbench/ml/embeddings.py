@@ -1,6 +1,6 @@
-"""Sentence embeddings with a cache keyed by (model, runtime, precision, token limit, text hash), on
-a GPU when one is present (which model a name means is :mod:`revbench.ml.models`'s answer, which
-runtime encodes is :mod:`revbench.ml.backends`'s)."""
+"""Sentence embeddings with a cache keyed by (model and its files' digest, runtime, precision, token
+limit, text hash), on a GPU when one is present (which model a name means, and which files, is
+:mod:`revbench.ml.models`'s answer, which runtime encodes is :mod:`revbench.ml.backends`'s)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import polars as pl
 
 from revbench.files import file_sha256, replacing
 from revbench.ml.backends import load_encoder, runtime_for
-from revbench.ml.models import Runtime, cut_keys, model_key, vector_key
+from revbench.ml.models import ModelRef, Runtime, as_ref, check_identity, cut_keys, model_ref
 from revbench.ml.recipes import MODELS_SUBDIR
 
 if TYPE_CHECKING:
@@ -27,27 +27,45 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-_models: dict[tuple[str, str], Any] = {}
+_models: dict[tuple[str, str, str], tuple[str, Any]] = {}
+"""(name, runtime, precision) -> (the files' digest, the model loaded from them)"""
 _models_lock = threading.Lock()
 
 
-def model_for(name: str, runtime: Runtime = "torch", root: Path | None = None) -> Any:
-    """The model ``name`` run by ``runtime``, loaded once per process (pieces on one worker share
-    it); an ONNX runtime's export is kept under ``root`` (the cache folder)."""
-    key = (model_key(name), runtime)  # a retrained adapter in the same folder is another model
+def _ref(model: str | ModelRef, runtime: Runtime, root: Path | None) -> ModelRef:
+    if isinstance(model, ModelRef) and model.runtime == runtime:
+        return model
+    name = model.name if isinstance(model, ModelRef) else model
+    return model_ref(name, runtime, models_dir=root / MODELS_SUBDIR if root else None)
+
+
+def model_for(model: str | ModelRef, runtime: Runtime = "torch", root: Path | None = None) -> Any:
+    """The model ``model`` names (or is, resolved) run by ``runtime``, loaded once per process and
+    files (pieces on one worker share it; files that changed since are loaded again); an ONNX
+    runtime's export is kept under ``root`` (the cache folder)."""
+    ref = _ref(model, runtime, root)
+    key = (ref.name, runtime, ref.precision)
     with _models_lock:
-        if key not in _models:
-            _models[key] = load_encoder(name, runtime, root)
-        return _models[key]
+        if key not in _models or _models[key][0] != ref.digest:  # new weights, adapter or config: another model
+            _models[key] = (ref.digest, load_encoder(ref, runtime, root))
+        return _models[key][1]
 
 
-def check_model(name: str, what: str, runtime: Runtime = "torch", root: Path | None = None) -> None:
+def check_model(name: str, what: str, runtime: Runtime = "torch", root: Path | None = None,
+                stand_ins: bool = False) -> None:
     """Load ``name`` now (it stays loaded for the work that follows), so a model that is not
-    there stops a run before any work, with one line naming ``what`` asked for it."""
+    there, or files that are not the published model its recipe names (unless ``stand_ins``),
+    stop a run before any work, with one line naming ``what`` asked for it."""
     from revbench.errors import UsageError
+    from revbench.ml.recipes import missing_line
 
     try:
-        model_for(name, runtime, root)
+        ref = _ref(name, runtime, root)
+        line = missing_line(ref.recipe, root / MODELS_SUBDIR if root else None) if ref.recipe is not None else None
+        if line:
+            raise UsageError(line)
+        check_identity(ref, stand_ins)
+        model_for(ref, runtime, root)
     except UsageError:
         raise
     except (OSError, ValueError, RuntimeError, KeyError) as exc:
@@ -56,7 +74,7 @@ def check_model(name: str, what: str, runtime: Runtime = "torch", root: Path | N
                          "folder, an adapter folder from `revbench train`, or hashing") from None
 
 
-def encode_piece(model_name: str, items: list[tuple[str, str]], token_budget: int = 0, runtime: Runtime = "torch",
+def encode_piece(model_name: str | ModelRef, items: list[tuple[str, str]], token_budget: int = 0, runtime: Runtime = "torch",
                  root: str | None = None) -> tuple[list[str], np.ndarray]:
     """One embedding piece: unit vectors of ``(text hash, text)`` items, by a model loaded once
     in whichever process (thread or Dask worker) runs it, in ``runtime`` (an ONNX runtime's
@@ -69,7 +87,8 @@ def encode_piece(model_name: str, items: list[tuple[str, str]], token_budget: in
         model = model_for(model_name, runtime, Path(root) if root else None)
     except OSError as exc:  # not downloaded where this piece runs (a worker offline, another cache)
         first = (str(exc).strip().splitlines() or [""])[0]
-        raise OSError(f"model {model_name} ({runtime}) is not available here: {first}") from exc
+        name = model_name.name if isinstance(model_name, ModelRef) else model_name
+        raise OSError(f"model {name} ({runtime}) is not available here: {first}") from exc
     texts = [t for _, t in items]
     kw = dict(normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
     if not token_budget or not texts:
@@ -103,29 +122,38 @@ def token_batches(lengths: list[int], budget: int, max_batch: int = 256) -> list
     return out
 
 
-def export_dir(data_dir: Path, benchmark: str, version: str, model: str, runtime: Runtime = "torch") -> Path:
-    """Where the embed flow exports one benchmark's vectors by one model (in the runtime and
-    precision and at the token limit it runs with here: :func:`revbench.ml.models.vector_key`)."""
+def export_dir(data_dir: Path, benchmark: str, version: str, model: str | ModelRef, runtime: Runtime = "torch",
+               models_dir: Path | None = None) -> Path:
+    """Where the embed flow exports one benchmark's vectors by one model (its files' digest, the
+    runtime and precision and the token limit it runs with here: :func:`revbench.ml.models.vector_key`)."""
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{benchmark}-{version}")
-    return data_dir / "vectors" / safe / vector_key(model, runtime)
+    return data_dir / "vectors" / safe / as_ref(model, runtime, models_dir).vector_key
 
 
 class EmbeddingCache:
     """Vectors of texts already embedded by one model in one runtime, stored as parquet shards
-    under ``root/embeddings/<vector key>/`` (model, runtime, precision, token limit:
-    :func:`revbench.ml.models.vector_key`); only texts never seen are encoded, a text given
-    twice is encoded once, and texts the model reads the same once cut at its token limit
-    (:func:`revbench.ml.models.cut_keys`) share one vector. ``asked``, ``encoded`` and
-    ``shared_by_cut`` count texts asked for, encoded, and served another text's vector."""
+    under ``root/embeddings/<vector key>/`` (model and its files' digest, runtime, precision,
+    token limit: :func:`revbench.ml.models.vector_key`); only texts never seen are encoded, a
+    text given twice is encoded once, and texts the model reads the same once cut at its token
+    limit (:func:`revbench.ml.models.cut_keys`) share one vector. ``asked``, ``encoded`` and
+    ``shared_by_cut`` count texts asked for, encoded, and served another text's vector.
+
+    The model is resolved once, when the cache is made (:class:`revbench.ml.models.ModelRef`):
+    files found for a recipe that are not its published model are refused there unless
+    ``stand_ins``."""
 
     _shared: dict[tuple[str, str], EmbeddingCache] = {}
 
     @classmethod
-    def shared(cls, root: Path, model_name: str, runtime: Runtime = "torch") -> EmbeddingCache:
-        """One cache (and one loaded model) per (root, model, runtime) in this process."""
-        key = (str(root), vector_key(model_name, runtime))
+    def shared(cls, root: Path, model_name: str | ModelRef, runtime: Runtime = "torch",
+               stand_ins: bool = False) -> EmbeddingCache:
+        """One cache (and one loaded model) per (root, model and its files, runtime) in this
+        process: files changed since are another cache."""
+        ref = _ref(model_name, runtime, root)
+        check_identity(ref, stand_ins)
+        key = (str(root), ref.vector_key)
         if key not in cls._shared:
-            cls._shared[key] = cls(root, model_name, runtime=runtime)
+            cls._shared[key] = cls(root, ref, runtime=runtime, stand_ins=stand_ins)
         return cls._shared[key]
 
     @classmethod
@@ -135,11 +163,14 @@ class EmbeddingCache:
         caches = list(cls._shared.values())
         return sum(c.asked for c in caches), sum(c.encoded for c in caches), sum(c.shared_by_cut for c in caches)
 
-    def __init__(self, root: Path, model_name: str, key: str | None = None, runtime: Runtime = "torch"):
-        self.model_name = model_name
+    def __init__(self, root: Path, model_name: str | ModelRef, key: str | None = None, runtime: Runtime = "torch",
+                 stand_ins: bool = False):
+        self.ref = _ref(model_name, runtime, root)
+        check_identity(self.ref, stand_ins)
+        self.model_name = self.ref.name
         self.runtime = runtime
         self.root = root
-        self.dir = root / "embeddings" / (key or vector_key(model_name, runtime))
+        self.dir = root / "embeddings" / (key or self.ref.vector_key)
         self._vectors: dict[str, np.ndarray] = {}
         self._cuts: dict[str, str] = {}
         """cut key -> the text hash whose vector the model gives every text with that key"""
@@ -181,9 +212,13 @@ class EmbeddingCache:
             return 0
         self._preloaded.add(str(folder))
         try:
-            want = json.loads(manifest.read_text()).get("files", {}).get("vectors.parquet")
+            meta = json.loads(manifest.read_text())
+            want = meta.get("files", {}).get("vectors.parquet")
+            made_by = meta.get("model_digest", self.ref.digest)
         except (ValueError, OSError, AttributeError):
             return 0
+        if made_by != self.ref.digest:
+            return 0  # another model's vectors (the folder's key says so too): never served for this one
         path = folder / "vectors.parquet"
         if not path.exists() or file_sha256(path) != want:
             return 0  # a damaged or stale export is ignored: the cache and the model still answer
@@ -198,7 +233,7 @@ class EmbeddingCache:
             h = text_hash(t)
             if h not in self._vectors and h not in todo:
                 todo[h] = t
-        keys = cut_keys(self.model_name, list(todo.values()), self.root / MODELS_SUBDIR) if todo else None
+        keys = cut_keys(self.ref, list(todo.values())) if todo else None
         if keys is not None:
             known: list[tuple[str, str]] = []
             first: dict[str, str] = {}
@@ -254,15 +289,18 @@ class EmbeddingCache:
         self.asked += len(texts)
         todo = self.missing(texts)
         if todo:
-            self.add(*(encode_piece(self.model_name, todo, 0, self.runtime, str(self.root)) if encode is None
+            self.add(*(encode_piece(self.ref, todo, 0, self.runtime, str(self.root)) if encode is None
                        else ([h for h, _ in todo], encode([t for _, t in todo]))))
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.vstack([self._vectors[h] for h in hashes])
 
 
-def settings_cache(settings: Settings, model: str) -> EmbeddingCache:
+def settings_cache(settings: Settings, model: str | ModelRef) -> EmbeddingCache:
     """The shared cache of ``model`` under the settings' cache folder, encoding in the runtime
     ``REVBENCH_EMBED__BACKEND`` names (``auto`` resolved for this machine): the one door every
-    stage that encodes goes through."""
-    return EmbeddingCache.shared(settings.cache_dir, model, runtime_for(settings.embed.backend, settings.cache_dir, model))
+    stage that encodes goes through. Files found for a recipe that are not its published model
+    are refused here unless ``REVBENCH_EMBED__STAND_INS``."""
+    name = model.name if isinstance(model, ModelRef) else model
+    return EmbeddingCache.shared(settings.cache_dir, model, runtime_for(settings.embed.backend, settings.cache_dir, name),
+                                 stand_ins=settings.embed.stand_ins)

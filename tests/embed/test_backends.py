@@ -21,7 +21,7 @@ from revbench.flows.pools import pools_flow
 from revbench.ml import backends
 from revbench.ml.backends import DECISION_FILE, Measured, ensure_export, pick, runtime_for, write_decision
 from revbench.ml.embeddings import EmbeddingCache, model_for, settings_cache
-from revbench.ml.models import DEFAULT_MODEL, HASHING_MODEL, vector_key
+from revbench.ml.models import DEFAULT_MODEL, HASHING_MODEL, model_key, vector_key
 from revbench.settings import Settings
 from tests.support.common import on_replay
 from tests.support.evaluation import write_openreview
@@ -112,11 +112,13 @@ def test_an_export_is_made_once_and_remade_when_its_layout_changes(export_root: 
 
 def test_runtimes_never_share_vectors(tmp_path: Path) -> None:
     keys = {r: vector_key(DEFAULT_MODEL, r) for r in backends.RUNTIMES}  # type: ignore[arg-type]
-    assert keys["torch"] == "all-MiniLM-L6-v2/float32-256" and keys["onnx-int8"] == "all-MiniLM-L6-v2/onnx-int8-256"
+    model = model_key(DEFAULT_MODEL)
+    assert keys["torch"] == f"{model}/float32-256" and keys["onnx-int8"] == f"{model}/onnx-int8-256"
     assert len(set(keys.values())) == 4
     dirs = {EmbeddingCache(tmp_path, DEFAULT_MODEL, runtime=r).dir for r in backends.RUNTIMES}  # type: ignore[arg-type]
     assert len(dirs) == 4
-    assert vector_key(HASHING_MODEL, "onnx") == vector_key(HASHING_MODEL) == "hashing/float32-all"  # no runtime to differ
+    hashing = f"{model_key(HASHING_MODEL)}/float32-all"
+    assert vector_key(HASHING_MODEL, "onnx") == vector_key(HASHING_MODEL) == hashing  # no runtime to differ
 
 
 def test_a_named_runtime_must_be_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -151,7 +153,7 @@ def test_auto_follows_a_measurement_of_this_machine_only(tmp_path: Path) -> None
     assert runtime_for("auto", tmp_path, "another-model") == "torch"  # measured for the packaged model only
     path = tmp_path / DECISION_FILE
     known = json.loads(path.read_text())
-    known[DEFAULT_MODEL]["machine"]["cpu"] = "another CPU"  # a data folder copied from another machine
+    known[model_key(DEFAULT_MODEL)]["machine"]["cpu"] = "another CPU"  # a data folder copied from another machine
     path.write_text(json.dumps(known))
     backends._decided.cache_clear()
     assert runtime_for("auto", tmp_path, DEFAULT_MODEL) == "torch"
@@ -161,7 +163,7 @@ def test_auto_follows_a_measurement_of_this_machine_only(tmp_path: Path) -> None
 
 
 def _key_dirs(s: Settings) -> set[str]:
-    return {p.name for p in (s.cache_dir / "embeddings" / DEFAULT_MODEL).iterdir()}
+    return {p.name for p in (s.cache_dir / "embeddings" / model_key(DEFAULT_MODEL)).iterdir()}
 
 
 def test_embed_and_evaluate_run_in_the_configured_runtime(settings: Settings, tmp_path: Path) -> None:

@@ -74,12 +74,13 @@ def test_vectors_of_another_precision_or_token_limit_never_share_a_cache_entry(t
 
     monkeypatch.setattr(models, "device", lambda: "cpu")
     cpu = vector_key(DEFAULT_MODEL)
-    assert cpu == "all-MiniLM-L6-v2/float32-256"  # the packaged model's own configuration says 256 tokens
-    assert vector_key(HASHING_MODEL) == "hashing/float32-all"
+    digest = models.model_ref(DEFAULT_MODEL).digest[:12]
+    assert cpu == f"all-MiniLM-L6-v2@{digest}/float32-256"  # the packaged model's own configuration says 256 tokens
+    assert vector_key(HASHING_MODEL) == f"hashing@{models.hashing_digest()[:12]}/float32-all"
     cpu_export = export_dir(tmp_path, "lrbench", "v1", DEFAULT_MODEL)
     monkeypatch.setattr(models, "device", lambda: "cuda")  # a GPU runs the model in half precision
     gpu = vector_key(DEFAULT_MODEL)
-    assert gpu == "all-MiniLM-L6-v2/float16-256" and export_dir(tmp_path, "lrbench", "v1", DEFAULT_MODEL) != cpu_export
+    assert gpu == f"all-MiniLM-L6-v2@{digest}/float16-256" and export_dir(tmp_path, "lrbench", "v1", DEFAULT_MODEL) != cpu_export
     short, long_ = tmp_path / "short", tmp_path / "long"
     for folder, limit in ((short, 128), (long_, 512)):
         folder.mkdir()

@@ -36,6 +36,12 @@ def empty_hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache
 
 
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The tiny models these tests plant where the recipes look are declared stand-ins."""
+    return settings.with_overrides(embed={"stand_ins": True})
+
+
 def models_dir(s: Settings) -> Path:
     return s.cache_dir / MODELS_SUBDIR
 
@@ -70,7 +76,7 @@ def test_a_recipe_is_its_published_input_token_and_pooling(settings: Settings, n
     folder = tiny_bert(models_dir(settings) / RECIPES[name].folder_name, seed=1)
     long_abstract = " ".join(["retrieval"] * 900)  # past 512 word pieces: the recipe cuts where the tokenizer does
     batch = texts(name, ["Dense retrieval", "Graph networks", "Cut"], ["Dual encoders.", None, long_abstract])
-    model = load_model(name, models_dir=models_dir(settings))
+    model = load_model(name, models_dir=models_dir(settings), stand_ins=True)
     got = model.encode(batch, normalize_embeddings=True)
     assert np.allclose(got, _cls_by_hand(folder, batch), atol=1e-6)
     spec = resolve_model(name, models_dir=models_dir(settings))
@@ -81,7 +87,7 @@ def test_a_recipe_is_its_published_input_token_and_pooling(settings: Settings, n
 def test_a_recipe_is_found_in_the_hugging_face_cache(settings: Settings, empty_hf_cache: Path) -> None:
     snapshot = in_hf_cache(empty_hf_cache, "malteos/scincl", seed=2)
     assert resolve_model("scincl").base_model == str(snapshot)
-    got = load_model("scincl").encode(texts("scincl", ["A"], ["B"]), normalize_embeddings=True)
+    got = load_model("scincl", stand_ins=True).encode(texts("scincl", ["A"], ["B"]), normalize_embeddings=True)
     assert np.allclose(got, _cls_by_hand(snapshot, ["A[SEP]B"]), atol=1e-6)
 
 
@@ -106,7 +112,7 @@ def test_an_empty_adapter_is_refused_in_one_line(settings: Settings) -> None:
     (adapter / "adapter_config.json").write_text("{}")
     (adapter / "pytorch_adapter.bin").write_bytes(b"")
     with pytest.raises(UsageError, match="a bottleneck adapter this loader does not compute") as err:
-        load_model("specter2", models_dir=models_dir(settings))
+        load_model("specter2", models_dir=models_dir(settings), stand_ins=True)
     assert "\n" not in str(err.value) and "adapter_config.json" in str(err.value)
 
 
@@ -232,10 +238,12 @@ def test_models_lists_the_recipes_and_what_is_here(settings: Settings, monkeypat
     assert code == 0, err
     rows = {r["name"]: r for r in map(json.loads, out.strip().splitlines())}
     assert set(rows) == set(RECIPES)
-    assert rows["specter"]["here"] is True and rows["scincl"]["here"] is False and rows["minilm"]["here"] is True
+    # a tiny BERT where SPECTER looks is other weights, not SPECTER: not "here", and says why
+    assert rows["specter"]["here"] is False and "vocab_size" in rows["specter"]["mismatch"]
+    assert rows["scincl"]["here"] is False and rows["minilm"]["here"] is True and len(rows["minilm"]["digest"]) == 12
     assert "malteos/scincl" in rows["scincl"]["missing"] and rows["specter2"]["adapter"] == "allenai/specter2"
     code, out, _ = run_cli("models")
-    assert code == 0 and "specter2" in out and "title + [SEP] +" in out
+    assert code == 0 and "specter2" in out and "title + [SEP] +" in out and "other weights" in out
 
 
 def test_the_pools_and_the_embed_flow_read_a_recipes_text(settings: Settings, tmp_path: Path) -> None:

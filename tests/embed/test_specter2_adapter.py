@@ -32,7 +32,7 @@ def models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_the_adapter_is_the_libraries_to_float_precision(models: Path) -> None:
-    got = load_model("specter2", models_dir=models).encode(REFERENCE["texts"], normalize_embeddings=False)
+    got = load_model("specter2", models_dir=models, stand_ins=True).encode(REFERENCE["texts"], normalize_embeddings=False)
     want = np.asarray(REFERENCE["cls_with_adapter"], dtype=np.float32)
     without = np.asarray(REFERENCE["cls_without_adapter"], dtype=np.float32)
     assert got.shape == want.shape == (5, 32)
@@ -63,7 +63,7 @@ def _edit_config(folder: Path, **changes: object) -> None:
 def test_a_configuration_computed_otherwise_is_refused(models: Path, change: dict[str, object], needle: str) -> None:
     _edit_config(models / "allenai__specter2", **change)
     with pytest.raises(UsageError) as err:
-        load_model("specter2", models_dir=models)
+        load_model("specter2", models_dir=models, stand_ins=True)
     assert needle in str(err.value) and "adapter_config.json" in str(err.value) and "\n" not in str(err.value)
 
 
@@ -71,7 +71,7 @@ def test_damaged_weights_are_refused_in_one_line(models: Path) -> None:
     weights = models / "allenai__specter2" / "pytorch_adapter.bin"
     weights.write_bytes(weights.read_bytes()[:200])
     with pytest.raises(UsageError, match="pytorch_adapter.bin: not readable") as err:
-        load_model("specter2", models_dir=models)
+        load_model("specter2", models_dir=models, stand_ins=True)
     assert "\n" not in str(err.value)
 
 
@@ -82,11 +82,11 @@ def test_weights_for_another_model_are_refused(models: Path) -> None:
     state = torch.load(weights, weights_only=True)
     torch.save({k: v for k, v in state.items() if ".layer.1." not in k}, weights)  # one layer's adapter gone
     with pytest.raises(UsageError, match=r"weights for layers \[0\], the model has 2"):
-        load_model("specter2", models_dir=models)
+        load_model("specter2", models_dir=models, stand_ins=True)
     torch.save({**state, "bert.encoder.layer.0.attention.output.adapters.[PRX].adapter_up.weight": state[next(iter(state))]},
                weights)
     with pytest.raises(UsageError, match="unexpected weight"):
-        load_model("specter2", models_dir=models)
+        load_model("specter2", models_dir=models, stand_ins=True)
 
 
 def test_evaluate_runs_openreviews_production_ensemble_by_name(models: Path, tmp_path: Path,
@@ -96,7 +96,7 @@ def test_evaluate_runs_openreviews_production_ensemble_by_name(models: Path, tmp
     from tests.support.evaluation import write_openreview
     from tests.support.models import tiny_bert
 
-    s = Settings(data_dir=tmp_path / "data")
+    s = Settings(data_dir=tmp_path / "data").with_overrides(embed={"stand_ins": True})  # the fixture is a tiny stand-in
     shutil.copytree(models, s.cache_dir / MODELS_SUBDIR)
     tiny_bert(s.cache_dir / MODELS_SUBDIR / "malteos__scincl", seed=4)
     for k, v in settings_env(s).items():

@@ -42,7 +42,9 @@ def test_rrf_sums_reciprocal_ranks_within_each_papers_candidates(settings: Setti
 def test_ties_share_the_best_rank_and_unscored_pairs_add_nothing(settings: Settings) -> None:
     b = graph_bench()
     assert b.graph is not None
-    b.graph.citations = b.graph.citations.clear()  # citation 0 for every pair: one tie, rank 1 for all
+    # only the citation between two profile papers (a -> c) is left: citation 0 for every pair in
+    # both directions (one tie, rank 1 for all), yet a graph with citations, so nothing is refused
+    b.graph.citations = b.graph.citations.filter(pl.col("citing_id") == "a")
     b.graph.topics = b.graph.topics.filter(pl.col("paper_id") != "s2")  # topic leaves s2's pairs unscored
     got = as_dict(make_scorer(SPEC, Context(settings)).score(b))
     assert got == {("ir", "s1"): 1 + 1 + 1, ("gnn", "s1"): 0.5 + 0.5 + 1, ("ir", "s2"): 0.5 + 0 + 1, ("gnn", "s2"): 1 + 0 + 1}
@@ -107,3 +109,14 @@ def test_bad_factor_specs_fail_clearly(spec: str, says: str, settings: Settings)
     with pytest.raises(ValueError, match="bad parameters for cof") as err:
         make_scorer(spec, Context(settings))
     assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_cof_refuses_what_its_citation_factor_cannot_stand_on(settings: Settings) -> None:
+    b = graph_bench()
+    assert b.graph is not None
+    b.graph.citations = b.graph.citations.clear()
+    cof = make_scorer(SPEC, Context(settings))
+    assert cof.missing(b) is not None
+    with pytest.raises(InputError) as err:
+        cof.check(b)  # asked before any scorer of a run spends its time
+    assert "citation" in str(err.value) and "\n" not in str(err.value)

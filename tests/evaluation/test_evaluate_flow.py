@@ -16,7 +16,7 @@ from tests.support.evaluation import write_openreview
 
 pytestmark = pytest.mark.slow
 KEYS = {"benchmark", "benchmark_version", "split", "scorer", "metric", "value", "ci_low", "ci_high", "n", "run_id",
-        "evaluated_at", "spec", "predictions_sha256", "coverage", "benchmark_digest"}
+        "evaluated_at", "spec", "predictions_sha256", "coverage", "benchmark_digest", "ties", "basis"}
 
 
 def test_evaluate_flow_end_to_end(prefect_server, settings, tmp_path: Path) -> None:

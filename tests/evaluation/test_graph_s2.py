@@ -79,6 +79,9 @@ def test_the_gold_standard_gets_its_graph_from_s2_and_a_rerun_asks_nothing(tmp_p
     # Only edges among the benchmark's papers; a paper cited twice is one edge, influential when any answer says so.
     assert _edges(graph) == {("sub1", "pro1", True), ("pro2", "sub2", True)}
     assert set(graph.citations["source"]) == {"s2"}
+    # Reference lists to any work S2 has an id for: a benchmark paper by its id, another as s2:<id>.
+    assert graph.references is not None
+    assert sorted(graph.references.iter_rows()) == [("pro2", "sub2"), ("sub1", "pro1"), ("sub1", "s2:elsewhere")]
     assert sorted(graph.topics.select("paper_id", "scheme", "topic").iter_rows()) == [
         ("pro1", "s2-fos", "Computer Science"), ("pro1", "s2-fos", "Mathematics"), ("sub1", "s2-fos", "Computer Science")]
     assert sorted(p.name for p in cache_dir(settings).iterdir()) == ["pro1.json", "pro2.json", "sub1.json", "sub2.json"]
@@ -90,10 +93,12 @@ def test_the_gold_standard_gets_its_graph_from_s2_and_a_rerun_asks_nothing(tmp_p
 def test_evaluate_with_graph_from_s2_scores_citation(tmp_path: Path, replay, settings) -> None:
     gold = _gold(tmp_path / "gold")
     s = on_replay(settings, replay(fixtures=_recorded(tmp_path / "s2")))
-    out = evaluate_flow.fn(s, benchmarks=[f"goldstandard={gold}"], scorers=["citation"], graph_from="s2",
-                           bootstrap=0, plot=False, report_dir=str(tmp_path / "report"))
-    loss = [r["value"] for r in out.rows if r["scorer"] == "citation" and r["metric"] == "loss"]
-    assert loss == [0.0]  # sub1 cites R1's pro1, sub2 none of R1's work: R1 rated sub1 above sub2
+    out = evaluate_flow.fn(s, benchmarks=[f"goldstandard={gold}"], scorers=["citation:direction=forward", "citation"],
+                           graph_from="s2", bootstrap=0, plot=False, report_dir=str(tmp_path / "report"))
+    loss = {r["scorer"]: r["value"] for r in out.rows if r["scorer"].startswith("citation") and r["metric"] == "loss"}
+    # sub1 cites R1's pro1, sub2 none of R1's work: R1 rated sub1 above sub2. Both ways, R1's pro2
+    # citing sub2 weighs as much (influential, as old): a tie, half the loss.
+    assert loss == {"citation:direction=forward": 0.0, "citation": 0.5}
     with pytest.raises(UsageError, match="goldstandard carries no citation graph.*--graph-from s2"):
         evaluate_flow.fn(s, benchmarks=[f"goldstandard={gold}"], scorers=["citation"], bootstrap=0, plot=False,
                          report_dir=str(tmp_path / "r2"))

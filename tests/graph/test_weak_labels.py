@@ -82,7 +82,7 @@ def _positives(d: Path) -> set[tuple[str, str]]:
 
 
 def test_authorship_labels_own_authors_held_out_of_their_profiles(world: Settings, tmp_path: Path) -> None:
-    r = write_labels(world, "authorship", tmp_path / "weak", experts=1)
+    r = write_labels(world, "authorship", tmp_path / "weak", experts=1, min_positives=3)
     assert _positives(tmp_path / "weak") == {(Q1, A), (Q1, B), (Q2, C)}
     b = load_benchmark("weak", tmp_path / "weak")
     profiles = b.draws[0]
@@ -120,13 +120,22 @@ def test_sampled_candidates_are_fixed_by_the_seed(world: Settings, tmp_path: Pat
 
 def test_agreement_is_exact_on_hand_made_pairs() -> None:
     pairs = pl.DataFrame({"label": [1, 1, 0, 0, 1], "rating": [5.0, 4.0, 4.0, 2.0, 1.0]})
-    got = agreement(pairs)
+    got = agreement(pairs, min_positives=1)
     # AUC: rated >= 4 {1, 1, 0} against below {0, 1}: 3.5 of 6 pairs ordered (ties count one half)
     assert got.n_pairs == 5 and got.n_positive == 3 and got.auc == pytest.approx(7 / 12, abs=1e-12)
     # tau-b: 3 concordant, 2 discordant; 4 pairs tied in label, 1 in rating, of 10
     assert got.kendall_tau == pytest.approx(1 / math.sqrt(54), abs=1e-12)
     none = agreement(pairs.clear())
     assert none.n_pairs == 0 and none.line().startswith("agreement with the survey: no (reviewer, paper) pair")
+
+
+def test_agreement_is_withheld_under_the_minimum_of_positives() -> None:
+    pairs = pl.DataFrame({"label": [1, 1, 0, 0, 1], "rating": [5.0, 4.0, 4.0, 2.0, 1.0]})
+    few = agreement(pairs)  # 3 weak positives, under the default minimum
+    assert few.n_positive == 3 and few.kendall_tau is None and few.auc is None and few.too_few
+    assert "not measured, 3 weak positives among 5 rated pairs (at least 30 needed)" in few.line()
+    enough = agreement(pairs, min_positives=3)
+    assert enough.kendall_tau is not None and not enough.too_few
 
 
 def test_evaluate_reads_the_weak_benchmark_with_ranking_metrics(world: Settings, tmp_path: Path) -> None:
@@ -140,7 +149,7 @@ def test_evaluate_reads_the_weak_benchmark_with_ranking_metrics(world: Settings,
 def test_the_command_prints_the_agreement_and_a_tampered_file_is_refused_in_one_line(world: Settings, tmp_path: Path,
                                                                                       isolated_env: Path) -> None:
     d = tmp_path / "cli"
-    code, out, err = run_cli("labels", "--from", "authorship", "--experts", "1", "--out", str(d))
+    code, out, err = run_cli("labels", "--from", "authorship", "--experts", "1", "--out", str(d), "--min-positives", "3")
     assert code == 0, out + err
     assert "agreement with the survey on 6 pairs (3 weak positives): Kendall tau 0.832, AUC against rating >= 4 1.000" in out
     labels = pl.read_parquet(d / "labels.parquet")

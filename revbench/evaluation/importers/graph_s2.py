@@ -22,6 +22,7 @@ from revbench.evaluation.model import (
     GRAPH_CITATIONS_SCHEMA,
     GRAPH_COAUTHORS_SCHEMA,
     GRAPH_INSTITUTIONS_SCHEMA,
+    GRAPH_REFERENCES_SCHEMA,
     GRAPH_TOPICS_SCHEMA,
     Benchmark,
     BenchmarkGraph,
@@ -116,9 +117,10 @@ def _fetch(client: SemanticScholarClient, ids: list[str], folder: Path, batch_si
 
 
 def s2_graph_of(bench: Benchmark, settings: Settings, client: SemanticScholarClient | None = None) -> BenchmarkGraph:
-    """The citations among ``bench``'s papers (by S2 paper id; ``is_influential`` as S2 gives it)
-    and their ``s2-fos`` topics, from the cache and, for papers not cached yet, from Semantic
-    Scholar. S2 unreachable, or some papers' references failing after their retries, is one
+    """The citations among ``bench``'s papers (by S2 paper id; ``is_influential`` as S2 gives it),
+    every paper's reference list (``references``: a cited benchmark paper by its id, any other
+    work as ``s2:<paperId>``; works S2 has no id for are left out) and their ``s2-fos`` topics,
+    from the cache and, for papers not cached yet, from Semantic Scholar. S2 unreachable, or some papers' references failing after their retries, is one
     ``ServiceUnavailable`` line; what was answered stays cached for the rerun."""
     from revbench.clients import s2_graph  # the clients load only when a graph is asked of S2
 
@@ -146,9 +148,12 @@ def s2_graph_of(bench: Benchmark, settings: Settings, client: SemanticScholarCli
     known = set(ids)
     edges: dict[tuple[str, str], bool | None] = {}
     topics = []
+    refs: set[tuple[str, str]] = set()
     for pid, record in records.items():
         for ref in (record or {}).get("references") or []:
             cited = ref.get("cited_s2_id")
+            if cited and cited != pid:
+                refs.add((pid, cited if cited in known else f"s2:{cited}"))
             if cited in known and cited != pid:
                 was, now = edges.get((pid, cited)), ref.get("is_influential")
                 edges[(pid, cited)] = True if True in (was, now) else (False if False in (was, now) else None)
@@ -157,7 +162,9 @@ def s2_graph_of(bench: Benchmark, settings: Settings, client: SemanticScholarCli
     citations = frame([{"citing_id": a, "cited_id": b, "is_influential": f, "source": s2_graph.SOURCE}
                        for (a, b), f in sorted(edges.items())], GRAPH_CITATIONS_SCHEMA)
     topic_frame = frame(topics, GRAPH_TOPICS_SCHEMA).unique(["paper_id", "scheme", "topic"], maintain_order=True)
-    return BenchmarkGraph(citations, topic_frame, frame(None, GRAPH_INSTITUTIONS_SCHEMA), frame(None, GRAPH_COAUTHORS_SCHEMA))
+    references = frame([{"citing_id": a, "cited_key": b} for a, b in sorted(refs)], GRAPH_REFERENCES_SCHEMA)
+    return BenchmarkGraph(citations, topic_frame, frame(None, GRAPH_INSTITUTIONS_SCHEMA), frame(None, GRAPH_COAUTHORS_SCHEMA),
+                          references=references)
 
 
 def with_graphs(settings: Settings, benchmarks: list[tuple[str, Path]], loaded: list[Benchmark],

@@ -12,7 +12,9 @@ from revbench.evaluation.importers.registry import benchmark_kind
 from revbench.evaluation.model import (
     GRAPH_CITATIONS_SCHEMA,
     GRAPH_COAUTHORS_SCHEMA,
+    GRAPH_HISTORY_SCHEMA,
     GRAPH_INSTITUTIONS_SCHEMA,
+    GRAPH_REFERENCES_SCHEMA,
     GRAPH_TOPICS_SCHEMA,
     PAPERS_SCHEMA,
     PROFILE_SCHEMA,
@@ -33,7 +35,9 @@ def load_warehouse(path: Path, profile_max_papers: int = 20, lock_wait: float = 
     pointwise split (each rated paper with its list of rated candidates), the paper-centric and
     reviewer-centric tuples as two more splits, the rated papers as submissions, and each rater's
     most recent corpus papers (at most ``profile_max_papers``; rated papers left out) as profile,
-    and the scholarly graph around them when the graph stage stored any (else ``graph`` is None).
+    and the scholarly graph around them when the graph stage stored any (else ``graph`` is None),
+    with each rater's whole history (every corpus paper of theirs, uncapped) and the reference
+    lists of all these papers.
     Waits up to ``lock_wait`` seconds for a run that holds the file."""
     from revbench.warehouse import Warehouse  # DuckDB loads only when this kind is read
 
@@ -44,7 +48,7 @@ def load_warehouse(path: Path, profile_max_papers: int = 20, lock_wait: float = 
         graph = None
         if wh.has_graph():
             papers = sorted(set(f["papers"]["paper_id"]) | set(f["profiles"]["paper_id"]))
-            graph = wh.benchmark_graph(papers, sorted(set(f["ratings"]["reviewer_id"])))
+            graph = wh.benchmark_graph(papers, sorted(set(f["ratings"]["reviewer_id"])), history=True)
     if f["ratings"].height == 0:
         raise InputError(f"the warehouse at {path} holds no kept ratings yet: send a survey round (`revbench survey send`) "
                          "and pull its answers (`revbench ratings`) first")
@@ -64,7 +68,8 @@ def load_warehouse(path: Path, profile_max_papers: int = 20, lock_wait: float = 
         graph=None if graph is None else BenchmarkGraph(
             citations=graph["citations"].cast(GRAPH_CITATIONS_SCHEMA), topics=graph["topics"].cast(GRAPH_TOPICS_SCHEMA),
             reviewer_institutions=graph["reviewer_institutions"].cast(GRAPH_INSTITUTIONS_SCHEMA),
-            coauthors=graph["coauthors"].cast(GRAPH_COAUTHORS_SCHEMA)),
+            coauthors=graph["coauthors"].cast(GRAPH_COAUTHORS_SCHEMA), history=graph["history"].cast(GRAPH_HISTORY_SCHEMA),
+            references=graph["references"].cast(GRAPH_REFERENCES_SCHEMA)),
     )
 
 

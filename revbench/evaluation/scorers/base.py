@@ -15,6 +15,7 @@ from revbench.evaluation.model import SCORES_SCHEMA, Benchmark, Scores
 
 if TYPE_CHECKING:
     from revbench.ml.embeddings import EmbeddingCache
+    from revbench.ml.models import ModelRef
     from revbench.settings import Settings
 
 REGISTRY: dict[str, type[Scorer]] = {}
@@ -28,6 +29,8 @@ SCORER_MODULES: dict[str, str] = {
     "llm": "revbench.evaluation.scorers.llm",
     "citation": "revbench.evaluation.scorers.graph",
     "topic": "revbench.evaluation.scorers.graph",
+    "coupling": "revbench.evaluation.scorers.graph_links",
+    "cocitation": "revbench.evaluation.scorers.graph_links",
     "cof": "revbench.evaluation.scorers.cof",
 }
 """Where each registered scorer lives; a module is imported only when its scorer is asked for
@@ -108,18 +111,48 @@ class Scorer(ABC):
         """External services this scorer calls (probed before it runs)."""
         return ()
 
-    def embeddings(self, model: str, benchmark: Benchmark) -> EmbeddingCache:
-        """The shared embedding cache of ``model``, with the embed flow's export of ``benchmark``
-        (when there is one) loaded into it, so its texts are not encoded again."""
+    def check(self, benchmark: Benchmark) -> None:
+        """Refuse ``benchmark`` in one line when it lacks what this scorer reads (asked before any
+        scorer of a run spends its time); every input a text scorer reads is always there."""
+
+    def embeddings(self, model: str | ModelRef, benchmark: Benchmark) -> EmbeddingCache:
+        """The shared embedding cache of ``model`` (a name, or the model the scorer resolved when it
+        was built), with the embed flow's export of ``benchmark`` by the same files (when there is
+        one) loaded into it, so its texts are not encoded again."""
         from revbench.ml.embeddings import export_dir, settings_cache
 
         cache = settings_cache(self.context.settings, model)
-        cache.preload(export_dir(self.context.settings.data_dir, benchmark.name, benchmark.version, model, cache.runtime))
+        cache.preload(export_dir(self.context.settings.data_dir, benchmark.name, benchmark.version, cache.ref, cache.runtime))
         return cache
 
     @abstractmethod
     def score_draw(self, benchmark: Benchmark, draw: int, needed: pl.DataFrame) -> pl.DataFrame:
         """``reviewer_id, paper_id, score`` for the ``needed`` pairs under profile draw ``draw``."""
+
+
+def checked_ref(context: Context, model: str) -> ModelRef:
+    """``model`` resolved once into the files its vectors are of, refused in one line (before any
+    scorer has spent its time) when a recipe's weights are missing or are not the published model
+    (unless ``REVBENCH_EMBED__STAND_INS`` declares stand-ins)."""
+    from revbench.errors import UsageError
+    from revbench.ml.backends import runtime_for
+    from revbench.ml.models import check_identity, model_ref
+    from revbench.ml.recipes import MODELS_SUBDIR, missing_line
+
+    s = context.settings
+    ref = model_ref(model, runtime_for(s.embed.backend, s.cache_dir, model), models_dir=s.cache_dir / MODELS_SUBDIR)
+    line = missing_line(ref.recipe, s.cache_dir / MODELS_SUBDIR) if ref.recipe is not None else None
+    if line:
+        raise UsageError(line)
+    check_identity(ref, s.embed.stand_ins)  # a random BERT where a recipe looks is not that recipe
+    return ref
+
+
+def model_stamp(refs: list[ModelRef]) -> str:
+    """What a spec adds for the models it read: ``,model_digest=A`` (``A+B`` for two), and
+    ``,stand_in=true`` when any is a declared stand-in."""
+    out = f",model_digest={'+'.join(r.short for r in refs)}"
+    return out + (",stand_in=true" if any(r.stand_in for r in refs) else "")
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:

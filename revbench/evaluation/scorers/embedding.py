@@ -3,7 +3,7 @@ model ``A+B``, OpenReview's ensemble of two models (its production affinity is `
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import numpy as np
 import polars as pl
@@ -11,11 +11,14 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
 from revbench.evaluation.scorers.base import (
-    Context, Params, Scorer, check_pooling, model_text, pair_entries, pooled_scores, submissions_of,
+    Context, Params, Scorer, check_pooling, checked_ref, model_stamp, model_text, pair_entries, pooled_scores,
+    submissions_of,
 )
 from revbench.ml.models import DEFAULT_MODEL
 from revbench.ml.recipes import ensemble_parts
 
+if TYPE_CHECKING:
+    from revbench.ml.models import ModelRef
 
 ATTENTION = "attention:"
 
@@ -93,24 +96,21 @@ class Embedding(Scorer):
 
     def __init__(self, params: Params, context: Context):
         super().__init__(params, context)
-        from revbench.errors import UsageError
-        from revbench.ml.recipes import MODELS_SUBDIR, missing_line, recipe
-
-        for m in ensemble_parts(self.params.model):  # type: ignore[attr-defined]
-            r = recipe(m)
-            line = missing_line(r, context.settings.cache_dir / MODELS_SUBDIR) if r is not None else None
-            if line:  # said when the scorer is built, before any scorer has spent its time
-                raise UsageError(line)
+        self.refs: dict[str, ModelRef] = {m: checked_ref(context, m) for m in ensemble_parts(self.params.model)}  # type: ignore[attr-defined]
+        """Each model of the scorer, resolved once: the files its vectors and its spec are of."""
 
     @property
     def spec(self) -> str:
-        """Every parameter, and the factor instruction template's version when one is used."""
+        """Every parameter, the digest of each model's files (``model_digest=A`` or ``A+B``),
+        ``stand_in=true`` when any is a declared stand-in, and the factor instruction template's
+        version when one is used."""
+        out = super().spec + model_stamp(list(self.refs.values()))
         factor = self.params.instruction  # type: ignore[attr-defined]
         if factor == "none":
-            return super().spec
+            return out
         from revbench.ml.recipes import instruction_prefix
 
-        return f"{super().spec},instruction_template=prompts/factor_instruction.j2@{instruction_prefix(factor)[1]}"
+        return f"{out},instruction_template=prompts/factor_instruction.j2@{instruction_prefix(factor)[1]}"
 
     def queries(self, subs: pl.DataFrame, model: str) -> list[str]:
         """The submissions' texts as ``model`` reads them, after the factor instruction if one is set."""
@@ -132,11 +132,11 @@ class Embedding(Scorer):
         parts = ensemble_parts(p.model)  # type: ignore[attr-defined]
         sims = []
         for m in parts:
-            cache = self.embeddings(m, benchmark)
+            cache = self.embeddings(self.refs[m], benchmark)
             sims.append(cache.embed(model_text(profile, m)) @ cache.embed(self.queries(subs, m)).T)
         ids = subs["paper_id"].to_list()
         if p.pooling.startswith(ATTENTION):  # type: ignore[attr-defined]
-            cache = self.embeddings(parts[0], benchmark)
+            cache = self.embeddings(self.refs[parts[0]], benchmark)
             return attended(p.pooling.removeprefix(ATTENTION), cache.embed(model_text(profile, parts[0])),  # type: ignore[attr-defined]
                             cache.embed(self.queries(subs, parts[0])), profile, ids, needed)
         if len(parts) == 1:

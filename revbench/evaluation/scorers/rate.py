@@ -15,7 +15,9 @@ import polars as pl
 
 from revbench.clients.llm import LlmClient, LlmUnavailable
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
-from revbench.evaluation.scorers.base import Params, Scorer, model_text, paper_text, submissions_of
+from revbench.evaluation.scorers.base import (
+    Context, Params, Scorer, checked_ref, model_stamp, model_text, paper_text, submissions_of,
+)
 from revbench.ml.keywords import llm_keywords, profile_text, yake_keywords
 from revbench.ml.models import DEFAULT_MODEL
 from revbench.retry import PermanentError, TransientError
@@ -30,6 +32,16 @@ class RateParams(Params):
 class Rate(Scorer):
     name = "rate"
     params_model = RateParams
+
+    def __init__(self, params: Params, context: Context):
+        super().__init__(params, context)
+        self.ref = checked_ref(context, self.params.model)  # type: ignore[attr-defined]
+        """The encoder resolved once: the files its vectors and its spec are of."""
+
+    @property
+    def spec(self) -> str:
+        """Every parameter and the digest of the encoder's files."""
+        return super().spec + model_stamp([self.ref])
 
     def services(self) -> tuple[str, ...]:
         mode = self.params.keywords  # type: ignore[attr-defined]
@@ -80,7 +92,7 @@ class Rate(Scorer):
             return pl.DataFrame(schema=SCORES_SCHEMA)  # nothing to compare: every needed pair stays unscored
         profiles = self.profiles(benchmark, draw)
         reviewers = list(profiles)
-        cache = self.embeddings(self.params.model, benchmark)  # type: ignore[attr-defined]
+        cache = self.embeddings(self.ref, benchmark)
         rv = cache.embed([profiles[r] for r in reviewers])
         pv = cache.embed(model_text(subs, self.params.model))  # type: ignore[attr-defined]
         sim = rv @ pv.T
