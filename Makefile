@@ -10,7 +10,7 @@ export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 export GX_ANALYTICS_ENABLED ?= false
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: demo test docs bench bench-refresh bench-train venv clean-data browser screenshots
+.PHONY: demo ui test docs bench bench-refresh bench-train venv clean-data browser screenshots
 
 venv: $(STAMP)
 
@@ -28,6 +28,11 @@ $(STAMP): pyproject.toml constraints.txt
 
 demo: $(STAMP)
 	$(BIN)/revbench demo
+
+# The Prefect UI on data/'s runs (telemetry off) until Ctrl-C; revbench commands meanwhile send
+# their runs to it instead of starting a second server on its database.
+ui: $(STAMP)
+	$(BIN)/revbench ui
 
 test: $(STAMP) browser docs
 	$(BIN)/python -m pytest -q

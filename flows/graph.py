@@ -36,12 +36,12 @@ from revbench.settings import Settings
 from revbench.tasks.graph import PaperIndex, index_papers, paper_match_keys
 from revbench.tasks.graph_fetch import (
     Fetched,
-    citations_frame,
     enabled_sources,
     match_rates,
     openalex_piece,
     resolve_changed,
     s2_piece,
+    storable,
     to_fetch,
 )
 
@@ -78,7 +78,7 @@ class GraphResult(FlowResult):
 
 def _save(run: Run, got: Fetched, papers: PaperIndex, work_ids: dict[str, str]) -> dict[str, int]:
     """Resolve one piece's references and store everything it answered, atomically."""
-    cites = citations_frame(got.citations)
+    cites = storable(got)  # a paper whose rows cannot be stored is named in got.failures, the rest saved
     if cites.height:
         cites = resolve_changed(cites, papers, work_ids)[1].citations
     frame = (lambda rows: pl.DataFrame(rows, infer_schema_length=None) if rows else None)
@@ -110,7 +110,8 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
         written: Counter[str] = Counter()
         answered: set[str] = set()
         failures: list[dict[str, Any]] = []
-        requests, down = 0, None
+        requests, down, cleaned = 0, None, 0
+        truncated: list[dict[str, Any]] = []
         with st.progress(len(ids), f"{source} graph of {len(ids)} papers") as progress:
             for got in map_pieces(fn, pieces, f"graph-{source}", source, in_flight=getattr(settings.limits, source)):
                 work_ids.update(got.work_ids)
@@ -118,6 +119,8 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
                 answered.update(f["arxiv_id"] for f in got.fetches)
                 failures += got.failures
                 requests += got.requests
+                cleaned += got.cleaned
+                truncated += got.truncated
                 progress.advance(len({f["arxiv_id"] for f in got.fetches} | {f["arxiv_id"] for f in got.failures}))
                 if got.down:
                     down = got.down
@@ -127,7 +130,8 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
         st.result.rejected = len({f["arxiv_id"] for f in failures})
         st.result.notes = {"written": dict(written), "failures": failures, "requests": requests, "down": down,
                            "answered": sorted(answered),
-                           "asked": {k: len(v) for k, v in todo.items()}}
+                           "asked": {k: len(v) for k, v in todo.items()},
+                           "text_cleaned": cleaned, "truncated": truncated}
     return st.result
 
 
@@ -157,6 +161,20 @@ def resolve_stage(run: Run, papers: pl.DataFrame, index: PaperIndex, work_ids: d
                            "since": since.isoformat() if since else None, "new_paper_keys": len(keys),
                            "unresolved": st.wh.unresolved_count()}
     return st.result
+
+
+def hostile_notes(source: str, notes: dict[str, Any]) -> list[str]:
+    """Lines for a run's notes: characters of ``source``'s answers replaced because UTF-8 cannot
+    hold them, and the lists it gave that were cut at their cap (the first few named)."""
+    out = []
+    if notes.get("text_cleaned"):
+        out.append(f"{source}: {notes['text_cleaned']} characters UTF-8 cannot hold (lone surrogates) were replaced by "
+                   "U+FFFD; the records were kept")
+    cuts = notes.get("truncated") or []
+    if cuts:
+        named = "; ".join(f"{c['of']} (kept {c['kept']})" for c in cuts[:3]) + ("; ..." if len(cuts) > 3 else "")
+        out.append(f"{source}: {len(cuts)} lists cut at their cap: {named}")
+    return out
 
 
 def _summary(coverage: dict[str, Any], rates: list[dict[str, Any]], notes: list[str], failed: int) -> str:
@@ -196,6 +214,7 @@ def graph_flow(settings: Settings) -> GraphResult:
             fetched.append(fetch_stage(run, source, mine, index, work_ids))
             if fetched[-1].notes["down"]:
                 notes.append(f"{source} stopped answering: {fetched[-1].notes['down']}")
+            notes += hostile_notes(source, fetched[-1].notes)
         resolved = resolve_stage(run, papers, index, work_ids)
         coverage = run.wh.graph_coverage()
         # How this run's papers' references stand now, the re-resolution included; GROBID's lists

@@ -129,7 +129,9 @@ def enrich_stage(run: Run) -> StageResult:
         st.result.rows_in, st.result.rows_out = len(missing), found
         # A throttled run is a slowed run, not a failed one: the notes say how much it slowed.
         st.result.notes = {"not_in_s2": len(missing) - found - failed, "failed": failed,
-                           "throttled": client.throttled, "slowest_pause_seconds": round(client.pacer.slowest, 2)}
+                           "throttled": client.throttled, "slowest_pause_seconds": round(client.pacer.slowest, 2),
+                           # Lone surrogates replaced by U+FFFD, and author lists cut at s2.max_authors_per_paper.
+                           "text_cleaned": client.cleaned, "truncated": [cut.row() for cut in client.truncated]}
     return st.result
 
 

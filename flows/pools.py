@@ -16,7 +16,6 @@ from revbench.flows.common import Run, flow_run, publish_markdown, publish_table
 from revbench.flows.encoding import encode_texts
 from revbench.flows.results import FlowResult
 from revbench.retry import PermanentError, TransientError
-from revbench.person_links import person_links
 from revbench.schemas.tables import ASSIGNMENTS, S2_AUTHOR_PAPERS
 from revbench.settings import PoolsSettings, Settings
 from revbench.tasks import coi, enrich, pool_citations, pools
@@ -210,10 +209,8 @@ def recall_stage(run: Run, settings: Settings, inputs: dict[str, pl.DataFrame], 
         query_authors = links.filter(pl.col("arxiv_id").is_in(queries))
         by_institution = None
         if p.coi_by_institution:
-            graph = st.wh.coi_inputs()
-            stints = coi.author_stints(person_links(graph["mentions"], graph["affiliations"]), graph["affiliations"])
-            by_institution = coi.institution_conflicts(evidence, query_authors, dict(papers.select("arxiv_id", "year").iter_rows()),
-                                                       stints, p.coi_institution_years)
+            by_institution = coi.graph_conflicts(st.wh.coi_inputs(), evidence, query_authors,
+                                                 dict(papers.select("arxiv_id", "year").iter_rows()), p.coi_institution_years)
         coi_rows = pools.conflicts(evidence, query_authors, inputs["edges"], affs, pools.author_names(authors), by_institution)
         after_coi = pools.without_pairs(evidence, coi_rows)
         st.result.rows_in, st.result.rejected = len(queries), coi_rows.height

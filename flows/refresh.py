@@ -39,6 +39,7 @@ from revbench.stages import STAGE_NAMES, StageSpec, resolve, stage_spec
 from revbench.tasks.crawl import plan_slices
 from revbench.tasks.graph_fetch import enabled_sources, to_fetch
 from revbench.warehouse import Warehouse, utcnow
+from revbench.worlds import check_worlds
 
 log = logging.getLogger("revbench.refresh")
 
@@ -320,13 +321,17 @@ def refresh_stage(settings: Settings, refresh_id: str, position: int, stage: str
 def refresh_flow(settings: Settings, stages: list[str] | None = None, synthetic: bool = False,
                  today: date | None = None) -> RefreshResult:
     """Run ``stages`` (default REVBENCH_REFRESH__STAGES) in order, each skipped when its inputs
-    did not change; a stage that fails stops the refresh (later stages need its output)."""
+    did not change; a stage that fails stops the refresh (later stages need its output). Stages
+    that fetch from real services refuse, before any work, a data folder of the demo's SYNTHETIC
+    world (or a ``synthetic`` one) unless REVBENCH_MIX_WORLDS (``revbench.worlds``)."""
     chosen = [s for s in STAGE_NAMES if s in (stages if stages is not None else settings.refresh.stages)]
     unknown = sorted(set(stages or []) - set(STAGE_NAMES))
     if unknown:
         from revbench.errors import UsageError
 
         raise UsageError(f"unknown refresh stage(s) {', '.join(unknown)}; stages: {', '.join(STAGE_NAMES)}")
+    # Here too, not only on the command line: `revbench serve`'s schedules run this flow alone.
+    check_worlds(settings, chosen, flag=None, synthetic=synthetic)
     track = prefect_active()
     refresh_id = current_run_id()
     since, until = window(settings, today)

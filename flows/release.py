@@ -4,6 +4,7 @@ release folder that others can load.
 Nothing reaches ``releases/<version>/`` before the privacy audit has passed: the release is built
 in a sibling folder and renamed into place. A published release is immutable: a new version
 supersedes it (it stays published and readable) and ``LATEST`` names the newest published one;
+a rejected one keeps its folder, marked by a ``REJECTED`` file (who, when, why) outside its manifest;
 only a release not yet published is built again, with ``replace``, which keeps the old one under
 ``releases/.replaced/``. Every file is checked against the manifest, and the manifest against the
 digest the warehouse recorded, before a release is published, compared or reported. The same
@@ -31,6 +32,7 @@ from revbench.flows.curator import DecidedElsewhere, Waiting, decision_made, mar
 from revbench.flows.pieces import prefect_active
 from revbench.flows.results import ConfiguredEvaluation, FlowResult
 from revbench.release_checks import ReleaseState, recorded_state, verify_recorded
+from revbench.release_files import write_rejection
 from revbench.schemas.tables import RATING_FLAGS, RATINGS, RELEASES, SURVEY_EVENTS
 from revbench.settings import Settings
 from revbench.stages import stages_before
@@ -304,6 +306,10 @@ def _ask(run: Run, version: str, approve: str | None, approver: str, audit: str 
     run.wh.set_release_status(version, status, who, reason, run.run_id)
     if status == "published":
         _advance_latest(root, run.wh.releases())
+    else:
+        # After the warehouse's record: a marker never stands for a decision that was not recorded.
+        decided_at = (run.wh.release_state(version) or {}).get("decided_at") or utcnow()
+        write_rejection(root / version, version, who, decided_at, reason)
     decision_made(run, f"release:{version}", who, f"release {version} {status} by {who}",
                   {"publish": status == "published", "approver": who, "reason": reason}, {"status": status})
     _show_rejection(run, version, status, who, reason)
@@ -315,7 +321,8 @@ def _show_rejection(run: Run, version: str, status: str, who: str | None, reason
     log line and an ``outcome`` artifact, not a plain green Completed."""
     if status == "rejected":
         mark_outcome(run, f"release {version} rejected", f"## Release {version} rejected\n\nBy {who}"
-                     f"{': ' + reason if reason else ''}. Its folder stays, marked rejected; nothing was published and "
+                     f"{': ' + reason if reason else ''}. Its folder stays, marked rejected (its REJECTED file); "
+                     "nothing was published and "
                      "`LATEST` did not move.", state="Rejected")
 
 

@@ -236,8 +236,10 @@ def train_stage(run: Run, out: Path) -> TrainResult:
             result = train(pairs, out, cfg, card={"revbench_run": run.run_id}, progress=tick)
         st.result.rows_in = pairs.height
         st.result.rows_out = result.steps - result.resumed_from
-        # The loss of every step is in the model card, not in the run's notes.
-        st.result.notes = {k: str(v) if k == "adapter" else v for k, v in asdict(result).items() if k != "losses"}
+        # The loss of every step is in the model card, not in the run's notes; a damaged checkpoint
+        # set aside before resuming is said in ``resume_note``.
+        st.result.notes = {k: str(v) if k == "adapter" else v for k, v in asdict(result).items()
+                           if k != "losses" and (k != "resume_note" or v)}
         write_card(out, result.adapter, st.settings.train, result.losses)
         return result
 
@@ -263,6 +265,8 @@ def _publish_summary(provenance: Provenance, fit: TrainResult, scorer: str) -> N
             {"step": "first loss", "value": fit.first_loss},
             {"step": "last loss", "value": fit.last_loss},
             {"step": "pairs per second", "value": fit.pairs_per_second}]
+    if fit.resume_note:  # a damaged checkpoint was set aside: the curator reads why here as well as in the log
+        rows.append({"step": "damaged checkpoints", "value": fit.resume_note})
     publish_table("train-summary", rows, "What the training used and did")
     publish_markdown("train-scorer", f"Evaluate it beside the others:\n\n`revbench evaluate -b warehouse --scorer "
                      f"rate --scorer '{scorer}' --baseline rate`", "The trained scorer")

@@ -52,6 +52,8 @@ class AttentionTrained(FlowResult):
     skipped_papers: int = 0
     steps: int = 0
     resumed_from: int = 0
+    resume_note: str = ""
+    """Why the run did not resume from its newest checkpoint (damaged: set aside), if it did not."""
     first_loss: float | None = None
     last_loss: float | None = None
     temperature: float | None = None
@@ -125,10 +127,11 @@ def fit_stage(run: Run, out: Path) -> AttentionTrained:
                                   progress=lambda step, _t, _l: bar.advance(step - bar.done))
         plot_losses(fit.losses, out / "loss.png")
         st.result.rows_in, st.result.rows_out = ex.n, fit.steps - fit.resumed_from
-        st.result.notes = {"steps": fit.steps, "resumed_from": fit.resumed_from, "temperature": fit.temperature}
+        st.result.notes = {"steps": fit.steps, "resumed_from": fit.resumed_from, "temperature": fit.temperature,
+                           **({"resume_note": fit.resume_note} if fit.resume_note else {})}
         return AttentionTrained(folder=str(out), scorer=scorer_spec(t, out), submissions=ex.n, steps=fit.steps,
-                                resumed_from=fit.resumed_from, first_loss=fit.first_loss, last_loss=fit.last_loss,
-                                temperature=fit.temperature, losses=fit.losses)
+                                resumed_from=fit.resumed_from, resume_note=fit.resume_note, first_loss=fit.first_loss,
+                                last_loss=fit.last_loss, temperature=fit.temperature, losses=fit.losses)
 
 
 def _provenance(settings: Settings, run: Run, held_out: HeldOut, counts: dict[str, int]) -> dict[str, object]:

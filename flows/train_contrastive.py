@@ -97,6 +97,8 @@ def fit_stage(run: Run, out: Path, objective: str) -> TrainResult:
         plot_losses(result.losses, out / ADAPTER_DIR / "loss.png")
         st.result.rows_in, st.result.rows_out = papers.height, result.steps - result.resumed_from
         st.result.notes = {"steps": result.steps, "resumed_from": result.resumed_from}
+        if result.resume_note:  # a damaged checkpoint set aside before resuming, and why
+            st.result.notes["resume_note"] = result.resume_note
         return result
 
 
@@ -151,7 +153,8 @@ def _contrastive(settings: Settings, name: str, replace: bool, objective: str) -
         fit = fit_stage(run, out, objective)
         publish_table(f"{objective}-summary", [{"what": k, "value": v} for k, v in {
             "training rows": fit.pairs, "steps": fit.steps, "resumed from step": fit.resumed_from,
-            "first loss": fit.first_loss, "last loss": fit.last_loss, "rows per second": fit.pairs_per_second}.items()],
+            "first loss": fit.first_loss, "last loss": fit.last_loss, "rows per second": fit.pairs_per_second,
+            **({"damaged checkpoints": fit.resume_note} if fit.resume_note else {})}.items()],
             f"What the {objective} training used and did")
         base = f"embedding:model={t.base_model}" if objective == "augment" else "cof"
         publish_markdown(f"{objective}-scorer", f"Evaluate it beside its base:\n\n`revbench evaluate -b warehouse -s {base} "

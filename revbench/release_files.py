@@ -3,19 +3,85 @@ sha256, and nothing it does not list. Every reader of a release (publishing, ``-
 ``report --releases``, the reuse checks, ``revbench release verify``) goes through
 ``verify_release``, so a file changed after the build is refused by name before anything is
 read from it. This module sits below the evaluation importers and the release tasks alike.
+
+A release its curator rejected keeps its folder (what was rejected stays readable for the
+record) with a ``REJECTED`` file beside the manifest, outside its file list: the manifest and
+every file stay as built and checked, and whoever finds the folder (a researcher taking the
+highest ``vN``) reads that it was never published. Every reader gets it as
+``VerifiedRelease.rejected``; those that would use the release as a benchmark refuse it
+(:func:`refuse_rejected`).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from revbench.errors import ReleaseTampered
-from revbench.files import file_sha256
+from revbench.errors import InputError, ReleaseTampered
+from revbench.files import file_sha256, write_atomic
 
 MANIFEST = "manifest.json"
+REJECTED = "REJECTED"
+"""The marker of a rejected release, in its folder: who, when, why (JSON)."""
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A curator's rejection of a release: who, when (ISO 8601, UTC) and why."""
+
+    decided_by: str
+    decided_at: str
+    reason: str
+
+    def line(self, version: str) -> str:
+        """``v2: REJECTED by ada on 2026-10-31: reason``."""
+        return (f"{version}: REJECTED by {self.decided_by or 'an unnamed curator'} on {self.decided_at[:10] or 'an unknown day'}: "
+                f"{self.reason or 'no reason given'}")
+
+
+class ReleaseRejected(InputError):
+    """A release its curator rejected, where a published one is needed: never published, not a
+    benchmark to report or compare (exit 8, apart from a damaged release's 2)."""
+
+    exit_code = 8
+
+
+def read_rejection(release_dir: Path) -> Rejection | None:
+    """The ``REJECTED`` marker of ``release_dir``, or None. A marker that cannot be read still
+    says rejected: a release is never taken for published on a damaged marker."""
+    path = release_dir / REJECTED
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        return Rejection(str(data.get("decided_by") or ""), str(data.get("decided_at") or ""), str(data.get("reason") or ""))
+    except (OSError, ValueError, AttributeError):
+        return Rejection("", "", f"its {REJECTED} file cannot be read")
+
+
+def write_rejection(release_dir: Path, version: str, decided_by: str, decided_at: datetime, reason: str) -> Path:
+    """Mark ``release_dir`` rejected (atomically: a reader sees the whole marker or none)."""
+    path = release_dir / REJECTED
+    text = json.dumps({"status": "rejected", "version": version, "decided_by": decided_by,
+                       "decided_at": decided_at.isoformat(), "reason": reason,
+                       "note": "Its curator rejected this release: it was never published. The release named in "
+                               "LATEST beside the release folders is the newest published one."}, indent=1)
+    write_atomic(path, text + "\n")
+    return path
+
+
+def refuse_rejected(release: VerifiedRelease, lead: str, way_out: str = "") -> None:
+    """Raise ``ReleaseRejected`` (one line: who, when, why) when ``release`` was rejected; ``lead``
+    says what held ("its files match its manifest, but"), ``way_out`` a flag that reads it anyway."""
+    if release.rejected is None:
+        return
+    tail = f", or {way_out}" if way_out else ""
+    said = f"{lead} it was never published" if lead else "it was never published"
+    raise ReleaseRejected(f"{release.rejected.line(release.version)} ({release.path}); {said}: use a published "
+                          f"release (LATEST beside it names the newest){tail}")
 
 
 @dataclass(frozen=True)
@@ -29,6 +95,8 @@ class VerifiedRelease:
     """sha256 of ``manifest.json``: with it, the sha256 of every file of the release is fixed."""
     recorded: bool = False
     """Whether the manifest was also checked against a sha256 recorded at the build."""
+    rejected: Rejection | None = None
+    """Its curator's rejection (its ``REJECTED`` marker, or the warehouse's record), if rejected."""
 
 
 def _refuse(path: Path, problem: str, what: str = "release") -> ReleaseTampered:
@@ -89,7 +157,7 @@ def verify_release(release_dir: Path, manifest_sha256: str | None = None, what: 
             raise _refuse(path, f"sha256 {got[:12]}... differs from {f['sha256'][:12]}... in manifest.json", what)
     for path in sorted(release_dir.rglob("*")):
         rel = path.relative_to(release_dir).as_posix()
-        if not path.is_dir() and rel != MANIFEST and rel not in listed:
+        if not path.is_dir() and rel not in (MANIFEST, REJECTED) and rel not in listed:
             raise _refuse(path, "not listed in manifest.json", what)
     return VerifiedRelease(release_dir, str(manifest.get("version", release_dir.name)), manifest, digest,
-                           recorded=manifest_sha256 is not None)
+                           recorded=manifest_sha256 is not None, rejected=read_rejection(release_dir))

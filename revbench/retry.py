@@ -1,4 +1,8 @@
-"""The retry policy every client shares: exponential backoff with jitter, Retry-After honoured."""
+"""The retry policy every client shares: exponential backoff with jitter, Retry-After honoured.
+
+A Retry-After is waited only while it fits: one longer than ``http.retry_after_max_seconds``, or
+than what is left of a throttled client's patience, gives the request up at once as
+``RateLimited`` (left for the next run), instead of sleeping a wait the run cannot afford."""
 
 from __future__ import annotations
 
@@ -99,7 +103,7 @@ class _Wait:
     def __call__(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, TransientError) and exc.retry_after is not None:
-            return min(exc.retry_after, self.http.retry_after_max_seconds)
+            return min(exc.retry_after, self.http.retry_after_max_seconds)  # over it, the request was given up
         return float(self.backoff(state))
 
 
@@ -164,8 +168,9 @@ def send_through_429s(send: Callable[[], T], answer: Callable[[T], tuple[int, Ma
     not a 429, and return it. A 429 is waited out here, never counted as a failed attempt: the
     service answers, only not this fast, so a Retry-After holds the next request that long and a
     bare 429 slows the pace (``on_429`` is told whether it did), until the service lets us through
-    or ``patience_seconds`` have passed: then ``RateLimited``, naming ``what``. A 2xx answer wins
-    back a little of the pace."""
+    or ``patience_seconds`` have passed: then ``RateLimited``, naming ``what``. A Retry-After past
+    the patience left (or past ``retry_after_max_seconds``) is ``RateLimited`` at once: waiting it
+    out would outlast the patience anyway. A 2xx answer wins back a little of the pace."""
     patience_ends: float | None = None
     while True:
         pacer.wait()
@@ -180,6 +185,11 @@ def send_through_429s(send: Callable[[], T], answer: Callable[[T], tuple[int, Ma
         patience_ends = patience_ends or now + patience_seconds
         if now >= patience_ends:
             raise RateLimited(f"{what}: HTTP 429" + (f" for {patience_seconds:.0f} s" if patience_seconds else ""), retry_after)
+        left = patience_ends - now
+        if retry_after is not None and retry_after > min(left, retry_after_max_seconds):
+            raise RateLimited(f"{what}: HTTP 429 asks to wait {retry_after:.0f} s (Retry-After), longer than the "
+                              f"{min(left, retry_after_max_seconds):.0f} s it may still wait; left for the next run",
+                              retry_after)
         before = pacer.interval
         pacer.throttled(None if retry_after is None else min(retry_after, retry_after_max_seconds))
         if on_429 is not None:
@@ -249,6 +259,20 @@ def _retrying(
         if on_retry and exc is not None:
             on_retry(state.attempt_number, exc)
 
+    def attempt() -> T:
+        try:
+            return fn()
+        except (RateLimited, ResponseTooLarge):
+            raise
+        except TransientError as exc:
+            if exc.retry_after is not None and exc.retry_after > http.retry_after_max_seconds:
+                # Sleeping that long (or cutting the wait short only to be refused again) costs the
+                # run more than the request is worth: it is left for the next run.
+                raise RateLimited(f"{exc}; Retry-After {exc.retry_after:.0f} s is longer than the "
+                                  f"{http.retry_after_max_seconds:.0f} s a request waits (http.retry_after_max_seconds)",
+                                  exc.retry_after) from exc
+            raise
+
     retrying = Retrying(
         stop=stop_after_attempt(http.max_attempts),
         wait=_Wait(http),
@@ -257,7 +281,7 @@ def _retrying(
         before_sleep=before_sleep,
         sleep=sleep,
     )
-    return retrying(fn)
+    return retrying(attempt)
 
 
 def classify_status(status: int, headers: Mapping[str, str], what: str, detail: str | None = None) -> None:

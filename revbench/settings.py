@@ -86,7 +86,8 @@ class HttpSettings(Section):
     backoff_initial_seconds: float = Field(1.0, ge=0, description="First exponential backoff wait.")
     backoff_max_seconds: float = Field(60.0, ge=0, description="Cap on one backoff wait.")
     retry_after_max_seconds: float = Field(
-        300.0, ge=0, description="Longest Retry-After we honour; longer asks are cut to this."
+        300.0, ge=0, description="Longest Retry-After a request waits; a longer one (or one past the service's "
+        "throttle_patience_seconds left) gives the request up at once as rate-limited, left for the next run."
     )
     user_agent: str = Field("revbench/0.1", description="User-Agent sent to every service.")
     probe_timeout_seconds: float = Field(
@@ -174,6 +175,15 @@ class SemanticScholarSettings(Throttled, throttle_recovery_seconds=0.25):
         3.0, ge=0, description="Pause between requests without an API key: the shared pool promises no rate; "
         "3 s is its old documented 100 requests per 5 minutes."
     )
+    max_references_per_paper: int = Field(
+        10_000, ge=1, description="Most references (or citations) of one paper read, the first ones in S2's order; "
+        "paging stops there and the cut is named in the run's notes (real papers list a few thousand at most).")
+    max_authors_per_paper: int = Field(
+        20_000, ge=1, description="Most authors of one paper kept, in order (the largest real author lists hold about "
+        "5,000); a longer list is cut and named in the run's notes.")
+    max_papers_per_author: int = Field(
+        10_000, ge=1, description="Most papers of one author's publication list read; paging stops there and the cut "
+        "is named in the log (prolific real authors list a few thousand).")
 
 
 class OpenAlexSettings(Throttled, throttle_recovery_seconds=0.05):
@@ -191,6 +201,18 @@ class OpenAlexSettings(Throttled, throttle_recovery_seconds=0.05):
     delay_seconds: float = Field(
         0.1, ge=0, description="Pause between requests: the polite pool's documented 10 requests per second, the "
         "pace's ceiling.")
+    max_references_per_paper: int = Field(
+        10_000, ge=1, description="Most referenced_works of one work read, in OpenAlex's order; a longer list is cut "
+        "and named in the run's notes (real works list a few thousand at most).")
+    max_authors_per_paper: int = Field(
+        20_000, ge=1, description="Most authorships of one work read, in order (OpenAlex lists 100 in list answers); "
+        "a longer list is cut and named in the run's notes.")
+    max_topics_per_paper: int = Field(
+        1_000, ge=1, description="Most topics of one work or author read (works have 3, authors a few dozen); a longer "
+        "list is cut and named in the run's notes.")
+    max_institutions_per_author: int = Field(
+        1_000, ge=1, description="Most institutions (and affiliations) of one authorship or author read (real ones "
+        "hold a few dozen); a longer list is cut and named in the run's notes.")
 
     @field_validator("mailto")
     @classmethod
@@ -362,6 +384,8 @@ class ReleaseSettings(Section):
     auto_approve: bool = Field(False, description="Publish a release without waiting for a curator's go (unattended runs).")
     approval_timeout_seconds: int = Field(86400, ge=60, description="How long a tracked run waits for the curator's go.")
     evaluate_after: bool = Field(True, description="Evaluate REVBENCH_RATINGS__EVALUATE_SCORERS on each release once it is published.")
+    evaluate_rejected: bool = Field(False, description="Let `revbench evaluate -b release=PATH` read a release its curator "
+                                    "rejected (--allow-rejected); off: refused in one line.")
 
 
 class SmtpSettings(Section):
@@ -608,6 +632,9 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
         "INFO", description="Log level of revbench's own loggers (DEBUG, INFO, WARNING, ERROR, CRITICAL)."
     )
+    mix_worlds: bool = Field(
+        False, description="Let commands that fetch from real services (ingest, graph, pools, refresh, serve; "
+        "--mix-worlds) write into a data folder of the demo's SYNTHETIC world; off, they refuse it before any work.")
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -9,7 +9,10 @@ a call already in flight finishes in the background and its result is dropped.
 
 from __future__ import annotations
 
+import os
 import queue
+import signal
+import subprocess
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
@@ -50,3 +53,17 @@ def map_unordered(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Ite
             yield value  # type: ignore[misc]
     finally:
         stop.set()
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace: float = 20) -> None:
+    """SIGTERM to the process group ``proc`` leads (a server started in its own session, with the
+    workers it spawned), SIGKILL after ``grace`` seconds."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -88,6 +88,11 @@ PAPER_TOPICS = Table(
     since=15,
 )
 
+INSTITUTION_RELATIONSHIPS: tuple[str, ...] = ("successor", "predecessor", "parent", "child")
+"""The associated institutions kept: those that make two ids one institution (a ROR id deprecated for
+its successor) or one a part of the other; OpenAlex's ``related`` says neither and is left out."""
+INSTITUTION_RELATION = pl.Struct({"relationship": pl.Utf8, "ror": pl.Utf8, "openalex_id": pl.Utf8, "name": pl.Utf8})
+
 INSTITUTIONS = Table(
     name="institutions",
     columns=(
@@ -98,6 +103,18 @@ INSTITUTIONS = Table(
         Column("country", pl.Utf8, pattern=r"^[A-Z]{2}$", since=15, doc="ISO 3166-1 alpha-2 country code"),
         Column("type", pl.Utf8, since=15, doc="ROR/OpenAlex type (education, company, facility...)"),
         Column("openalex_id", pl.Utf8, since=15, doc="OpenAlex institution id"),
+        Column("aliases", pl.List(pl.Utf8), since=19,
+               doc="other names of it as the source gave them: OpenAlex's display_name_alternatives and "
+                   "display_name_acronyms (a whole institution's record) and each affiliation string OpenAlex "
+                   "matched to it alone (its institution part); an unmatched name (name:...) meets it by these. "
+                   "Null where no answer gave any; a later answer adds to them"),
+        Column("lineage", pl.List(pl.Utf8), since=19,
+               doc="OpenAlex ids of the institutions it is part of (OpenAlex's lineage, itself left out): a "
+                   "conflict check counts parent and child as one institution, never two siblings"),
+        Column("related", pl.List(INSTITUTION_RELATION), since=19,
+               doc="a whole institution's associated_institutions that say who it is (ROR's successor and "
+                   "predecessor, parent and child), each with its ROR id, OpenAlex id and name; null where the "
+                   "answer had none"),
     ),
     primary_key=("institution_key",),
     doc="Institutions by identity (ROR when known), so a conflict check compares institutions, not spellings.",

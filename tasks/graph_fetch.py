@@ -7,6 +7,10 @@ A paper the source does not know is an answer too (``found`` false, no rows): it
 later refresh does not ask again. A failed request is not an answer: the paper is named in
 ``failures`` and left without a fetch record, so the next run asks again. A service that stops
 answering (``ServiceUnavailable``) ends the piece; what it had fetched is still returned.
+
+The clients clean every string as they parse an answer (a lone surrogate becomes U+FFFD) and cut
+every list at its cap; a piece carries both counts (``cleaned``, ``truncated``) to the stage's
+notes. Should a row still fail to become a frame, ``storable`` rejects its paper alone, by name.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from revbench.retry import PermanentError, TransientError
 from revbench.schemas.graph import CITATIONS
 from revbench.settings import Settings
 from revbench.tasks.graph import PaperIndex, Resolution, resolve_citations
+from revbench.text_clean import clean_rows
 from revbench.workers import map_unordered
 
 S2_KINDS: tuple[str, ...] = ("references", "topics")
@@ -64,6 +69,10 @@ class Fetched:
     requests: int = 0
     down: str | None = None
     """The one line of a ``ServiceUnavailable`` that ended the piece early."""
+    cleaned: int = 0
+    """Characters UTF-8 cannot hold (lone surrogates) replaced by U+FFFD in this piece's answers."""
+    truncated: list[dict[str, Any]] = field(default_factory=list)
+    """``source, of, kept, dropped``: each list cut at its cap (``s2.max_*``, ``openalex.max_*``)."""
 
     def fetched(self, arxiv_id: str, kind: str, found: bool, n_rows: int, paper_id: str | None = None) -> None:
         self.fetches.append({"arxiv_id": arxiv_id, "source": self.source, "kind": kind, "found": found, "n_rows": n_rows,
@@ -84,6 +93,8 @@ def _asking(out: Fetched, client: Any) -> Iterator[None]:
         out.down = str(exc)
     finally:
         out.requests = client.requests_made
+        out.cleaned += getattr(client, "cleaned", 0)
+        out.truncated += [cut.row() for cut in getattr(client, "truncated", [])]
         client.close()
 
 
@@ -209,6 +220,39 @@ def add_work(out: Fetched, aid: str, work: dict[str, Any] | None, authors: dict[
 def citations_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     """``citations`` rows as the table's frame (empty when none)."""
     return CITATIONS.conform(pl.DataFrame(rows, infer_schema_length=None)) if rows else CITATIONS.empty()
+
+
+# What polars and the schema raise for rows that cannot be a frame (a string, a type, a value out of shape).
+_UNSTORABLE = (UnicodeError, pl.exceptions.PolarsError, ValueError, TypeError)
+
+
+def storable(got: Fetched) -> pl.DataFrame:
+    """The piece's citations as the table's frame, every row of the piece made storable first: a
+    string the client did not clean is cleaned here (counted in ``cleaned``). Should the rows still
+    not make a frame, each paper's references are framed alone: a paper whose rows fail is rejected,
+    named in ``failures`` (``unstorable: ...``) without its fetch record, so it is asked again; the
+    others are kept."""
+    for rows in (got.citations, got.topics, got.institutions, got.affiliations, got.authorships):
+        got.cleaned += clean_rows(rows)
+    try:
+        return citations_frame(got.citations)
+    except _UNSTORABLE:
+        pass
+    papers: dict[Any, list[dict[str, Any]]] = {}
+    for row in got.citations:
+        papers.setdefault(row.get("citing_arxiv_id"), []).append(row)
+    frames: list[pl.DataFrame] = []
+    rejected: set[Any] = set()
+    for aid, rows in papers.items():
+        try:
+            frames.append(citations_frame(rows))
+        except _UNSTORABLE as exc:
+            rejected.add(aid)
+            got.failures.append({"arxiv_id": aid, "source": got.source, "kind": "references",
+                                 "error": "unstorable: " + " ".join(str(exc).split())[:280]})
+    got.citations = [r for r in got.citations if r.get("citing_arxiv_id") not in rejected]
+    got.fetches = [f for f in got.fetches if not (f["kind"] == "references" and f["arxiv_id"] in rejected)]
+    return pl.concat(frames, how="vertical_relaxed") if frames else CITATIONS.empty()
 
 
 def with_known_works(citations: pl.DataFrame, work_ids: dict[str, str]) -> pl.DataFrame:

@@ -35,7 +35,11 @@ _AFFILIATION_MERGE = {
     "position": 'CASE WHEN author_affiliations.arxiv_id IS NULL THEN excluded."position" ELSE author_affiliations."position" END',
 }
 _INSTITUTION_MERGE = {c: f"coalesce(excluded.{_q(c)}, institutions.{_q(c)})"
-                      for c in ("ror", "name", "country", "type", "openalex_id")}
+                      for c in ("ror", "name", "country", "type", "openalex_id", "lineage", "related")}
+# Every answer names an institution its own way: the names a conflict check meets it by add up.
+_INSTITUTION_MERGE["aliases"] = ("CASE WHEN institutions.aliases IS NULL THEN excluded.aliases WHEN excluded.aliases IS NULL "
+                                 "THEN institutions.aliases ELSE list_sort(list_distinct(list_concat(institutions.aliases, "
+                                 "excluded.aliases))) END")
 _TOPIC_SOURCE = ("CASE scheme WHEN 's2-fos' THEN 's2' WHEN 'openalex-topic' THEN 'openalex' ELSE scheme END")
 
 
@@ -63,7 +67,8 @@ class GraphQueries(WarehouseBase):
             if topics is not None:
                 written["paper_topics"] = self.upsert(PAPER_TOPICS, topics)
             if institutions is not None:
-                written["institutions"] = self.upsert(INSTITUTIONS, institutions, sets=_INSTITUTION_MERGE)
+                written["institutions"] = self.upsert(INSTITUTIONS, self._one_per_institution(institutions),
+                                                      sets=_INSTITUTION_MERGE)
             if affiliations is not None:
                 written["author_affiliations"] = self.upsert(AUTHOR_AFFILIATIONS, self._widen(affiliations),
                                                              sets=_AFFILIATION_MERGE)
@@ -88,6 +93,20 @@ class GraphQueries(WarehouseBase):
             self.con.unregister("_refetched")
             self.con.unregister("_retopiced")
             self.con.unregister("_repeopled")
+
+    @staticmethod
+    def _one_per_institution(institutions: pl.DataFrame) -> pl.DataFrame:
+        """One row per key, as the merge makes of successive answers: the last value given of each
+        column, and every alias given (several papers of one piece name one institution)."""
+        df = INSTITUTIONS.conform(institutions)
+        if not df["institution_key"].is_duplicated().any():
+            return df.with_columns(pl.col("aliases").list.unique().list.sort())
+        given = [c for c in INSTITUTIONS.names if c not in ("institution_key", "aliases")]
+        return (df.group_by("institution_key", maintain_order=True)
+                .agg(*(pl.col(c).drop_nulls().last() for c in given),
+                     pl.col("aliases").explode().drop_nulls().unique().sort(), pl.col("aliases").is_not_null().any().alias("_named"))
+                .with_columns(pl.when("_named").then(pl.col("aliases")).alias("aliases"))
+                .select(INSTITUTIONS.names))
 
     @staticmethod
     def _widen(affiliations: pl.DataFrame) -> pl.DataFrame:

@@ -40,6 +40,8 @@ DESCRIPTIONS: dict[int, str] = {
         "unresolved references a new paper can answer",
     18: "eval_results.ties and eval_results.basis: the share of compared pairs a scorer tied, and what a row stands on "
         "(cof's fusion unit)",
+    19: "institutions.aliases, institutions.lineage and institutions.related: the names, parents and ROR "
+        "successors and predecessors a conflict of interest meets one institution by",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {

@@ -12,10 +12,14 @@ from typing import Any
 
 import polars as pl
 
-from revbench.schemas.graph import AUTHOR_AFFILIATIONS
+from revbench.schemas.graph import AUTHOR_AFFILIATIONS, INSTITUTIONS
 from revbench.schemas.model import Table
 from revbench.schemas.tables import POOL_ROUNDS, TABLES
 from revbench.warehouse.core import WarehouseBase, _q, utcnow
+
+
+_COI_INSTITUTION = ("institution_key", "name", "aliases", "lineage", "related", "openalex_id")
+"""What the institution COI reads of each institution (tasks.coi.institution_identities)."""
 
 
 class PoolQueries(WarehouseBase):
@@ -35,9 +39,10 @@ class PoolQueries(WarehouseBase):
 
     def coi_inputs(self) -> dict[str, pl.DataFrame]:
         """What the institution COI reads, once per round: the graph's ``affiliations`` with each
-        institution's stored ``name`` (from ``author_affiliations`` and ``institutions``), and the
+        institution's stored ``name`` (from ``author_affiliations`` and ``institutions``), the
         ``mentions`` that tie its people to author ids (``author_id, arxiv_id, position, orcid,
-        s2_author_id``); both empty while the graph holds no affiliation."""
+        s2_author_id``), and the ``institutions`` (key, name, aliases, lineage, related, OpenAlex id)
+        that tell which keys are one institution; all empty while the graph holds no affiliation."""
         affiliations = self._frame(
             """SELECT a.person_key, a.orcid, a.institution_key, a.first_year, a.last_year, a.source, a.arxiv_id,
                       a.position, i.name FROM author_affiliations a LEFT JOIN institutions i USING (institution_key)
@@ -45,11 +50,15 @@ class PoolQueries(WarehouseBase):
         if not affiliations.height:
             schema = {"author_id": pl.Utf8, "arxiv_id": pl.Utf8, "position": pl.Int64, "orcid": pl.Utf8, "s2_author_id": pl.Utf8}
             return {"affiliations": AUTHOR_AFFILIATIONS.empty().with_columns(pl.lit(None, pl.Utf8).alias("name")),
-                    "mentions": pl.DataFrame(schema=schema)}
+                    "mentions": pl.DataFrame(schema=schema), "institutions": INSTITUTIONS.empty().select(_COI_INSTITUTION)}
         mentions = self._frame(
             """SELECT l.author_id, m.arxiv_id, m.position, m.orcid, m.s2_author_id FROM author_links l
                JOIN mentions m USING (arxiv_id, position) ORDER BY m.arxiv_id, m.position""")
-        return {"affiliations": affiliations, "mentions": mentions}
+        institutions = self._frame(f"SELECT {', '.join(_q(c) for c in _COI_INSTITUTION)} FROM institutions "
+                                   "ORDER BY institution_key")
+        return {"affiliations": affiliations, "mentions": mentions,
+                "institutions": INSTITUTIONS.conform(institutions).select(_COI_INSTITUTION) if institutions.height
+                else INSTITUTIONS.empty().select(_COI_INSTITUTION)}
 
     def earlier_queries(self, round_: int) -> set[str]:
         """Query papers of the current versions of rounds before ``round_``."""

@@ -125,8 +125,11 @@ class ReleaseQueries(RatingQueries):
                    WHERE version = ?""", [version, version])
 
     def latest_release(self) -> dict[str, Any] | None:
-        """The newest release built: ``version, status, built_at``."""
-        rows = self._exec("SELECT version, status, built_at FROM releases ORDER BY built_at DESC LIMIT 1")
+        """The newest release built that its curator did not reject (``version, status, built_at``):
+        the refresh counts new ratings from it. A rejected release is no reference: what was never
+        published is no reason to wait for more answers."""
+        rows = self._exec("SELECT version, status, built_at FROM releases WHERE status <> 'rejected' "
+                          "ORDER BY built_at DESC LIMIT 1")
         return dict(zip(("version", "status", "built_at"), rows[0], strict=True)) if rows else None
 
     def release_results(self, metric: str, split: str) -> pl.DataFrame:

@@ -38,19 +38,21 @@ from revbench.app.entry import (
     prepare_process,
     resolve_track,
 )
-from revbench.app import cli_ops
-from revbench.app.cli_common import Track, app, parse_date, setup
+from revbench.app import cli_ops, cli_ui
+from revbench.app.cli_common import MixWorlds, Track, app, fetching, mixed, parse_date, setup
 from revbench.app.cli_survey import survey_app
 from revbench.errors import RevbenchError, UsageError, clear_interrupt, interrupt_noted
 from revbench.settings import ReplaySettings, Settings, render_env_example
 
 
 @app.command()
+@fetching(("ingest",))
 def ingest(
     since: Annotated[str, typer.Option(help="First last-revision date, YYYY-MM-DD")],
     until: Annotated[str, typer.Option(help="Last last-revision date, YYYY-MM-DD (inclusive)")],
     categories: Annotated[list[str] | None, typer.Option("--categories", "-c", help="arXiv categories (default: settings)")] = None,
     json_out: Annotated[Path | None, typer.Option(help="Also write the run summary as JSON")] = None,
+    mix_worlds: MixWorlds = False,
     track: Track = None,
 ) -> None:
     """Crawl arXiv, enrich with Semantic Scholar, extract PDFs with GROBID and load the corpus."""
@@ -59,7 +61,7 @@ def ingest(
         raise UsageError(f"--until {until} is before --since {since}")
     if json_out:
         check_output_file(json_out, "--json-out")
-    settings = setup(**({"arxiv.categories": categories} if categories else {}))
+    settings = setup(**({"arxiv.categories": categories} if categories else {}), **mixed(mix_worlds))
     from revbench.flows.ingest import ingest_flow
 
     summary = ingest_flow.run(settings, s, u, track=resolve_track(track, long_flow=True))
@@ -69,7 +71,7 @@ def ingest(
                                        default=str))
 
 
-app.command()(cli_ops.graph)  # in the stages' order: after ingest, before disambiguate
+app.command()(fetching(("graph",), flag=False)(cli_ops.graph))  # in the stages' order: after ingest, before disambiguate
 
 @app.command()
 def demo(
@@ -88,6 +90,9 @@ def demo(
         raise UsageError(f"--fault-rate {fault_rate}: expected a share from 0 to 1 ({exc.errors()[0]['msg']})") from None  # type: ignore[attr-defined]
     # The demo sets its own values; the ones it stored for later commands are not for it.
     settings = build_settings(demo_data=False)
+    from revbench.worlds import check_demo_folder
+
+    check_demo_folder(settings)  # a real warehouse is never set aside for a SYNTHETIC world
     if world is not None:
         from revbench.app.rebuild import load_source, run_rebuild
 
@@ -121,6 +126,7 @@ def evaluate(
     report: Annotated[Path | None, typer.Option(help="Directory for report.md, loss.png and predictions (OpenReview, RATE and TREC formats)")] = None,
     plot: Annotated[bool | None, typer.Option("--plot/--no-plot", help="Draw loss.png (default: when --report is given)")] = None,
     graph_from: Annotated[str | None, typer.Option(help="s2: give the gold standard its graph from Semantic Scholar (REVBENCH_S2__BASE_URL), cached under the data dir")] = None,
+    allow_rejected: Annotated[bool, typer.Option("--allow-rejected", help="Read a release its curator rejected (refused otherwise)")] = False,
     track: Track = None,
 ) -> None:
     """Evaluate similarity scorers (and external predictions) on benchmarks.
@@ -131,7 +137,7 @@ def evaluate(
         check_output_file(json_out, "--json-out")
     if report:
         check_output_dir(report, "--report")
-    settings = setup()
+    settings = setup(**({"release.evaluate_rejected": True} if allow_rejected else {}))
     from revbench.evaluation.plan import plan_evaluation
     from revbench.flows.evaluate import evaluate_flow
 
@@ -171,6 +177,7 @@ app.command()(cli_ops.train)
 
 
 @app.command()
+@fetching(("pools",))
 def pools(
     round: Annotated[int, typer.Option("--round", min=1, help="Sampling round (re-running a round reproduces it)")] = 1,
     per_category: Annotated[int | None, typer.Option(help="Query papers per category")] = None,
@@ -178,6 +185,7 @@ def pools(
     replace: Annotated[bool, typer.Option("--replace", help="Rebuild a round that has invitations with other parameters (the current version is kept as superseded)")] = False,
     target_from_report: Annotated[Path | None, typer.Option(help="Size the round from an evaluation report folder (its separation.json): the query papers per category that would separate the closest scorer pair on paper-centric tuples, at the yield of the rounds so far")] = None,
     target_pair: Annotated[str | None, typer.Option(help="With --target-from-report: the scorer pair A,B to separate (default: the one needing the fewest more anchors)")] = None,
+    mix_worlds: MixWorlds = False,
     track: Track = None,
 ) -> None:
     """Sample query papers, recall candidates, filter conflicts, screen and assign invitations."""
@@ -186,7 +194,7 @@ def pools(
     if target_pair is not None and target_from_report is None:
         raise UsageError("--target-pair needs --target-from-report DIR")
     changes = {k: v for k, v in {"pools.queries_per_category": per_category, "pools.tau": tau}.items() if v is not None}
-    settings = setup(**changes)
+    settings = setup(**changes, **mixed(mix_worlds))
     if target_from_report is not None:
         settings = settings.with_overrides(pools={"queries_per_category": _round_target(settings, target_from_report, target_pair)})
     from revbench.flows.pools import pools_flow
@@ -221,10 +229,12 @@ def _round_target(settings: Settings, report: Path, pair: str | None) -> int:
 
 
 @app.command()
+@fetching(None)
 def refresh(
     stages: Annotated[str | None, typer.Option(help="Comma-separated stages to run (default: REVBENCH_REFRESH__STAGES)")] = None,
     until: Annotated[str | None, typer.Option(help="Last day of the ingest window, YYYY-MM-DD (default: yesterday, UTC)")] = None,
     runner: Annotated[str | None, typer.Option(help="Task runner of tracked runs: threads or dask")] = None,
+    mix_worlds: MixWorlds = False,
     track: Track = None,
 ) -> None:
     """Every configured stage in order, each skipped (with its reason) when its inputs did not change."""
@@ -235,7 +245,7 @@ def refresh(
         changes["refresh.until"] = parse_date(until, "--until")
     if runner is not None:
         changes["runner.kind"] = runner
-    settings = setup(**changes)
+    settings = setup(**changes, **mixed(mix_worlds))
     from revbench.app.console import print_refresh
     from revbench.flows.refresh import refresh_flow
 
@@ -317,12 +327,15 @@ def release(
 def release_verify(
     path: Annotated[Path, typer.Argument(help="The release folder (holding manifest.json)")],
 ) -> None:
-    """Check a release: each file against manifest.json (size, sha256), nothing unlisted, the manifest against the warehouse."""
+    """Check a release: each file against manifest.json (size, sha256), nothing unlisted, the manifest against the warehouse; a rejected one exits 8."""
     settings = setup()
     from revbench.app.console import print_release_verified
     from revbench.release_checks import verify_recorded
+    from revbench.release_files import refuse_rejected
 
-    print_release_verified(verify_recorded(settings, path))
+    release = verify_recorded(settings, path)
+    refuse_rejected(release, "its files match its manifest, but")
+    print_release_verified(release)
 
 
 @app.command()
@@ -362,7 +375,8 @@ def report(
 
 # The operator's and the survey's commands live in their own modules; registered here, after
 # ``report`` and before ``world``, so that ``--help`` and the generated reference keep their order.
-app.command()(cli_ops.serve)
+app.command()(fetching(None, flag=False)(cli_ops.serve))
+app.command()(cli_ui.ui)
 app.add_typer(survey_app, name="survey")
 for command in (cli_ops.status, cli_ops.doctor, cli_ops.backup, cli_ops.restore, cli_ops.labels, cli_ops.models):
     app.command()(command)

@@ -395,6 +395,8 @@ def print_train(out: Trained | TrainSkipped | AttentionTrained | AugmentTrained)
         console.print(f"Nothing to do: {out.reason}.\nScorer: [cyan]{out.scorer}[/]", soft_wrap=True)
         return
     resumed = f", resumed at step {out.resumed_from}" if out.resumed_from else ""
+    if getattr(out, "resume_note", ""):  # a damaged checkpoint set aside: the curator should know
+        console.print(out.resume_note, markup=False, highlight=False, soft_wrap=True)  # type: ignore[union-attr]
     objective = "attention" if hasattr(out, "temperature") else getattr(out, "objective", "rate")
     if objective != "rate":
         what = {"attention": f"Attention over reviewers' papers: {getattr(out, 'submissions', 0)} training papers "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -71,7 +70,10 @@ def demo_warehouse_for(settings: Settings, manifest: dict[str, Any]) -> None:
     """The demo's warehouse belongs to one demo world: when the world changed (another seed,
     size or generator version), the old demo warehouse is set aside, not mixed in. A world grown
     by days past its window is the same world, so it keeps its warehouse."""
-    marker = settings.data_dir / ".demo-world"
+    from revbench.worlds import DEMO_WORLD
+
+    # The marker also says the folder is SYNTHETIC: commands that fetch from real services refuse it.
+    marker = settings.data_dir / DEMO_WORLD
     key = f"{manifest.get('base_key', manifest['spec_key'])}-format{manifest['format']}"
     # The survey store and the releases go with the warehouse: they hold the old world's answers
     # and benchmark, and a store alone would be pulled into the new world's warehouse.
@@ -278,5 +280,6 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
     print_encodes()
     console.print(f"demo finished in {time.monotonic() - t0:.0f} s; run it again for a cheap refresh.")
     if track:
-        home = os.environ.get("PREFECT_HOME", str(Path(settings.data_dir, "prefect")))
-        console.print(f"Flow runs and artifacts: PREFECT_HOME={home} .venv/bin/prefect server start")
+        # `revbench ui`, not a bare `prefect server start`: commands run meanwhile then use its server
+        # instead of starting a second one on the same database.
+        console.print("Flow runs and artifacts: .venv/bin/revbench ui (or `make ui`), then open http://127.0.0.1:4200")

@@ -33,7 +33,7 @@ QUIET_LIBRARIES = ("httpx", "httpx2", "httpcore", "urllib3", "arxiv", "grobid_cl
 FLAGS = {
     "pools.tau": "--tau", "pools.queries_per_category": "--per-category", "arxiv.categories": "--categories",
     "disambiguate.use_llm": "--fallback", "refresh.stages": "--stages", "refresh.until": "--until",
-    "runner.kind": "--runner",
+    "runner.kind": "--runner", "mix_worlds": "--mix-worlds", "release.evaluate_rejected": "--allow-rejected",
 }
 """Command-line flags that set a setting: their values pass the setting's own validation."""
 
@@ -247,15 +247,24 @@ def check_output_dir(path: Path, flag: str) -> None:
         raise UsageError(f"{flag} {path} is not writable")
 
 
-def prepare_process(settings: Settings, prefect: bool = True) -> None:
+def prefect_home(settings: Settings) -> Path:
+    """The Prefect home of this process: ``PREFECT_HOME`` when set, else the data folder's ``prefect``."""
+    given = os.environ.get("PREFECT_HOME", "").strip()
+    return Path(given).expanduser().resolve() if given else (settings.data_dir / "prefect").resolve()
+
+
+def prepare_process(settings: Settings, prefect: bool = True, find_ui: bool = True) -> None:
     """Third-party defaults and logging, before anything imports Prefect or GX (they read their
     settings at import). A variable the user already set wins. Without ``prefect`` (the survey
-    server, which never talks to it) no Prefect home is made: it may write its store folder alone."""
+    server, which never talks to it) no Prefect home is made: it may write its store folder alone.
+    With ``find_ui`` and no Prefect API configured, a Prefect server already serving the home's
+    database (``revbench ui``) becomes this process's API: a second server on it would fight it."""
     defaults = {
-        "PREFECT_HOME": str((settings.data_dir / "prefect").resolve()),
+        "PREFECT_HOME": str(prefect_home(settings)),
         # The temporary Prefect server cold-starts in ~20 s on two cores; its default timeout is shorter.
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",  # Prefect's client-side telemetry
         # A piece that finds its service's slots taken sleeps what the server's Retry-After says
         # (10 s by default) before asking again: slots then sit idle, and after Ctrl-C the run
         # waits for those sleeps. Our temporary server answers 1 s.
@@ -279,7 +288,16 @@ def prepare_process(settings: Settings, prefect: bool = True) -> None:
         os.environ.setdefault(key, value)
     # Prefect creates its home but not the folders above it.
     if prefect:
-        Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)
+        home = Path(os.environ["PREFECT_HOME"]).expanduser()
+        home.mkdir(parents=True, exist_ok=True)
+        if find_ui and prefect_api_url(home) is None:
+            from revbench.app.prefect_ui import running_ui
+
+            found, note = running_ui(home, VERBOSE[0])
+            if found is not None:
+                os.environ["PREFECT_API_URL"] = found.api_url
+            if note:
+                print(note, file=sys.stderr)
     if threading.current_thread() is threading.main_thread():
         # SIGTERM stops a command the way Ctrl-C does: the run is marked cancelled, committed
         # work is kept, and the next run resumes.

@@ -5,12 +5,19 @@ body is read, and an undeclared (chunked, or lying) body is counted as it arrive
 at the first byte over the cap, so an endless answer never holds more than the cap in memory.
 Over the cap is ``ResponseTooLarge`` (one line: the service, its URL without query, the cap);
 ``PdfClient`` keeps its own ``pdf_too_large`` (a property of the paper, see ``revbench.clients.pdf``).
+
+A list a service can grow without end is read up to a cap too (``cut_list``, ``Cut``): a paper's
+references, its authors, an author's works, topics, institutions. Each answer is capped in bytes,
+but a list paged over many answers is not, and one record with a huge list must not fill memory
+nor the warehouse. The caps are settings (``s2.max_*``, ``openalex.max_*``) set well above any real
+paper; a list cut at one is named, so a run says which papers it kept short.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import httpx
@@ -120,3 +127,33 @@ def _counted(stream_type: type) -> type:
             self.inner.close()
 
     return Counted
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One list kept short at its cap: its source, what it was (``references of ARXIV:2401.00001``),
+    how many items were kept and, when the answer said, how many were left out."""
+
+    source: str
+    of: str
+    kept: int
+    dropped: int | None = None
+
+    def line(self) -> str:
+        """The cut in one line, as a log or a run's notes show it."""
+        more = f"{self.dropped} more" if self.dropped is not None else "more"
+        return f"{self.source} {self.of}: kept the first {self.kept}, {more} left out at the cap"
+
+    def row(self) -> dict[str, Any]:
+        """The cut as a plain record (a stage's notes)."""
+        return asdict(self)
+
+
+def cut_list(record: dict[str, Any], key: str, most: int) -> int:
+    """Cut ``record[key]``, when it is a list, to its first ``most`` items; how many were left out (0: none)."""
+    items = record.get(key)
+    if not isinstance(items, list) or len(items) <= most:
+        return 0
+    dropped = len(items) - most
+    del items[most:]
+    return dropped

@@ -11,8 +11,9 @@ from typing import Any
 
 from revbench.clients.bounded import cap_responses
 from revbench.health import Probe, ProbeContext, http_client, ms, read, short, unreachable
-from revbench.retry import Breaker, PermanentError, TransientError, call_with_retries
+from revbench.retry import Breaker, PermanentError, TransientError, call_with_retries, parse_retry_after
 from revbench.settings import HttpSettings, LlmSettings
+from revbench.text_clean import clean_text
 
 
 class LlmUnavailable(ValueError):
@@ -70,6 +71,8 @@ class LlmClient:
         self.cache = LlmCache(cache_dir / "llm" / f"{hashlib.sha1(settings.model.encode()).hexdigest()[:10]}.jsonl") if cache_dir else None
         self.requests_made = 0
         self.cache_hits = 0
+        self.cleaned = 0
+        """Characters of answers that UTF-8 cannot hold (lone surrogates), replaced by U+FFFD."""
         self.breaker = Breaker("LLM", settings.base_url, http.breaker_failures)
 
     def _once(self, prompt: str) -> str:
@@ -83,8 +86,9 @@ class LlmClient:
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
             raise TransientError(f"LLM transport: {exc}", kind="timeout") from exc
         except openai.RateLimitError as exc:
-            ra = exc.response.headers.get("retry-after") if exc.response is not None else None
-            raise TransientError("LLM rate limited", retry_after=float(ra) if ra else None, kind="rate_limited") from exc
+            # parse_retry_after reads an HTTP date too, which float() would turn into a crash.
+            ra = parse_retry_after(exc.response.headers) if exc.response is not None else None
+            raise TransientError("LLM rate limited", retry_after=ra, kind="rate_limited") from exc
         except openai.APIStatusError as exc:
             if exc.status_code >= 500:
                 raise TransientError(f"LLM HTTP {exc.status_code}", kind="server_error") from exc
@@ -97,6 +101,9 @@ class LlmClient:
             raise TransientError("LLM answer has no choices[0].message.content", kind="malformed") from exc
         if content is None:
             raise TransientError("LLM answered with empty content", kind="malformed")
+        # The answer is cached as UTF-8 and read into frames: a lone surrogate in it would fail both.
+        content, replaced = clean_text(str(content))
+        self.cleaned += replaced
         return content
 
     def complete(self, prompt: str, meta: dict[str, Any] | None = None, use_cache: bool = True) -> str:

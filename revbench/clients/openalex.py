@@ -17,6 +17,9 @@ asked as OpenAlex documents it, by one list request per batch with the values OR
 Every answer is read for the keys used and nothing else: new keys appear every year, and any key
 may be missing or null (deleted authors, paratext works without authors or topics). OpenAlex
 answers an unknown DOI or id with an HTML 404 page, never shown: the error names what was asked.
+Every answer's strings are made valid UTF-8 as they are parsed (a lone surrogate becomes U+FFFD,
+counted in ``cleaned``), and each record's lists the parsers read (references, authorships,
+topics, institutions) are cut at their caps (``openalex.max_*``), each cut named in ``truncated``.
 """
 
 from __future__ import annotations
@@ -30,12 +33,13 @@ from urllib.parse import quote
 
 import httpx
 
-from revbench.clients.bounded import send_streamed
+from revbench.clients.bounded import Cut, cut_list, send_streamed
 from revbench.clients.openalex_graph import openalex_id
 from revbench.health import Probe, ProbeContext, http_client, ms, read, unreachable
 from revbench.retry import AdaptivePacer, Breaker, PermanentError, TransientError, call_with_retries, classify_status, \
     send_through_429s
 from revbench.settings import HttpSettings, OpenAlexSettings
+from revbench.text_clean import parse_json
 
 log = logging.getLogger("revbench.clients.openalex")
 ARXIV_DOI_PREFIX = "10.48550/arxiv."
@@ -46,7 +50,7 @@ def error_text(body: bytes) -> str | None:
     """OpenAlex's own explanation in an error answer (``{"error": ..., "message": ...}``), in one
     line, or None (an HTML page says nothing a line should repeat)."""
     try:
-        parsed = json.loads(body)
+        parsed = parse_json(body)[0]
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None
     if not isinstance(parsed, dict):
@@ -95,6 +99,10 @@ class OpenAlexClient:
         self.requests_made = 0
         self.throttled = 0
         self.breaker = Breaker("OpenAlex", settings.base_url, http.breaker_failures)
+        self.cleaned = 0
+        """Characters of answers that UTF-8 cannot hold (lone surrogates), replaced by U+FFFD."""
+        self.truncated: list[Cut] = []
+        """The lists cut at their cap (``openalex.max_*``), in the order they were."""
 
     def _params(self, params: dict[str, Any]) -> dict[str, Any]:
         out = {k: v for k, v in params.items() if v is not None}
@@ -124,15 +132,45 @@ class OpenAlexClient:
             raise PermanentError(f"OpenAlex has no {missing} (HTTP 404 at {path})", kind="not_found")
         classify_status(resp.status_code, resp.headers, what, detail=error_text(content))
         try:
-            return json.loads(content)
+            body, replaced = parse_json(content)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise TransientError(f"{what}: answered unreadable JSON ({exc})", kind="malformed") from exc
+        if replaced:
+            self.cleaned += replaced
+            log.info("%s: %d characters UTF-8 cannot hold (lone surrogates) replaced by U+FFFD", what, replaced)
+        return body
+
+    def _bounded(self, record: Any) -> None:
+        """Cut a work's or an author's lists at their caps, naming each cut (and logging it)."""
+        if not isinstance(record, dict):
+            return
+        s = self.settings
+        name = openalex_id(record.get("id")) or "a record without an id"
+        if isinstance(record.get("doi"), str):
+            name += f" ({bare_doi(record['doi'])})"
+        caps = {"referenced_works": (s.max_references_per_paper, "max_references_per_paper"),
+                "authorships": (s.max_authors_per_paper, "max_authors_per_paper"),
+                "topics": (s.max_topics_per_paper, "max_topics_per_paper"),
+                "affiliations": (s.max_institutions_per_author, "max_institutions_per_author")}
+        cuts = [(key, most, setting, cut_list(record, key, most)) for key, (most, setting) in caps.items()]
+        authorships = record.get("authorships")
+        for position, authorship in enumerate(authorships if isinstance(authorships, list) else []):
+            for key in ("institutions", "affiliations", "raw_affiliation_strings"):
+                if isinstance(authorship, dict):
+                    cuts.append((f"{key} of authorship {position}", s.max_institutions_per_author,
+                                 "max_institutions_per_author", cut_list(authorship, key, s.max_institutions_per_author)))
+        for key, most, setting, dropped in cuts:
+            if dropped:
+                cut = Cut("openalex", f"{key} of {name}", most, dropped)
+                self.truncated.append(cut)
+                log.warning("%s; the rest is not read (REVBENCH_OPENALEX__%s)", cut.line(), setting.upper())
 
     def _entity(self, path: str, missing: str, select: Sequence[str] | None = None) -> dict[str, Any]:
         def once() -> dict[str, Any]:
             body = self._get(path, {"select": ",".join(select) if select else None}, missing)
             if not isinstance(body, dict) or not isinstance(body.get("id"), str):
                 raise TransientError(f"OpenAlex {path}: the answer is not one record with an id", kind="malformed")
+            self._bounded(body)
             return body
 
         return call_with_retries(once, self.http, f"OpenAlex {path}", breaker=self.breaker)
@@ -181,6 +219,8 @@ class OpenAlexClient:
         while cursor is not None:
             page = self._page(filter, cursor, select, path=path)
             results = page["results"]
+            for record in results:
+                self._bounded(record)
             yield results
             seen += len(results)
             asked.add(cursor)

@@ -12,6 +12,9 @@ authors), and leaves keys out altogether (a deleted author has no ``affiliations
 missing key is an empty answer, never a crash. An institution is known by its ROR id when OpenAlex
 gives one (``ror:<bare id>``), else by its normalised name (``name:<...>``, the same key the
 disambiguation's exact affiliation rule uses), so one institution under two spellings is one.
+Each institution row also carries what lets a conflict check meet it under another key
+(``institution_identity``): its other names, with the raw strings OpenAlex matched to it alone, its
+lineage, and its ROR successors, predecessors, parents and children where a whole record gives them.
 """
 
 from __future__ import annotations
@@ -21,7 +24,13 @@ import re
 from typing import Any
 
 from revbench.clients.optional import as_dict, as_list, as_text
-from revbench.schemas.graph import AUTHOR_AFFILIATIONS, INSTITUTIONS, PAPER_TOPICS, SOURCE_CITATION_COLUMNS
+from revbench.schemas.graph import (
+    AUTHOR_AFFILIATIONS,
+    INSTITUTION_RELATIONSHIPS,
+    INSTITUTIONS,
+    PAPER_TOPICS,
+    SOURCE_CITATION_COLUMNS,
+)
 from revbench.tasks.normalize import institution_part, normalize_affiliation
 
 SOURCE = "openalex"
@@ -71,7 +80,8 @@ def institution_key(ror: str | None, name: str | None) -> str | None:
 
 def institution_row(inst: Any) -> dict[str, Any] | None:
     """One ``institutions`` row from an OpenAlex institution (dehydrated in an authorship or an
-    author's affiliation, or whole); None when it has neither a ROR id nor a name."""
+    author's affiliation, or whole), with its ``institution_identity``; None when it has neither a
+    ROR id nor a name."""
     d = as_dict(inst)
     ror, name = bare_ror(d.get("ror")), as_text(d.get("display_name"))
     key = institution_key(ror, name)
@@ -80,7 +90,39 @@ def institution_row(inst: Any) -> dict[str, Any] | None:
     country = as_text(d.get("country_code"))
     return {"institution_key": key, "ror": ror, "name": name or ror,
             "country": country.upper() if country and _COUNTRY.match(country.upper()) else None,
-            "type": as_text(d.get("type")), "openalex_id": openalex_id(d.get("id"))}
+            "type": as_text(d.get("type")), "openalex_id": openalex_id(d.get("id")), **institution_identity(d)}
+
+
+def _texts(value: Any) -> list[str]:
+    return [t for t in (as_text(v) for v in as_list(value)) if t]
+
+
+def institution_identity(inst: Any) -> dict[str, Any]:
+    """``aliases``, ``lineage`` and ``related`` of an OpenAlex institution: its other names
+    (``display_name_alternatives``, ``display_name_acronyms``), the OpenAlex ids above it
+    (``lineage``, itself left out) and its ``associated_institutions`` that are successors,
+    predecessors, parents or children. Each is None where the object lacks its key (a dehydrated
+    institution carries only ``lineage``), so a later answer's None keeps what is stored."""
+    d = as_dict(inst)
+    own = openalex_id(d.get("id"))
+    names = [k for k in ("display_name_alternatives", "display_name_acronyms") if isinstance(d.get(k), list)]
+    aliases = list(dict.fromkeys(t for k in names for t in _texts(d.get(k)))) if names else None
+    lineage = ([i for i in dict.fromkeys(map(openalex_id, d["lineage"])) if i and i != own]
+               if isinstance(d.get("lineage"), list) else None)
+    related = None
+    if isinstance(d.get("associated_institutions"), list):
+        related = []
+        for a in map(as_dict, d["associated_institutions"]):
+            rel, ror, oid = (as_text(a.get("relationship")) or "").lower(), bare_ror(a.get("ror")), openalex_id(a.get("id"))
+            if rel in INSTITUTION_RELATIONSHIPS and (ror or oid):
+                related.append({"relationship": rel, "ror": ror, "openalex_id": oid, "name": as_text(a.get("display_name"))})
+    return {"aliases": aliases, "lineage": lineage, "related": related}
+
+
+def _with_aliases(row: dict[str, Any], aliases: list[str]) -> dict[str, Any]:
+    """``row`` with ``aliases`` added to its own (each once, never its display name)."""
+    new = [a for a in aliases if a != row["name"] and a not in (row["aliases"] or [])]
+    return {**row, "aliases": [*(row["aliases"] or []), *new]} if new else row
 
 
 def citation_rows(citing_arxiv_id: str, work: Any) -> list[dict[str, Any]]:
@@ -120,10 +162,17 @@ def topic_rows(arxiv_id: str, work: Any) -> list[dict[str, Any]]:
 
 
 def _authorship_institutions(authorship: dict[str, Any]) -> list[dict[str, Any]]:
-    """The institutions OpenAlex matched, then each raw affiliation string it matched to none (by name)."""
+    """The institutions OpenAlex matched, each with the raw strings it matched to that one alone
+    as aliases (the spellings an unmatched string elsewhere meets it by), then each raw
+    affiliation string it matched to none (by name)."""
     out = [row for inst in as_list(authorship.get("institutions")) if (row := institution_row(inst)) is not None]
     affiliations = authorship.get("affiliations")
     if isinstance(affiliations, list):
+        for a in map(as_dict, affiliations):
+            ids = {i for i in map(openalex_id, as_list(a.get("institution_ids"))) if i}
+            text = as_text(a.get("raw_affiliation_string"))
+            if len(ids) == 1 and text:
+                out = [_with_aliases(r, [institution_part(text)]) if r["openalex_id"] in ids else r for r in out]
         # `institution_ids: [null]` is OpenAlex's too for a string it matched to nothing.
         raw = [as_text(as_dict(a).get("raw_affiliation_string")) for a in affiliations
                if not any(openalex_id(i) for i in as_list(as_dict(a).get("institution_ids")))]
@@ -133,7 +182,7 @@ def _authorship_institutions(authorship: dict[str, Any]) -> list[dict[str, Any]]
         key = normalize_affiliation(None, text) if text else None
         if key:
             out.append({"institution_key": f"name:{key}", "ror": None, "name": institution_part(text), "country": None,
-                        "type": None, "openalex_id": None})
+                        "type": None, "openalex_id": None, "aliases": None, "lineage": None, "related": None})
     return out
 
 
@@ -155,7 +204,8 @@ def authorship_rows(arxiv_id: str | None, work: Any) -> tuple[list[dict[str, Any
     for position, authorship in enumerate(as_list(w.get("authorships"))):
         insts = _authorship_institutions(as_dict(authorship))
         for inst in insts:
-            institutions.setdefault(inst["institution_key"], inst)
+            key = inst["institution_key"]
+            institutions[key] = _with_aliases(institutions[key], inst["aliases"] or []) if key in institutions else inst
         person, orcid = _person(as_dict(authorship).get("author"))
         if person is None:
             continue

@@ -6,6 +6,11 @@ second with an API key; without one, requests share a pool with every unauthenti
 promises no rate, so we keep to the older documented 100 requests per 5 minutes (3 s). The public
 API answers 429 without Retry-After when the pool is busy: the client then slows down (adaptive
 pacing, see ``AdaptivePacer``) and keeps going instead of failing.
+
+Every answer's strings are made valid UTF-8 as they are parsed (``revbench.text_clean``: a lone
+surrogate becomes U+FFFD, counted in ``cleaned``), and every list S2 can grow is read up to its cap
+(``s2.max_*``): paging stops there, so the rest is never fetched nor held, and each cut list is
+named in ``truncated`` and logged.
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ from urllib.parse import quote
 
 import httpx
 
-from revbench.clients.bounded import send_streamed
+from revbench.clients.bounded import Cut, cut_list, send_streamed
 from revbench.health import Probe, ProbeContext, http_client, ms, read, unreachable
 from revbench.retry import AdaptivePacer, Breaker, TransientError, call_with_retries, classify_status, send_through_429s
 from revbench.settings import HttpSettings, SemanticScholarSettings
+from revbench.text_clean import parse_json
 
 PAPER_FIELDS = "paperId,externalIds,title,year,authors"
 AUTHOR_PAPER_FIELDS = "paperId,externalIds,title,abstract,year,publicationDate,authors"
@@ -39,7 +45,7 @@ log = logging.getLogger("revbench.clients.s2")
 def error_text(body: bytes) -> str | None:
     """The service's own explanation in an error answer (``{"error": ...}`` or ``{"message": ...}``)."""
     try:
-        parsed = json.loads(body)
+        parsed = parse_json(body)[0]
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None
     if isinstance(parsed, dict):
@@ -71,6 +77,10 @@ class SemanticScholarClient:
         self.requests_made = 0
         self.throttled = 0
         self.breaker = Breaker("Semantic Scholar", settings.base_url, http.breaker_failures)
+        self.cleaned = 0
+        """Characters of answers that UTF-8 cannot hold (lone surrogates), replaced by U+FFFD."""
+        self.truncated: list[Cut] = []
+        """The lists cut at their cap (``s2.max_*``), in the order they were."""
         self._count = threading.Lock()  # callers share one client across threads (s2.connections)
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
@@ -91,9 +101,27 @@ class SemanticScholarClient:
                                           f"S2 {path}", throttled)
         classify_status(resp.status_code, resp.headers, f"S2 {path}", detail=error_text(content))
         try:
-            return json.loads(content)
+            body, replaced = parse_json(content)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise TransientError(f"S2 answered unreadable JSON: {exc}", kind="malformed") from exc
+        if replaced:
+            with self._count:
+                self.cleaned += replaced
+            log.info("S2 %s: %d characters UTF-8 cannot hold (lone surrogates) replaced by U+FFFD", path, replaced)
+        return body
+
+    def _cut(self, source: str, of: str, kept: int, dropped: int | None, setting: str) -> None:
+        cut = Cut(source, of, kept, dropped)
+        with self._count:
+            self.truncated.append(cut)
+        log.warning("%s; the rest is not read (REVBENCH_S2__%s)", cut.line(), setting.upper())
+
+    def _authors_capped(self, papers: list[Any], what: str) -> None:
+        """Each paper's ``authors`` cut to ``max_authors_per_paper``, named when it was."""
+        most = self.settings.max_authors_per_paper
+        for paper in papers:
+            if isinstance(paper, dict) and (dropped := cut_list(paper, "authors", most)):
+                self._cut("s2", f"authors of {paper.get('paperId') or what}", most, dropped, "max_authors_per_paper")
 
     def paper_batch(self, arxiv_ids: list[str], fields: str = PAPER_FIELDS,
                     prefix: str = "ARXIV:") -> list[dict[str, Any] | None]:
@@ -108,43 +136,56 @@ class SemanticScholarClient:
             )
             if not isinstance(body, list) or len(body) != len(arxiv_ids):
                 raise TransientError("S2 batch answer does not match the ids sent", kind="malformed")
+            self._authors_capped(body, "a batch paper")
             return body
 
         return call_with_retries(once, self.http, f"S2 batch of {len(arxiv_ids)}", breaker=self.breaker)
 
     def author_papers(self, author_id: str, fields: str = AUTHOR_PAPER_FIELDS, limit: int = 1000) -> list[dict[str, Any]]:
-        """An author's whole publication list, following ``next`` offsets (see ``_pages``)."""
-        return self._pages(f"/author/{author_id}", "papers", {"fields": fields, "limit": limit}, f"S2 author {author_id}")
+        """An author's publication list, following ``next`` offsets (see ``_pages``), up to
+        ``max_papers_per_author`` papers."""
+        papers = self._pages(f"/author/{author_id}", "papers", {"fields": fields, "limit": limit}, f"S2 author {author_id}",
+                             self.settings.max_papers_per_author, f"papers of author {author_id}", "max_papers_per_author")
+        self._authors_capped(papers, f"a paper of author {author_id}")
+        return papers
 
     def references(self, paper_id: str, with_intent_contexts: bool = False, limit: int = 1000) -> list[Any]:
         """Every reference of one paper, in S2's order over all its pages (``paper_id`` as S2 takes
         it: an S2 id, ``ARXIV:<id>``, ``CorpusId:<n>``, a DOI). Each item is S2's edge: contexts,
         intents, isInfluential and ``citedPaper``, kept when its ``paperId`` is null (S2 still gives
         its title); ``contextsWithIntent`` too when asked. An unknown paper is a ``PermanentError``
-        carrying S2's own text (HTTP 404)."""
+        carrying S2's own text (HTTP 404). At most ``max_references_per_paper`` (the first ones)."""
         fields = REFERENCE_FIELDS + (",contextsWithIntent" if with_intent_contexts else "")
         return self._pages(f"/paper/{quote(paper_id, safe='/:')}", "references", {"fields": fields, "limit": limit},
-                           f"S2 references of {paper_id}")
+                           f"S2 references of {paper_id}", self.settings.max_references_per_paper,
+                           f"references of {paper_id}", "max_references_per_paper")
 
     def citations(self, paper_id: str, limit: int = 1000) -> list[Any]:
-        """Every citation of one paper (the edge, with ``citingPaper``), over all its pages."""
+        """Every citation of one paper (the edge, with ``citingPaper``), over all its pages, up to
+        ``max_references_per_paper``."""
         return self._pages(f"/paper/{quote(paper_id, safe='/:')}", "citations", {"fields": REFERENCE_FIELDS, "limit": limit},
-                           f"S2 citations of {paper_id}")
+                           f"S2 citations of {paper_id}", self.settings.max_references_per_paper,
+                           f"citations of {paper_id}", "max_references_per_paper")
 
-    def _pages(self, base: str, noun: str, params: dict[str, Any], what: str) -> list[Any]:
+    def _pages(self, base: str, noun: str, params: dict[str, Any], what: str, most: int, of: str,
+               setting: str) -> list[Any]:
         """The items of the list at ``{base}/{noun}``, following ``next`` offsets from 0. A page
         without ``data`` (S2 leaves it out when there is nothing: ``{"total": 0, "offset": 0}``) or
         with none in it ends the list. A ``next`` that does not move past the offset just asked (or
         is not an offset) ends it with a ``TransientError`` naming the endpoint and the offset: the
-        list is left whole for another run, never followed round in a loop nor kept cut short."""
+        list is left whole for another run, never followed round in a loop nor kept cut short.
+        Paging stops at ``most`` items (no page asks past it); a list that had more is named in
+        ``truncated`` as ``of`` (``setting`` raises the cap)."""
         path = f"{base}/{noun}"
         out: list[Any] = []
         offset: int | None = 0
         while offset is not None:
             start = offset
+            # The last page asks only for what the cap leaves, so nothing past it is fetched.
+            asked = {**params, "offset": start, "limit": max(1, min(params["limit"], most - len(out)))}
 
             def once() -> dict[str, Any]:
-                body = self._json("GET", path, params={**params, "offset": start})
+                body = self._json("GET", path, params=asked)
                 if isinstance(body, dict) and "data" not in body and "offset" in body and "error" not in body:
                     return {**body, "data": []}
                 if not isinstance(body, dict) or not isinstance(body.get("data"), list):
@@ -157,6 +198,11 @@ class SemanticScholarClient:
             if offset is not None and (isinstance(offset, bool) or not isinstance(offset, int) or offset <= start):
                 raise TransientError(f"S2 {path}: 'next' {offset!r} after offset {start} does not advance; "
                                      f"stopped paging after {len(out)} {noun}", kind="paging_stuck")
+            if len(out) >= most and (offset is not None or len(out) > most):
+                # A page longer than asked is cut too; what S2 still lists past the cap is never asked.
+                self._cut("s2", of, most, len(out) - most if offset is None else None, setting)
+                del out[most:]
+                break
         return out
 
     def close(self) -> None:

@@ -13,9 +13,12 @@ learns which of the reviewer's papers a submission should listen to. The loss, p
 submission with candidate reviewers ``C`` of which ``P`` are positive (weak labels), is the
 listwise ``-log sum_{r in P} softmax_{r in C}(score_r / LIST_TEMPERATURE)``.
 
-Training is seeded and checkpointed like the LoRA training (:mod:`revbench.ml.training`): every
+Training is seeded and checkpointed like the LoRA training (:mod:`revbench.ml.checkpoint`): every
 ``checkpoint_every`` steps the module, the optimizer, the RNG states and the step are written
-atomically; a run started again on the same folder resumes to the weights of an uninterrupted run.
+atomically; a run started again on the same folder resumes from the newest good checkpoint to the
+weights of an uninterrupted run. The trained module is read with ``torch.load(weights_only=True)``,
+which unpickles tensors and plain containers only, so a planted pickle runs nothing and is refused
+in one line.
 """
 
 from __future__ import annotations
@@ -30,11 +33,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from revbench.errors import UsageError
+from revbench.errors import InputError, UsageError
 from revbench.files import write_atomic
+from revbench.ml.checkpoint import load_weights, resume, write_checkpoint
 from revbench.ml.recipes import ATTENTION_CARD_FILE as CARD_FILE
 from revbench.ml.recipes import ATTENTION_WEIGHTS_FILE as WEIGHTS_FILE
-from revbench.ml.training import Epochs, TrainingDiverged, batches, checkpoints, read_checkpoint, seed_all, write_checkpoint
+from revbench.ml.training import Epochs, TrainingDiverged, batches, seed_all
 
 LIST_TEMPERATURE = 0.05
 """The listwise loss's temperature over candidate scores (cosines, so differences are small)."""
@@ -85,6 +89,8 @@ class AttentionResult:
     last_loss: float | None
     temperature: float
     losses: list[float] = field(default_factory=list, repr=False)
+    resume_note: str = ""
+    """What was wrong with the checkpoints set aside before resuming (empty when nothing was)."""
 
 
 class AttentionPool(torch.nn.Module):
@@ -126,16 +132,6 @@ def batch_loss(pool: AttentionPool, ex: AttentionExamples, rows: np.ndarray, pro
     return torch.stack(losses).mean()
 
 
-def _save(folder: Path, step: int, pool: AttentionPool, opt: Any, losses: list[float]) -> None:
-    write_checkpoint(folder, step, {k: v.detach().clone() for k, v in pool.state_dict().items()}, opt, losses)
-
-
-def _load(path: Path, pool: AttentionPool, opt: Any) -> tuple[int, list[float]]:
-    step, weights, losses = read_checkpoint(path, opt)
-    pool.load_state_dict(weights)
-    return step, losses
-
-
 def train_attention(ex: AttentionExamples, out: Path, cfg: AttentionConfig, card: dict[str, Any] | None = None,
                     progress: Callable[[int, int, float], None] | None = None) -> AttentionResult:
     """Train the attention module on ``ex`` into ``out`` (resuming from ``out/checkpoints``); the
@@ -156,11 +152,9 @@ def _train(ex: AttentionExamples, out: Path, cfg: AttentionConfig, card: dict[st
     opt = torch.optim.Adam(pool.parameters(), lr=cfg.learning_rate)
     ckpt = out / "checkpoints"
     ckpt.mkdir(parents=True, exist_ok=True)
-    step, losses = 0, []
-    found = checkpoints(ckpt)
-    if found:
-        step, losses = _load(found[-1], pool, opt)
-    resumed_from, total = step, cfg.total_steps(ex.n)
+    weights = dict(pool.named_parameters())
+    start = resume(ckpt, weights, opt)
+    step, losses, resumed_from, total = start.step, start.losses, start.step, cfg.total_steps(ex.n)
     profiles, mask, papers = torch.from_numpy(ex.profiles), torch.from_numpy(ex.mask), torch.from_numpy(ex.papers)
     t0 = time.perf_counter()
     while step < total:
@@ -176,13 +170,13 @@ def _train(ex: AttentionExamples, out: Path, cfg: AttentionConfig, card: dict[st
         if progress is not None:
             progress(step, total, losses[-1])
         if step % cfg.checkpoint_every == 0 or step == total:
-            _save(ckpt, step, pool, opt, losses)
+            write_checkpoint(ckpt, step, weights, opt, losses)
     seconds = time.perf_counter() - t0
     torch.save(pool.state_dict(), out / f".{WEIGHTS_FILE}.tmp")
     (out / f".{WEIGHTS_FILE}.tmp").replace(out / WEIGHTS_FILE)
     tau = float(pool.log_tau.detach().exp())
     result = AttentionResult(out, total, resumed_from, ex.n, round(seconds, 2), losses[0] if losses else None,
-                             losses[-1] if losses else None, tau, losses)
+                             losses[-1] if losses else None, tau, losses, start.note)
     write_atomic(out / CARD_FILE, json.dumps({"objective": "attention", "base_model": cfg.base_model,
                                               "config": asdict(cfg), "steps": total, "submissions": ex.n,
                                               "learned_temperature": tau, **(card or {})}, indent=2) + "\n")
@@ -201,9 +195,18 @@ def load_attention(folder: str | Path) -> tuple[AttentionPool, dict[str, Any]]:
     if not is_attention(p):
         raise UsageError(f"pooling=attention:{folder}: no trained attention module there ({CARD_FILE} and {WEIGHTS_FILE}; "
                          "train one with `revbench train --objective attention`)")
-    card = json.loads((p / CARD_FILE).read_text())
-    pool = AttentionPool(int(card["config"]["dim"]))
-    pool.load_state_dict(torch.load(p / WEIGHTS_FILE, weights_only=True))
+    try:
+        card = json.loads((p / CARD_FILE).read_text())
+        dim = int(card["config"]["dim"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{p / CARD_FILE}: not an attention module's card ({type(exc).__name__}: {exc})") from None
+    pool = AttentionPool(dim)
+    state = load_weights(p / WEIGHTS_FILE)
+    want = {k: tuple(v.shape) for k, v in pool.state_dict().items()}
+    got = {k: tuple(v.shape) for k, v in state.items() if isinstance(v, torch.Tensor)}
+    if got != want:
+        raise InputError(f"{p / WEIGHTS_FILE}: weights {got or 'none'}, an attention module of dimension {dim} has {want}")
+    pool.load_state_dict(state)
     pool.eval()
     return pool, card
 

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from revbench.errors import UsageError
+from revbench.ml.checkpoint import load_weights
 
 CONFIG_FILE = "adapter_config.json"
 WEIGHTS_FILE = "pytorch_adapter.bin"
@@ -59,15 +60,12 @@ def read_adapter(folder: Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]
     wrong += [f"{k}={cfg[k]!r} (computed here: {v!r})" for k, v in DEFAULTS.items() if k in cfg and cfg[k] != v]
     if wrong:
         raise UsageError(f"{folder / CONFIG_FILE}: a bottleneck adapter this loader does not compute: {', '.join(wrong)}")
-    try:
-        state = torch.load(folder / WEIGHTS_FILE, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - a truncated or foreign file, whatever torch says about it
-        raise UsageError(f"{folder / WEIGHTS_FILE}: not readable as adapter weights ({str(exc).splitlines()[0][:160]})") from None
+    state = load_weights(folder / WEIGHTS_FILE)  # weights_only: a planted pickle is refused unrun
     layers: dict[int, dict[str, Any]] = {}
     names = set()
     for key, tensor in state.items():
         m = _KEY.match(key)
-        if m is None:
+        if m is None or not isinstance(tensor, torch.Tensor):
             raise UsageError(f"{folder / WEIGHTS_FILE}: unexpected weight {key!r} (an output adapter has down and up "
                              "projections only)")
         names.add(m.group(2))

@@ -11,8 +11,9 @@ In-batch candidates that are the same item as a row's positive (two triplets of 
 it) are masked out of that row's softmax, so a duplicate is never pushed away as a negative.
 
 Training is seeded and checkpointed: every ``checkpoint_every`` steps the LoRA weights, the
-optimizer, the RNG states and the step are written atomically; a run started again on the same
-folder resumes from the newest checkpoint and ends with the weights an uninterrupted run has.
+optimizer, the RNG states and the step are written atomically (safetensors and JSON, never a
+pickle: :mod:`revbench.ml.checkpoint`); a run started again on the same folder resumes from the
+newest good checkpoint and ends with the weights an uninterrupted run has.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import numpy as np
 import polars as pl
 
 from revbench.errors import RevbenchError
+from revbench.ml.checkpoint import resume, write_checkpoint
 from revbench.ml.models import CARD_FILE, load_model, quiet_peft
 
 ADAPTER_DIR = "adapter"
@@ -91,6 +93,8 @@ class TrainResult:
     first_loss: float | None
     last_loss: float | None
     losses: list[float] = field(default_factory=list)
+    resume_note: str = ""
+    """What was wrong with the checkpoints set aside before resuming (empty when nothing was)."""
 
 
 def data_digest(pairs: pl.DataFrame) -> str:
@@ -166,66 +170,6 @@ def _lora(model: Any, cfg: TrainConfig) -> Any:
                                          target_modules=list(cfg.target_modules), bias="none"))
 
 
-def checkpoints(folder: Path) -> list[Path]:
-    """The checkpoints in ``folder``, oldest first."""
-    return sorted(folder.glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
-
-
-def write_checkpoint(folder: Path, step: int, weights: dict[str, Any], optimizer: Any, losses: list[float],
-                     keep: int = 2) -> None:
-    """Write ``step``'s checkpoint atomically: ``weights``, the optimizer, the losses so far, every
-    generator's state and the thread count; keep the newest ``keep``."""
-    import torch
-
-    target = folder / f"step-{step:07d}"
-    tmp = folder / f".tmp-{step:07d}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    torch.save({"step": step, "weights": weights, "optimizer": optimizer.state_dict(), "losses": losses,
-                "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
-                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-                "threads": torch.get_num_threads()},
-               tmp / "state.pt")
-    tmp.rename(target)  # a checkpoint is whole or absent
-    for old in checkpoints(folder)[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def read_checkpoint(path: Path, optimizer: Any) -> tuple[int, dict[str, Any], list[float]]:
-    """The checkpoint in ``path``: the optimizer and every generator restored, the run put back on
-    the thread count it started with; returns the step, the weights and the losses."""
-    import torch
-
-    state = torch.load(path / "state.pt", weights_only=False)
-    optimizer.load_state_dict(state["optimizer"])
-    if state.get("threads") and state["threads"] != torch.get_num_threads():
-        # Float sums split over another number of threads round differently: resume on the
-        # thread count the run started with, so its weights come out as if never stopped.
-        torch.set_num_threads(int(state["threads"]))
-    torch.set_rng_state(state["torch_rng"])
-    if state.get("cuda_rng") is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda_rng"])
-    np.random.set_state(state["numpy_rng"])
-    random.setstate(state["python_rng"])
-    return int(state["step"]), state["weights"], list(state["losses"])
-
-
-def _save_checkpoint(folder: Path, step: int, peft_model: Any, optimizer: Any, losses: list[float]) -> None:
-    trainable = {k: v.detach().clone() for k, v in peft_model.named_parameters() if v.requires_grad}
-    write_checkpoint(folder, step, trainable, optimizer, losses)
-
-
-def _load_checkpoint(path: Path, peft_model: Any, optimizer: Any) -> tuple[int, list[float]]:
-    import torch
-
-    step, weights, losses = read_checkpoint(path, optimizer)
-    params = dict(peft_model.named_parameters())
-    with torch.no_grad():
-        for k, v in weights.items():
-            params[k].copy_(v)
-    return step, losses
-
-
 def batches(n: int, cfg: Any, step: int) -> np.ndarray:
     """Row indices of the batch at ``step`` (``cfg``: an :class:`Epochs` with a ``seed``): each
     epoch is its own seeded permutation."""
@@ -270,13 +214,11 @@ def _train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any
     model.max_seq_length = cfg.max_seq_length
     peft_model = _lora(model, cfg)
     optimizer = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad], lr=cfg.learning_rate)
+    trainable = {k: v for k, v in peft_model.named_parameters() if v.requires_grad}
     ckpt_dir = out / "checkpoints"
     ckpt_dir.mkdir(parents=True, exist_ok=True)
-    step, losses = 0, []
-    found = checkpoints(ckpt_dir)
-    if found:
-        step, losses = _load_checkpoint(found[-1], peft_model, optimizer)
-    resumed_from = step
+    start = resume(ckpt_dir, trainable, optimizer)
+    step, losses, resumed_from = start.step, start.losses, start.step
     total = cfg.total_steps(pairs.height)
     model.train()
     t0 = time.perf_counter()
@@ -294,7 +236,7 @@ def _train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any
         if progress is not None:
             progress(step, total, losses[-1])
         if step % cfg.checkpoint_every == 0 or step == total:
-            _save_checkpoint(ckpt_dir, step, peft_model, optimizer, losses)
+            write_checkpoint(ckpt_dir, step, trainable, optimizer, losses)
     seconds = time.perf_counter() - t0
     done_pairs = sum(len(batches(pairs.height, cfg, s)) for s in range(resumed_from, total))
     adapter = out / ADAPTER_DIR
@@ -304,7 +246,7 @@ def _train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any
     (tmp / "README.md").unlink(missing_ok=True)  # peft's stub card; the flow writes ours last, as the completion mark
     result = TrainResult(adapter, total, resumed_from, pairs.height, round(seconds, 2),
                          round(done_pairs / seconds, 2) if seconds > 0 else 0.0,
-                         losses[0] if losses else None, losses[-1] if losses else None, losses)
+                         losses[0] if losses else None, losses[-1] if losses else None, losses, start.note)
     (tmp / CARD_FILE).write_text(json.dumps({
         "base_model": cfg.base_model, "config": asdict(cfg), "data_sha256": data_digest(pairs), "pairs": pairs.height,
         "steps": total, "first_loss": result.first_loss, "last_loss": result.last_loss, **(card or {}),

@@ -7,7 +7,6 @@ benchmark run the flows on it through REVBENCH_RUNNER__DASK_ADDRESS.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from revbench.replay.server import free_port
+from revbench.workers import stop_group as stop
 
 KEPT_ENV = ("PATH", "LANG", "LC_ALL", "TMPDIR")
 
@@ -40,17 +40,6 @@ def worker_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str
             "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False", **(extra or {})}
 
 
-def stop(proc: subprocess.Popen[bytes], grace: float = 20) -> None:
-    """SIGTERM to the process group ``proc`` leads, SIGKILL after ``grace`` seconds."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 @contextmanager

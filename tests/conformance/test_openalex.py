@@ -129,8 +129,12 @@ def test_an_institution_is_known_by_its_ror(serve) -> None:
     [(name, want)] = [(n, w) for n, w in EXPECTED.items() if w["kind"] == "institution"]
     with serve([_route(f"/institutions/{want['id']}", (OA / name).read_bytes())]) as base:
         inst = institution_row(_client(base).institution(want["id"]))
-    assert inst == {"institution_key": f"ror:{want['ror']}", "ror": want["ror"], "name": want["name"],
-                    "country": want["country"], "type": want["type"], "openalex_id": want["id"]}
+    keys = ("institution_key", "ror", "name", "country", "type", "openalex_id")
+    assert {k: inst[k] for k in keys} == {"institution_key": f"ror:{want['ror']}", "ror": want["ror"], "name": want["name"],
+                                          "country": want["country"], "type": want["type"], "openalex_id": want["id"]}
+    # the identity evidence conflicts read: other spellings, parents, and related institutions
+    assert {"UMich", "UM"} <= set(inst["aliases"]) and inst["lineage"] == []
+    assert {r["relationship"] for r in inst["related"]} == {"child"}
     _fits(INSTITUTIONS, [inst])
 
 

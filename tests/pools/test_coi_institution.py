@@ -80,7 +80,8 @@ def test_the_evidence_names_institution_years_and_sources() -> None:
     assert json.loads(row["evidence"]) == {
         "institution_key": ROR, "institution": "Indian Institute of Science", "query_author": "q_author",
         "candidate_years": [2022, 2025], "candidate_source": "s2", "author_years": [2025, 2026],
-        "author_source": "openalex", "paper_year": 2026, "window_years": 3}
+        "author_source": "openalex", "paper_year": 2026, "window_years": 3, "rule": "same ror",
+        "query_institution_key": ROR, "query_institution": "Indian Institute of Science", "via": None}
     # A stint with no years counts, and says so; an institution without a stored name is named by its key.
     [row] = _excluded([_aff("orcid:0000-0002-1825-0097", ROR, None, 2026, 2026),
                        _aff("s2:777", ROR, None, None, None, source="s2")]).to_dicts()

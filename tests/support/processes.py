@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from revbench.replay.cluster import stop as stop_group
+from revbench.workers import stop_group
 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:

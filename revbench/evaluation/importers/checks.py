@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 from pathlib import Path
 from typing import Any
 
 from revbench.errors import InputError
+from revbench.text_clean import clean_value, may_hold_surrogates
+
+log = logging.getLogger("revbench.evaluate")
 
 DEFAULT_SCALE = (1.0, 5.0)
 
@@ -94,7 +98,8 @@ def _path_to(data: Any, target: Any) -> list[str] | None:
 def parse_json(text: str, where: str) -> Any:
     """Parsed JSON, or one error naming ``where`` and what broke: invalid syntax (with line and
     column), nesting deeper than the parser goes, or an object that repeats a key (JSON parsers
-    silently keep the last value: a duplicate score or rating would win unseen)."""
+    silently keep the last value: a duplicate score or rating would win unseen). A lone surrogate
+    in a string is replaced by U+FFFD, and the count logged."""
     dups = _Duplicates()
     try:
         data = json.loads(text, object_pairs_hook=dups.hook, parse_int=_parse_int, parse_float=_parse_float)
@@ -108,6 +113,11 @@ def parse_json(text: str, where: str) -> Any:
         inside = f"the object at {' > '.join(path)}" if path else "the top-level object"
         raise InputError(f"{where}: key {key!r} appears twice in {inside}; give each key once "
                          "(JSON readers would silently keep the last value)")
+    if may_hold_surrogates(text):
+        # JSON allows a lone surrogate ("\ud800"), which no frame nor file can hold: replaced, counted.
+        data, replaced = clean_value(data)
+        if replaced:
+            log.warning("%s: %d characters UTF-8 cannot hold (lone surrogates) replaced by U+FFFD", where, replaced)
     return data
 
 

@@ -31,6 +31,7 @@ from revbench.evaluation.model import (
 from revbench.files import write_atomic
 from revbench.retry import PermanentError, TransientError
 from revbench.settings import Settings
+from revbench.text_clean import parse_json
 
 if TYPE_CHECKING:  # the client (httpx) is loaded only when a graph is asked of S2: a cold evaluate never loads it
     from revbench.clients.semantic_scholar import SemanticScholarClient
@@ -59,7 +60,8 @@ def _read_cached(path: Path, paper_id: str) -> dict[str, Any] | None:
     """A paper's cached answer, or None when there is none usable (absent, unreadable, another
     paper's, another version): it is then asked again, never trusted half-way."""
     try:
-        record = json.loads(path.read_text())
+        # A file written before answers were cleaned can hold an escaped lone surrogate: cleaned here.
+        record = parse_json(path.read_bytes())[0]
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     if not isinstance(record, dict) or record.get("version") != CACHE_VERSION or record.get("paper_id") != paper_id:

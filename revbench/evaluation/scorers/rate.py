@@ -9,19 +9,23 @@ sentence-transformers name or path, or a LoRA adapter trained by ``revbench trai
 
 from __future__ import annotations
 
-from typing import Literal
+import functools
+from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 
 from revbench.clients.llm import LlmClient, LlmUnavailable
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
 from revbench.evaluation.scorers.base import (
-    Context, Params, Scorer, checked_ref, model_stamp, model_text, paper_text, submissions_of,
+    Params, Scorer, checked_ref, model_stamp, model_text, paper_text, submissions_of,
 )
 from revbench.ml.keywords import llm_keywords, profile_text, yake_keywords
 from revbench.ml.models import DEFAULT_MODEL
 from revbench.retry import PermanentError, TransientError
 from revbench.templates import render
+
+if TYPE_CHECKING:
+    from revbench.ml.models import ModelRef
 
 
 class RateParams(Params):
@@ -33,10 +37,15 @@ class Rate(Scorer):
     name = "rate"
     params_model = RateParams
 
-    def __init__(self, params: Params, context: Context):
-        super().__init__(params, context)
-        self.ref = checked_ref(context, self.params.model)  # type: ignore[attr-defined]
-        """The encoder resolved once: the files its vectors and its spec are of."""
+    @functools.cached_property
+    def ref(self) -> ModelRef:
+        """The encoder resolved once, when first needed (the embed flow builds this scorer only for
+        its keyword-profile texts, which need no weights): the files its vectors and spec are of."""
+        return checked_ref(self.context, self.params.model)  # type: ignore[attr-defined]
+
+    def check(self, benchmark: Benchmark) -> None:
+        """The encoder's weights missing, or not the recipe's, refuse before any scorer runs."""
+        self.ref  # noqa: B018 - resolving is the check
 
     @property
     def spec(self) -> str:
