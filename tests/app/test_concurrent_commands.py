@@ -140,11 +140,14 @@ def test_disambiguate_beside_an_ingest_gives_up_in_one_line_then_runs(small_worl
     """A second writer with a short wait gives up in one line naming the ingest run and writes
     nothing; the ingest finishes untouched, the same command then runs: both results are there."""
     app = replay(world=small_world, timeout_delay_seconds=0.3)
+    # Small arXiv pages a pause apart keep the ingest holding the warehouse for several seconds
+    # however fast the machine: the second command must meet it, not a warehouse already free.
     s = on_replay(settings, app).with_overrides(data_dir=tmp_path / "pair", ingest={"commit_every": 5},
+                                                arxiv={"page_size": 10, "delay_seconds": 0.25},
                                                 grobid={"concurrency": 1}, disambiguate={"use_llm": False})
     first = cli(s, "ingest", "--since", str(WORLD_SINCE), "--until", str(WORLD_UNTIL), "--no-track", wait=False)
     ingest_run = _hold_on(s, "ingest", first)
-    assert _second_after(s, first, ingest_run, ["disambiguate"], wait=5)
+    assert _second_after(s, first, ingest_run, ["disambiguate"], wait=2)
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         assert wh.count(PAPERS) > 0 and wh.count(AUTHOR_LINKS) > 0
 
