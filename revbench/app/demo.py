@@ -207,6 +207,54 @@ def print_encodes() -> None:
                       "vectors kept from earlier runs)")
 
 
+def print_realism_rows(rows: list[Any]) -> None:
+    """The realism rows (``revbench.synth.realism.Row``) as one compact table: target, real figure,
+    the world's value, tolerance, whether it holds."""
+    from rich.table import Table
+
+    from revbench.synth.realism import fmt
+
+    t = Table(title="The SYNTHETIC world against real data (docs/benchmarks.md: how real the world is)", title_justify="left")
+    for col in ("target", "real", "world", "tolerance", "holds"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r.id, r.target if isinstance(r.target, str) else fmt(r.target), fmt(r.world), r.tolerance,
+                  {True: "yes", False: "NO", None: "-"}[r.holds])
+    console.print(t)
+
+
+def demo_measures(settings: Settings) -> dict[str, Any]:
+    """What the pipeline made of the world in this data folder, for the realism rows: the warehouse
+    benchmark's kept ratings and profiles, and the evaluation's losses (none where a demo has not
+    filled the folder, or its warehouse is busy)."""
+    from revbench.errors import RevbenchError
+    from revbench.synth.realism import pipeline_measures
+    from revbench.warehouse import Warehouse
+
+    frames = None
+    if settings.warehouse_path.exists():
+        try:
+            with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
+                frames = wh.benchmark_frames(settings.ratings.profile_max_papers)
+        except RevbenchError as exc:  # busy or not a warehouse: the rows say they have no value
+            console.print(f"realism: the warehouse was not read ({exc})")
+    return pipeline_measures(settings.data_dir, frames)
+
+
+def print_realism(settings: Settings, world_dir: Path) -> None:
+    """The world against the real figures it is calibrated on (revbench/reference/world_targets.txt):
+    what its truth gives and what this demo's pipeline made of it, in a table and in
+    ``reports/world_realism.json``."""
+    from revbench.synth.realism import realism_rows, world_measures, write_report
+
+    rows = realism_rows({**world_measures(world_dir), **demo_measures(settings)})
+    out = settings.data_dir / "reports" / "world_realism.json"
+    write_report(rows, out, world_dir)
+    print_realism_rows(rows)
+    held = sum(r.holds is True for r in rows)
+    console.print(f"{held} of {len(rows)} targets hold ({sum(r.holds is False for r in rows)} do not); report: {out}")
+
+
 def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings, track: bool,
              cassettes: Path | None = None) -> None:
     """Generate (or reuse) the world, serve it, and run ingest, disambiguation (the offline
@@ -278,6 +326,7 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
 
     print_labels(write_labels(s, "citations", Path(s.data_dir) / "weak-citations", experts=DEMO_EXPERTS))
     print_encodes()
+    print_realism(settings, world_dir)
     console.print(f"demo finished in {time.monotonic() - t0:.0f} s; run it again for a cheap refresh.")
     if track:
         # `revbench ui`, not a bare `prefect server start`: commands run meanwhile then use its server

@@ -134,20 +134,24 @@ def _document(p: _Paper, version: int, names: list[str], authors: list[dict[str,
     return dict(arxiv_id=p.arxiv_id, version=version, pdf=pdf, tei=tei, pdf_sha256=hashlib.sha256(pdf).hexdigest())
 
 
-def s2_histories(g: Generator, spec: WorldSpec, people: list[_Person],
-                 corpus_papers: dict[int, list[dict[str, Any]]]) -> list[dict[str, str]]:
+def s2_histories(g: Generator, spec: WorldSpec, people: list[_Person], corpus_papers: dict[int, list[dict[str, Any]]],
+                 older: dict[str, dict[str, Any]] | None = None) -> list[dict[str, str]]:
     """Each person's Semantic Scholar publication list under their first S2 id: their corpus
-    papers plus older papers on their topics."""
+    papers plus older papers on their topics (each older paper's S2 id -> its ``topic``, ``focus``
+    and ``person`` go to ``older``: who knows what rests on every work, not only the corpus)."""
     merged: dict[str, list[dict[str, Any]]] = {}
     for m, hist in corpus_papers.items():
         person = people[m]
         for _ in range(int(g.rng.poisson(4))):
             topic = g.choice(person.topics)
-            t = g.title(topic)
+            focus = g.focus(topic, person.niches.get(topic))
+            t = g.title(topic, focus)
             yr = int(g.rng.integers(2016, spec.start.year + 1))
-            hist.append({"paperId": hashlib.sha1(f"{person.pid}/{t}/{yr}".encode()).hexdigest(),
-                         "externalIds": {}, "title": t, "abstract": g.abstract(topic, t), "year": yr,
+            key = hashlib.sha1(f"{person.pid}/{t}/{yr}".encode()).hexdigest()
+            hist.append({"paperId": key, "externalIds": {}, "title": t, "abstract": g.abstract(topic, t, focus), "year": yr,
                          "publicationDate": f"{yr}-06-01"})
+            if older is not None:
+                older[key] = {"topic": topic, "focus": focus, "person": m, "year": yr}
         merged.setdefault(person.s2_ids[0], []).extend(hist)
     return [dict(author_id=a, json=json.dumps(h, ensure_ascii=False)) for a, h in merged.items()]
 

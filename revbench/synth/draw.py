@@ -33,6 +33,15 @@ ORCID_SHARE = 0.3
 """People with an ORCID; it shows on most, not all, of their papers."""
 PLANTED_QUERY_SEED = 0
 """The pools seed (the default) under which the planted conflict's paper is drawn as a query."""
+FOCUS_STREAM = 22
+"""The stream of each person's niches and each work's focus: apart from the main stream, so focus
+moves none of the people, teams, dates and texts' other words the main stream draws."""
+FOCUS_SIZE = 3
+"""Keywords a work is about (its focus), of its subtopic's eight."""
+NICHE_SIZE = 4
+"""Keywords of each of their subtopics a person works on most."""
+NICHE_SHARE = 0.8
+"""A focus keyword's chance of coming from the lead author's niche rather than the whole subtopic."""
 BAD_KINDS: dict[str, str] = {
     "tei_no_abstract": "missing_abstract",
     "title_mismatch": "title_mismatch",
@@ -102,6 +111,8 @@ class _Person:
     more_insts: list[int] = field(default_factory=list)
     """Institutions past the first (a second affiliation), in order."""
     orcid: str | None = None
+    niches: dict[str, list[str]] = field(default_factory=dict)
+    """Subtopic -> the keywords of it this person works on most (their works' focus leans on them)."""
 
     @property
     def insts(self) -> list[int]:
@@ -128,6 +139,7 @@ class Generator:
         # The real-world quirks draw from their own stream, so adding one never shifts the
         # people, papers and texts the main stream draws.
         self.quirks = np.random.default_rng([spec.seed, stream, 21])
+        self.focus_rng = np.random.default_rng([spec.seed, stream, FOCUS_STREAM])
         self.topic_ids = [f"{cat}/{sub}" for cat, subs in TOPICS.items() for sub in subs]
 
     def choice(self, seq: list[Any]) -> Any:
@@ -192,7 +204,24 @@ class Generator:
                 person.more_insts = [(person.inst + 1 + int(self.quirks.integers(len(INSTITUTIONS) - 1))) % len(INSTITUTIONS)]
             if self.quirks.random() < ORCID_SHARE:
                 person.orcid = orcid_of(i + 1)
+        for person in people:
+            for topic in person.topics:
+                kws = TOPICS[topic.split("/")[0]][topic.split("/")[1]]
+                person.niches[topic] = [kws[int(k)] for k in self.focus_rng.choice(len(kws), NICHE_SIZE, replace=False)]
         return people
+
+    def focus(self, topic: str, niche: list[str] | None = None) -> list[str]:
+        """The keywords a work on ``topic`` is about: mostly from its lead's ``niche``, so that
+        people who share a subtopic still differ in what exactly they know (expertise is finer
+        than any taxonomy, and text shows it)."""
+        kws = TOPICS[topic.split("/")[0]][topic.split("/")[1]]
+        out: list[str] = []
+        while len(out) < FOCUS_SIZE:
+            source = niche if niche and self.focus_rng.random() < NICHE_SHARE else kws
+            k = source[int(self.focus_rng.integers(len(source)))]
+            if k not in out:
+                out.append(k)
+        return out
 
     def groups(self, people: list[_Person]) -> list[list[int]]:
         by_inst: dict[int, list[int]] = {}
@@ -208,13 +237,15 @@ class Generator:
                 members = members[size:]
         return groups
 
-    def title(self, topic: str) -> str:
+    def title(self, topic: str, focus: list[str] | None = None) -> str:
+        """A title on ``topic``; with ``focus``, on its first two keywords (the draws are the same
+        either way, so a world's other draws do not depend on it)."""
         cat, sub = topic.split("/")
         kws = TOPICS[cat][sub]
         k = self.rng.choice(len(kws), 2, replace=False)
         adj, noun = self.choice(METHOD_WORDS), self.choice(NOUNS)
         pattern = int(self.rng.integers(4))
-        a, b = kws[k[0]], kws[k[1]]
+        a, b = (focus[0], focus[1]) if focus else (kws[k[0]], kws[k[1]])
         if pattern == 0:
             return f"{adj} {a.title()} for {b.title()}"
         if pattern == 1:
@@ -223,10 +254,15 @@ class Generator:
             return f"On the Role of {a.title()} in {b.title()}"
         return f"{a.title()} Meets {b.title()}: An {adj} {noun}"
 
-    def abstract(self, topic: str, title: str) -> str:
+    def abstract(self, topic: str, title: str, focus: list[str] | None = None) -> str:
+        """An abstract on ``topic``; with ``focus``, on its keywords alone (same draws either way)."""
         cat, sub = topic.split("/")
         kws = list(TOPICS[cat][sub])
         self.rng.shuffle(kws)
+        if focus:
+            # Every keyword place speaks of the focus (the later ones again): an abstract says what
+            # it is about, and text scorers then read expertise as well as on real abstracts.
+            kws = [*focus, focus[0], focus[1]]
         name = "".join(w[0] for w in title.split() if w[0].isupper())[:6] or "ours"
         fills = {f"k{i}": kws[i % len(kws)] for i in range(5)}
         idx = sorted(self.rng.choice(len(ABSTRACT_TEMPLATES), 5, replace=False))
@@ -249,6 +285,8 @@ class _Paper:
     categories: list[str]
     planted: bool = False
     """The planted second-affiliation conflict's paper: its authors show every institution."""
+    focus: list[str] = field(default_factory=list)
+    """The keywords of its subtopic the paper is about (``Generator.focus``)."""
 
 
 
@@ -281,11 +319,14 @@ def plant_affiliation_conflict(people: list[_Person], papers: list[_Paper], bad:
     local = _email_local(FIRST_NAMES[0], last)
     people.append(_Person(f"person_{n:06d}", FIRST_NAMES[0], last, first, [f"{local}@{INSTITUTIONS[first][3]}"],
                           [str(30_000_000 + n)], [query.topic], [author.inst], orcid_of(n)))
-    yymm = query.arxiv_id.split(".")[0]
-    seq = max(int(p.arxiv_id.split(".")[1]) for p in papers if p.arxiv_id.startswith(yymm + "."))
+    # Dated at the query's latest version: a query first published before the window (revised in it)
+    # would otherwise leave its copy out of every crawl of the window, and the conflict unmet.
+    when = query.versions[-1][1]
+    yymm = when.strftime("%y%m")
+    seq = max((int(p.arxiv_id.split(".")[1]) for p in papers if p.arxiv_id.startswith(yymm + ".")), default=0)
     query.planted = True
     papers.append(_Paper(f"{yymm}.{seq + 1:05d}", query.topic, f"Revisiting {query.title}", query.abstract, [n - 1],
-                         [(1, query.published)], query.published, query.primary_category, list(query.categories), True))
+                         [(1, when)], when, query.primary_category, list(query.categories), True, list(query.focus)))
     return [dict(query_id=query.arxiv_id, person_id=f"person_{n:06d}", kind="second_affiliation",
                  detail=f"first institution {INSTITUTIONS[first][0]}, second {INSTITUTIONS[author.inst][0]} "
                         f"(that of {author.pid}, an author of the query)")]
@@ -311,7 +352,7 @@ def draw_papers(g: Generator, people: list[_Person], groups: list[list[int]],
                     for v in range(1, n_versions + 1)]
         yymm = published.strftime("%y%m")
         month_seq[yymm] = month_seq.get(yymm, 0) + 1
-        papers.append(draw_text(g, f"{yymm}.{month_seq[yymm]:05d}", topic, team, versions, published))
+        papers.append(draw_text(g, f"{yymm}.{month_seq[yymm]:05d}", topic, team, versions, published, people))
         if progress and i % 1000 == 0:
             progress("papers", i, spec.n_papers)
     return papers
@@ -334,14 +375,18 @@ def draw_team(g: Generator, people: list[_Person], groups: list[list[int]],
 
 
 def draw_text(g: Generator, arxiv_id: str, topic: str, team: list[int], versions: list[tuple[int, datetime]],
-               published: datetime) -> _Paper:
-    """The rest of a paper: its categories, title and abstract."""
+              published: datetime, people: list[_Person] | None = None) -> _Paper:
+    """The rest of a paper: its categories, focus, title and abstract (the focus leans on the
+    niche of the first author of ``team`` who works on ``topic``)."""
     cat = topic.split("/")[0]
     cats = [cat]
     if g.rng.random() < 0.3:
         cats.append(g.choice([c for c in TOPICS if c != cat]))
-    title = g.title(topic)
-    return _Paper(arxiv_id, topic, title, g.abstract(topic, title), team, versions, published, cat, cats)
+    niche = next((people[m].niches[topic] for m in team if topic in people[m].niches), None) if people else None
+    focus = g.focus(topic, niche)
+    title = g.title(topic, focus)
+    return _Paper(arxiv_id, topic, title, g.abstract(topic, title, focus), team, versions, published, cat, cats,
+                  focus=focus)
 
 
 

@@ -11,31 +11,14 @@ days leave the base world's references as they were.
 from __future__ import annotations
 
 import hashlib
-from bisect import bisect_left
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+from revbench.synth.citations import GRAPH_STREAM, REFERENCES, _edge, _rng, draw_references
+from revbench.synth.draw import PLANTED_QUERY_SEED, WorldSpec, _Paper, _Person, query_rank
+from revbench.synth.vocab import INSTITUTIONS, TOPICS
 
-from revbench.synth.draw import PLANTED_QUERY_SEED, Generator, WorldSpec, _Paper, _Person, query_rank
-from revbench.synth.vocab import FIRST_NAMES, INSTITUTIONS, LAST_NAMES, TOPICS
+__all__ = ["GRAPH_STREAM", "REFERENCES", "draw_graph", "graph_counts"]
 
-GRAPH_STREAM = 35
-"""The graph's streams are ``(seed, GRAPH_STREAM, ...)``: apart from every stream the world drew before."""
-REFERENCES = (10, 30)
-"""Each paper cites this many works (inclusive)."""
-OUTSIDE_SHARE = (0.2, 0.3)
-"""Each paper's share of references to works outside the world (drawn per paper in this range)."""
-OWN_BOOST = 8.0
-"""How much likelier a work by one of the citing paper's own authors is cited than another."""
-COAUTHOR_BOOST = 4.0
-"""... and a work by one of their co-authors (anyone who wrote a world paper with one of them)."""
-SAME_CATEGORY_BOOST = 2.0
-"""... and a world paper of the citing paper's arXiv category."""
-POOL = 300
-"""Other earlier works looked at per citing paper (a uniform sample), so big worlds stay linear."""
-NULL_S2_SHARE = 0.3
-"""Outside works Semantic Scholar could not match to a paper of its own (``paperId`` null)."""
 PAST_AFFILIATION_SHARE = 0.3
 """People with a former institution; it ended more than ``CONFLICT_WINDOW`` years before the world's
 end, so that the one planted conflict is the only former-colleague conflict the graph holds."""
@@ -105,114 +88,6 @@ def openalex_topic(topic: str, score: float) -> dict[str, Any]:
             "subfield": {"id": f"https://openalex.org/subfields/{sf_id}", "display_name": sf_name},
             "field": {"id": "https://openalex.org/fields/17", "display_name": "Computer Science"},
             "domain": {"id": "https://openalex.org/domains/3", "display_name": "Physical Sciences"}}
-
-
-@dataclass
-class _Work:
-    key: str
-    title: str
-    year: int
-    when: str
-    arxiv_id: str | None
-    authors: frozenset[int]
-    category: str | None
-
-
-def _works(papers: list[_Paper], histories: dict[int, list[dict[str, Any]]]) -> list[_Work]:
-    """The world's citable works, oldest first: its papers and its people's older papers."""
-    works = [_Work(hashlib.sha1(p.arxiv_id.encode()).hexdigest(), p.title, p.published.year,
-                   p.published.isoformat(), p.arxiv_id, frozenset(p.team), p.primary_category) for p in papers]
-    older: dict[str, _Work] = {}
-    for m, hist in histories.items():
-        for h in hist:
-            if (h.get("externalIds") or {}).get("ArXiv"):
-                continue
-            w = older.setdefault(h["paperId"], _Work(h["paperId"], h["title"], h["year"],
-                                                     f"{h['publicationDate']}T00:00:00+00:00", None, frozenset(), None))
-            w.authors = w.authors | {m}
-    works.extend(older.values())
-    works.sort(key=lambda w: (w.when, w.key))
-    return works
-
-
-def _rng(spec: WorldSpec, *parts: int) -> np.random.Generator:
-    return np.random.default_rng([spec.seed, GRAPH_STREAM, *parts])
-
-
-def _paper_rng(spec: WorldSpec, arxiv_id: str) -> np.random.Generator:
-    return _rng(spec, 1, int(hashlib.sha1(arxiv_id.encode()).hexdigest()[:12], 16))
-
-
-def _outside(g: Generator, topic: str, before_year: int) -> dict[str, Any]:
-    """A work outside the world: a title, a year, authors' names, sometimes a DOI or an arXiv id."""
-    rng = g.rng
-    title = g.title(topic if rng.random() < 0.7 else g.choice(g.topic_ids))
-    year = int(rng.integers(1998, before_year + 1))
-    key = hashlib.sha1(f"outside/{title}/{year}".encode()).hexdigest()
-    doi = f"10.{int(rng.integers(1000, 9999))}/synthetic.{key[:10]}" if rng.random() < 0.6 else None
-    arxiv = None
-    if year >= 2015 and rng.random() < 0.3:
-        arxiv = f"{year % 100:02d}{int(rng.integers(1, 13)):02d}.{int(rng.integers(1, 30000)):05d}"
-    names = [f"{g.choice(FIRST_NAMES)} {g.choice(LAST_NAMES)}" for _ in range(1 + int(rng.integers(4)))]
-    return {"s2_id": None if rng.random() < NULL_S2_SHARE else key, "arxiv_id": None, "arxiv": arxiv, "doi": doi,
-            "title": title, "year": year, "authors": names, "in_world": False, "own": False, "coauthor": False}
-
-
-def _edge(rng: np.random.Generator, ref: dict[str, Any], close: bool) -> dict[str, Any]:
-    """How the citing paper uses a reference (S2's edge) and how GROBID reads it from the PDF."""
-    influential = bool(rng.random() < (0.35 if close else 0.1))
-    intents = [i for i, p in (("background", 0.7), ("methodology", 0.3), ("result", 0.1)) if rng.random() < p]
-    n_contexts = 1 + int(rng.poisson(0.8)) + (int(rng.poisson(2)) if influential else 0)
-    r = rng.random()
-    grobid = {"typed_doi": bool(ref["doi"]) and rng.random() < 0.7,
-              "arxiv_in": None if not ref["arxiv"] else "idno" if r < 0.45 else "note" if r < 0.9 else None,
-              "title": bool(rng.random() >= 0.05), "date": bool(rng.random() >= 0.05)}
-    return {**ref, "is_influential": influential, "intents": intents, "n_contexts": n_contexts, "grobid": grobid}
-
-
-def draw_references(spec: WorldSpec, people: list[_Person], papers: list[_Paper],
-                    histories: dict[int, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
-    """Each paper's references, in order: 10-30 works published before it, 20-30% from outside the
-    world; in-world works by the paper's authors (``OWN_BOOST``) or their co-authors
-    (``COAUTHOR_BOOST``) and of its category (``SAME_CATEGORY_BOOST``) are likelier."""
-    works = _works(papers, histories)
-    whens = [w.when for w in works]
-    coauthors: dict[int, set[int]] = {}
-    for p in papers:
-        for m in p.team:
-            coauthors.setdefault(m, set()).update(p.team)
-    by_author: dict[int, list[int]] = {}
-    for k, w in enumerate(works):
-        for m in w.authors:
-            by_author.setdefault(m, []).append(k)
-    out: dict[str, list[dict[str, Any]]] = {}
-    for p in papers:
-        rng = _paper_rng(spec, p.arxiv_id)
-        g = Generator(spec, rng)
-        team = set(p.team)
-        close = set().union(*(coauthors.get(m, set()) for m in team)) - team
-        n_earlier = bisect_left(whens, p.published.isoformat())
-        mine = {k for m in team | close for k in by_author.get(m, []) if k < n_earlier}
-        sample = set(rng.integers(0, n_earlier, min(POOL, n_earlier)).tolist()) if n_earlier else set()
-        pool = sorted(mine | sample)
-        n = int(rng.integers(REFERENCES[0], REFERENCES[1] + 1))
-        n_out = int(round(n * rng.uniform(*OUTSIDE_SHARE)))
-        n_in = min(n - n_out, len(pool))
-        refs: list[dict[str, Any]] = []
-        if n_in:
-            weights = np.array([(OWN_BOOST if works[k].authors & team else COAUTHOR_BOOST if works[k].authors & close else 1.0)
-                                * (SAME_CATEGORY_BOOST if works[k].category == p.primary_category else 1.0)
-                                for k in pool])
-            for k in rng.choice(len(pool), n_in, replace=False, p=weights / weights.sum()).tolist():
-                w = works[pool[k]]
-                refs.append({"s2_id": w.key, "arxiv_id": w.arxiv_id, "arxiv": w.arxiv_id,
-                             "doi": f"10.48550/arxiv.{w.arxiv_id}" if w.arxiv_id else None, "title": w.title,
-                             "year": w.year, "authors": [f"{people[m].first} {people[m].last}" for m in sorted(w.authors)],
-                             "in_world": True, "own": bool(w.authors & team), "coauthor": bool(w.authors & close)})
-        refs.extend(_outside(g, p.topic, p.published.year) for _ in range(n_out))
-        rng.shuffle(refs)  # type: ignore[arg-type]
-        out[p.arxiv_id] = [_edge(rng, r, r["own"] or r["coauthor"]) for r in refs]
-    return out
 
 
 def draw_topics(spec: WorldSpec, papers: list[_Paper]) -> dict[str, dict[str, list[dict[str, Any]]]]:
@@ -369,16 +244,17 @@ def draw_openalex_profiles(spec: WorldSpec, people: list[_Person], papers: list[
 
 
 def draw_graph(spec: WorldSpec, people: list[_Person], papers: list[_Paper], bad: set[int],
-               histories: dict[int, list[dict[str, Any]]],
-               mentions: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+               histories: dict[int, list[dict[str, Any]]], mentions: list[dict[str, Any]],
+               older_topics: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(the graph as the world's ``graph.json`` holds it, the planted graph-only conflicts);
-    ``mentions`` are what the PDFs show of each author (their affiliations as spelled there)."""
+    ``mentions`` are what the PDFs show of each author (their affiliations as spelled there);
+    ``older_topics``: the topic and focus of each older work (S2 id -> ``topic``, ``focus``)."""
     person_at = {(p.arxiv_id, pos): m for p in papers for pos, m in enumerate(p.team)}
     shown = [{"person": person_at[(m["arxiv_id"], m["position"])], "affiliations": m["affiliations"]}
              for m in mentions if (m["arxiv_id"], m["position"]) in person_at]
     affiliations = draw_affiliations(spec, people)
     planted, cites = plant_graph_conflict(spec, people, papers, bad, affiliations, shown)
-    references = draw_references(spec, people, papers, histories)
+    references = draw_references(spec, people, papers, histories, older_topics)
     cite_planted(spec, people, papers, references, cites)
     graph = {
         "synthetic": True,

@@ -9,7 +9,8 @@ panel counts the scanner's requests and how many events or opt-outs appeared in 
 meanwhile; the goal is none.
 
 Each recipient behaves in one seeded way: never answers; answers every paper by true expertise
-(graded by how much of their work is on the paper's topic, with noise); skips a paper on the page; changes a rating; opts out; or answers with low effort
+(:mod:`revbench.synth.expertise`: what their works are about, seen through their own leniency and
+the noise of a self-assessment); skips a paper on the page; changes a rating; opts out; or answers with low effort
 (the same level everywhere, or every paper within seconds). Who did what is written beside the
 answers (``respondents.parquet``), so the ratings stage can measure its quality flags.
 
@@ -37,7 +38,8 @@ import numpy as np
 import polars as pl
 
 from revbench.survey import SIMULATED_TIME_HEADER
-from revbench.synth.truth import WorldTruth, topic_shares, true_rating
+from revbench.synth.expertise import Expertise
+from revbench.synth.truth import WorldTruth
 
 BEHAVIOURS: dict[str, float] = {
     "silent": 0.22, "diligent": 0.42, "skipper": 0.10, "changer": 0.10, "opt_out": 0.03,
@@ -138,6 +140,14 @@ class PanelClock:
         return self.now
 
 
+def answer_on_page(http: httpx.Client, page_url: str, index: int, value: str, at: datetime | None = None) -> None:
+    """Open the invitation's page and submit ``value`` (a level, or ``skip``) for its ``index``-th paper."""
+    page = http.get(page_url)
+    page.raise_for_status()
+    ids = list(dict.fromkeys(re.findall(r'name="answer-([^"]+)"', page.text)))
+    http.post(page_url, data={f"answer-{ids[index]}": value}, headers=simulated(at)).raise_for_status()
+
+
 def message_links(msg: EmailMessage) -> list[str]:
     """Every link of a message as a scanner finds them: the HTML part's, the plain part's, then
     the List-Unsubscribe header's web address (repeats kept: a scanner opens what it finds)."""
@@ -220,15 +230,14 @@ def answer(truth: WorldTruth, messages: list[EmailMessage], corpus: pl.DataFrame
     scanner_requests = sum(map_unordered(lambda m: scan(m, seed), fronted, workers))
     scanner_recorded = recorded() - before
 
-    shares = topic_shares(truth)
-    person_of = {e.lower(): (p, shares.get(p, {})) for p, emails in truth.persons.select("person_id", "emails").iter_rows()
-                 for e in emails}
-    topic_of_title = {" ".join(t.split()): truth.paper_topics.get(a) for a, t in corpus.select("arxiv_id", "title").iter_rows()}
+    expertise = Expertise.from_works(truth.works)
+    person_of = {e.lower(): p for p, emails in truth.persons.select("person_id", "emails").iter_rows() for e in emails}
+    paper_of_title = {" ".join(t.split()): a for a, t in corpus.select("arxiv_id", "title").iter_rows()}
     start = datetime.now(UTC)  # everyone opens their email now; from here on, their own clocks count
 
     def act(msg: EmailMessage) -> tuple[dict[str, Any], dict[str, int]]:
         e = parse_email(msg)
-        person, expertise = person_of.get(e.to.lower(), (None, {}))
+        person = person_of.get(e.to.lower())
         how = behaviour(seed, e.to)
         if how in LOW_EFFORT and len(e.papers) < MIN_PATTERN_PAPERS:
             how = "diligent"  # a few answers make no pattern: low effort shows over several papers
@@ -252,20 +261,20 @@ def answer(truth: WorldTruth, messages: list[EmailMessage], corpus: pl.DataFrame
                     continue
                 # Reading the next abstract, or not quite.
                 took = 0.0 if not i else pace_seconds * (RUSH_SHARE if how == "rusher" else 1.0)
-                topic = topic_of_title.get(title) or ""
-                value = same if how == "straight_liner" else true_rating(rng, topic, expertise) if topic else 3
+                paper = paper_of_title.get(title)
+                value = (same if how == "straight_liner" else expertise.answer(rng, person, paper) if paper and person
+                         else 3)
                 confirm(http, links[value], clock.after(took))
                 c["ratings"] += 1
                 if how == "changer" and i == 0:
                     confirm(http, links[6 - value], clock.after(pace_seconds * SECOND_THOUGHT_SHARE))  # a second thought
-                    confirm(http, links[value], clock.after(pace_seconds * SECOND_THOUGHT_SHARE))  # and back
+                    # And back, on the page: the server records a rating link once (a replay records
+                    # nothing), so pressing the first link's Confirm again would leave the second thought.
+                    if e.page_url:
+                        answer_on_page(http, e.page_url, i, str(value), clock.after(pace_seconds * SECOND_THOUGHT_SHARE))
                     c["changes"] = 1
             if skip_index >= 0 and e.page_url:
-                page = http.get(e.page_url)
-                page.raise_for_status()
-                ids = list(dict.fromkeys(re.findall(r'name="answer-([^"]+)"', page.text)))
-                http.post(e.page_url, data={f"answer-{ids[skip_index]}": "skip"},
-                          headers=simulated(clock.after(pace_seconds))).raise_for_status()
+                answer_on_page(http, e.page_url, skip_index, "skip", clock.after(pace_seconds))
                 c["skips"] = 1
         return row, c
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from revbench.evaluation.metrics.clustering import pairwise_scores
@@ -42,6 +41,12 @@ class WorldTruth:
     ROR id ``ror``, until ``last_year``, under another spelling of it). Kept apart from
     ``planted_conflicts`` (audited by ``graph_conflicts_caught``), so the audits before the graph
     stay comparable."""
+    works: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema={
+        "work_id": pl.Utf8, "arxiv_id": pl.Utf8, "topic": pl.Utf8, "focus": pl.List(pl.Utf8), "authors": pl.List(pl.Utf8),
+        "year": pl.Int64}))
+    """``work_id, arxiv_id, topic, focus, authors, year``: every work (the papers, whose ``work_id`` is
+    their arXiv id, and the people's older works, with none), what it is about and who wrote it;
+    who knows what is read from it (:mod:`revbench.synth.expertise`)."""
 
 
 def load_truth(world_dir: Path) -> WorldTruth:
@@ -58,6 +63,7 @@ def load_truth(world_dir: Path) -> WorldTruth:
            if (d / "planted_conflicts.parquet").exists() else {}),
         **({"graph_conflicts": pl.read_parquet(d / "graph_conflicts.parquet")}
            if (d / "graph_conflicts.parquet").exists() else {}),
+        **({"works": pl.read_parquet(d / "works.parquet")} if (d / "works.parquet").exists() else {}),
     )
 
 
@@ -116,43 +122,6 @@ def _caught(truth: WorldTruth, conflicts: pl.DataFrame, evidence: pl.DataFrame, 
                     "paths": sorted(set(found["path"].to_list())) if "path" in found.columns else [],
                     "reasons": reasons, "invited": invited, "caught": recalled and bool(reasons) and not invited})
     return out
-
-
-def topic_shares(truth: WorldTruth) -> dict[str, dict[str, float]]:
-    """person id -> share of their work on each topic: every paper they wrote (led or not), and
-    each topic they were given counted as one paper more (so people with few papers still have one)."""
-    authored = truth.mentions.select("arxiv_id", "person_id").with_columns(
-        pl.col("arxiv_id").replace_strict(truth.paper_topics, default=None).alias("topic")).drop_nulls("topic")
-    counts: dict[str, dict[str, int]] = {}
-    for person, topic in authored.select("person_id", "topic").iter_rows():
-        counts.setdefault(person, {}).setdefault(topic, 0)
-        counts[person][topic] += 1
-    for person, given in truth.persons.select("person_id", "expertise").iter_rows():
-        for topic in given:
-            counts.setdefault(person, {}).setdefault(topic, 0)
-            counts[person][topic] += 1
-    return {p: {t: n / sum(c.values()) for t, n in c.items()} for p, c in counts.items()}
-
-
-def true_rating(rng: np.random.Generator, topic: str, shares: dict[str, float]) -> int:
-    """A rating by true topical expertise, graded by how much of the person's work is on the
-    paper's topic (``shares``, from ``topic_shares``): 5 for half of it or more, 4 for a quarter,
-    3 for some of it or mostly the same category, 2 for some of the category, else 1; one level
-    off a fifth of the time."""
-    on_topic = shares.get(topic, 0.0)
-    category = topic.split("/")[0]
-    in_category = sum(v for t, v in shares.items() if t.split("/")[0] == category)
-    if on_topic >= 0.5:
-        base = 5
-    elif on_topic >= 0.25:
-        base = 4
-    elif on_topic > 0 or in_category >= 0.5:
-        base = 3
-    else:
-        base = 2 if in_category > 0 else 1
-    if rng.random() < 0.2:
-        base += int(rng.choice([-1, 1]))
-    return min(5, max(1, base))
 
 
 def flag_quality(respondents: pl.DataFrame, flagged_emails: set[str], rated_emails: set[str]) -> dict[str, Any]:

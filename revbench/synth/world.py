@@ -39,12 +39,21 @@ from revbench.synth.graph import draw_graph, graph_counts
 from revbench.synth.graph_files import write_graph
 from revbench.synth.vocab import INSTITUTIONS
 
-WORLD_FORMAT = 7
+WORLD_FORMAT = 8
 """Bumped when what a world holds changes (4: second affiliations, orphan affiliations, ORCIDs,
 the planted second-affiliation conflict; 5: the graph; 6: the graph-only conflict's query one the
 pools draw first, citing the person's earlier paper; 7: the graph as parquet tables in ``graph/``
-instead of ``graph.json``, with OpenAlex's split profiles and hidden ORCIDs), so cached worlds are
-regenerated."""
+instead of ``graph.json``, with OpenAlex's split profiles and hidden ORCIDs; 8: calibrated on real
+data (docs/benchmarks.md, "How real the world is"): fewer people with more papers each, works about a
+focus within their subtopic, expertise and ratings from every work (``truth/works.parquet``),
+citations by topic and by the cited person's expertise), so cached worlds are regenerated and a
+demo folder of an older world is set aside."""
+PEOPLE_PER_PAPER = 0.6
+"""People drawn per paper of the window: about 5.5 papers each in the window, so a rated reviewer's
+profile holds about as many papers as LR-bench's (5.7; revbench/reference/world_targets.txt)."""
+WORK_COLUMNS = {"work_id": pl.Utf8, "arxiv_id": pl.Utf8, "topic": pl.Utf8, "focus": pl.List(pl.Utf8),
+                "authors": pl.List(pl.Utf8), "year": pl.Int64}
+"""``truth/works.parquet``: every work (the papers, and the people's older works, with no arXiv id)."""
 GRAPH_CONFLICT_COLUMNS = {"query_id": pl.Utf8, "person_id": pl.Utf8, "kind": pl.Utf8, "detail": pl.Utf8,
                           "author_id": pl.Utf8, "ror": pl.Utf8, "last_year": pl.Int64}
 
@@ -59,7 +68,7 @@ def generate_world(
     Growth days (``spec.extra_days``) come after, each from its own generator, so the base world
     is the same whatever the number of growth days and day d is the same in every longer run."""
     g = Generator(spec)
-    people = g.people(max(20, int(spec.n_papers * 1.2)))
+    people = g.people(max(20, int(spec.n_papers * PEOPLE_PER_PAPER)))
     groups = g.groups(people)
     papers = draw_papers(g, people, groups, progress)
     bad = plant_bad_records(g, spec, len(papers))
@@ -67,14 +76,15 @@ def generate_world(
     shown = _Rendered()
     for i, paper in enumerate(papers):
         render_paper(g, spec, paper, people, papers[(i + 1) % len(papers)].title, bad.get(i), shown)
-    histories = s2_histories(g, spec, people, shown.histories)
+    older: dict[str, dict[str, Any]] = {}
+    histories = s2_histories(g, spec, people, shown.histories, older)
     older_works = {m: list(h) for m, h in shown.histories.items()}
     if spec.extra_days:
         papers, histories = grow_papers(spec, people, groups, papers, shown, histories, progress)
     # The graph comes last and from its own streams (revbench.synth.graph), so the draws above
     # are the same with or without it.
-    graph = draw_graph(spec, people, papers, set(bad), older_works, shown.mentions) if spec.graph else None
-    return write_world(out_dir, spec, people, papers, shown, histories, planted, graph)
+    graph = draw_graph(spec, people, papers, set(bad), older_works, shown.mentions, older) if spec.graph else None
+    return write_world(out_dir, spec, people, papers, shown, histories, planted, graph, older)
 
 
 
@@ -105,7 +115,7 @@ def grow_papers(spec: WorldSpec, people: list[_Person], groups: list[list[int]],
             published = day_dt + timedelta(seconds=int(g.rng.integers(0, 86_400)))
             yymm = published.strftime("%y%m")
             month_seq[yymm] = month_seq.get(yymm, 0) + 1
-            new.append(draw_text(g, f"{yymm}.{month_seq[yymm]:05d}", topic, team, [(1, published)], published))
+            new.append(draw_text(g, f"{yymm}.{month_seq[yymm]:05d}", topic, team, [(1, published)], published, people))
         # Rendered apart so that the base authors' history lists (already drawn) stay untouched.
         day_shown = _Rendered()
         for i, paper in enumerate(new):
@@ -131,9 +141,11 @@ def grow_papers(spec: WorldSpec, people: list[_Person], groups: list[list[int]],
 
 def write_world(out_dir: Path, spec: WorldSpec, people: list[_Person], papers: list[_Paper], shown: _Rendered,
                 histories: list[dict[str, str]], planted: list[dict[str, str]] | None = None,
-                graph: tuple[dict[str, Any], list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+                graph: tuple[dict[str, Any], list[dict[str, Any]]] | None = None,
+                older: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The services' files, the truth folder and the manifest (``graph``: the graph and its
-    planted conflicts, written as ``graph/`` (revbench.synth.graph_files) and ``truth/graph_conflicts.parquet``)."""
+    planted conflicts, written as ``graph/`` (revbench.synth.graph_files) and ``truth/graph_conflicts.parquet``;
+    ``older``: the people's older works, written with the papers as ``truth/works.parquet``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "truth").mkdir(exist_ok=True)
     pl.DataFrame(shown.arxiv).write_parquet(out_dir / "arxiv.parquet")
@@ -157,6 +169,7 @@ def write_world(out_dir: Path, spec: WorldSpec, people: list[_Person], papers: l
         "orcid": pl.Utf8, "affiliations": pl.List(pl.Struct({"department": pl.Utf8, "institution": pl.Utf8}))},
     ).write_parquet(out_dir / "mentions.parquet")
     pl.DataFrame([dict(arxiv_id=p.arxiv_id, topic=p.topic) for p in papers]).write_parquet(out_dir / "truth" / "paper_topics.parquet")
+    write_works(out_dir, people, papers, older or {})
     pl.DataFrame(shown.bad, schema={"arxiv_id": pl.Utf8, "kind": pl.Utf8, "expected_reason": pl.Utf8}).write_parquet(
         out_dir / "truth" / "bad_records.parquet"
     )
@@ -182,6 +195,16 @@ def write_world(out_dir: Path, spec: WorldSpec, people: list[_Person], papers: l
         pl.DataFrame(graph[1], schema=GRAPH_CONFLICT_COLUMNS).write_parquet(out_dir / "truth" / "graph_conflicts.parquet")
     (out_dir / "world.json").write_text(json.dumps(manifest, indent=2))
     return manifest
+
+
+def write_works(out_dir: Path, people: list[_Person], papers: list[_Paper], older: dict[str, dict[str, Any]]) -> None:
+    """``truth/works.parquet``: every work of the world, its papers and its people's older works,
+    with its topic, focus and true authors; the truth of who knows what is read from it."""
+    rows = [dict(work_id=p.arxiv_id, arxiv_id=p.arxiv_id, topic=p.topic, focus=p.focus,
+                 authors=[people[m].pid for m in p.team], year=p.published.year) for p in papers]
+    rows += [dict(work_id=k, arxiv_id=None, topic=w["topic"], focus=w["focus"], authors=[people[w["person"]].pid],
+                  year=w["year"]) for k, w in sorted(older.items())]
+    pl.DataFrame(rows, schema=WORK_COLUMNS).write_parquet(out_dir / "truth" / "works.parquet")
 
 
 def ensure_world(out_dir: Path, spec: WorldSpec) -> dict[str, Any]:
