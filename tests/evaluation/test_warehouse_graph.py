@@ -41,8 +41,9 @@ def world(tmp_path: Path) -> Path:
     return out
 
 
-def test_the_warehouse_benchmark_carries_the_graph_of_its_world(  # type: ignore[no-untyped-def]
-        settings: Settings, replay, world: Path, tmp_path: Path) -> None:
+def rated_world(settings: Settings, replay, world: Path):  # type: ignore[no-untyped-def]
+    """The world ingested and disambiguated, with ratings of some cited authors: the settings, the
+    world's graph truth, the mention links, the rated submissions and the rated reviewers."""
     s = on_replay(settings, replay(world=world)).with_overrides(openalex={"enabled": True}, disambiguate={"use_llm": False})
     ingest_flow.fn(s, START, END, synthetic=True)
     disambiguate_flow.fn(s)
@@ -51,6 +52,12 @@ def test_the_warehouse_benchmark_carries_the_graph_of_its_world(  # type: ignore
     with Warehouse.open(s.warehouse_path) as wh:
         links = wh.pool_inputs()["links"]
         subs, reviewers = rate_cited_authors(wh, truth, links)
+    return s, truth, links, subs, reviewers
+
+
+def test_the_warehouse_benchmark_carries_the_graph_of_its_world(  # type: ignore[no-untyped-def]
+        settings: Settings, replay, world: Path, tmp_path: Path) -> None:
+    s, truth, links, subs, reviewers = rated_world(settings, replay, world)
     assert len(subs) >= 3 and len(reviewers) >= 3
     assert load_warehouse(s.warehouse_path).graph is None  # no graph stage yet: no graph, not an empty one
     with pytest.raises(Exception, match="^warehouse carries no citation graph: "):
@@ -107,14 +114,7 @@ def test_the_warehouse_benchmark_carries_the_graph_of_its_world(  # type: ignore
 
 def test_the_history_is_every_paper_of_a_reviewer_and_the_graph_covers_it(  # type: ignore[no-untyped-def]
         settings: Settings, replay, world: Path, tmp_path: Path) -> None:
-    s = on_replay(settings, replay(world=world)).with_overrides(openalex={"enabled": True}, disambiguate={"use_llm": False})
-    ingest_flow.fn(s, START, END, synthetic=True)
-    disambiguate_flow.fn(s)
-    truth = read_graph(world)
-    assert truth is not None
-    with Warehouse.open(s.warehouse_path) as wh:
-        links = wh.pool_inputs()["links"]
-        subs, reviewers = rate_cited_authors(wh, truth, links)
+    s, truth, links, subs, reviewers = rated_world(settings, replay, world)
     graph_flow.fn(s)
     mine = links.filter(pl.col("author_id").is_in(reviewers) & ~pl.col("arxiv_id").is_in(subs))
     authored = set(mine.select("author_id", "arxiv_id").rows())
