@@ -220,16 +220,21 @@ def recall_stage(run: Run, settings: Settings, inputs: dict[str, pl.DataFrame], 
 
 def assign_stage(run: Run, p: PoolsSettings, plan: RoundPlan, inputs: dict[str, pl.DataFrame], recall: Recall,
                  s2_ids: list[str]) -> Assigned:
-    """Screen the candidates (recent papers, a usable email), assign the invitations and save the round."""
+    """Exclude the co-authors the Semantic Scholar histories show, screen the candidates (recent
+    papers, a usable email), assign the invitations and save the round."""
     authors = inputs["authors"]
     with stage(run, "assign") as st:
-        s2 = run.wh.s2_papers_of(s2_ids)
+        query_authors = inputs["links"].filter(pl.col("arxiv_id").is_in(recall.queries))
+        # the query authors' histories too, where an earlier round fetched them (as candidates)
+        s2 = run.wh.s2_papers_of(sorted(set(s2_ids) | set(pools.candidate_s2_ids(query_authors, authors))))
+        late = coi.history_coauthors(recall.after_coi, query_authors, authors, s2)
         since = pools.first_recent_year(inputs["papers"], p.recent_years)
-        recent = pools.recent_counts(inputs["author_years"], authors, s2, since)
+        recent = pools.recent_counts(inputs["author_years"], authors, s2.filter(pl.col("s2_author_id").is_in(s2_ids)), since)
         emails = pools.first_emails(authors)
-        screened = pools.screening(recall.after_coi, recent, emails, p.min_recent_papers)
-        exclusions = pl.concat([recall.coi, screened], how="diagonal")
-        kept = pools.without_pairs(recall.after_coi, screened)
+        after_coi = pools.without_pairs(recall.after_coi, late)
+        screened = pools.screening(after_coi, recent, emails, p.min_recent_papers)
+        exclusions = pl.concat([recall.coi, late, screened], how="diagonal")
+        kept = pools.without_pairs(after_coi, screened)
         assignments = pool_citations.with_paths(pools.assign(kept, p.max_queries_per_candidate, p.candidates_per_query,
                                                              p.seed), recall.evidence)
         invites = pools.invitations(assignments, emails, pools.author_names(authors))

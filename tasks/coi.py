@@ -224,3 +224,33 @@ def graph_conflicts(graph: dict[str, pl.DataFrame], pairs: pl.DataFrame, query_a
     author ids (``revbench.person_links``), their stints, and its institutions."""
     stints = author_stints(person_links(graph["mentions"], graph["affiliations"]), graph["affiliations"])
     return institution_conflicts(pairs, query_authors, paper_years, stints, window, graph.get("institutions"))
+
+
+def history_coauthors(pairs: pl.DataFrame, query_authors: pl.DataFrame, authors: pl.DataFrame,
+                      s2: pl.DataFrame) -> pl.DataFrame:
+    """Co-authorship the corpus does not show: a candidate and a query author whose Semantic
+    Scholar histories (``s2``: ``s2_author_id, paper_key``) both list one paper. A paper the ingest
+    rejected (a PDF that belongs to another paper), or never crawled, holds no author links, yet
+    binds its authors all the same. ``pairs``: ``query_id, author_id``; ``query_authors``:
+    ``arxiv_id, author_id``; ``authors``: ``author_id, s2_author_ids``. Rows ``query_id,
+    author_id, reason, detail`` with reason ``coauthor``, the paper named in the detail."""
+    schema = {"query_id": pl.Utf8, "author_id": pl.Utf8, "reason": pl.Utf8, "detail": pl.Utf8}
+    if s2.height == 0 or pairs.height == 0:
+        return pl.DataFrame(schema=schema)
+    owners = (authors.select("author_id", pl.col("s2_author_ids").alias("s2_author_id"))
+              .explode("s2_author_id").drop_nulls())
+    # a paper named by its arXiv id where S2 gives one (a person can look it up), else S2's id
+    label = (pl.lit("arXiv:") + pl.col("arxiv_id")) if "arxiv_id" in s2.columns else pl.lit(None, pl.Utf8)
+    held = (s2.filter(pl.col("paper_key") != "")
+            .select("s2_author_id", "paper_key", pl.coalesce(label, pl.lit("S2 paper ") + pl.col("paper_key")).alias("paper"))
+            .join(owners, on="s2_author_id").select("author_id", "paper_key", "paper").unique(["author_id", "paper_key"]))
+    qa = query_authors.select(pl.col("arxiv_id").alias("query_id"), pl.col("author_id").alias("query_author"))
+    found = (pairs.select("query_id", "author_id").unique().join(qa, on="query_id")
+             .filter(pl.col("author_id") != pl.col("query_author"))
+             .join(held, on="author_id")
+             .join(held.drop("paper").rename({"author_id": "query_author"}), on=["query_author", "paper_key"])
+             .sort("query_author", "paper_key").group_by("query_id", "author_id", maintain_order=True)
+             .agg(pl.col("query_author").first(), pl.col("paper").first()))
+    return found.select("query_id", "author_id", pl.lit("coauthor").alias("reason"),
+                        ("co-authored " + pl.col("paper") + " with query author " + pl.col("query_author")
+                         + " (Semantic Scholar histories)").alias("detail")).sort("query_id", "author_id").cast(schema)
