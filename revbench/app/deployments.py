@@ -177,6 +177,9 @@ def serve(settings: Settings) -> None:
     # pauses every schedule on its way out. An interrupt raised wherever the loop happens to be (the
     # command line's handler) cancels every task at once, and can leave a schedule active.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler) if main else None
+    # A SIGTERM that comes before the runner has put in its own handler (while it registers the
+    # deployments) stops serving as Ctrl-C does too, not as an interrupted command (exit 130).
+    previous_term = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT)) if main else None
     try:
         asyncio.run(runner.start())
     except KeyboardInterrupt:
@@ -184,6 +187,8 @@ def serve(settings: Settings) -> None:
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
 
 
 class _GracefulRunner(Runner):
