@@ -172,17 +172,31 @@ def headline(report: dict[str, Any]) -> dict[str, Any]:
                                 "rebuilt_loss": s["rebuilt_loss"], "rebuilt_n": s["rebuilt_n"]} for s in report["scorers"]},
         "kendall_tau": None if report["kendall_tau"] is None else round(report["kendall_tau"], 4),
         "reported_seconds": report.get("seconds"),
+        **({"product_pools": product_pools(report)} if "defaults" in report else {}),
     }
 
 
-def rebuild(kind: str, path: Path, work: Path, track: bool) -> dict[str, Any]:
-    """One cold rebuild of ``kind=path`` with its data under ``work``: time, memory, stages and
-    the report's headline."""
+def product_pools(report: dict[str, Any]) -> dict[str, Any]:
+    """What the product's pool settings (as configured for the run) recall of the original's rated
+    pairs, beside the settings fitted to them: both settings, the recall, the misses by reason and
+    the recall by similarity stratum."""
+    d, pools = report["defaults"]["pool_recall"], report["pools"]
+    return {"settings": pools["defaults"], "fitted": pools["fitted"],
+            "recall": {"pairs": d["pairs"], "recalled": d["recalled"],
+                       "recall": None if d["recall"] is None else round(d["recall"], 4),
+                       "missed_by_reason": {k: n for k, n in d["missed_by_reason"].items() if n}},
+            "by_stratum": report["pooling_bias"]["recall_by_stratum"]["defaults"],
+            "by_stratum_fitted": report["pooling_bias"]["recall_by_stratum"]["fitted"]}
+
+
+def rebuild(kind: str, path: Path, work: Path, track: bool, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """One cold rebuild of ``kind=path`` with its data under ``work`` (``env``: settings for it):
+    time, memory, stages and the report's headline."""
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     cmd = [str(REVBENCH), "demo", "--world", f"{kind}={path}", *([] if track else ["--no-track"])]
     print(f"rebuild {kind}={path} ({'tracked' if track else 'untracked'}), log {work / 'rebuild.log'}", flush=True)
-    r = measured(cmd, child_env(work), work / "rebuild.log")
+    r = measured(cmd, {**child_env(work), **(env or {})}, work / "rebuild.log")
     if r["rc"]:
         tail = "\n".join(text for _, text in r["lines"][-15:])
         raise SystemExit(f"revbench demo --world {kind}={path} failed (exit {r['rc']}):\n{tail}")
@@ -292,11 +306,25 @@ def main() -> None:
     p.add_argument("--scale", action="store_true", help="rebuild LR-bench-format files of the full LR-bench's size instead")
     p.add_argument("--no-track", dest="track", action="store_false", help="pass --no-track (no Prefect server)")
     p.add_argument("--work", type=Path, help="keep each rebuild's data, logs and reports here (default: a temporary folder)")
+    p.add_argument("--pool-taus", help="TAU,TAU,...: rebuild the lrbench sample with each as the product's pools.tau "
+                                       "and record what the product's pools recall (results key product_pools)")
     a = p.parse_args()
     if not REVBENCH.exists():
         raise SystemExit(f"{REVBENCH} is missing: run `make venv` first")
     with tempfile.TemporaryDirectory(prefix="rebuild-bench-") as tmp:
         work = (a.work or Path(tmp)).resolve()
+        if a.pool_taus:
+            runs = {}
+            for tau in a.pool_taus.split(","):
+                if not 0 < float(tau) <= 1:
+                    raise SystemExit(f"--pool-taus {a.pool_taus!r}: {tau} is not a threshold in (0, 1]")
+                run = rebuild("lrbench", SAMPLES["lrbench"], work / f"tau-{tau}", a.track, {"REVBENCH_POOLS__TAU": tau})
+                runs[tau] = {"wall_s": run["wall_s"], "command": f"REVBENCH_POOLS__TAU={tau} {run['command']}",
+                             **run.get("product_pools", {})}
+                print(f"  tau {tau}: the product's pools recall {runs[tau]['recall']['recalled']}/"
+                      f"{runs[tau]['recall']['pairs']}", flush=True)
+            print(f"results: {save('product_pools', {'sample': 'lrbench', 'by_tau': runs})}")
+            return
         if a.scale:
             files = work / "lrbench-full-size"
             sizes = full_size_lrbench(SAMPLES["lrbench"], files)

@@ -22,6 +22,7 @@ from revbench.flows.common import (
     stage_task,
 )
 from revbench.flows.results import FlowResult
+from revbench.keys import block_key
 from revbench.schemas.quality import DataQualityError, validate_frames
 from revbench.schemas.tables import AUTHOR_LINKS, AUTHORS, COAUTHOR_EDGES, LINK_METHODS
 from revbench.settings import Settings
@@ -34,7 +35,6 @@ from revbench.tasks.disambiguate import (
     fallback_decider,
 )
 from revbench.tasks.llm_clusters import llm_decider
-from revbench.tasks.normalize import block_key
 from revbench.warehouse import Warehouse, utcnow
 
 

@@ -13,7 +13,6 @@ killed run resumes from its newest checkpoint.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -44,6 +43,7 @@ from revbench.ml.backends import runtime_for
 from revbench.ml.embeddings import check_model
 from revbench.ml.keywords import KEYWORD_TEMPLATE, KeywordCall, keyword_profiles, llm_keywords, paper_keywords
 from revbench.ml.training import TrainResult, train
+from revbench.objectives import settings_digest, settings_of
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import KEYWORD_PROFILES, PAPER_KEYWORDS
 from revbench.settings import Settings, TrainSettings
@@ -52,17 +52,14 @@ from revbench.tasks.weak_supervision import RecipeParams, build_training_set, co
 from revbench.templates import render
 from revbench.warehouse import Warehouse, utcnow
 
+OBJECTIVE = "rate"
+"""This flow's entry in :data:`revbench.objectives.OBJECTIVES`."""
 
 
 def recipe(t: TrainSettings) -> RecipeParams:
     """The weak-supervision part of the settings."""
     return RecipeParams(anchors=t.anchors, paper_centric_share=t.paper_centric_share, candidates=t.candidates,
                         ratios=tuple(t.negative_ratios), seed=t.seed)
-
-
-def settings_digest(t: TrainSettings) -> str:
-    """What decides the model: every training setting."""
-    return hashlib.sha256(json.dumps(t.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -209,7 +206,7 @@ def supervise_stage(run: Run, inputs: ProfileInputs, out: Path) -> Provenance:
         by_view, reasons = count_by(pairs, "view"), count_by(skipped, "reason")
         provenance = Provenance(
             warehouse=str(st.settings.warehouse_path), run_id=run.run_id, built_at=utcnow().isoformat(),
-            settings=t.model_dump(mode="json"), settings_sha256=settings_digest(t),
+            settings=settings_of(st.settings, OBJECTIVE), settings_sha256=settings_digest(st.settings, OBJECTIVE),
             papers=papers.height, reviewers=profiles.height, triplets=pairs.height, by_view=by_view,
             skipped=reasons, keywords=inputs.keywords, embedding_model=t.base_model,
             encoded=enc_p + enc_r, held_out=held_out_digest(inputs.held_out))
@@ -283,7 +280,7 @@ def train_flow(settings: Settings, name: str = "rate", replace: bool = False) ->
                          "first (or `revbench demo`)")
     with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
         held_out = held_out_digest(wh.rated_papers())
-    if prepare_folder(out, settings_digest(t), held_out, replace) == "done":
+    if prepare_folder(out, settings_digest(settings, OBJECTIVE), held_out, replace) == "done":
         adapter = out / "adapter"
         return TrainSkipped(reason=f"{adapter} was trained with these settings already (--replace to train again)",
                             scorer=f"rate:model={adapter}")

@@ -11,7 +11,6 @@ the same settings does nothing; a killed run resumes from its newest checkpoint.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,19 +25,13 @@ from revbench.flows.encoding import encode_texts
 from revbench.flows.model_folders import HeldOut, check_name, held_out_digest, plot_losses, prepare_folder, write_json
 from revbench.flows.results import FlowResult
 from revbench.ml.embeddings import check_model
+from revbench.objectives import settings_digest, settings_of
 from revbench.settings import Settings, TrainSettings
 from revbench.tasks import attention_data
 from revbench.warehouse import Warehouse, utcnow
 
-SETTINGS = ("base_model", "attention_labels", "attention_experts", "attention_negatives", "attention_learning_rate",
-            "attention_temperature", "attention_batch_size", "anchors", "profile_max_papers", "epochs", "max_steps",
-            "seed")
-"""The TRAIN__* settings that decide an attention module (the others are the RATE training's)."""
-
-
-def settings_digest(t: TrainSettings) -> str:
-    """A digest of the settings that decide the module."""
-    return hashlib.sha256(json.dumps({k: getattr(t, k) for k in SETTINGS}, sort_keys=True).encode()).hexdigest()[:16]
+OBJECTIVE = "attention"
+"""This flow's entry in :data:`revbench.objectives.OBJECTIVES` (its settings are there)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,9 +128,8 @@ def fit_stage(run: Run, out: Path) -> AttentionTrained:
 
 
 def _provenance(settings: Settings, run: Run, held_out: HeldOut, counts: dict[str, int]) -> dict[str, object]:
-    t = settings.train
     return {"warehouse": str(settings.warehouse_path), "run_id": run.run_id, "built_at": utcnow().isoformat(),
-            "settings": {k: getattr(t, k) for k in SETTINGS}, "settings_sha256": settings_digest(t),
+            "settings": settings_of(settings, OBJECTIVE), "settings_sha256": settings_digest(settings, OBJECTIVE),
             "held_out": asdict(held_out), "counts": counts}
 
 
@@ -151,7 +143,7 @@ def attention_flow(settings: Settings, name: str = "attention", replace: bool = 
                          "and `revbench graph` first (or `revbench demo`)")
     with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
         held_out = held_out_digest(wh.rated_papers())
-    if prepare_folder(out, settings_digest(t), held_out, replace, done_mark="revbench_attention.json",
+    if prepare_folder(out, settings_digest(settings, OBJECTIVE), held_out, replace, done_mark="revbench_attention.json",
                       what="TRAIN__ATTENTION_* settings") == "done":
         return AttentionTrained(status="skipped", folder=str(out), scorer=scorer_spec(t, out),
                                 reason=f"{out} holds an attention module trained with these settings already "

@@ -9,13 +9,12 @@ the factors' encoder, which ``cof:encoder=PATH`` uses for every factor). Everyth
 ``data/models/<name>/``: the training rows (``papers.parquet`` or ``pairs.parquet``: no query
 paper, so no rated one), ``provenance.json``, ``checkpoints/`` and ``adapter/`` (the LoRA weights
 with ``revbench_model.json``, written last). A second run with the same settings does nothing; a
-killed run resumes from its newest checkpoint.
+killed run resumes from its newest checkpoint. Each one's rows file, loss and deciding settings
+are its entry in :data:`revbench.objectives.OBJECTIVES`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Literal
@@ -30,18 +29,11 @@ from revbench.flows.model_folders import (
 from revbench.flows.results import FlowResult
 from revbench.ml.embeddings import check_model
 from revbench.ml.training import ADAPTER_DIR, TrainResult, train
-from revbench.settings import Settings, TrainSettings
+from revbench.objectives import objective as objective_entry
+from revbench.objectives import settings_digest, settings_of
+from revbench.settings import Settings
 from revbench.tasks.factor_pairs import seeded_order
 from revbench.warehouse import Warehouse, utcnow
-
-SETTINGS = ("base_model", "lora_r", "lora_alpha", "lora_dropout", "target_modules", "learning_rate", "temperature",
-            "batch_size", "epochs", "max_steps", "max_seq_length", "anchors", "seed")
-"""The TRAIN__* settings that decide an augmentation adapter."""
-
-
-def settings_digest(t: TrainSettings) -> str:
-    """A digest of the settings that decide the adapter."""
-    return hashlib.sha256(json.dumps({k: getattr(t, k) for k in SETTINGS}, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,9 +76,8 @@ def papers_stage(run: Run, out: Path) -> int:
 @stage_task("contrastive-training")
 def fit_stage(run: Run, out: Path, objective: str) -> TrainResult:
     """LoRA training on the written rows with the objective's loss, resumable from ``out/checkpoints``."""
-    from revbench.ml.augment import augment_loss, factor_loss
-
-    rows_file, loss_fn = {"augment": ("papers.parquet", augment_loss), "factors": ("pairs.parquet", factor_loss)}[objective]
+    entry = objective_entry(objective)
+    rows_file, loss_fn = entry.rows, entry.loss_fn()
     with stage(run, f"{objective}-training") as st:
         papers = read_rows(out / rows_file)
         cfg = train_config(st.settings.train)
@@ -136,8 +127,8 @@ def _contrastive(settings: Settings, name: str, replace: bool, objective: str) -
                          + (" and `revbench graph`" if objective == "factors" else "") + " first (or `revbench demo`)")
     with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
         held_out = held_out_digest(wh.rated_papers())
-    if prepare_folder(out, settings_digest(t), held_out, replace, done_mark=f"{ADAPTER_DIR}/revbench_model.json",
-                      what="TRAIN__* settings") == "done":
+    if prepare_folder(out, settings_digest(settings, objective), held_out, replace,
+                      done_mark=f"{ADAPTER_DIR}/revbench_model.json", what="TRAIN__* settings") == "done":
         return AugmentTrained(status="skipped", objective=objective, scorer=scorer, adapter=adapter, steps=0,
                               resumed_from=0, pairs=0, seconds=0.0, pairs_per_second=0.0, first_loss=None, last_loss=None,
                               reason=f"{adapter} was trained with these settings already (--replace to train again)")
@@ -147,8 +138,9 @@ def _contrastive(settings: Settings, name: str, replace: bool, objective: str) -
             rows = papers_stage(run, out) if objective == "augment" else pairs_stage(run, out)
             write_json(out / "provenance.json", {
                 "warehouse": str(settings.warehouse_path), "run_id": run.run_id, "built_at": utcnow().isoformat(),
-                "objective": objective, "settings": {k: getattr(t, k) for k in SETTINGS},
-                "settings_sha256": settings_digest(t), "held_out": {"papers": held_out.papers, "sha256": held_out.sha256},
+                "objective": objective, "settings": settings_of(settings, objective),
+                "settings_sha256": settings_digest(settings, objective),
+                "held_out": {"papers": held_out.papers, "sha256": held_out.sha256},
                 "rows": rows})
         fit = fit_stage(run, out, objective)
         publish_table(f"{objective}-summary", [{"what": k, "value": v} for k, v in {

@@ -1,7 +1,8 @@
 """Every service and local resource a run depends on, in one table: what ``revbench doctor`` walks.
 
 An entry names the service as ``--only`` takes it, the label of its row, the setting that holds
-its address, which configured stages need it, and its probe, a ``module:function`` reference
+its address, which configured stages need it, the URL a stage's reachability check asks before it
+starts (``reach``, read by ``revbench.clients.probe``), and its probe, a ``module:function`` reference
 imported only when the service is probed: this module imports nothing heavy, so the doctor and
 the structure tests read the table without loading a client. A probe lives beside the code that talks
 to its service (``revbench/clients/grobid.py`` probes GROBID), takes a ``revbench.health.ProbeContext``
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from revbench.health import Probe
@@ -92,6 +93,10 @@ def _openalex_unset(settings: Settings, prefect_api_url: str | None, need: list[
     return Probe("openalex", "", "skipped", "not enabled (REVBENCH_OPENALEX__ENABLED): the graph is read without OpenAlex")
 
 
+def _llm_reach(settings: Settings) -> str | None:
+    return settings.llm.base_url.rstrip("/") + "/models" if settings.llm.base_url else None
+
+
 def _prefect_unset(settings: Settings, prefect_api_url: str | None, need: list[str]) -> Probe | None:
     if prefect_api_url:
         return None
@@ -121,6 +126,11 @@ class Service:
     """The answer without probing when it is not configured (given what needs it), else None."""
     asked_by: str = ""
     """Set: probed only when ``--only`` names it, on behalf of this side."""
+    reach: Callable[[Settings], str | None] | None = field(kw_only=True)
+    """settings -> the URL a stage's reachability check (``revbench.clients.probe``) GETs before
+    work that needs the service (any HTTP answer is reachable), or None while the service is not
+    configured. None itself for a service no stage checks so (a local resource, or one the doctor
+    alone probes). Every entry states it."""
 
     def load(self) -> Callable[[ProbeContext], Probe]:
         """The probe function (importing its module)."""
@@ -130,38 +140,44 @@ class Service:
 
 SERVICES: tuple[Service, ...] = (
     Service("settings", "Settings", "revbench.app.settings_probe:probe_settings",
-            lambda s, p: "environment and .env", _every_stage, local=True),
+            lambda s, p: "environment and .env", _every_stage, local=True, reach=None),
     Service("data", "Data directory", "revbench.app.data_probe:probe_data",
-            lambda s, p: str(s.data_dir.absolute()), _every_stage, local=True),
+            lambda s, p: str(s.data_dir.absolute()), _every_stage, local=True, reach=None),
     Service("warehouse", "Warehouse", "revbench.warehouse.probe:probe_warehouse",
-            lambda s, p: str(s.warehouse_path.absolute()), _every_stage, local=True),
+            lambda s, p: str(s.warehouse_path.absolute()), _every_stage, local=True, reach=None),
     Service("store", "Survey store", "revbench.warehouse.probe:probe_store",
-            lambda s, p: str(s.survey_store_path.absolute()), _stage("survey", "ratings"), local=True),
+            lambda s, p: str(s.survey_store_path.absolute()), _stage("survey", "ratings"), local=True, reach=None),
     Service("grobid", "GROBID", "revbench.clients.grobid:probe_grobid",
-            lambda s, p: s.grobid.base_url.rstrip("/"), _stage("ingest"), "REVBENCH_GROBID__BASE_URL"),
+            lambda s, p: s.grobid.base_url.rstrip("/"), _stage("ingest"), "REVBENCH_GROBID__BASE_URL",
+            reach=lambda s: s.grobid.base_url.rstrip("/") + "/api/isalive"),
     Service("arxiv", "arXiv API", "revbench.clients.arxiv_api:probe_arxiv",
-            lambda s, p: s.arxiv.base_url, _stage("ingest"), "REVBENCH_ARXIV__BASE_URL"),
+            lambda s, p: s.arxiv.base_url, _stage("ingest"), "REVBENCH_ARXIV__BASE_URL", reach=lambda s: s.arxiv.base_url),
     Service("pdf", "arXiv PDFs", "revbench.clients.pdf:probe_pdf",
-            lambda s, p: s.pdf.base_url.rstrip("/"), _stage("ingest"), "REVBENCH_PDF__BASE_URL"),
+            lambda s, p: s.pdf.base_url.rstrip("/"), _stage("ingest"), "REVBENCH_PDF__BASE_URL", reach=lambda s: s.pdf.base_url),
     Service("s2", "Semantic Scholar", "revbench.clients.semantic_scholar:probe_s2",
-            lambda s, p: s.s2.base_url.rstrip("/"), _s2_needs, "REVBENCH_S2__BASE_URL"),
+            lambda s, p: s.s2.base_url.rstrip("/"), _s2_needs, "REVBENCH_S2__BASE_URL", reach=lambda s: s.s2.base_url),
     # Optional, off by default; no stage reads it until the graph stage does.
     Service("openalex", "OpenAlex", "revbench.clients.openalex:probe_openalex",
-            lambda s, p: s.openalex.base_url.rstrip("/"), _none, "REVBENCH_OPENALEX__BASE_URL", unset=_openalex_unset),
+            lambda s, p: s.openalex.base_url.rstrip("/"), _none, "REVBENCH_OPENALEX__BASE_URL", unset=_openalex_unset,
+            reach=lambda s: s.openalex.base_url),
     Service("llm", "LLM", "revbench.clients.llm:probe_llm",
-            lambda s, p: (s.llm.base_url or "").rstrip("/"), _llm_needs, "REVBENCH_LLM__BASE_URL", unset=_llm_unset),
+            lambda s, p: (s.llm.base_url or "").rstrip("/"), _llm_needs, "REVBENCH_LLM__BASE_URL", unset=_llm_unset,
+            reach=_llm_reach),
     Service("smtp", "SMTP", "revbench.clients.smtp:probe_smtp",
-            lambda s, p: f"smtp://{s.smtp.host}:{s.smtp.port}" if s.smtp.host else "", _stage("survey")),
+            lambda s, p: f"smtp://{s.smtp.host}:{s.smtp.port}" if s.smtp.host else "", _stage("survey"), reach=None),
     Service("survey", "Survey server", "revbench.survey.probe:probe_survey",
-            lambda s, p: s.survey.base_url.rstrip("/"), _stage("survey"), "REVBENCH_SURVEY__BASE_URL"),
+            lambda s, p: s.survey.base_url.rstrip("/"), _stage("survey"), "REVBENCH_SURVEY__BASE_URL", reach=None),
     Service("prefect", "Prefect API", "revbench.app.prefect_probe:probe_prefect",
             lambda s, p: (p or "").rstrip("/"), lambda s, p: ["tracked runs"] if p else [], "PREFECT_API_URL",
-            unset=_prefect_unset),
+            unset=_prefect_unset, reach=None),
     # From the flows' side the curator's plane is reachable by design: asked for by name only.
     Service("isolation", "Curator plane from here", "revbench.app.isolation_probe:probe_isolation",
-            lambda s, p: "", asked_by="the survey server's side"),
+            lambda s, p: "", asked_by="the survey server's side", reach=None),
 )
 """Every service, in table order."""
 LABELS: dict[str, str] = {s.name: s.label for s in SERVICES}
 """Every service's label by the name ``--only`` takes."""
 BY_NAME: dict[str, Service] = {s.name: s for s in SERVICES}
+"""Every service by the name ``--only`` takes."""
+REACHABLE: tuple[str, ...] = tuple(s.name for s in SERVICES if s.reach is not None)
+"""The services a stage's reachability check can probe (those with a ``reach`` URL), in table order."""

@@ -135,7 +135,7 @@ AUTHOR_AFFILIATIONS = Table(
                nullable=True),
         Column("position", pl.Int64, min_value=0, since=15,
                doc="the person's place (from 0) in ``arxiv_id``'s author list: links the person to that paper's "
-                   "warehouse author when no ORCID or S2 id does (revbench.person_links)"),
+                   "warehouse author when no ORCID or S2 id does (revbench.keys.person_links)"),
     ),
     primary_key=("person_key", "institution_key", "source"),
     doc="Who was at which institution in which years, per source (a later sighting widens the years).",

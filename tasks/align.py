@@ -6,7 +6,7 @@ import numpy as np
 from rapidfuzz import fuzz
 from scipy.optimize import linear_sum_assignment
 
-from revbench.tasks.text import fold
+from revbench.keys import fold
 
 
 def name_similarity(a: str, b: str) -> float:

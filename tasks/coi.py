@@ -20,7 +20,7 @@ these rules, each named in the evidence (``RULES``), from what the graph stores 
   parts of one parent are not one institution.
 
 The graph knows people by the id their source gave (``person_key``: ``openalex:A…``, ``orcid:…``,
-``s2:…``); ``revbench.person_links`` ties those to the warehouse's author ids through what a mention holds:
+``s2:…``); ``revbench.keys.person_links`` ties those to the warehouse's author ids through what a mention holds:
 its ORCID, its Semantic Scholar author id, or its place in the paper that showed the affiliation.
 
 This is the stronger of the pools' two institution rules; ``pools.same_affiliation_coi`` (off by
@@ -35,8 +35,7 @@ from typing import Any
 
 import polars as pl
 
-from revbench.person_links import person_links
-from revbench.tasks.normalize import normalize_affiliation
+from revbench.keys import institution_key, normalize_affiliation, person_links
 
 CONFLICT_SCHEMA = {"query_id": pl.Utf8, "author_id": pl.Utf8, "reason": pl.Utf8, "detail": pl.Utf8, "evidence": pl.Utf8}
 REASON = "same_institution"
@@ -113,7 +112,7 @@ def institution_identities(institutions: pl.DataFrame, keys: Iterable[str] = ())
     by_openalex = {oid: key for key, *_rest, oid in rows if oid}
 
     def ref(entry: dict[str, Any]) -> str | None:
-        return f"ror:{entry['ror']}" if entry.get("ror") else by_openalex.get(entry.get("openalex_id") or "")
+        return institution_key(entry.get("ror"), None) or by_openalex.get(entry.get("openalex_id") or "")
 
     chains = _Successions()
     parts: list[tuple[str, str]] = []  # (part, whole)
@@ -221,7 +220,7 @@ def institution_conflicts(pairs: pl.DataFrame, query_authors: pl.DataFrame, pape
 def graph_conflicts(graph: dict[str, pl.DataFrame], pairs: pl.DataFrame, query_authors: pl.DataFrame,
                     paper_years: dict[str, int | None], window: int) -> pl.DataFrame:
     """``institution_conflicts`` over what the warehouse's ``coi_inputs`` read: its people tied to
-    author ids (``revbench.person_links``), their stints, and its institutions."""
+    author ids (``revbench.keys.person_links``), their stints, and its institutions."""
     stints = author_stints(person_links(graph["mentions"], graph["affiliations"]), graph["affiliations"])
     return institution_conflicts(pairs, query_authors, paper_years, stints, window, graph.get("institutions"))
 

@@ -23,11 +23,12 @@ import polars as pl
 from rapidfuzz import fuzz
 
 from revbench.clients.tei import normalize_orcid
+from revbench.keys import block_key, given_name, normalize_affiliation, normalize_email
 
 if TYPE_CHECKING:
     from revbench.settings import DisambiguateSettings
 from revbench.tasks.disambiguate_ids import attach, graph_rows, hash_part, join_graph_orcids, join_openalex
-from revbench.tasks.normalize import block_key, canonical_institution, given_name, normalize_affiliation, normalize_email
+from revbench.tasks.normalize import canonical_institution
 from revbench.workers import map_unordered
 
 METHOD_VERSION = "3"

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from revbench.clients.tei import normalize_orcid
-from revbench.tasks.normalize import block_key, given_name
+from revbench.keys import block_key, given_name
 
 GRAPH_COLUMNS: tuple[str, ...] = ("graph_person", "graph_orcid", "graph_name")
 """What the warehouse gives of each mention's OpenAlex authorship (null without one)."""

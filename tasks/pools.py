@@ -159,7 +159,7 @@ def _name_conflicts(pairs: pl.DataFrame, qa: pl.DataFrame, both: pl.DataFrame, n
     """Conflicts through possible splits: every author id whose name could be a query author's
     counts as that author (with their co-authors), and every id whose name could be one of those
     co-authors counts as a co-author."""
-    from revbench.tasks.normalize import block_key, given_name
+    from revbench.keys import block_key, given_name
 
     index: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for a, n in names.items():
@@ -261,7 +261,8 @@ def author_affiliations(authors: pl.DataFrame) -> pl.DataFrame:
     and second alike), normalised and, when it is a known variant, named by its canonical
     institution (so ``MIT`` and ``Massachusetts Institute of Technology`` meet), for the
     same-affiliation COI check."""
-    from revbench.tasks.normalize import canonical_institution, normalize_affiliation
+    from revbench.keys import normalize_affiliation
+    from revbench.tasks.normalize import canonical_institution
 
     rows = [(a, canonical_institution(key) or key) for a, affs in authors.select("author_id", "affiliations").iter_rows()
             for raw in affs or [] if (key := normalize_affiliation(raw))]

@@ -3,25 +3,13 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 
-_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+from revbench.keys import fold
+
 # UTF-8 read as Latin-1 leaves pairs like "Ã©"; control characters other than whitespace never
 # belong in titles, abstracts or names.
 _MOJIBAKE = re.compile("[\u00c2\u00c3][\u0080-\u00bf]")
 _CONTROL = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]")
-
-
-# Letters NFKD does not decompose into a base letter plus accent.
-_SPECIAL = str.maketrans({"ß": "ss", "ø": "o", "Ø": "o", "æ": "ae", "Æ": "ae", "œ": "oe", "ł": "l", "Ł": "l", "đ": "d"})
-
-
-def fold(text: str) -> str:
-    """Lower-case, accents and special letters folded, everything but letters and digits
-    collapsed to single spaces."""
-    decomposed = unicodedata.normalize("NFKD", text.translate(_SPECIAL).casefold())
-    ascii_only = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return _NON_ALNUM.sub(" ", ascii_only).strip()
 
 
 def corruption(text: str | None) -> str | None:

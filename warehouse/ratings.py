@@ -13,7 +13,7 @@ from datetime import datetime
 
 import polars as pl
 
-from revbench.person_links import person_links
+from revbench.keys import person_links
 from revbench.schemas.tables import TABLES
 from revbench.warehouse.core import WarehouseBase
 

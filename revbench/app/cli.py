@@ -80,6 +80,7 @@ def demo(
     fault_rate: Annotated[float, typer.Option(help="Share of replayed requests that fail transiently (0 to 1)")] = 0.05,
     cassettes: Annotated[Path | None, typer.Option(help="Directory of recorded real answers (routes.json and/or VCR *.yaml cassettes) the replay server gives before the world's")] = None,
     world: Annotated[str | None, typer.Option(help="KIND=PATH: rebuild a published benchmark (lrbench or goldstandard) from its files instead of a SYNTHETIC world, and compare the rebuild with it")] = None,
+    citation_link: Annotated[float, typer.Option(min=0.0, max=8.0, help="How strongly the SYNTHETIC world's citations follow subject and expertise (1: calibrated to real data; 0: blind to both); for measuring what the graph is worth")] = 1.0,
     track: Track = None,
 ) -> None:
     """Offline end-to-end run: a SYNTHETIC world behind a local replay server, through every stage;
@@ -96,8 +97,8 @@ def demo(
     if world is not None:
         from revbench.app.rebuild import load_source, run_rebuild
 
-        if cassettes is not None or papers is not None:
-            flag = "--cassettes" if cassettes is not None else "--papers"
+        if cassettes is not None or papers is not None or citation_link != 1.0:
+            flag = "--cassettes" if cassettes is not None else "--papers" if papers is not None else "--citation-link"
             raise UsageError(f"{flag}: not with --world (the benchmark's files make the whole world)")
         source = load_source(world)  # a wrong --world or a bad file is one line before anything starts
         prepare_process(settings)
@@ -110,7 +111,8 @@ def demo(
         from revbench.replay.cassettes import load_recordings
 
         load_recordings(cassettes)  # a bad recording is one line here, not a dead replay process later
-    run_demo(settings, 300 if papers is None else papers, seed, replay, track=resolve_track(track, long_flow=True), cassettes=cassettes)
+    run_demo(settings, 300 if papers is None else papers, seed, replay, track=resolve_track(track, long_flow=True), cassettes=cassettes,
+             citation_link=citation_link)
 
 
 @app.command()

@@ -12,6 +12,7 @@ import typer
 from revbench.app.cli_common import Track, setup
 from revbench.app.console import console, print_labels, print_status
 from revbench.app.entry import build_settings, check_output_dir, resolve_track
+from revbench import objectives
 from revbench.errors import UsageError
 from revbench.settings import Settings
 
@@ -247,31 +248,18 @@ def models(
 
 def train(
     name: Annotated[str | None, typer.Option(help="Model folder under DATA_DIR/models/ (default: the objective's name)")] = None,
-    objective: Annotated[str, typer.Option(help="rate: LoRA on weak-supervision triplets (RATE); attention: reviewer attention over a reviewer's papers, on the graph's weak labels; augment: contrastive LoRA on two views of each unrated paper; factors: UniPR's factor-aware encoder on citation, topic and semantic pairs")] = "rate",
+    objective: Annotated[str, typer.Option(help=objectives.help_text())] = objectives.OBJECTIVE_NAMES[0],
     base_model: Annotated[str | None, typer.Option(help="Model to adapt or whose vectors to attend over (default: REVBENCH_TRAIN__BASE_MODEL)")] = None,
     max_steps: Annotated[int | None, typer.Option(min=0, help="Stop after this many steps (0: all epochs)")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Train again over a model trained with other settings (the old folder is kept under models/.replaced/)")] = False,
     track: Track = None,
 ) -> None:
-    """Train a model on the warehouse (RATE-style LoRA, reviewer attention, augmented views, or UniPR's factors); resumes a killed run."""
-    if objective not in ("rate", "attention", "augment", "factors"):
-        raise UsageError(f"--objective {objective!r}: expected rate, attention, augment or factors")
+    """Train a model on the warehouse by one of the training objectives (--objective); resumes a killed run."""
+    if objective not in objectives.OBJECTIVE_NAMES:
+        raise UsageError(f"--objective {objective!r}: expected {objectives.choices()}")
     changes = {k: v for k, v in {"train.base_model": base_model, "train.max_steps": max_steps}.items() if v is not None}
     settings = setup(**changes)
     from revbench.app.console import print_train
 
-    if objective == "attention":
-        from revbench.flows.train_attention import attention_flow
-
-        print_train(attention_flow.run(settings, name=name or "attention", replace=replace,
-                                       track=resolve_track(track, long_flow=True)))
-        return
-    if objective in ("augment", "factors"):
-        from revbench.flows.train_contrastive import augment_flow, factors_flow
-
-        flow = augment_flow if objective == "augment" else factors_flow
-        print_train(flow.run(settings, name=name or objective, replace=replace, track=resolve_track(track, long_flow=True)))
-        return
-    from revbench.flows.train import train_flow
-
-    print_train(train_flow.run(settings, name=name or "rate", replace=replace, track=resolve_track(track, long_flow=True)))
+    flow = objectives.objective(objective).runner()
+    print_train(flow.run(settings, name=name or objective, replace=replace, track=resolve_track(track, long_flow=True)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -68,13 +69,18 @@ def demo_scorers(configured: list[str]) -> list[str]:
 
 def demo_warehouse_for(settings: Settings, manifest: dict[str, Any]) -> None:
     """The demo's warehouse belongs to one demo world: when the world changed (another seed,
-    size or generator version), the old demo warehouse is set aside, not mixed in. A world grown
+    size or generator version) or the pool settings it runs with, the old demo warehouse is set
+    aside, not mixed in. A world grown
     by days past its window is the same world, so it keeps its warehouse."""
     from revbench.worlds import DEMO_WORLD
 
     # The marker also says the folder is SYNTHETIC: commands that fetch from real services refuse it.
     marker = settings.data_dir / DEMO_WORLD
-    key = f"{manifest.get('base_key', manifest['spec_key'])}-format{manifest['format']}"
+    # The pool settings the demo runs with are part of the key: round 1 cannot be re-run under
+    # others (a changed default or REVBENCH_POOLS__ setting), so such a folder starts afresh too.
+    pools = json.dumps(settings.with_overrides(pools=DEMO_POOLS).pools.model_dump(mode="json"), sort_keys=True)
+    key = (f"{manifest.get('base_key', manifest['spec_key'])}-format{manifest['format']}"
+           f"-pools{hashlib.sha256(pools.encode()).hexdigest()[:12]}")
     # The survey store and the releases go with the warehouse: they hold the old world's answers
     # and benchmark, and a store alone would be pulled into the new world's warehouse.
     store = settings.survey_store_path
@@ -86,7 +92,8 @@ def demo_warehouse_for(settings: Settings, manifest: dict[str, Any]) -> None:
         aside.mkdir(parents=True)
         for p in held:
             p.rename(aside / p.name)
-        console.print(f"the demo world changed; the previous demo warehouse, survey store and releases were moved to {aside}")
+        console.print(f"the demo world or the demo's pool settings changed; the previous demo warehouse, survey store "
+                      f"and releases were moved to {aside}")
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     marker.write_text(key)
 
@@ -152,9 +159,9 @@ def print_scanners(panel: dict[str, int], links: int | None = None) -> None:
         f"({which}, HEAD and GET, before the person), {panel['scanner_recorded']} recorded anything.")
 
 
-def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, track: bool) -> None:
+def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, track: bool) -> dict[str, Any]:
     """Round 1's invitations through a local SMTP server, the survey server, and a SYNTHETIC
-    panel that reads the emails and follows their links."""
+    panel that reads the emails and follows their links; its numbers for ``reports/demo.json``."""
     from revbench.synth.respondents import answer
 
     wave, panel, counts, _ = survey_round(settings, lambda messages, recorded: answer(
@@ -168,12 +175,14 @@ def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, tra
         f"{counts.get('ratings', 0)} ratings from {counts.get('invitations with answers', 0)} invitations, "
         f"{counts.get('skipped papers', 0)} skips, {counts.get('opted out', 0)} opt-outs.")
     print_scanners(panel)
+    return {"sent": wave.sent, **{k: v for k, v in panel.items() if isinstance(v, int)}}
 
 
-def run_ratings(settings: Settings, track: bool) -> None:
+def run_ratings(settings: Settings, track: bool) -> dict[str, Any]:
     """The ratings flow on the survey's answers (flags decided by the demo's policy), with the
     flags judged against the panel's planted low-effort respondents, then the evaluation of
-    trivial, tpms, bm25, embedding, citation, topic (and cof) on the demo's own benchmark."""
+    trivial, tpms, bm25, embedding, citation, topic (and cof) on the demo's own benchmark; its numbers
+    for ``reports/demo.json``."""
     import polars as pl
 
     from revbench.flows.ratings import ratings_flow
@@ -194,6 +203,9 @@ def run_ratings(settings: Settings, track: bool) -> None:
     (settings.data_dir / "reports" / "ratings").mkdir(parents=True, exist_ok=True)
     (settings.data_dir / "reports" / "ratings" / "flag_quality.json").write_text(json.dumps(quality, indent=1))
     print_ratings(out, quality)
+    from revbench.flows.ratings import COUNTS
+
+    return {"counts": {field: getattr(out, field) for _, field in COUNTS}, "flags": quality}
 
 
 def print_encodes() -> None:
@@ -241,10 +253,10 @@ def demo_measures(settings: Settings) -> dict[str, Any]:
     return pipeline_measures(settings.data_dir, frames)
 
 
-def print_realism(settings: Settings, world_dir: Path) -> None:
+def print_realism(settings: Settings, world_dir: Path) -> dict[str, int]:
     """The world against the real figures it is calibrated on (revbench/reference/world_targets.txt):
     what its truth gives and what this demo's pipeline made of it, in a table and in
-    ``reports/world_realism.json``."""
+    ``reports/world_realism.json``; how many targets hold."""
     from revbench.synth.realism import realism_rows, world_measures, write_report
 
     rows = realism_rows({**world_measures(world_dir), **demo_measures(settings)})
@@ -253,10 +265,27 @@ def print_realism(settings: Settings, world_dir: Path) -> None:
     print_realism_rows(rows)
     held = sum(r.holds is True for r in rows)
     console.print(f"{held} of {len(rows)} targets hold ({sum(r.holds is False for r in rows)} do not); report: {out}")
+    return {"targets": len(rows), "hold": held, "fail": sum(r.holds is False for r in rows)}
+
+
+def write_demo_facts(settings: Settings, facts: dict[str, Any]) -> Path:
+    """``reports/demo.json``: the run's numbers the README and Getting started quote (rendered
+    into them by ``docs/gen_numbers.py`` from ``benchmarks/results/demo.json``, never typed), with
+    the average loss of each scorer on the warehouse benchmark and the pairs it rests on."""
+    results = settings.data_dir / "reports" / "warehouse" / "results.json"
+    rows = json.loads(results.read_text()) if results.exists() else []
+    facts["losses"] = {r["scorer"]: round(r["value"], 4) for r in rows
+                       if r["split"] == "average" and r["metric"] == "loss" and r["value"] is not None}
+    facts["coverage"] = min((r["coverage"] for r in rows if r["metric"] == "loss" and r.get("coverage") is not None
+                             and r["split"] in ("pointwise", "paper_centric")), default=None)
+    out = settings.data_dir / "reports" / "demo.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(facts, indent=1, default=str))
+    return out
 
 
 def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings, track: bool,
-             cassettes: Path | None = None) -> None:
+             cassettes: Path | None = None, citation_link: float = 1.0) -> None:
     """Generate (or reuse) the world, serve it, and run ingest, disambiguation (the offline
     fallback, then the LLM), pools, a survey round answered by a SYNTHETIC panel, the ratings with
     their evaluation, and a release, printing each stage's outcome and its audit against the truth.
@@ -279,9 +308,10 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
     from revbench.warehouse import Warehouse
 
     t0 = time.monotonic()
-    world_dir = settings.worlds_dir / f"demo-{papers}-{seed}"
+    world_dir = settings.worlds_dir / (f"demo-{papers}-{seed}" + ("" if citation_link == 1.0 else f"-link{citation_link:g}"))
     with console.status("generating the SYNTHETIC demo world"):
-        manifest = ensure_world(world_dir, WorldSpec(n_papers=papers, seed=seed, start=DEMO_SINCE, end=DEMO_UNTIL))
+        manifest = ensure_world(world_dir, WorldSpec(n_papers=papers, seed=seed, start=DEMO_SINCE, end=DEMO_UNTIL,
+                                                     citation_link=citation_link))
     demo_warehouse_for(settings, manifest)
     keep_demo_settings(settings)
     truth = load_truth(world_dir)
@@ -311,9 +341,15 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
         planted = (planted_conflicts_caught(truth, evidence, exclusions, assignments, links)
                    + graph_conflicts_caught(truth, evidence, exclusions, assignments, links))
         corpus = wh.corpus_papers()
-    print_pools(stats, coi_violations(truth, assignments, links), planted=planted)
-    run_survey_round(s, truth, corpus, seed, track)
-    run_ratings(s, track)
+    audit = coi_violations(truth, assignments, links)
+    print_pools(stats, audit, planted=planted)
+    facts: dict[str, Any] = {
+        "papers": papers, "seed": seed, "world": {**c, "spec_key": manifest["spec_key"], "format": manifest.get("format")},
+        "pools": {"queries": stats.queries, "invitations": stats.assignments, "candidates": stats.invited_candidates,
+                  "exclusions": stats.exclusions, "coi_audit": audit,
+                  "planted": [{"kind": p["kind"], "caught": p["caught"], "reasons": p.get("reasons", [])} for p in planted],
+                  "invitations_by_path": stats.invitations_by_path},
+        "survey": run_survey_round(s, truth, corpus, seed, track), "ratings": run_ratings(s, track)}
     from revbench.flows.release import release_flow
 
     # The demo's curator publishes what the audit passed.
@@ -324,10 +360,15 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
     # so its experts are those with more than 3 (exHarmony's 15 is for a real corpus).
     from revbench.flows.labels import write_labels
 
-    print_labels(write_labels(s, "citations", Path(s.data_dir) / "weak-citations", experts=DEMO_EXPERTS))
+    labels = write_labels(s, "citations", Path(s.data_dir) / "weak-citations", experts=DEMO_EXPERTS)
+    print_labels(labels)
     print_encodes()
-    print_realism(settings, world_dir)
-    console.print(f"demo finished in {time.monotonic() - t0:.0f} s; run it again for a cheap refresh.")
+    realism = print_realism(settings, world_dir)
+    seconds = time.monotonic() - t0
+    a = labels.agreement
+    write_demo_facts(settings, {**facts, "labels": {"positives": a.n_positive, "pairs": a.n_pairs, "kendall_tau": a.kendall_tau,
+                                                    "auc": a.auc}, "realism": realism, "seconds": round(seconds, 1)})
+    console.print(f"demo finished in {seconds:.0f} s; run it again for a cheap refresh.")
     if track:
         # `revbench ui`, not a bare `prefect server start`: commands run meanwhile then use its server
         # instead of starting a second one on the same database.

@@ -11,7 +11,8 @@ ignored), writes null for an abstract, a primary topic or an author id (paratext
 authors), and leaves keys out altogether (a deleted author has no ``affiliations``). A null or a
 missing key is an empty answer, never a crash. An institution is known by its ROR id when OpenAlex
 gives one (``ror:<bare id>``), else by its normalised name (``name:<...>``, the same key the
-disambiguation's exact affiliation rule uses), so one institution under two spellings is one.
+disambiguation's exact affiliation rule uses), so one institution under two spellings is one; every
+key is minted by ``revbench.keys``.
 Each institution row also carries what lets a conflict check meet it under another key
 (``institution_identity``): its other names, with the raw strings OpenAlex matched to it alone, its
 lineage, and its ROR successors, predecessors, parents and children where a whole record gives them.
@@ -24,6 +25,7 @@ import re
 from typing import Any
 
 from revbench.clients.optional import as_dict, as_list, as_text
+from revbench.keys import institution_key, institution_part, openalex_person_key
 from revbench.schemas.graph import (
     AUTHOR_AFFILIATIONS,
     INSTITUTION_RELATIONSHIPS,
@@ -31,7 +33,6 @@ from revbench.schemas.graph import (
     PAPER_TOPICS,
     SOURCE_CITATION_COLUMNS,
 )
-from revbench.tasks.normalize import institution_part, normalize_affiliation
 
 SOURCE = "openalex"
 SCHEME = "openalex-topic"
@@ -68,14 +69,6 @@ def bare_orcid(value: Any) -> str | None:
     """``https://orcid.org/0000-0003-1613-5981`` -> ``0000-0003-1613-5981``; None when it is not an ORCID iD."""
     m = _ORCID.search(as_text(value) or "")
     return m.group(1).upper() if m else None
-
-
-def institution_key(ror: str | None, name: str | None) -> str | None:
-    """``ror:<id>`` when the ROR id is known, else ``name:<normalised name>``; None with neither."""
-    if ror:
-        return f"ror:{ror}"
-    normalised = normalize_affiliation(name)
-    return f"name:{normalised}" if normalised else None
 
 
 def institution_row(inst: Any) -> dict[str, Any] | None:
@@ -179,9 +172,9 @@ def _authorship_institutions(authorship: dict[str, Any]) -> list[dict[str, Any]]
     else:  # works indexed before OpenAlex split out `affiliations` (2024) have the raw strings alone
         raw = [] if out else [as_text(s) for s in as_list(authorship.get("raw_affiliation_strings"))]
     for text in raw:
-        key = normalize_affiliation(None, text) if text else None
+        key = institution_key(None, None, text) if text else None
         if key:
-            out.append({"institution_key": f"name:{key}", "ror": None, "name": institution_part(text), "country": None,
+            out.append({"institution_key": key, "ror": None, "name": institution_part(text), "country": None,
                         "type": None, "openalex_id": None, "aliases": None, "lineage": None, "related": None})
     return out
 
@@ -189,7 +182,7 @@ def _authorship_institutions(authorship: dict[str, Any]) -> list[dict[str, Any]]
 def _person(author: Any) -> tuple[str | None, str | None]:
     a = as_dict(author)
     aid = openalex_id(a.get("id"))
-    return (f"openalex:{aid}" if aid else None), bare_orcid(a.get("orcid"))
+    return openalex_person_key(aid), bare_orcid(a.get("orcid"))
 
 
 def authorship_rows(arxiv_id: str | None, work: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -4,6 +4,8 @@ Any HTTP answer (even 404 or 503) means the service is reachable; only a refused
 timeout or a broken transfer is a failure, reported as ``ServiceUnavailable`` naming the
 service and its URL. A probe sends no credentials. The local replay server marks its answers
 with ``x-revbench-replay``, so a run pointed at it can leave real API keys at home.
+
+Where each service is asked is its ``reach`` in the one service table, ``revbench.services``.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ from dataclasses import dataclass
 import httpx
 
 from revbench.errors import ServiceUnavailable, UsageError
+from revbench.services import BY_NAME, REACHABLE
 from revbench.settings import Settings
 
 REPLAY_HEADER = "x-revbench-replay"
-SERVICES = ("arxiv", "s2", "openalex", "pdf", "grobid", "llm")
 
 
 @dataclass(frozen=True)
@@ -30,22 +32,14 @@ class Probe:
 
 
 def probe_target(settings: Settings, service: str) -> tuple[str, str]:
-    """(name, URL) a service is probed at."""
-    if service == "arxiv":
-        return "arXiv API", settings.arxiv.base_url
-    if service == "s2":
-        return "Semantic Scholar", settings.s2.base_url
-    if service == "openalex":
-        return "OpenAlex", settings.openalex.base_url
-    if service == "pdf":
-        return "arXiv PDFs", settings.pdf.base_url
-    if service == "grobid":
-        return "GROBID", settings.grobid.base_url.rstrip("/") + "/api/isalive"
-    if service == "llm":
-        if not settings.llm.base_url:
-            raise UsageError("no LLM is configured (set REVBENCH_LLM__BASE_URL)")
-        return "LLM", settings.llm.base_url.rstrip("/") + "/models"
-    raise ValueError(f"unknown service {service!r}; known: {', '.join(SERVICES)}")
+    """(label, URL) a service is probed at: its row's ``reach`` in ``revbench.services``."""
+    entry = BY_NAME.get(service)
+    if entry is None or entry.reach is None:
+        raise ValueError(f"unknown service {service!r}; known: {', '.join(REACHABLE)}")
+    url = entry.reach(settings)
+    if url is None:
+        raise UsageError(f"no {entry.label} is configured (set {entry.setting})")
+    return entry.label, url
 
 
 def probe(settings: Settings, service: str) -> Probe:

@@ -13,7 +13,7 @@ learns which of the reviewer's papers a submission should listen to. The loss, p
 submission with candidate reviewers ``C`` of which ``P`` are positive (weak labels), is the
 listwise ``-log sum_{r in P} softmax_{r in C}(score_r / LIST_TEMPERATURE)``.
 
-Training is seeded and checkpointed like the LoRA training (:mod:`revbench.ml.checkpoint`): every
+Training is seeded and checkpointed by every objective's loop (:mod:`revbench.ml.loop`): every
 ``checkpoint_every`` steps the module, the optimizer, the RNG states and the step are written
 atomically; a run started again on the same folder resumes from the newest good checkpoint to the
 weights of an uninterrupted run. The trained module is read with ``torch.load(weights_only=True)``,
@@ -24,8 +24,6 @@ in one line.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,10 +33,11 @@ import torch
 
 from revbench.errors import InputError, UsageError
 from revbench.files import write_atomic
-from revbench.ml.checkpoint import load_weights, resume, write_checkpoint
+from revbench.ml.checkpoint import load_weights
+from revbench.ml.loop import Progress, run_loop
 from revbench.ml.recipes import ATTENTION_CARD_FILE as CARD_FILE
 from revbench.ml.recipes import ATTENTION_WEIGHTS_FILE as WEIGHTS_FILE
-from revbench.ml.training import Epochs, TrainingDiverged, batches, seed_all
+from revbench.ml.training import Epochs, batches, seed_all
 
 LIST_TEMPERATURE = 0.05
 """The listwise loss's temperature over candidate scores (cosines, so differences are small)."""
@@ -133,7 +132,7 @@ def batch_loss(pool: AttentionPool, ex: AttentionExamples, rows: np.ndarray, pro
 
 
 def train_attention(ex: AttentionExamples, out: Path, cfg: AttentionConfig, card: dict[str, Any] | None = None,
-                    progress: Callable[[int, int, float], None] | None = None) -> AttentionResult:
+                    progress: Progress | None = None) -> AttentionResult:
     """Train the attention module on ``ex`` into ``out`` (resuming from ``out/checkpoints``); the
     weights and their card land in ``out`` last, the card being the completion mark."""
     if ex.n == 0:
@@ -146,37 +145,21 @@ def train_attention(ex: AttentionExamples, out: Path, cfg: AttentionConfig, card
 
 
 def _train(ex: AttentionExamples, out: Path, cfg: AttentionConfig, card: dict[str, Any] | None,
-           progress: Callable[[int, int, float], None] | None) -> AttentionResult:
+           progress: Progress | None) -> AttentionResult:
     seed_all(cfg.seed)
     pool = AttentionPool(cfg.dim, cfg.temperature)
     opt = torch.optim.Adam(pool.parameters(), lr=cfg.learning_rate)
-    ckpt = out / "checkpoints"
-    ckpt.mkdir(parents=True, exist_ok=True)
     weights = dict(pool.named_parameters())
-    start = resume(ckpt, weights, opt)
-    step, losses, resumed_from, total = start.step, start.losses, start.step, cfg.total_steps(ex.n)
+    total = cfg.total_steps(ex.n)
     profiles, mask, papers = torch.from_numpy(ex.profiles), torch.from_numpy(ex.mask), torch.from_numpy(ex.papers)
-    t0 = time.perf_counter()
-    while step < total:
-        loss = batch_loss(pool, ex, batches(ex.n, cfg, step), profiles, mask, papers)
-        if not torch.isfinite(loss):
-            raise TrainingDiverged(f"the loss is {float(loss)} at step {step + 1}: lower the learning rate "
-                                   f"(checkpoints up to step {step} are kept)")
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        step += 1
-        losses.append(float(loss.detach()))
-        if progress is not None:
-            progress(step, total, losses[-1])
-        if step % cfg.checkpoint_every == 0 or step == total:
-            write_checkpoint(ckpt, step, weights, opt, losses)
-    seconds = time.perf_counter() - t0
+    run = run_loop(lambda step: batch_loss(pool, ex, batches(ex.n, cfg, step), profiles, mask, papers), opt, weights,
+                   out / "checkpoints", total, cfg.checkpoint_every, "lower the learning rate", progress)
+    losses = run.losses
     torch.save(pool.state_dict(), out / f".{WEIGHTS_FILE}.tmp")
     (out / f".{WEIGHTS_FILE}.tmp").replace(out / WEIGHTS_FILE)
     tau = float(pool.log_tau.detach().exp())
-    result = AttentionResult(out, total, resumed_from, ex.n, round(seconds, 2), losses[0] if losses else None,
-                             losses[-1] if losses else None, tau, losses, start.note)
+    result = AttentionResult(out, total, run.resumed_from, ex.n, round(run.seconds, 2), losses[0] if losses else None,
+                             losses[-1] if losses else None, tau, losses, run.resume_note)
     write_atomic(out / CARD_FILE, json.dumps({"objective": "attention", "base_model": cfg.base_model,
                                               "config": asdict(cfg), "steps": total, "submissions": ex.n,
                                               "learned_temperature": tau, **(card or {})}, indent=2) + "\n")

@@ -10,10 +10,11 @@ temperature t:
 In-batch candidates that are the same item as a row's positive (two triplets of one anchor share
 it) are masked out of that row's softmax, so a duplicate is never pushed away as a negative.
 
-Training is seeded and checkpointed: every ``checkpoint_every`` steps the LoRA weights, the
-optimizer, the RNG states and the step are written atomically (safetensors and JSON, never a
-pickle: :mod:`revbench.ml.checkpoint`); a run started again on the same folder resumes from the
-newest good checkpoint and ends with the weights an uninterrupted run has.
+Training is seeded and checkpointed by every objective's loop (:mod:`revbench.ml.loop`): every
+``checkpoint_every`` steps the LoRA weights, the optimizer, the RNG states and the step are
+written atomically (safetensors and JSON, never a pickle: :mod:`revbench.ml.checkpoint`); a run
+started again on the same folder resumes from the newest good checkpoint and ends with the
+weights an uninterrupted run has.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import hashlib
 import json
 import random
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,15 +31,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from revbench.errors import RevbenchError
-from revbench.ml.checkpoint import resume, write_checkpoint
+from revbench.ml.loop import Progress, run_loop
+from revbench.ml.loop import TrainingDiverged as TrainingDiverged  # re-exported: callers caught it from here first
 from revbench.ml.models import CARD_FILE, load_model, quiet_peft
 
 ADAPTER_DIR = "adapter"
-
-
-class TrainingDiverged(RevbenchError):
-    """The loss stopped being a number; nothing after the last good checkpoint is saved."""
 
 
 class Epochs:
@@ -189,7 +185,7 @@ def triplet_loss(model: Any, batch: pl.DataFrame, cfg: TrainConfig, step: int) -
 
 
 def train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any] | None = None,
-          progress: Callable[[int, int, float], None] | None = None, loss_fn: LossFn = triplet_loss) -> TrainResult:
+          progress: Progress | None = None, loss_fn: LossFn = triplet_loss) -> TrainResult:
     """Train LoRA adapters on ``pairs`` (weak-supervision triplets, or the rows ``loss_fn``
     reads) into ``out``; resume from ``out/checkpoints`` when a run left one there. The adapter
     and its card land in ``out/adapter``."""
@@ -206,7 +202,7 @@ def train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any]
 
 
 def _train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any] | None,
-           progress: Callable[[int, int, float], None] | None, loss_fn: LossFn) -> TrainResult:
+           progress: Progress | None, loss_fn: LossFn) -> TrainResult:
     import torch
 
     seed_all(cfg.seed)
@@ -215,29 +211,15 @@ def _train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any
     peft_model = _lora(model, cfg)
     optimizer = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad], lr=cfg.learning_rate)
     trainable = {k: v for k, v in peft_model.named_parameters() if v.requires_grad}
-    ckpt_dir = out / "checkpoints"
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    start = resume(ckpt_dir, trainable, optimizer)
-    step, losses, resumed_from = start.step, start.losses, start.step
     total = cfg.total_steps(pairs.height)
     model.train()
-    t0 = time.perf_counter()
-    while step < total:
-        batch = pairs[batches(pairs.height, cfg, step).tolist()]
-        loss = loss_fn(model, batch, cfg, step)
-        if not torch.isfinite(loss):
-            raise TrainingDiverged(f"the loss is {float(loss)} at step {step + 1}: lower TRAIN__LEARNING_RATE or raise "
-                                   f"TRAIN__TEMPERATURE (checkpoints up to step {step} are kept)")
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        step += 1
-        losses.append(float(loss.detach()))
-        if progress is not None:
-            progress(step, total, losses[-1])
-        if step % cfg.checkpoint_every == 0 or step == total:
-            write_checkpoint(ckpt_dir, step, trainable, optimizer, losses)
-    seconds = time.perf_counter() - t0
+
+    def step_loss(step: int) -> Any:
+        return loss_fn(model, pairs[batches(pairs.height, cfg, step).tolist()], cfg, step)
+
+    run = run_loop(step_loss, optimizer, trainable, out / "checkpoints", total, cfg.checkpoint_every,
+                   "lower TRAIN__LEARNING_RATE or raise TRAIN__TEMPERATURE", progress)
+    seconds, losses, resumed_from = run.seconds, run.losses, run.resumed_from
     done_pairs = sum(len(batches(pairs.height, cfg, s)) for s in range(resumed_from, total))
     adapter = out / ADAPTER_DIR
     tmp = out / ".adapter-tmp"
@@ -246,7 +228,7 @@ def _train(pairs: pl.DataFrame, out: Path, cfg: TrainConfig, card: dict[str, Any
     (tmp / "README.md").unlink(missing_ok=True)  # peft's stub card; the flow writes ours last, as the completion mark
     result = TrainResult(adapter, total, resumed_from, pairs.height, round(seconds, 2),
                          round(done_pairs / seconds, 2) if seconds > 0 else 0.0,
-                         losses[0] if losses else None, losses[-1] if losses else None, losses, start.note)
+                         losses[0] if losses else None, losses[-1] if losses else None, losses, run.resume_note)
     (tmp / CARD_FILE).write_text(json.dumps({
         "base_model": cfg.base_model, "config": asdict(cfg), "data_sha256": data_digest(pairs), "pairs": pairs.height,
         "steps": total, "first_loss": result.first_loss, "last_loss": result.last_loss, **(card or {}),

@@ -10,7 +10,7 @@ from xml.sax.saxutils import escape
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Route, Router
 
 from revbench.replay.faults import _unit
 from revbench.synth import render
@@ -68,45 +68,61 @@ def error_feed(message: str) -> bytes:
     ).encode("utf-8")
 
 
-def routes(replay: ReplayApp) -> list[Route]:
-    """``GET /arxiv/api/query`` (Atom pages) and ``GET /arxiv/pdf/<id>v<n>``."""
+ATOM = "application/atom+xml; charset=utf-8"
 
-    quirks = ArxivQuirks(replay.settings.arxiv_quirk_rate, replay.settings.fault_seed)
-    atom = "application/atom+xml; charset=utf-8"
 
-    async def query(request: Request) -> Response:
-        q = request.query_params
-        search = q.get("search_query", "")
-        for name in ("start", "max_results"):
-            if not q.get(name, "0").isdigit():
-                # What arXiv answers a malformed query: HTTP 400 with the reason in an error feed.
-                return Response(error_feed(f"{name} must be an integer"), status_code=400, media_type=atom)
-        start = int(q.get("start", 0))
-        per_page = int(q.get("max_results", 10))
-        cat, window = _CAT.search(search), _WINDOW.search(search)
-        entries: list[str] = []
-        if replay.world and cat and window:
-            entries = replay.world.query(cat.group(1), _ts(window.group(1)), _ts(window.group(2)))
-        elif replay.world and cat and search.strip() == cat.group(0):  # a category alone (the doctor's query)
-            entries = [e[2] for e in replay.world.by_category.get(cat.group(1), [])]
-        key = f"{search}|{start}|{per_page}"
-        page = entries[start : start + per_page]
-        quirk = quirks.decide(key, len(page))
-        if quirk == "short_page":
-            page = page[: len(page) // 2]
-        elif quirk == "empty_page":
-            page = []
-        if quirk:
-            replay.faults.injected[f"arxiv:{quirk}"] += 1
-        body = (error_feed("internal error, please retry") if quirk == "error_feed"
-                else render.atom_feed(page, search, len(entries), start, per_page))
-        return await replay.respond("arxiv", key, 200, body, atom)
+def _replay(request: Request) -> ReplayApp:
+    """The replay server answering ``request`` (kept on its app's state)."""
+    replay: ReplayApp = request.app.state.replay
+    return replay
 
-    async def pdf(request: Request) -> Response:
-        name = request.path_params["name"].removesuffix(".pdf")
-        data = replay.world.pdfs.get(name) if replay.world else None
-        if data is None:
-            return await replay.respond("pdf", name, 404, b"not found", "text/plain")
-        return await replay.respond("pdf", name, 200, data, "application/pdf")
 
-    return [Route("/arxiv/api/query", query, methods=["GET"]), Route("/arxiv/pdf/{name}", pdf, methods=["GET"])]
+def _quirks(replay: ReplayApp) -> ArxivQuirks:
+    """This server's quirk schedule (one per server, as its fault schedule is)."""
+    return replay.service_state("arxiv.quirks", lambda: ArxivQuirks(replay.settings.arxiv_quirk_rate,
+                                                                      replay.settings.fault_seed))
+
+
+async def query(request: Request) -> Response:
+    """``GET /arxiv/api/query``: a page of Atom entries, now and then answered oddly (``ArxivQuirks``)."""
+    replay = _replay(request)
+    q = request.query_params
+    search = q.get("search_query", "")
+    for name in ("start", "max_results"):
+        if not q.get(name, "0").isdigit():
+            # What arXiv answers a malformed query: HTTP 400 with the reason in an error feed.
+            return Response(error_feed(f"{name} must be an integer"), status_code=400, media_type=ATOM)
+    start = int(q.get("start", 0))
+    per_page = int(q.get("max_results", 10))
+    cat, window = _CAT.search(search), _WINDOW.search(search)
+    entries: list[str] = []
+    if replay.world and cat and window:
+        entries = replay.world.query(cat.group(1), _ts(window.group(1)), _ts(window.group(2)))
+    elif replay.world and cat and search.strip() == cat.group(0):  # a category alone (the doctor's query)
+        entries = [e[2] for e in replay.world.by_category.get(cat.group(1), [])]
+    key = f"{search}|{start}|{per_page}"
+    page = entries[start : start + per_page]
+    quirk = _quirks(replay).decide(key, len(page))
+    if quirk == "short_page":
+        page = page[: len(page) // 2]
+    elif quirk == "empty_page":
+        page = []
+    if quirk:
+        replay.faults.injected[f"arxiv:{quirk}"] += 1
+    body = (error_feed("internal error, please retry") if quirk == "error_feed"
+            else render.atom_feed(page, search, len(entries), start, per_page))
+    return await replay.respond("arxiv", key, 200, body, ATOM)
+
+
+async def pdf(request: Request) -> Response:
+    """``GET /arxiv/pdf/<id>v<n>``: the world's PDF of that version."""
+    replay = _replay(request)
+    name = request.path_params["name"].removesuffix(".pdf")
+    data = replay.world.pdfs.get(name) if replay.world else None
+    if data is None:
+        return await replay.respond("pdf", name, 404, b"not found", "text/plain")
+    return await replay.respond("pdf", name, 200, data, "application/pdf")
+
+
+router = Router([Route("/arxiv/api/query", query, methods=["GET"]), Route("/arxiv/pdf/{name}", pdf, methods=["GET"])])
+"""``GET /arxiv/api/query`` (Atom pages) and ``GET /arxiv/pdf/<id>v<n>``."""

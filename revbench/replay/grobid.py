@@ -11,54 +11,69 @@ from xml.sax.saxutils import escape
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, Router
 
 if TYPE_CHECKING:
     from revbench.replay.server import ReplayApp
 
 
-def routes(replay: ReplayApp) -> list[Route]:
-    """``GET /grobid/api/isalive``, ``GET /grobid/api/version``, ``POST /grobid/api/processHeaderDocument``
-    and ``POST /grobid/api/processFulltextDocument``."""
+def _replay(request: Request) -> ReplayApp:
+    """The replay server answering ``request`` (kept on its app's state)."""
+    replay: ReplayApp = request.app.state.replay
+    return replay
 
-    async def alive(request: Request) -> Response:
-        return Response(b"true", media_type="text/plain")
 
-    async def version(request: Request) -> Response:
-        # Recent GROBID answers its ServiceInfo as JSON; older servers answered the bare version as
-        # text. Both forms are given here (text below 0.7), as the doctor must read both.
-        v = replay.grobid_version
-        if tuple(int(n) for n in re.findall(r"\d+", v)[:2]) < (0, 7):
-            return Response(v.encode(), media_type="text/plain")
-        return JSONResponse({"version": v, "revision": "replay"})
+async def alive(request: Request) -> Response:
+    """``GET /grobid/api/isalive``."""
+    return Response(b"true", media_type="text/plain")
 
-    async def answer(request: Request, fulltext: bool) -> Response:
-        form = await request.form()
-        upload = form.get("input")
-        if upload is None or isinstance(upload, str):
-            return Response(b"[BAD_INPUT_DATA] no input file", status_code=400, media_type="text/plain")
-        sha = hashlib.sha256(await upload.read()).hexdigest()
-        # Full text has its own fault schedule, so asking for it leaves the headers' faults as they were.
-        key = f"fulltext:{sha}" if fulltext else sha
-        tei = replay.world.teis.get(sha) if replay.world else None
-        if tei is None:
-            return await replay.respond("grobid", key, 500, b"[BAD_INPUT_DATA] PDF to XML conversion failed", "text/plain")
-        if fulltext:
-            graph = replay.world.graph if replay.world else None
-            arxiv_id = replay.world.arxiv_of_sha.get(sha) if replay.world else None
-            refs = graph.references(arxiv_id) if graph and arxiv_id else []
-            tei = with_references(tei, refs) if refs else with_empty_references(tei)
-        return await replay.respond("grobid", key, 200, tei, "application/xml; charset=UTF-8")
 
-    async def header(request: Request) -> Response:
-        return await answer(request, fulltext=False)
+async def version(request: Request) -> Response:
+    """``GET /grobid/api/version``: the release this server says it is."""
+    # Recent GROBID answers its ServiceInfo as JSON; older servers answered the bare version as
+    # text. Both forms are given here (text below 0.7), as the doctor must read both.
+    v = _replay(request).grobid_version
+    if tuple(int(n) for n in re.findall(r"\d+", v)[:2]) < (0, 7):
+        return Response(v.encode(), media_type="text/plain")
+    return JSONResponse({"version": v, "revision": "replay"})
 
-    async def fulltext(request: Request) -> Response:
-        return await answer(request, fulltext=True)
 
-    return [Route("/grobid/api/isalive", alive, methods=["GET"]), Route("/grobid/api/version", version, methods=["GET"]),
-            Route("/grobid/api/processHeaderDocument", header, methods=["POST"]),
-            Route("/grobid/api/processFulltextDocument", fulltext, methods=["POST"])]
+async def _answer(request: Request, fulltext: bool) -> Response:
+    """The TEI of the uploaded PDF: its header, or (``fulltext``) with its body and references."""
+    replay = _replay(request)
+    form = await request.form()
+    upload = form.get("input")
+    if upload is None or isinstance(upload, str):
+        return Response(b"[BAD_INPUT_DATA] no input file", status_code=400, media_type="text/plain")
+    sha = hashlib.sha256(await upload.read()).hexdigest()
+    # Full text has its own fault schedule, so asking for it leaves the headers' faults as they were.
+    key = f"fulltext:{sha}" if fulltext else sha
+    tei = replay.world.teis.get(sha) if replay.world else None
+    if tei is None:
+        return await replay.respond("grobid", key, 500, b"[BAD_INPUT_DATA] PDF to XML conversion failed", "text/plain")
+    if fulltext:
+        graph = replay.world.graph if replay.world else None
+        arxiv_id = replay.world.arxiv_of_sha.get(sha) if replay.world else None
+        refs = graph.references(arxiv_id) if graph and arxiv_id else []
+        tei = with_references(tei, refs) if refs else with_empty_references(tei)
+    return await replay.respond("grobid", key, 200, tei, "application/xml; charset=UTF-8")
+
+
+async def header(request: Request) -> Response:
+    """``POST /grobid/api/processHeaderDocument``."""
+    return await _answer(request, fulltext=False)
+
+
+async def fulltext(request: Request) -> Response:
+    """``POST /grobid/api/processFulltextDocument``."""
+    return await _answer(request, fulltext=True)
+
+
+router = Router([Route("/grobid/api/isalive", alive, methods=["GET"]), Route("/grobid/api/version", version, methods=["GET"]),
+                 Route("/grobid/api/processHeaderDocument", header, methods=["POST"]),
+                 Route("/grobid/api/processFulltextDocument", fulltext, methods=["POST"])])
+"""``GET /grobid/api/isalive``, ``GET /grobid/api/version``, ``POST /grobid/api/processHeaderDocument``
+and ``POST /grobid/api/processFulltextDocument``."""
 
 
 def with_empty_references(tei: bytes) -> bytes:

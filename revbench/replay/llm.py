@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, Router
 
 if TYPE_CHECKING:
     from revbench.replay.server import ReplayApp
@@ -21,33 +21,43 @@ def unauthorized() -> Response:
                                    "param": None, "code": "invalid_api_key"}}, status_code=401)
 
 
-def routes(replay: ReplayApp) -> list[Route]:
-    """``POST /llm/v1/chat/completions`` and ``GET /llm/v1/models``."""
+def _replay(request: Request) -> ReplayApp:
+    """The replay server answering ``request`` (kept on its app's state)."""
+    replay: ReplayApp = request.app.state.replay
+    return replay
 
-    async def models(request: Request) -> Response:
-        if replay.wrong_key("llm", request):
-            return unauthorized()
-        return JSONResponse({"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "revbench"}
-                                                        for m in replay.llm_models]})
 
-    async def chat(request: Request) -> Response:
-        if replay.wrong_key("llm", request):
-            return unauthorized()
-        try:
-            body = await request.json()
-            prompt = body["messages"][-1]["content"]
-        except (json.JSONDecodeError, KeyError, IndexError, TypeError):
-            return JSONResponse({"error": {"message": "messages[-1].content required"}}, status_code=400)
-        content = stub_llm_answer(prompt)
-        answer = {
-            "id": "chatcmpl-replay", "object": "chat.completion", "created": 0, "model": body.get("model", "replay"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(content.split()), "total_tokens": 0},
-        }
-        key = hashlib.sha1(prompt.encode()).hexdigest()
-        return await replay.respond("llm", key, 200, json.dumps(answer).encode(), "application/json")
+async def models(request: Request) -> Response:
+    """``GET /llm/v1/models``: the models this server serves."""
+    replay = _replay(request)
+    if replay.wrong_key("llm", request):
+        return unauthorized()
+    return JSONResponse({"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "revbench"}
+                                                    for m in replay.llm_models]})
 
-    return [Route("/llm/v1/chat/completions", chat, methods=["POST"]), Route("/llm/v1/models", models, methods=["GET"])]
+
+async def chat(request: Request) -> Response:
+    """``POST /llm/v1/chat/completions``: :func:`stub_llm_answer` to the last message."""
+    replay = _replay(request)
+    if replay.wrong_key("llm", request):
+        return unauthorized()
+    try:
+        body = await request.json()
+        prompt = body["messages"][-1]["content"]
+    except (json.JSONDecodeError, KeyError, IndexError, TypeError):
+        return JSONResponse({"error": {"message": "messages[-1].content required"}}, status_code=400)
+    content = stub_llm_answer(prompt)
+    answer = {
+        "id": "chatcmpl-replay", "object": "chat.completion", "created": 0, "model": body.get("model", "replay"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(content.split()), "total_tokens": 0},
+    }
+    key = hashlib.sha1(prompt.encode()).hexdigest()
+    return await replay.respond("llm", key, 200, json.dumps(answer).encode(), "application/json")
+
+
+router = Router([Route("/llm/v1/chat/completions", chat, methods=["POST"]), Route("/llm/v1/models", models, methods=["GET"])])
+"""``POST /llm/v1/chat/completions`` and ``GET /llm/v1/models``."""
 
 
 _WORD = re.compile(r"[A-Za-z]{4,}")

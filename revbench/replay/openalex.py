@@ -19,11 +19,12 @@ import hashlib
 import html
 import json
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Route, Router
 
 if TYPE_CHECKING:
     from revbench.replay.server import ReplayApp
@@ -166,86 +167,107 @@ def _bad_request(message: str) -> bytes:
     return json.dumps({"error": "Invalid query parameters error.", "message": message}).encode()
 
 
-def routes(replay: ReplayApp) -> list[Route]:
-    """``GET /openalex/works/<key>``, ``GET /openalex/works?filter=doi:...|...`` (cursor or page paging),
-    ``GET /openalex/authors/<id>`` and ``GET /openalex/authors?filter=openalex:...|...`` (the world's
-    graph's people), and the HTML 404 for anything else."""
-    index: list[_Works] = []
+def _replay(request: Request) -> ReplayApp:
+    """The replay server answering ``request`` (kept on its app's state)."""
+    replay: ReplayApp = request.app.state.replay
+    return replay
 
-    def works() -> _Works:
-        if not index:
-            index.append(_Works(replay))
-        return index[0]
 
-    async def entity(request: Request, kind: str, found: dict[str, Any] | None) -> Response:
-        """One work or author as OpenAlex answers it (``select`` honoured), or its HTML 404."""
-        key = f"{kind}:{request.path_params['key']}"
-        if found is None:
-            return await replay.respond("openalex", key, 404, NOT_FOUND_HTML, "text/html; charset=utf-8")
-        body = json.dumps(_selected(found, request.query_params.get("select")), ensure_ascii=False).encode()
-        return await replay.respond("openalex", key, 200, body, "application/json")
+def _works(replay: ReplayApp) -> _Works:
+    """This server's works and authors, indexed on first use (the world is fixed for its life)."""
+    return replay.service_state("openalex.works", lambda: _Works(replay))
 
-    async def one(request: Request) -> Response:
-        return await entity(request, "work", works().find(request.path_params["key"]))
 
-    def listing(kind: str, find: Any, names: tuple[str, ...]) -> Any:
-        """``GET /openalex/<kind>?filter=<name>:v1|v2|...`` in OpenAlex's list shape (``meta.count``,
-        ``meta.next_cursor``, ``results``), by cursor or page; each value's record once, in the order
-        asked. A filter name OpenAlex does not have for the entity, more values than its OR limit or a
-        cursor it never gave is its 400 JSON error."""
+async def _entity(request: Request, kind: str, found: dict[str, Any] | None) -> Response:
+    """One work or author as OpenAlex answers it (``select`` honoured), or its HTML 404."""
+    replay = _replay(request)
+    key = f"{kind}:{request.path_params['key']}"
+    if found is None:
+        return await replay.respond("openalex", key, 404, NOT_FOUND_HTML, "text/html; charset=utf-8")
+    body = json.dumps(_selected(found, request.query_params.get("select")), ensure_ascii=False).encode()
+    return await replay.respond("openalex", key, 200, body, "application/json")
 
-        async def answer(request: Request) -> Response:
-            q = request.query_params
-            filt = q.get("filter", "")
-            name, _, value = filt.partition(":")
-            where = f"list:{kind}:{filt}"
-            try:
-                per_page = int(q.get("per-page", q.get("per_page", "25")))
-                page = int(q.get("page", "1"))
-            except ValueError:
-                return await replay.respond("openalex", where, 400, _bad_request("per-page and page are numbers"),
-                                            "application/json")
-            values = [v for v in value.split("|") if v]
-            if name.lower() not in names:
-                why = (f"{name} is not a valid field for {kind} in the replay world, which answers "
-                       f"filter={'|'.join(names)}:<value>[|<value>...]")
-            elif not values or len(values) > MAX_OR_VALUES or not 1 <= per_page <= 200:
-                why = (f"filter {name} takes 1 to {MAX_OR_VALUES} values OR'ed with |, and per-page 1 to 200; "
-                       f"got {len(values)} values and per-page {per_page}")
-            else:
-                why = ""
-            if why:
-                return await replay.respond("openalex", where, 400, _bad_request(why), "application/json")
-            found = list({r["id"]: r for v in values if (r := find(v)) is not None}.values())
-            cursor = q.get("cursor")
-            meta: dict[str, Any] = {"count": len(found), "db_response_time_ms": 1, "page": None, "per_page": per_page,
-                                    "groups_count": None}
-            if cursor is None:
-                start = (page - 1) * per_page
-                meta["page"] = page
-            else:
-                start = 0 if cursor == "*" else int(cursor.removeprefix("o")) if re.fullmatch(r"o\d+", cursor) else -1
-                if start < 0:
-                    return await replay.respond("openalex", where, 400, _bad_request(f"bad cursor {cursor!r}"),
-                                                "application/json")
-            results = [_selected(r, q.get("select")) for r in found[start:start + per_page]]
-            if cursor is not None:
-                # As OpenAlex does: a next cursor after every page with results, null after the empty one.
-                meta["next_cursor"] = f"o{start + per_page}" if results else None
-            body = json.dumps({"meta": meta, "results": results, "group_by": []}, ensure_ascii=False).encode()
-            return await replay.respond("openalex", f"{where}:{cursor}:{page}:{per_page}", 200, body, "application/json")
 
-        return answer
+async def work(request: Request) -> Response:
+    """``GET /openalex/works/<key>``: one work, by DOI or work id."""
+    return await _entity(request, "work", _works(_replay(request)).find(request.path_params["key"]))
 
-    async def author(request: Request) -> Response:
-        return await entity(request, "author", works().author(request.path_params["key"]))
 
-    async def unknown(request: Request) -> Response:
-        return await replay.respond("openalex", f"other:{request.url.path}", 404, NOT_FOUND_HTML,
-                                    "text/html; charset=utf-8")
+async def author(request: Request) -> Response:
+    """``GET /openalex/authors/<id>``: one author."""
+    return await _entity(request, "author", _works(_replay(request)).author(request.path_params["key"]))
 
-    return [Route("/openalex/works", listing("works", lambda v: works().find(v), WORK_FILTERS), methods=["GET"]),
-            Route("/openalex/authors", listing("authors", lambda v: works().author(v), AUTHOR_FILTERS), methods=["GET"]),
-            Route("/openalex/works/{key:path}", one, methods=["GET"]),
-            Route("/openalex/authors/{key:path}", author, methods=["GET"]),
-            Route("/openalex/{kind:path}", unknown, methods=["GET"])]
+
+async def _listing(request: Request, kind: str, find: Callable[[_Works, str], dict[str, Any] | None],
+                   names: tuple[str, ...]) -> Response:
+    """``GET /openalex/<kind>?filter=<name>:v1|v2|...`` in OpenAlex's list shape (``meta.count``,
+    ``meta.next_cursor``, ``results``), by cursor or page; each value's record once, in the order
+    asked. A filter name OpenAlex does not have for the entity, more values than its OR limit or a
+    cursor it never gave is its 400 JSON error. ``find`` looks a value up in the server's index
+    (built on the first lookup)."""
+    replay = _replay(request)
+    q = request.query_params
+    filt = q.get("filter", "")
+    name, _, value = filt.partition(":")
+    where = f"list:{kind}:{filt}"
+    try:
+        per_page = int(q.get("per-page", q.get("per_page", "25")))
+        page = int(q.get("page", "1"))
+    except ValueError:
+        return await replay.respond("openalex", where, 400, _bad_request("per-page and page are numbers"),
+                                    "application/json")
+    values = [v for v in value.split("|") if v]
+    if name.lower() not in names:
+        why = (f"{name} is not a valid field for {kind} in the replay world, which answers "
+               f"filter={'|'.join(names)}:<value>[|<value>...]")
+    elif not values or len(values) > MAX_OR_VALUES or not 1 <= per_page <= 200:
+        why = (f"filter {name} takes 1 to {MAX_OR_VALUES} values OR'ed with |, and per-page 1 to 200; "
+               f"got {len(values)} values and per-page {per_page}")
+    else:
+        why = ""
+    if why:
+        return await replay.respond("openalex", where, 400, _bad_request(why), "application/json")
+    found = list({r["id"]: r for v in values if (r := find(_works(replay), v)) is not None}.values())
+    cursor = q.get("cursor")
+    meta: dict[str, Any] = {"count": len(found), "db_response_time_ms": 1, "page": None, "per_page": per_page,
+                            "groups_count": None}
+    if cursor is None:
+        start = (page - 1) * per_page
+        meta["page"] = page
+    else:
+        start = 0 if cursor == "*" else int(cursor.removeprefix("o")) if re.fullmatch(r"o\d+", cursor) else -1
+        if start < 0:
+            return await replay.respond("openalex", where, 400, _bad_request(f"bad cursor {cursor!r}"),
+                                        "application/json")
+    results = [_selected(r, q.get("select")) for r in found[start:start + per_page]]
+    if cursor is not None:
+        # As OpenAlex does: a next cursor after every page with results, null after the empty one.
+        meta["next_cursor"] = f"o{start + per_page}" if results else None
+    body = json.dumps({"meta": meta, "results": results, "group_by": []}, ensure_ascii=False).encode()
+    return await replay.respond("openalex", f"{where}:{cursor}:{page}:{per_page}", 200, body, "application/json")
+
+
+async def works_list(request: Request) -> Response:
+    """``GET /openalex/works?filter=doi:...|...`` (or ``openalex:``)."""
+    return await _listing(request, "works", _Works.find, WORK_FILTERS)
+
+
+async def authors_list(request: Request) -> Response:
+    """``GET /openalex/authors?filter=openalex:...|...``."""
+    return await _listing(request, "authors", _Works.author, AUTHOR_FILTERS)
+
+
+async def unknown(request: Request) -> Response:
+    """Any other ``/openalex/...`` path: OpenAlex's HTML 404."""
+    return await _replay(request).respond("openalex", f"other:{request.url.path}", 404, NOT_FOUND_HTML,
+                                          "text/html; charset=utf-8")
+
+
+router = Router([Route("/openalex/works", works_list, methods=["GET"]),
+                 Route("/openalex/authors", authors_list, methods=["GET"]),
+                 Route("/openalex/works/{key:path}", work, methods=["GET"]),
+                 Route("/openalex/authors/{key:path}", author, methods=["GET"]),
+                 Route("/openalex/{kind:path}", unknown, methods=["GET"])])
+"""``GET /openalex/works/<key>``, ``GET /openalex/works?filter=doi:...|...`` (cursor or page paging),
+``GET /openalex/authors/<id>`` and ``GET /openalex/authors?filter=openalex:...|...`` (the world's
+graph's people), and the HTML 404 for anything else."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, Router
 
 if TYPE_CHECKING:
     from revbench.replay.server import ReplayApp
@@ -75,77 +75,91 @@ def _fields(edges: list[Any], fields: str | None) -> list[Any]:
              "citedPaper": {k: v for k, v in e["citedPaper"].items() if k in paper}} for e in edges]
 
 
-def routes(replay: ReplayApp) -> list[Route]:
-    """``POST /s2/graph/v1/paper/batch``, ``GET /s2/graph/v1/author/<id>/papers`` and
-    ``GET /s2/graph/v1/paper/<id>/references``."""
-    by_s2_id: dict[str, str] = {}
+def _replay(request: Request) -> ReplayApp:
+    """The replay server answering ``request`` (kept on its app's state)."""
+    replay: ReplayApp = request.app.state.replay
+    return replay
 
-    async def batch(request: Request) -> Response:
-        if replay.wrong_key("s2", request):
-            return forbidden()
-        world = replay.world  # without a world no paper is known: each id answers null, as S2 does
-        try:
-            ids = (await request.json())["ids"]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            return JSONResponse({"error": "body must be {\"ids\": [...]}"}, status_code=400)
-        if len(ids) > 500:
-            return JSONResponse({"error": "at most 500 ids"}, status_code=400)
-        items = []
-        fields = request.query_params.get("fields") or ""
-        for pid in ids:
-            raw = world.s2_papers.get(pid.removeprefix("ARXIV:")) if world and pid.startswith("ARXIV:") else None
-            if raw is not None and "s2FieldsOfStudy" in fields.split(","):
-                raw = _with_fields_of_study(world, pid.removeprefix("ARXIV:"), raw)
-            items.append(raw if raw is not None else "null")
-        body = ("[" + ",".join(items) + "]").encode("utf-8")
-        return await replay.respond("s2", hashlib.sha1(",".join(ids).encode()).hexdigest(), 200, body, "application/json")
 
-    async def author_papers(request: Request) -> Response:
-        if replay.wrong_key("s2", request):
-            return forbidden()
-        world = replay.need_world()
-        author_id = request.path_params["author_id"]
-        raw = world.s2_authors.get(author_id)
-        if raw is None:
-            return await replay.respond("s2", f"author:{author_id}", 404, b'{"error":"Author not found"}', "application/json")
-        papers = json.loads(raw)
+async def batch(request: Request) -> Response:
+    """``POST /s2/graph/v1/paper/batch``: each asked id's record, or null."""
+    replay = _replay(request)
+    if replay.wrong_key("s2", request):
+        return forbidden()
+    world = replay.world  # without a world no paper is known: each id answers null, as S2 does
+    try:
+        ids = (await request.json())["ids"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return JSONResponse({"error": "body must be {\"ids\": [...]}"}, status_code=400)
+    if len(ids) > 500:
+        return JSONResponse({"error": "at most 500 ids"}, status_code=400)
+    items = []
+    fields = request.query_params.get("fields") or ""
+    for pid in ids:
+        raw = world.s2_papers.get(pid.removeprefix("ARXIV:")) if world and pid.startswith("ARXIV:") else None
+        if raw is not None and "s2FieldsOfStudy" in fields.split(","):
+            raw = _with_fields_of_study(world, pid.removeprefix("ARXIV:"), raw)
+        items.append(raw if raw is not None else "null")
+    body = ("[" + ",".join(items) + "]").encode("utf-8")
+    return await replay.respond("s2", hashlib.sha1(",".join(ids).encode()).hexdigest(), 200, body, "application/json")
+
+
+async def author_papers(request: Request) -> Response:
+    """``GET /s2/graph/v1/author/<id>/papers``: one page of an author's papers."""
+    replay = _replay(request)
+    if replay.wrong_key("s2", request):
+        return forbidden()
+    world = replay.need_world()
+    author_id = request.path_params["author_id"]
+    raw = world.s2_authors.get(author_id)
+    if raw is None:
+        return await replay.respond("s2", f"author:{author_id}", 404, b'{"error":"Author not found"}', "application/json")
+    papers = json.loads(raw)
+    offset = int(request.query_params.get("offset", 0))
+    limit = min(int(request.query_params.get("limit", 100)), 1000)
+    body = json.dumps(page(papers, offset, limit), ensure_ascii=False).encode("utf-8")
+    return await replay.respond("s2", f"author:{author_id}:{offset}:{limit}", 200, body, "application/json")
+
+
+def _arxiv_id_of(replay: ReplayApp, world: WorldStore, paper_id: str) -> str | None:
+    """The world paper S2 knows as ``paper_id`` (``ARXIV:<id>`` or its S2 id), or None."""
+    if paper_id[:6].upper() == "ARXIV:":
+        aid = paper_id[6:]
+        return aid if aid in world.s2_papers else None
+    by_s2_id: dict[str, str] = replay.service_state("s2.by_s2_id", dict)
+    if not by_s2_id:  # the world is fixed for the server's life: indexed once, on first use
+        for aid, raw in world.s2_papers.items():
+            record = json.loads(raw)
+            if isinstance(record, dict) and isinstance(record.get("paperId"), str):
+                by_s2_id[record["paperId"]] = aid
+    return by_s2_id.get(paper_id)
+
+
+async def references(request: Request) -> Response:
+    """``GET /s2/graph/v1/paper/<id>/references``: one page of a paper's references."""
+    replay = _replay(request)
+    if replay.wrong_key("s2", request):
+        return forbidden()
+    world = replay.need_world()
+    paper_id = request.path_params["paper_id"]
+    try:
         offset = int(request.query_params.get("offset", 0))
-        limit = min(int(request.query_params.get("limit", 100)), 1000)
-        body = json.dumps(page(papers, offset, limit), ensure_ascii=False).encode("utf-8")
-        return await replay.respond("s2", f"author:{author_id}:{offset}:{limit}", 200, body, "application/json")
+        limit = int(request.query_params.get("limit", 100))
+    except ValueError:
+        return JSONResponse({"error": "offset and limit must be integers"}, status_code=400)
+    if offset < 0 or not 1 <= limit <= 1000:
+        return JSONResponse({"error": "offset must be >= 0 and limit between 1 and 1000"}, status_code=400)
+    aid = _arxiv_id_of(replay, world, paper_id)
+    if aid is None:
+        body = json.dumps({"error": f"Paper with id {paper_id} not found"}).encode("utf-8")
+        return await replay.respond("s2", f"references:{paper_id}", 404, body, "application/json")
+    refs = _fields(world_references(world, aid), request.query_params.get("fields"))
+    body = json.dumps(page(refs, offset, limit), ensure_ascii=False).encode("utf-8")
+    return await replay.respond("s2", f"references:{paper_id}:{offset}:{limit}", 200, body, "application/json")
 
-    def arxiv_id_of(world: WorldStore, paper_id: str) -> str | None:
-        """The world paper S2 knows as ``paper_id`` (``ARXIV:<id>`` or its S2 id), or None."""
-        if paper_id[:6].upper() == "ARXIV:":
-            aid = paper_id[6:]
-            return aid if aid in world.s2_papers else None
-        if not by_s2_id:  # the world is fixed for the server's life: indexed once, on first use
-            for aid, raw in world.s2_papers.items():
-                record = json.loads(raw)
-                if isinstance(record, dict) and isinstance(record.get("paperId"), str):
-                    by_s2_id[record["paperId"]] = aid
-        return by_s2_id.get(paper_id)
 
-    async def references(request: Request) -> Response:
-        if replay.wrong_key("s2", request):
-            return forbidden()
-        world = replay.need_world()
-        paper_id = request.path_params["paper_id"]
-        try:
-            offset = int(request.query_params.get("offset", 0))
-            limit = int(request.query_params.get("limit", 100))
-        except ValueError:
-            return JSONResponse({"error": "offset and limit must be integers"}, status_code=400)
-        if offset < 0 or not 1 <= limit <= 1000:
-            return JSONResponse({"error": "offset must be >= 0 and limit between 1 and 1000"}, status_code=400)
-        aid = arxiv_id_of(world, paper_id)
-        if aid is None:
-            body = json.dumps({"error": f"Paper with id {paper_id} not found"}).encode("utf-8")
-            return await replay.respond("s2", f"references:{paper_id}", 404, body, "application/json")
-        refs = _fields(world_references(world, aid), request.query_params.get("fields"))
-        body = json.dumps(page(refs, offset, limit), ensure_ascii=False).encode("utf-8")
-        return await replay.respond("s2", f"references:{paper_id}:{offset}:{limit}", 200, body, "application/json")
-
-    return [Route("/s2/graph/v1/paper/batch", batch, methods=["POST"]),
-            Route("/s2/graph/v1/author/{author_id}/papers", author_papers, methods=["GET"]),
-            Route("/s2/graph/v1/paper/{paper_id:path}/references", references, methods=["GET"])]
+router = Router([Route("/s2/graph/v1/paper/batch", batch, methods=["POST"]),
+                 Route("/s2/graph/v1/author/{author_id}/papers", author_papers, methods=["GET"]),
+                 Route("/s2/graph/v1/paper/{paper_id:path}/references", references, methods=["GET"])])
+"""``POST /s2/graph/v1/paper/batch``, ``GET /s2/graph/v1/author/<id>/papers`` and
+``GET /s2/graph/v1/paper/<id>/references``."""

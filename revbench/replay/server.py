@@ -7,6 +7,10 @@ binds to loopback only.
 
 Mount points (the base URLs the clients are given):
 ``/arxiv/api/query``, ``/s2/graph/v1``, ``/arxiv/pdf/<id>v<n>``, ``/grobid/api/...``, ``/openalex``, ``/llm/v1``.
+
+Each service module holds a module-level ``router`` whose handlers close over nothing: they read
+this server's :class:`ReplayApp` from ``request.app.state.replay`` (and keep what they remember
+between requests in :meth:`ReplayApp.service_state`); :class:`ReplayApp` includes their routes.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import uvicorn
 from starlette.applications import Starlette
@@ -36,6 +41,10 @@ GROBID_VERSION = "0.8.2"
 """The GROBID release the replay server says it is (the newest in the conformance samples)."""
 LLM_MODELS = ("gpt-4o-mini", "replay")
 """The models the replay LLM lists (the default REVBENCH_LLM__MODEL among them)."""
+SERVICE_ROUTERS = (arxiv.router, s2.router, grobid.router, openalex.router, llm.router)
+"""The services' routers, whose routes the replay app includes in this order."""
+
+T = TypeVar("T")
 
 
 def load_fixtures(directory: Path) -> list[RecordedRoute]:
@@ -71,10 +80,13 @@ class ReplayApp:
             settings.fault_rate, settings.fault_seed, settings.max_consecutive_faults, kinds=fault_kinds,
             throttle={"s2": settings.s2_throttle_seconds},
         )
+        self._service_state: dict[str, Any] = {}
         self.app = Starlette(
-            routes=[*arxiv.routes(self), *s2.routes(self), *grobid.routes(self), *openalex.routes(self), *llm.routes(self),
-                    Route("/_replay/stats", self.stats, methods=["GET"])]
+            routes=[*(route for router in SERVICE_ROUTERS for route in router.routes),
+                    Route("/_replay/stats", stats, methods=["GET"])]
         )
+        # What every route reads: this server (its world, fixtures, fault schedule and doctor's faults).
+        self.app.state.replay = self
         # Recorded fixtures take precedence over the world and may answer any path.
         self.app.add_middleware(_FixtureMiddleware, replay=self)
         self.app.add_middleware(_MarkReplay, replay=self)
@@ -117,8 +129,20 @@ class ReplayApp:
             raise LookupError("no world loaded")
         return self.world
 
-    async def stats(self, request: Request) -> Response:
-        return JSONResponse({**self.faults.stats(), "credentials_seen": len(self.credentials_seen)})
+    def service_state(self, name: str, make: Callable[[], T]) -> T:
+        """What a service's routes remember for this server between requests (arXiv's quirk
+        schedule, S2's index of its paper ids, OpenAlex's works), made by ``make`` on first use."""
+        if name not in self._service_state:
+            self._service_state[name] = make()
+        state: T = self._service_state[name]
+        return state
+
+
+async def stats(request: Request) -> Response:
+    """``GET /_replay/stats``: what the fault schedule served and injected, and how many
+    credentials arrived."""
+    replay: ReplayApp = request.app.state.replay
+    return JSONResponse({**replay.faults.stats(), "credentials_seen": len(replay.credentials_seen)})
 
 
 class _CutOffResponse(Response):

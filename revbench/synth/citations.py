@@ -179,14 +179,16 @@ class _Citable:
         i = bisect_left(self.topics, topic)
         return i if i < len(self.topics) and self.topics[i] == topic else -2
 
-    def weights(self, pool: np.ndarray, topic: str, category: str, focus: list[str]) -> np.ndarray:
+    def weights(self, pool: np.ndarray, topic: str, category: str, focus: list[str], link: float = 1.0) -> np.ndarray:
         """How likely the citing paper cites each work of ``pool``, before its authors' own and
-        their co-authors' works are favoured."""
+        their co-authors' works are favoured; ``link`` (``WorldSpec.citation_link``) is the power the
+        weights are raised to: 0 makes every work equally likely, above 1 sharpens subject and expertise."""
         same_topic = self.topic[pool] == self.topic_code(topic)
         same_cat = self.category[pool] == self.category_of.get(category, -1)
         shared = _POPCOUNT[self.mask[pool] & _mask(topic, focus)] * same_topic
         w = np.where(same_topic, SAME_SUBTOPIC_WEIGHT, np.where(same_cat, SAME_CATEGORY_WEIGHT, 1.0))
-        return w * (1.0 + FOCUS_BOOST * shared) * (1.0 + EXPERT_BOOST * self.expert[pool] * same_topic)
+        w = w * (1.0 + FOCUS_BOOST * shared) * (1.0 + EXPERT_BOOST * self.expert[pool] * same_topic)
+        return w if link == 1.0 else w ** link
 
 
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
@@ -241,7 +243,7 @@ def draw_references(spec: WorldSpec, people: list[_Person], papers: list[_Paper]
             # Every own and co-author work is in the pool; the rest were sampled, so they are
             # weighed by their chance of being drawn (as if every earlier work had been weighed).
             drawn = np.where(own | near, 1.0, citable.inclusion(idx, p.topic, p.primary_category, n_earlier))
-            weights = citable.weights(idx, p.topic, p.primary_category, p.focus) / np.maximum(drawn, 1e-12)
+            weights = citable.weights(idx, p.topic, p.primary_category, p.focus, spec.citation_link) / np.maximum(drawn, 1e-12)
             # Self- and co-author citation at the literature's rate, whatever the world's size.
             n_own = min(int(own.sum()), int(rng.binomial(n_in, OWN_SHARE)))
             n_near = min(int(near.sum()), int(rng.binomial(n_in, COAUTHOR_SHARE)))

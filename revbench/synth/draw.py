@@ -70,15 +70,21 @@ class WorldSpec:
     extra_days: int = 0
     graph: bool = True
     """Draw the scholarly graph (revbench.synth.graph); off, the world is as it was before it."""
+    citation_link: float = 1.0
+    """How strongly whom a paper cites follows its subject and the cited people's expertise: each
+    in-world work's citation weight is raised to this power (1: calibrated, 0: blind to both;
+    revbench.synth.citations). Only the measurement of what the graph is worth varies it."""
 
     def key(self) -> str:
         """A short hash of the spec; the spec of an ungrown world with a graph hashes as it did
-        before ``extra_days`` and ``graph`` existed, so existing world folders keep their key."""
+        before ``extra_days``, ``graph`` and ``citation_link`` existed, so existing world folders keep their key."""
         d = dict(self.__dict__)
         if not d["extra_days"]:
             del d["extra_days"]
         if d["graph"]:
             del d["graph"]
+        if d["citation_link"] == 1.0:
+            del d["citation_link"]
         return hashlib.sha256(json.dumps(d, default=str, sort_keys=True).encode()).hexdigest()[:16]
 
     def base_key(self) -> str:

@@ -21,11 +21,11 @@ from revbench.flows.disambiguate import disambiguate_flow
 from revbench.flows.graph import graph_flow
 from revbench.flows.ingest import ingest_flow
 from revbench.errors import InputError
+from revbench.keys import person_links
 from revbench.schemas.graph import GRAPH_FETCHES, PAPER_TOPICS
 from revbench.schemas.tables import S2_AUTHOR_PAPERS
 from revbench.settings import Settings
 from revbench.synth.graph_files import read_graph
-from revbench.person_links import person_links
 from revbench.tasks.coi import author_stints
 from revbench.warehouse import Warehouse
 from tests.support.cli import evaluate_cli, one_line_error

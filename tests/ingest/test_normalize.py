@@ -2,9 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from revbench.tasks.normalize import (
+from revbench.keys import (
     block_key,
-    canonical_institution,
     fold,
     given_name,
     institution_part,
@@ -12,6 +11,7 @@ from revbench.tasks.normalize import (
     normalize_affiliation,
     normalize_email,
 )
+from revbench.tasks.normalize import canonical_institution
 
 
 @pytest.mark.parametrize(("a", "b"), [

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from revbench.clients.openalex_graph import authorship_rows, institution_row
-from revbench.person_links import person_links
+from revbench.keys import person_links
 from revbench.schemas.graph import INSTITUTIONS
 from revbench.tasks.coi import author_stints, graph_conflicts, institution_conflicts, institution_identities
 from revbench.warehouse import Warehouse

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import polars as pl
 
+from revbench.keys import person_links
 from revbench.replay.openalex import author_id as openalex_author
 from revbench.schemas.tables import POOL_EXCLUSIONS
 from revbench.settings import PoolsSettings
 from revbench.synth.graph_files import read_graph
 from revbench.synth.truth import graph_conflicts_caught, load_truth
-from revbench.person_links import person_links
 from revbench.tasks.coi import author_stints, institution_conflicts
 from revbench.tasks.pools import conflicts, parameters_hash, round_parameters
 from revbench.warehouse import Warehouse

@@ -24,7 +24,22 @@ def test_a_new_world_sets_the_warehouse_and_the_survey_store_aside_together(sett
         settings.releases_dir.name, "survey.sqlite", "survey.sqlite-wal", "warehouse.duckdb", "warehouse.duckdb.wal"]
     assert (aside[0] / settings.releases_dir.name / "v1").is_dir() and not settings.releases_dir.exists()
     assert not list(data.glob("warehouse.duckdb*")) and not list(data.glob("survey.sqlite*"))
-    assert (data / ".demo-world").read_text() == "world-b-format1"
+    assert (data / ".demo-world").read_text().startswith("world-b-format1-pools")
+
+
+def test_other_pool_settings_set_the_demo_warehouse_aside_too(settings: Settings) -> None:
+    """Round 1 cannot be re-run under other pool settings (a changed default, a REVBENCH_POOLS__
+    variable): the folder starts afresh instead of the demo stopping at its second run."""
+    data = settings.data_dir
+    data.mkdir(parents=True, exist_ok=True)
+    world = {"base_key": "world-a", "spec_key": "world-a", "format": 1}
+    demo_warehouse_for(settings, world)
+    (data / "warehouse.duckdb").write_text("round 1 at tau 0.4")
+    demo_warehouse_for(settings, world)
+    assert (data / "warehouse.duckdb").exists()
+    demo_warehouse_for(settings.with_overrides(pools={"tau": 0.6}), world)
+    [aside] = [p for p in data.iterdir() if p.name.startswith("previous-demo-")]
+    assert (aside / "warehouse.duckdb").read_text() == "round 1 at tau 0.4" and not (data / "warehouse.duckdb").exists()
 
 
 def test_a_scanner_opens_only_the_survey_servers_links_and_fails_loudly_when_it_is_down() -> None:

@@ -123,3 +123,24 @@ def test_the_pipeline_values_are_read_from_a_demo_folder(tmp_path: Path) -> None
 
 def test_same_world_same_measures(demo_world: Path, measured: dict[str, object]) -> None:
     assert world_measures(demo_world) == measured
+
+
+def test_the_citation_link_is_a_strength_the_default_world_does_not_see(tmp_path: Path) -> None:
+    """``WorldSpec.citation_link`` (``revbench demo --citation-link``) scales how much whom a paper
+    cites follows its subject and expertise; at 1 the world is the calibrated one, same key."""
+    import dataclasses
+
+    assert dataclasses.replace(DEMO_SPEC, citation_link=1.0).key() == DEMO_SPEC.key()
+    assert dataclasses.replace(DEMO_SPEC, citation_link=0.0).key() != DEMO_SPEC.key()
+    small = dataclasses.replace(DEMO_SPEC, n_papers=150)
+    by_link = {}
+    for link in (0.0, 2.0):
+        out = tmp_path / f"link{link:g}"
+        generate_world(out, dataclasses.replace(small, citation_link=link))
+        by_link[link] = world_measures(out)
+    blind, sharp = by_link[0.0], by_link[2.0]
+    # blind to subject: references land in the citing paper's field about as often as chance (5 fields)
+    assert blind["graph.same_field_share"] < 0.45 < 0.8 < sharp["graph.same_field_share"]
+    assert blind["graph.coupling_tau"] < 0.1 < sharp["graph.coupling_tau"]
+    lo, hi = blind["graph.cites_by_level"], sharp["graph.cites_by_level"]
+    assert hi[4] / max(hi[0], 1e-9) > 3 * lo[4] / max(lo[0], 1e-9)
