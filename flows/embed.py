@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 
 from revbench.evaluation.inputs import load_inputs
 from revbench.evaluation.model import Benchmark
-from revbench.evaluation.plan import plan_evaluation
+from revbench.evaluation.plan import plan_benchmarks
 from revbench.files import file_sha256, write_atomic
 from revbench.flows.common import Run, flow_run, publish_table, revbench_flow, stage
 from revbench.flows.encoding import encode_texts
@@ -28,7 +28,7 @@ from revbench.errors import UsageError
 from revbench.ml.embeddings import check_model, export_dir, settings_cache, text_hash
 from revbench.ml.models import device
 from revbench.settings import Settings
-from revbench.tasks.embed import benchmark_texts, counts_by_kind, vector_frame
+from revbench.tasks.embed import benchmark_texts, counts_by_kind, export_dtype, vector_frame
 from revbench.warehouse import utcnow
 
 
@@ -76,8 +76,7 @@ def embed_stage(run: Run, bench: Benchmark, model: str) -> EmbeddedBenchmark:
                     "dim": int(vecs.shape[1]) if vecs.size else 0, "rows": frame.height,
                     "by_kind": counts_by_kind(texts),
                     "files": {"vectors.parquet": digest}, "device": device(), "runtime": runtime,
-                    "dtype": "float16 weights, float32 vectors" if device() == "cuda" and runtime == "torch"
-                    else "int8 weights, float32 vectors" if runtime == "onnx-int8" else "float32",
+                    "dtype": export_dtype(device(), runtime),
                     "encoded_this_run": encoded, "exported_at": utcnow().isoformat()}
         write_atomic(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
         st.result.rows_in, st.result.rows_out = frame.height, encoded
@@ -88,7 +87,7 @@ def embed_stage(run: Run, bench: Benchmark, model: str) -> EmbeddedBenchmark:
 @revbench_flow("embed")
 def embed_flow(settings: Settings, benchmarks: list[str], models: list[str] | None = None) -> EmbedResult:
     """Embed every benchmark's texts with every model (default: EMBED__MODELS) and export them."""
-    plan = plan_evaluation(settings, benchmarks, ["trivial"], [])
+    plan = plan_benchmarks(settings, benchmarks)
     models = models or settings.embed.models
     for m in models:  # before the benchmarks load: a wrong name costs nothing
         if "+" in m:

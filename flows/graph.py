@@ -33,11 +33,12 @@ from revbench.flows.common import (
 from revbench.flows.pieces import chunks, map_pieces
 from revbench.flows.results import FlowResult
 from revbench.settings import Settings
-from revbench.tasks.graph import PaperIndex, index_papers, paper_match_keys
+from revbench.tasks.graph import PaperIndex, index_papers, new_paper_keys
 from revbench.tasks.graph_fetch import (
     Fetched,
     enabled_sources,
     match_rates,
+    needs_keys,
     openalex_piece,
     resolve_changed,
     s2_piece,
@@ -143,18 +144,13 @@ def resolve_stage(run: Run, papers: pl.DataFrame, index: PaperIndex, work_ids: d
         since = st.wh.last_completed_graph(run.run_id)
         keys: list[str] = []
         if since is not None:
-            new = st.wh.ids_loaded_since(since)
-            keys = paper_match_keys(index_papers(papers.filter(pl.col("arxiv_id").is_in(pl.Series("new", new, dtype=pl.Utf8)))))
+            keys = new_paper_keys(papers, st.wh.ids_loaded_since(since))
         pending = st.wh.citations_to_resolve(since=since, keys=keys)
         changed, res = resolve_changed(pending, index, work_ids) if pending.height else (pending, None)
         if changed.height:
             st.wh.save_graph(citations=changed)
         if res is not None:
-            # Rows never keyed are keyed now, so the next run looks at them only when a new paper can answer.
-            unkeyed = res.citations.filter(pending["match_keys"].is_null()).join(
-                changed.select("citing_arxiv_id", "source", "ordinal"), on=["citing_arxiv_id", "source", "ordinal"],
-                how="anti")
-            st.wh.set_match_keys(unkeyed)
+            st.wh.set_match_keys(needs_keys(pending, res.citations, changed))
         st.result.rows_in = pending.height
         st.result.rows_out = int(changed["cited_arxiv_id"].is_not_null().sum()) if changed.height else 0
         st.result.notes = {"counts": res.counts if res else {}, "scope": "all" if since is None else "since",

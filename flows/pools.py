@@ -18,7 +18,7 @@ from revbench.flows.results import FlowResult
 from revbench.retry import PermanentError, TransientError
 from revbench.schemas.tables import ASSIGNMENTS, S2_AUTHOR_PAPERS
 from revbench.settings import PoolsSettings, Settings
-from revbench.tasks import coi, enrich, pool_citations, pools
+from revbench.tasks import enrich, pool_citations, pool_coi, pools
 from revbench.warehouse import utcnow
 from revbench.workers import map_unordered
 
@@ -75,15 +75,14 @@ class HistoryFetch:
 @dataclass(frozen=True)
 class Recall:
     """The pools stage's work: the sampled queries, pool sizes by threshold, the candidates with
-    their evidence (each row with its recall path), the conflicts of interest among them and the
-    candidates left after those."""
+    their evidence (each row with its recall path), and the conflicts of interest the corpus and the
+    graph show among them with the candidates left after those (``found``)."""
 
     samples: pl.DataFrame
     queries: list[str]
     tau_report: list[dict[str, float]]
     evidence: pl.DataFrame
-    coi: pl.DataFrame
-    after_coi: pl.DataFrame
+    found: pool_coi.CorpusConflicts
 
 
 @dataclass(frozen=True)
@@ -205,17 +204,12 @@ def recall_stage(run: Run, settings: Settings, inputs: dict[str, pl.DataFrame], 
         semantic = pools.candidate_evidence(neighbors_all.filter(pl.col("similarity") >= p.tau), links)
         cited = st.wh.cited_papers(queries) if p.citation_recall else pool_citations.NO_CITATIONS
         evidence = pool_citations.recall(semantic, cited, vectors, papers["arxiv_id"].to_list(), links)
-        affs = pools.author_affiliations(authors) if p.same_affiliation_coi else None
-        query_authors = links.filter(pl.col("arxiv_id").is_in(queries))
-        by_institution = None
-        if p.coi_by_institution:
-            by_institution = coi.graph_conflicts(st.wh.coi_inputs(), evidence, query_authors,
-                                                 dict(papers.select("arxiv_id", "year").iter_rows()), p.coi_institution_years)
-        coi_rows = pools.conflicts(evidence, query_authors, inputs["edges"], affs, pools.author_names(authors), by_institution)
-        after_coi = pools.without_pairs(evidence, coi_rows)
-        st.result.rows_in, st.result.rejected = len(queries), coi_rows.height
-        st.result.rows_out = after_coi.select(pools.PAIR).n_unique()
-    return Recall(samples, queries, tau_report, evidence, coi_rows, after_coi)
+        found = pool_coi.corpus_conflicts(evidence, pool_coi.query_authors(links, queries), inputs["edges"], authors, papers,
+                                          st.wh.coi_inputs() if p.coi_by_institution else None, p.same_affiliation_coi,
+                                          p.coi_institution_years)
+        st.result.rows_in, st.result.rejected = len(queries), found.conflicts.height
+        st.result.rows_out = found.after.select(pools.PAIR).n_unique()
+    return Recall(samples, queries, tau_report, evidence, found)
 
 
 def assign_stage(run: Run, p: PoolsSettings, plan: RoundPlan, inputs: dict[str, pl.DataFrame], recall: Recall,
@@ -224,20 +218,14 @@ def assign_stage(run: Run, p: PoolsSettings, plan: RoundPlan, inputs: dict[str, 
     papers, a usable email), assign the invitations and save the round."""
     authors = inputs["authors"]
     with stage(run, "assign") as st:
-        query_authors = inputs["links"].filter(pl.col("arxiv_id").is_in(recall.queries))
-        # the query authors' histories too, where an earlier round fetched them (as candidates)
-        s2 = run.wh.s2_papers_of(sorted(set(s2_ids) | set(pools.candidate_s2_ids(query_authors, authors))))
-        late = coi.history_coauthors(recall.after_coi, query_authors, authors, s2)
-        since = pools.first_recent_year(inputs["papers"], p.recent_years)
-        recent = pools.recent_counts(inputs["author_years"], authors, s2.filter(pl.col("s2_author_id").is_in(s2_ids)), since)
-        emails = pools.first_emails(authors)
-        after_coi = pools.without_pairs(recall.after_coi, late)
-        screened = pools.screening(after_coi, recent, emails, p.min_recent_papers)
-        exclusions = pl.concat([recall.coi, late, screened], how="diagonal")
-        kept = pools.without_pairs(after_coi, screened)
+        query_authors = pool_coi.query_authors(inputs["links"], recall.queries)
+        histories = run.wh.s2_papers_of(pool_coi.history_ids(s2_ids, query_authors, authors))
+        screened = pool_coi.screen_candidates(recall.found, query_authors, authors, histories, s2_ids, inputs["papers"],
+                                              inputs["author_years"], p.recent_years, p.min_recent_papers)
+        exclusions, kept = screened.exclusions, screened.kept
         assignments = pool_citations.with_paths(pools.assign(kept, p.max_queries_per_candidate, p.candidates_per_query,
                                                              p.seed), recall.evidence)
-        invites = pools.invitations(assignments, emails, pools.author_names(authors))
+        invites = pools.invitations(assignments, screened.emails, pools.author_names(authors))
         if plan.state and not plan.replace:
             plan.refuse_changed_invitations(run.wh.read_round(ASSIGNMENTS, plan.round), assignments)
         revision = run.wh.save_round(plan.round, {
@@ -312,12 +300,12 @@ def pools_flow(settings: Settings, round: int = 1, replace: bool = False) -> Poo
             raise ValueError("no corpus with authors yet: run ingest and disambiguate first")
         vectors, encoded = embed_stage(run, papers, p.model)
         recall = recall_stage(run, settings, inputs, vectors, earlier)
-        s2_ids = pools.candidate_s2_ids(recall.after_coi, inputs["authors"])
+        s2_ids = pools.candidate_s2_ids(recall.found.after, inputs["authors"])
         s2_stats = s2_stage(run, s2_ids) if p.fetch_s2_histories and s2_ids else HistoryFetch()
         done = assign_stage(run, p, plan, inputs, recall, s2_ids)
         out_dir = settings.data_dir / "pools" / f"round-{round}"
         write_affinities(out_dir, plan.replaced_revision, done)
-        stats = pools.round_stats(recall.queries, papers.height, recall.evidence, recall.after_coi, done.kept,
+        stats = pools.round_stats(recall.queries, papers.height, recall.evidence, recall.found.after, done.kept,
                                   done.exclusions, done.assignments, p.candidates_per_query)
         candidates = pool_citations.path_counts(pool_citations.pair_paths(recall.evidence))
         result = PoolsResult(round=round, revision=done.revision, embedded_now=encoded, **asdict(stats), s2=s2_stats,

@@ -19,8 +19,6 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Literal
 
-import polars as pl
-
 from revbench.errors import InputError, UsageError
 from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
 from revbench.flows.model_folders import (
@@ -32,7 +30,7 @@ from revbench.ml.training import ADAPTER_DIR, TrainResult, train
 from revbench.objectives import objective as objective_entry
 from revbench.objectives import settings_digest, settings_of
 from revbench.settings import Settings
-from revbench.tasks.factor_pairs import seeded_order
+from revbench.tasks.augment_data import augment_papers
 from revbench.warehouse import Warehouse, utcnow
 
 
@@ -51,26 +49,21 @@ class AugmentTrained(TrainResult, FlowResult):
 
 @stage_task("augment-papers")
 def papers_stage(run: Run, out: Path) -> int:
-    """The training papers: the corpus less every query paper, at most TRAIN__ANCHORS of them
-    (seeded), written to ``out/papers.parquet``."""
+    """The training papers (``tasks.augment_data.augment_papers``: the corpus less every query paper
+    and every paper without a title or abstract, at most TRAIN__ANCHORS of them, seeded), written to
+    ``out/papers.parquet``."""
     with stage(run, "augment-papers") as st:
         t = st.settings.train
         with Warehouse.open(st.settings.warehouse_path, read_only=True,
                             lock_wait=st.settings.warehouse.lock_wait_seconds) as wh:
             frames = wh.weak_label_frames()
-        papers = frames["papers"].join(frames["queries"], on="paper_id", how="anti")
-        usable = papers.filter((pl.col("title").fill_null("").str.strip_chars() != "")
-                               | (pl.col("abstract").fill_null("").str.strip_chars() != ""))
-        chosen = seeded_order(usable, t.seed, "paper_id").head(t.anchors).sort("paper_id")
-        if chosen.height < 2:
-            raise InputError(f"{chosen.height} unrated paper(s) with a title or abstract: the in-batch loss needs two "
-                             "or more (run `revbench ingest` first, or `revbench demo`)")
+        got = augment_papers(frames["papers"], frames["queries"], t.anchors, t.seed)
         out.mkdir(parents=True, exist_ok=True)
-        chosen.select("paper_id", "title", "abstract").write_parquet(out / "papers.parquet")
-        st.result.rows_in, st.result.rows_out = frames["papers"].height, chosen.height
-        st.result.rejected = papers.height - usable.height
-        st.result.notes = {"query_papers_left_out": frames["queries"].height, "empty_left_out": papers.height - usable.height}
-        return chosen.height
+        got.chosen.write_parquet(out / "papers.parquet")
+        st.result.rows_in, st.result.rows_out = frames["papers"].height, got.chosen.height
+        st.result.rejected = got.empty
+        st.result.notes = {"query_papers_left_out": frames["queries"].height, "empty_left_out": got.empty}
+        return got.chosen.height
 
 
 @stage_task("contrastive-training")

@@ -42,3 +42,15 @@ def vector_frame(texts: pl.DataFrame, hashes: list[str], vectors: np.ndarray) ->
 def counts_by_kind(texts: pl.DataFrame) -> dict[str, int]:
     """How many texts of each kind, by kind name."""
     return dict(sorted(texts.group_by("kind").len().iter_rows()))
+
+
+def export_dtype(device: str, runtime: str) -> str:
+    """The precision an export's manifest records (its ``dtype``): on a GPU (``device`` ``cuda``) the
+    torch runtime runs the model in half precision, ``float16 weights, float32 vectors``; the
+    ``onnx-int8`` runtime's weights are quantised, ``int8 weights, float32 vectors``; anything else
+    runs in ``float32``. The vectors exported are float32 whatever the weights."""
+    if device == "cuda" and runtime == "torch":
+        return "float16 weights, float32 vectors"
+    if runtime == "onnx-int8":
+        return "int8 weights, float32 vectors"
+    return "float32"

@@ -92,6 +92,13 @@ def paper_match_keys(index: PaperIndex) -> list[str]:
     return keys.unique().sort("k")["k"].to_list()
 
 
+def new_paper_keys(papers: pl.DataFrame, new_ids: list[str]) -> list[str]:
+    """The keys (``paper_match_keys``) by which a reference can name one of the papers loaded since
+    the last graph run (``new_ids`` among ``papers``: ``arxiv_id, doi, title, year``): an older
+    unresolved reference is looked at again only when one of its keys is among them."""
+    return paper_match_keys(index_papers(papers.filter(pl.col("arxiv_id").is_in(pl.Series("new", new_ids, dtype=pl.Utf8)))))
+
+
 def resolve_citations(citations: pl.DataFrame, papers: pl.DataFrame | PaperIndex) -> Resolution:
     """Set each citation's ``cited_arxiv_id`` to the warehouse paper it names (null when none) from
     ``papers`` (``arxiv_id, doi, title, year``, or their ``index_papers``), and its ``match_keys``

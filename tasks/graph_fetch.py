@@ -278,6 +278,20 @@ def resolve_changed(citations: pl.DataFrame, papers: pl.DataFrame | PaperIndex, 
     return changed, res
 
 
+CITATION_KEY = ["citing_arxiv_id", "source", "ordinal"]
+
+
+def needs_keys(pending: pl.DataFrame, resolved: pl.DataFrame, changed: pl.DataFrame) -> pl.DataFrame:
+    """The re-resolved references whose ``match_keys`` must be recorded on their own: those never
+    keyed (``match_keys`` null in ``pending``) whose resolution did not change. A changed one is
+    written back whole with its keys; one keyed already keeps its keys; one never keyed is keyed
+    now, so the next run looks at it only when a new paper can answer. ``resolved`` is
+    ``resolve_changed``'s resolution of ``pending`` (its rows in ``pending``'s order) and
+    ``changed`` the rows it returned; rows of ``resolved``."""
+    return resolved.filter(pending["match_keys"].is_null()).join(changed.select(CITATION_KEY), on=CITATION_KEY,
+                                                                  how="anti")
+
+
 def match_rates(references: dict[str, pl.DataFrame], papers: pl.DataFrame | PaperIndex) -> list[dict[str, Any]]:
     """One row per source of how its ``references`` (``citations`` rows) resolve against ``papers``:
     counts by method (``doi``, ``arxiv``, ``title_year``, ``unresolved``) and the share resolved."""

@@ -21,6 +21,7 @@ from revbench.settings import Settings
 
 BENCHMARK_KINDS = tuple(KIND_MODULES)
 DEFAULT_SCORERS = ("trivial", "tpms")
+NOTHING_TO_EVALUATE = "give at least one --benchmark or --predictions"
 
 
 class PlanError(UsageError):
@@ -115,12 +116,10 @@ def check_baseline(settings: Settings, baseline: str | None, labels: dict[str, s
                     "name one of them, or add it with --scorer")
 
 
-def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str] | None,
-                    predictions: list[str], baseline: str | None = None, graph_from: str | None = None) -> EvaluationPlan:
-    """Parse and check an evaluation request. Without ``scorers`` (None), the default scorers
-    run only when no predictions file was given either: with only ``-p``, nothing else runs.
-    ``baseline`` must name a scorer or predictions file of the run; ``graph_from`` a graph source
-    some benchmark of the run takes."""
+def check_benchmarks(settings: Settings, benchmarks: list[str]) -> list[tuple[str, Path]]:
+    """Each ``--benchmark KIND=PATH`` (or ``warehouse``: this installation's own warehouse) as
+    ``(kind, path)``: a kind of :data:`BENCHMARK_KINDS` and a path that exists, else an error
+    naming the item."""
     benches = []
     for item in benchmarks:
         # The warehouse benchmark defaults to this installation's own warehouse.
@@ -130,6 +129,27 @@ def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str
         if not path.exists():
             raise PlanError(f"--benchmark {item!r}: {path} does not exist")
         benches.append((kind, path))
+    return benches
+
+
+def plan_benchmarks(settings: Settings, benchmarks: list[str]) -> EvaluationPlan:
+    """A plan that loads ``benchmarks`` and scores nothing: no scorer, no predictions file, no
+    baseline, no graph source (the embed flow's, which embeds the texts an evaluation's embedding
+    scorers read before any of them runs). The benchmarks are checked as :func:`plan_evaluation`
+    checks them, and at least one is needed."""
+    benches = check_benchmarks(settings, benchmarks)
+    if not benches:
+        raise PlanError(NOTHING_TO_EVALUATE)
+    return EvaluationPlan(benches, [], [])
+
+
+def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str] | None,
+                    predictions: list[str], baseline: str | None = None, graph_from: str | None = None) -> EvaluationPlan:
+    """Parse and check an evaluation request. Without ``scorers`` (None), the default scorers
+    run only when no predictions file was given either: with only ``-p``, nothing else runs.
+    ``baseline`` must name a scorer or predictions file of the run; ``graph_from`` a graph source
+    some benchmark of the run takes."""
+    benches = check_benchmarks(settings, benchmarks)
     preds = []
     for item in predictions:
         spec, path = parse_named(item, "--predictions")
@@ -142,7 +162,7 @@ def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str
             raise PlanError(f"--predictions {item!r}: no --benchmark named {target!r}")
         preds.append(PredictionsFile(name, target or None, path))
     if not benches and not preds:
-        raise PlanError("give at least one --benchmark or --predictions")
+        raise PlanError(NOTHING_TO_EVALUATE)
     specs = list(scorers) if scorers is not None else ([] if preds else list(DEFAULT_SCORERS))
     specs = expand_trained(settings, specs)
     labels = check_scorers(settings, specs)
