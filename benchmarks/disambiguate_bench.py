@@ -86,8 +86,8 @@ def load_into_warehouse(world: Path, path: Path) -> int:
     )
     mentions = m.rename({"surname": "pdf_name"}).with_columns(pl.lit(None, pl.Utf8).alias("affiliation"))
     with Warehouse.open(path) as wh:
-        wh.upsert(PAPERS, papers)
-        wh.upsert(MENTIONS, mentions)
+        wh.ingest.upsert(PAPERS, papers)
+        wh.ingest.upsert(MENTIONS, mentions)
     return m.height
 
 

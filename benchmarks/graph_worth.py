@@ -219,8 +219,8 @@ def measure_point(seed: int, link: float, work: Path, fresh: bool) -> dict[str, 
 
     settings = Settings(data_dir=data)
     with Warehouse.open(settings.warehouse_path, read_only=True) as wh:
-        frames = wh.benchmark_frames(settings.ratings.profile_max_papers)
-        assignments = wh.read_round(ASSIGNMENTS, 1)
+        frames = wh.ratings.benchmark_frames(settings.ratings.profile_max_papers)
+        assignments = wh.pools.read_round(ASSIGNMENTS, 1)
         links = wh.read(AUTHOR_LINKS)
     world = next(p for p in (data / "worlds").iterdir() if p.name.startswith(f"demo-{PAPERS}-{seed}"))
     oracles = write_oracles(world, frames["ratings"], links, folder / "oracles")

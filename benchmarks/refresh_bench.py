@@ -143,7 +143,7 @@ def graph_record(s: Any, stages: list[Any]) -> dict[str, Any] | None:
     if outcome is None:
         return None
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        coverage = wh.graph_coverage()
+        coverage = wh.graph.graph_coverage()
     for src in coverage["sources"]:
         src["resolved_share"] = round(src["resolved"] / src["references"], 4) if src["references"] else None
     summary = json.loads(outcome.summary) if outcome.summary else {}

@@ -285,10 +285,10 @@ def flow_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Itera
     nested = held_here(settings.warehouse_path)
     outer = read_holder(settings.warehouse_path) if nested else None
     with contextlib.closing(open_warehouse(settings)) as wh:
-        crashed = 0 if nested else wh.mark_crashed_runs(alive_waiting_runs(wh.path))
+        crashed = 0 if nested else wh.runs.mark_crashed_runs(alive_waiting_runs(wh.path))
         if crashed:
             log.warning("%d earlier run(s) never finished; marked crashed", crashed)
-        wh.start_run(run_id, flow, parameters, code_version())
+        wh.runs.start_run(run_id, flow, parameters, code_version())
         if prefect_active():
             # We hold the warehouse, so no other run on it is alive: slots a crashed one held
             # are free to take back.
@@ -299,19 +299,19 @@ def flow_run(settings: Settings, flow: str, parameters: dict[str, Any]) -> Itera
         try:
             yield run
         except KeyboardInterrupt:
-            run.wh.finish_run(run_id, "cancelled", "interrupted (Ctrl-C or SIGTERM); committed work is kept")
+            run.wh.runs.finish_run(run_id, "cancelled", "interrupted (Ctrl-C or SIGTERM); committed work is kept")
             raise
         except PauseExpired as exc:
-            run.wh.finish_run(run_id, "paused-expired", str(exc))
+            run.wh.runs.finish_run(run_id, "paused-expired", str(exc))
             raise
         except BaseException as exc:
             if interrupt_noted():  # the interrupt, wrapped by a library on its way out
-                run.wh.finish_run(run_id, "cancelled", "interrupted (Ctrl-C or SIGTERM); committed work is kept")
+                run.wh.runs.finish_run(run_id, "cancelled", "interrupted (Ctrl-C or SIGTERM); committed work is kept")
                 raise KeyboardInterrupt(f"interrupted ({type(exc).__name__})") from exc
-            run.wh.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}"[:2000])
+            run.wh.runs.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}"[:2000])
             raise
         else:
-            run.wh.finish_run(run_id, "completed")
+            run.wh.runs.finish_run(run_id, "completed")
         finally:
             if outer is not None and held_here(wh.path, besides=wh):
                 # Replaced, never removed: `revbench status` sees the warehouse held throughout.
@@ -351,7 +351,7 @@ def stage(run: Run, name: str) -> Iterator[Stage]:
     yield st
     st.result.seconds = time.monotonic() - t0
     r = st.result
-    run.wh.record_stage(run.run_id, r.stage, r.rows_in, r.rows_out, r.rejected, r.seconds)
+    run.wh.runs.record_stage(run.run_id, r.stage, r.rows_in, r.rows_out, r.rejected, r.seconds)
     run.stages.append(r)
     run.announce(previous)
 

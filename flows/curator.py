@@ -191,7 +191,7 @@ def wait_for_curator(run: Run, form: Any, waiting: Waiting) -> Any:
             "since": now.isoformat(timespec="seconds"),
             "until": (now + timedelta(seconds=waiting.timeout_seconds)).isoformat(timespec="seconds")}
     path = run.wh.path
-    run.wh.set_run_status(run.run_id, "waiting")
+    run.wh.runs.set_run_status(run.run_id, "waiting")
     write_waiting(path, info)
     # Where the curator looks: the terminal and the run's log in the Prefect UI (revbench's loggers
     # reach it, see ``prepare_process``), a "waiting" artifact, and the top of the form itself.
@@ -209,7 +209,7 @@ def wait_for_curator(run: Run, form: Any, waiting: Waiting) -> Any:
     finally:
         clear_waiting(path, run.run_id)
     if watcher.note is not None:  # recorded first, so it stands even if the form was answered too
-        run.wh.set_run_status(run.run_id, "running")
+        run.wh.runs.set_run_status(run.run_id, "running")
         n = watcher.note
         say(f"no longer waits: {n.get('what')} by {n.get('by')} (run {n.get('run_id')}); this run finishes with "
             "that decision")
@@ -219,5 +219,5 @@ def wait_for_curator(run: Run, form: Any, waiting: Waiting) -> Any:
                 f"the run ended as paused-expired, `{waiting.command}` decides")
         mark_outcome(run, "wait expired", f"## The wait expired\n\n{text}.\n\nWhat waited stays pending for the next run.")
         raise PauseExpired(text)
-    run.wh.set_run_status(run.run_id, "running")
+    run.wh.runs.set_run_status(run.run_id, "running")
     return answer

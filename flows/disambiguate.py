@@ -105,13 +105,13 @@ def read_scope(wh: Warehouse, run_id: str, scope: dict[str, Any]) -> Scope:
     """Every mention, unless the last disambiguation completed under the same scope: then the
     name blocks of what changed since it started (it held the warehouse from its start to its
     end, so nothing was loaded in between unseen)."""
-    last = wh.last_disambiguation(run_id)
+    last = wh.disambiguate.last_disambiguation(run_id)
     if last is None or last["status"] != "completed" or last["parameters"].get("scope") != scope:
-        return Scope(wh.mentions_with_years(), wh.block_hashes())
+        return Scope(wh.disambiguate.mentions_with_years(), wh.disambiguate.block_hashes())
     since = last["started_at"]
-    changed = wh.changed_mentions(since)
-    bases = sorted({block_key(n) for n in changed["name"].to_list()} | wh.link_base_keys(since))
-    return Scope(wh.mentions_of_blocks(bases, changed), wh.block_hashes(bases), since, changed, set(bases),
+    changed = wh.disambiguate.changed_mentions(since)
+    bases = sorted({block_key(n) for n in changed["name"].to_list()} | wh.disambiguate.link_base_keys(since))
+    return Scope(wh.disambiguate.mentions_of_blocks(bases, changed), wh.disambiguate.block_hashes(bases), since, changed, set(bases),
                  last["parameters"])
 
 
@@ -145,7 +145,7 @@ def decide_stage(run: Run) -> Decisions:
             publish_markdown("disambiguate-data-quality", report.to_markdown(), "Checks that stopped the load")
             raise DataQualityError(report)
         save_and_rebuild(st, sc, out, decisions, scope)
-        n_authors, n_mentions, sizes = st.wh.count(AUTHORS), st.wh.mention_count(), st.wh.block_sizes()
+        n_authors, n_mentions, sizes = st.wh.count(AUTHORS), st.wh.disambiguate.mention_count(), st.wh.disambiguate.block_sizes()
         st.result.rows_in, st.result.rows_out = n_mentions, n_authors
         # The mentions of the name blocks considered (a partial pass reads their co-authors too).
         checked = sum(n * c for n, c in out.block_sizes.items())
@@ -168,16 +168,16 @@ def save_and_rebuild(st: Stage, sc: Scope, out: Any, decisions: pl.DataFrame, sc
     d = st.settings.disambiguate
     redecided = out.blocks["block_key"].to_list() + out.drop_blocks
     # The authors whose links a partial pass replaces, read before they are replaced.
-    before = st.wh.authors_of_links(redecided, out.links) if sc.changed is not None else set()
-    st.wh.save_blocks(out.links, out.blocks, decisions, out.drop_blocks)
-    recent = recent_since(pl.Series([st.wh.newest_mention_year()], dtype=pl.Int64), d.recent_years, datetime.now().year)
+    before = st.wh.disambiguate.authors_of_links(redecided, out.links) if sc.changed is not None else set()
+    st.wh.disambiguate.save_blocks(out.links, out.blocks, decisions, out.drop_blocks)
+    recent = recent_since(pl.Series([st.wh.disambiguate.newest_mention_year()], dtype=pl.Int64), d.recent_years, datetime.now().year)
     if sc.changed is not None and sc.previous is not None and sc.previous.get("recent_since") == recent:
         # Only authors with a link replaced, or a mention of a reloaded paper (its year may
         # have changed), can differ from what the last pass built.
-        st.wh.rebuild_authors(recent, only=sorted(before | st.wh.authors_of_links(redecided, sc.changed)))
+        st.wh.disambiguate.rebuild_authors(recent, only=sorted(before | st.wh.disambiguate.authors_of_links(redecided, sc.changed)))
     else:
-        st.wh.rebuild_authors(recent)
-    st.wh.add_run_parameters(st.run.run_id, {"scope": scope, "recent_since": recent})
+        st.wh.disambiguate.rebuild_authors(recent)
+    st.wh.runs.add_run_parameters(st.run.run_id, {"scope": scope, "recent_since": recent})
 
 
 def summary_markdown(run_id: str, res: Decisions, n_authors: int, n_edges: int) -> str:
@@ -203,7 +203,7 @@ def disambiguate_flow(settings: Settings) -> DisambiguationResult:
     with flow_run(settings, "disambiguate", params) as run:
         res = decide_stage(run)
         n_authors, n_edges = run.wh.count(AUTHORS), run.wh.count(COAUTHOR_EDGES)
-        by_method = run.wh.links_by_method()
+        by_method = run.wh.disambiguate.links_by_method()
         publish_table("disambiguate-merges", [{"method": k, "merges_this_run": res.merges.get(k, 0),
                                                "mentions_linked_by": by_method.get(k, 0)} for k in LINK_METHODS],
                       "Merges by method")

@@ -149,7 +149,7 @@ def metrics_stage(run: Run, loaded: list[Benchmark], preds: list[tuple[int, Scor
         rows, same_as, seps = metric_rows(loaded, scored, preds, plan, how, report)
         df = results_frame(rows)
         stored = stored_results(df, loaded, run.run_id, utcnow())
-        run.wh.upsert(EVAL_RESULTS, stored)
+        run.wh.evaluate.upsert(EVAL_RESULTS, stored)
         st.result.rows_in, st.result.rows_out = len(loaded), df.height
         st.result.rejected = sum(n for b in loaded for n in b.dropped.values())
         st.result.notes["dropped"] = dropped_by_benchmark(loaded)

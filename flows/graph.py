@@ -83,7 +83,7 @@ def _save(run: Run, got: Fetched, papers: PaperIndex, work_ids: dict[str, str]) 
     if cites.height:
         cites = resolve_changed(cites, papers, work_ids)[1].citations
     frame = (lambda rows: pl.DataFrame(rows, infer_schema_length=None) if rows else None)
-    return run.wh.save_graph(citations=cites if cites.height else None, topics=frame(got.topics),
+    return run.wh.graph.save_graph(citations=cites if cites.height else None, topics=frame(got.topics),
                              institutions=frame(got.institutions), affiliations=frame(got.affiliations),
                              authorships=frame(got.authorships),
                              fetches=frame(got.fetches).with_columns(run_id=pl.lit(run.run_id)) if got.fetches else None)
@@ -141,21 +141,21 @@ def resolve_stage(run: Run, papers: pl.DataFrame, index: PaperIndex, work_ids: d
     """Resolve again the references that named no warehouse paper and that a paper loaded since the
     last completed graph run can answer (every one of them on a first run), against today's papers."""
     with stage(run, "resolve-citations") as st:
-        since = st.wh.last_completed_graph(run.run_id)
+        since = st.wh.graph.last_completed_graph(run.run_id)
         keys: list[str] = []
         if since is not None:
-            keys = new_paper_keys(papers, st.wh.ids_loaded_since(since))
-        pending = st.wh.citations_to_resolve(since=since, keys=keys)
+            keys = new_paper_keys(papers, st.wh.graph.ids_loaded_since(since))
+        pending = st.wh.graph.citations_to_resolve(since=since, keys=keys)
         changed, res = resolve_changed(pending, index, work_ids) if pending.height else (pending, None)
         if changed.height:
-            st.wh.save_graph(citations=changed)
+            st.wh.graph.save_graph(citations=changed)
         if res is not None:
-            st.wh.set_match_keys(needs_keys(pending, res.citations, changed))
+            st.wh.graph.set_match_keys(needs_keys(pending, res.citations, changed))
         st.result.rows_in = pending.height
         st.result.rows_out = int(changed["cited_arxiv_id"].is_not_null().sum()) if changed.height else 0
         st.result.notes = {"counts": res.counts if res else {}, "scope": "all" if since is None else "since",
                            "since": since.isoformat() if since else None, "new_paper_keys": len(keys),
-                           "unresolved": st.wh.unresolved_count()}
+                           "unresolved": st.wh.graph.unresolved_count()}
     return st.result
 
 
@@ -199,11 +199,11 @@ def graph_flow(settings: Settings) -> GraphResult:
     params = {"sources": list(enabled_sources(settings)), "grobid_fulltext": settings.grobid.fulltext}
     with flow_run(settings, "graph", params) as run:
         notes: list[str] = []
-        todo = to_fetch(enabled_sources(settings), run.wh.papers_to_fetch)
-        papers = run.wh.paper_identifiers()
+        todo = to_fetch(enabled_sources(settings), run.wh.graph.papers_to_fetch)
+        papers = run.wh.graph.paper_identifiers()
         index = index_papers(papers)  # once: every piece's references resolve against it
         # Earlier runs' works too: a new paper's referenced_works name old papers by their work id alone.
-        work_ids = run.wh.known_work_ids()
+        work_ids = run.wh.graph.known_work_ids()
         fetched: list[StageResult] = []
         for source in enabled_sources(settings):
             mine = {kind: ids for (src, kind), ids in todo.items() if src == source}
@@ -212,13 +212,13 @@ def graph_flow(settings: Settings) -> GraphResult:
                 notes.append(f"{source} stopped answering: {fetched[-1].notes['down']}")
             notes += hostile_notes(source, fetched[-1].notes)
         resolved = resolve_stage(run, papers, index, work_ids)
-        coverage = run.wh.graph_coverage()
+        coverage = run.wh.graph.graph_coverage()
         # How this run's papers' references stand now, the re-resolution included; GROBID's lists
         # (read by the ingest) are those of the papers this run took up.
         taken = sorted({a for ids in todo.values() for a in ids})
-        rates = match_rates({src: run.wh.references_of(r.notes["answered"], src)
+        rates = match_rates({src: run.wh.graph.references_of(r.notes["answered"], src)
                              for src, r in zip(enabled_sources(settings), fetched, strict=True)}
-                            | {"grobid": run.wh.references_of(taken, "grobid")}, index)
+                            | {"grobid": run.wh.graph.references_of(taken, "grobid")}, index)
         if settings.grobid.fulltext and not any(s["source"] == "grobid" for s in coverage["sources"]):
             notes.append(GROBID_NONE_YET)
             log.info(GROBID_NONE_YET)

@@ -63,7 +63,7 @@ def crawl_stage(run: Run, since: date, until: date, categories: list[str]) -> St
         settings = st.settings
         client = ArxivClient(settings.arxiv, settings.http)
         now = utcnow()
-        done = st.wh.completed_slices()
+        done = st.wh.ingest.completed_slices()
         plan = [
             (cat, s, e)
             for cat in categories
@@ -91,7 +91,7 @@ def crawl_stage(run: Run, since: date, until: date, categories: list[str]) -> St
                     if crawl.is_closed(end, now)
                     else None
                 )
-                st.wh.save_slice(frame, slice_row)
+                st.wh.ingest.save_slice(frame, slice_row)
                 seen.update(frame["arxiv_id"].to_list())
                 progress.advance()
         st.result.rows_in, st.result.rows_out = len(plan), len(seen)
@@ -104,7 +104,7 @@ def crawl_stage(run: Run, since: date, until: date, categories: list[str]) -> St
 def enrich_stage(run: Run) -> StageResult:
     """Attach S2 paper and author ids to papers not yet looked up."""
     with stage(run, "enrich") as st:
-        missing = st.wh.ids_missing_s2()
+        missing = st.wh.ingest.ids_missing_s2()
         if missing:
             run.require("s2")
         client = SemanticScholarClient(st.settings.s2, st.settings.http)
@@ -121,7 +121,7 @@ def enrich_stage(run: Run) -> StageResult:
                         progress.advance(len(ids))
                         continue
                     frame = enrich.s2_frame(ids, answers, utcnow())
-                    st.wh.upsert(S2_PAPERS, frame)
+                    st.wh.ingest.upsert(S2_PAPERS, frame)
                     found += int(frame["found"].sum())
                     progress.advance(len(ids))
         finally:
@@ -141,8 +141,8 @@ def extract_stage(run: Run) -> StageResult:
     completes; a service that stops answering stops the stage after the finished pieces are saved."""
     with stage(run, "extract") as st:
         settings = st.settings
-        pending = st.wh.pending_documents()
-        attempts = st.wh.previous_attempts(pending)
+        pending = st.wh.ingest.pending_documents()
+        attempts = st.wh.ingest.previous_attempts(pending)
         if pending.height:
             run.require("pdf", "grobid")
         size = settings.ingest.commit_every
@@ -158,7 +158,7 @@ def extract_stage(run: Run) -> StageResult:
                 requests.update(made)
                 if frame.height:
                     # The reference lists read from these PDFs are saved with them, in one transaction.
-                    st.wh.save_documents(frame, references, run.run_id)
+                    st.wh.ingest.save_documents(frame, references, run.run_id)
                     read += references[1].height if references else 0
                     statuses.update(frame["status"].to_list())
                     dropped.update(r for rs in frame["pdf_dropped_authors"].drop_nulls().to_list() for r in rs)
@@ -180,11 +180,11 @@ def extract_stage(run: Run) -> StageResult:
 def reconcile_stage(run: Run) -> StageResult:
     """Apply the reconciliation rules to papers whose inputs changed, validate, load atomically."""
     with stage(run, "reconcile") as st:
-        done = st.wh.loaded_input_hashes()
-        keys = st.wh.reconcile_keys()
+        done = st.wh.ingest.loaded_input_hashes()
+        keys = st.wh.ingest.reconcile_keys()
         # Whole rows (titles, abstracts, author lists) only for the papers whose inputs changed.
         todo = reconcile.unreconciled(keys, st.settings.ingest, done)
-        inputs = st.wh.reconcile_inputs(todo)
+        inputs = st.wh.ingest.reconcile_inputs(todo)
         result = reconcile.reconcile(inputs, st.settings.ingest, done, run.run_id, utcnow())
         skipped = keys.height - inputs.height + result.skipped
         if result.papers.height or result.mentions.height or result.rejects.height:
@@ -192,7 +192,7 @@ def reconcile_stage(run: Run) -> StageResult:
             if not report.success:
                 publish_markdown("ingest-data-quality", report.to_markdown(), "Data quality checks that stopped the load")
                 raise DataQualityError(report)
-            st.wh.load_corpus(result.papers, result.mentions, result.rejects)
+            st.wh.ingest.load_corpus(result.papers, result.mentions, result.rejects)
         st.result.rows_in = keys.height - skipped
         st.result.rows_out, st.result.rejected = result.papers.height, result.rejects.height
         st.result.notes = {
@@ -217,14 +217,14 @@ def ingest_flow(settings: Settings, since: date, until: date, categories: list[s
         extract_stage(run)
         rec = reconcile_stage(run)
         totals = {"papers": run.wh.count(PAPERS), "mentions": run.wh.count(MENTIONS), "rejects": run.wh.count(REJECTS)}
-        all_rejects = {r["reason"]: r["n"] for r in run.wh.reject_counts().to_dicts()}
+        all_rejects = {r["reason"]: r["n"] for r in run.wh.ingest.reject_counts().to_dicts()}
         publish_table("ingest-stages", stage_rows(run.stages), "Rows in and out of each ingest stage")
         publish_table(
             "ingest-rejects",
             [{"reason": k, "this_run": rec.notes["rejects_by_reason"].get(k, 0), "in_warehouse": v} for k, v in all_rejects.items()],
             "Rejected papers by named reason",
         )
-        rejected = run.wh.rejected_papers(run.run_id)
+        rejected = run.wh.ingest.rejected_papers(run.run_id)
         publish_table("ingest-rejected-papers", rejected.to_dicts(),
                       "Papers this run rejected: arXiv id, title, reason and what the check saw")
         summary_md, template_version = render(

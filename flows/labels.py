@@ -47,7 +47,7 @@ def write_labels(settings: Settings, source: str, out: Path, experts: int = 15, 
     if not path.is_file():
         raise InputError(f"no warehouse at {path}: run `revbench ingest` (and `revbench graph` for citations) first")
     with Warehouse.open(path, read_only=True) as wh:
-        frames = wh.weak_label_frames()
+        frames = wh.labels.weak_label_frames()
         if not frames["queries"].height:
             raise InputError(f"the warehouse at {path} holds no query papers: sample some with `revbench pools` first")
         built = weak_benchmark(source, frames, experts, negatives, seed)
@@ -56,9 +56,9 @@ def write_labels(settings: Settings, source: str, out: Path, experts: int = 15, 
             raise InputError(f"no query paper of the warehouse at {path} has a weak positive from {source} among the "
                              f"{built.pool} reviewers with more than {experts} papers: {hint}lower --experts")
         graph: dict[str, pl.DataFrame] = {}  # as the warehouse benchmark: a warehouse without a graph gives a benchmark without one
-        if wh.has_graph():
+        if wh.graph.has_graph():
             papers = sorted(set(built.submissions["paper_id"]) | set(built.profiles["paper_id"]))
-            got = wh.benchmark_graph(papers, sorted(set(built.profiles["reviewer_id"])))
+            got = wh.ratings.benchmark_graph(papers, sorted(set(built.profiles["reviewer_id"])))
             graph = {name: got[frame] for name, frame in GRAPH_FRAMES.items()}
     agreed = agreement(label_all_pairs(source, frames, experts), min_positives)
     meta = {"source": source, "experts": experts, "negatives": negatives, "seed": seed,

@@ -14,10 +14,10 @@ from revbench.warehouse.store import SurveyStore
 def opt_out_stage(run: Run, store: SurveyStore) -> set[str]:
     """Opt-outs recorded by the survey server, kept in the warehouse by address for good."""
     with stage(run, "opt-outs") as st:
-        have = st.wh.opted_out_emails()  # kept as first recorded: a later or replaced store never rewrites them
-        new = new_opt_outs(st.wh.survey_invitations(), store.opted_out(), have, utcnow())
+        have = st.wh.survey.opted_out_emails()  # kept as first recorded: a later or replaced store never rewrites them
+        new = new_opt_outs(st.wh.survey.survey_invitations(), store.opted_out(), have, utcnow())
         if new.height:
-            st.wh.upsert(SURVEY_OPT_OUTS, new)
+            st.wh.survey.upsert(SURVEY_OPT_OUTS, new)
         out = have | set(new["email"].to_list())
         st.result.rows_in, st.result.rows_out = new.height, len(out)
     return out

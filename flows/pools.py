@@ -148,7 +148,7 @@ def s2_stage(run: Run, s2_ids: list[str]) -> HistoryFetch:
     rather than screen on the corpus alone (set REVBENCH_POOLS__FETCH_S2_HISTORIES=false to do
     that on purpose)."""
     with stage(run, "s2-histories") as st:
-        todo = sorted(set(s2_ids) - st.wh.fetched_s2_authors())
+        todo = sorted(set(s2_ids) - st.wh.pools.fetched_s2_authors())
         if todo:
             run.require("s2")
         client = SemanticScholarClient(st.settings.s2, st.settings.http)
@@ -157,7 +157,7 @@ def s2_stage(run: Run, s2_ids: list[str]) -> HistoryFetch:
 
         def commit() -> None:
             if pending:
-                st.wh.upsert(S2_AUTHOR_PAPERS, pl.DataFrame(pending, schema=S2_AUTHOR_PAPERS.polars_schema))
+                st.wh.pools.upsert(S2_AUTHOR_PAPERS, pl.DataFrame(pending, schema=S2_AUTHOR_PAPERS.polars_schema))
                 pending.clear()
 
         def ask(sid: str) -> tuple[str, list[dict[str, Any]] | None]:
@@ -202,10 +202,10 @@ def recall_stage(run: Run, settings: Settings, inputs: dict[str, pl.DataFrame], 
                                               min([p.tau, *REPORT_TAUS]), p.max_neighbors)
         tau_report = pools.pool_size_report(neighbors_all, links, queries, sorted({p.tau, *REPORT_TAUS}))
         semantic = pools.candidate_evidence(neighbors_all.filter(pl.col("similarity") >= p.tau), links)
-        cited = st.wh.cited_papers(queries) if p.citation_recall else pool_citations.NO_CITATIONS
+        cited = st.wh.graph.cited_papers(queries) if p.citation_recall else pool_citations.NO_CITATIONS
         evidence = pool_citations.recall(semantic, cited, vectors, papers["arxiv_id"].to_list(), links)
         found = pool_coi.corpus_conflicts(evidence, pool_coi.query_authors(links, queries), inputs["edges"], authors, papers,
-                                          st.wh.coi_inputs() if p.coi_by_institution else None, p.same_affiliation_coi,
+                                          st.wh.pools.coi_inputs() if p.coi_by_institution else None, p.same_affiliation_coi,
                                           p.coi_institution_years)
         st.result.rows_in, st.result.rejected = len(queries), found.conflicts.height
         st.result.rows_out = found.after.select(pools.PAIR).n_unique()
@@ -219,7 +219,7 @@ def assign_stage(run: Run, p: PoolsSettings, plan: RoundPlan, inputs: dict[str, 
     authors = inputs["authors"]
     with stage(run, "assign") as st:
         query_authors = pool_coi.query_authors(inputs["links"], recall.queries)
-        histories = run.wh.s2_papers_of(pool_coi.history_ids(s2_ids, query_authors, authors))
+        histories = run.wh.pools.s2_papers_of(pool_coi.history_ids(s2_ids, query_authors, authors))
         screened = pool_coi.screen_candidates(recall.found, query_authors, authors, histories, s2_ids, inputs["papers"],
                                               inputs["author_years"], p.recent_years, p.min_recent_papers)
         exclusions, kept = screened.exclusions, screened.kept
@@ -227,8 +227,8 @@ def assign_stage(run: Run, p: PoolsSettings, plan: RoundPlan, inputs: dict[str, 
                                                              p.seed), recall.evidence)
         invites = pools.invitations(assignments, screened.emails, pools.author_names(authors))
         if plan.state and not plan.replace:
-            plan.refuse_changed_invitations(run.wh.read_round(ASSIGNMENTS, plan.round), assignments)
-        revision = run.wh.save_round(plan.round, {
+            plan.refuse_changed_invitations(run.wh.pools.read_round(ASSIGNMENTS, plan.round), assignments)
+        revision = run.wh.pools.save_round(plan.round, {
             "query_samples": pools.query_sample_rows(recall.samples, p.seed, utcnow()),
             "pool_evidence": recall.evidence, "pool_exclusions": exclusions, "assignments": assignments,
             "invitations": invites,
@@ -286,15 +286,15 @@ def pools_flow(settings: Settings, round: int = 1, replace: bool = False) -> Poo
     p = settings.pools
     parameters = pools.round_parameters(p, settings.arxiv.categories)
     with flow_run(settings, "pools", {"round": round, "replace": replace, **parameters}) as run:
-        state = run.wh.round_state(round)
+        state = run.wh.pools.round_state(round)
         if p.citation_recall and not pool_citations.applies(state, replace):
             settings = settings.with_overrides(pools={"citation_recall": False})
             p = settings.pools
             parameters = pools.round_parameters(p, settings.arxiv.categories)
         plan = RoundPlan(round, replace, pools.parameters_hash(parameters), parameters, state)
         plan.refuse_other_settings()
-        inputs = run.wh.pool_inputs()
-        earlier = set() if p.reuse_queries else run.wh.earlier_queries(round)
+        inputs = run.wh.pools.pool_inputs()
+        earlier = set() if p.reuse_queries else run.wh.pools.earlier_queries(round)
         papers = inputs["papers"]
         if papers.height == 0 or inputs["links"].height == 0:
             raise ValueError("no corpus with authors yet: run ingest and disambiguate first")

@@ -114,10 +114,10 @@ def pull_stage(run: Run, store: SurveyStore) -> Pulled:
     again name new answers) and every answer it holds is checked by digest. What was pulled stays
     in the warehouse whatever the store loses."""
     with stage(run, "pull") as st:
-        ctx = st.wh.ratings_context()
+        ctx = st.wh.ratings.ratings_context()
         old = tasks.with_digests(st.wh.read(SURVEY_EVENTS))
         known = set(old["digest"].to_list())
-        marks = st.wh.survey_epoch_marks()
+        marks = st.wh.ratings.survey_epoch_marks()
         epochs = st.wh.read(SURVEY_EPOCHS, order_by=["last_pulled_at"])
         snap = read_store(store, marks)
         epoch = str(snap.identity["epoch"])
@@ -132,9 +132,9 @@ def pull_stage(run: Run, store: SurveyStore) -> Pulled:
         now = utcnow()
         resolved = tasks.resolve_events(tasks.event_history(old, incoming, run.run_id, now), ctx["invitations"])
         # Rows pulled before keep their run; a changed disposition or a first digest updates them.
-        st.wh.upsert(SURVEY_EVENTS, resolved, only_if="survey_events.disposition IS DISTINCT FROM excluded.disposition "
+        st.wh.ratings.upsert(SURVEY_EVENTS, resolved, only_if="survey_events.disposition IS DISTINCT FROM excluded.disposition "
                                                       "OR survey_events.digest IS NULL")
-        st.wh.upsert(SURVEY_EPOCHS, tasks.epoch_row(snap.identity, read, found, epochs, marks.get(epoch, (0, None))[1],
+        st.wh.ratings.upsert(SURVEY_EPOCHS, tasks.epoch_row(snap.identity, read, found, epochs, marks.get(epoch, (0, None))[1],
                                                     now, run.run_id))
         ratings = tasks.latest_ratings(resolved, ctx["invitations"], ctx["categories"])
         by = tasks.dispositions(resolved)
@@ -148,7 +148,7 @@ def flag_stage(run: Run, pulled: Pulled) -> pl.DataFrame:
     """Every rule over the current ratings; flags that no longer fire stay, marked inactive."""
     with stage(run, "flag") as st:
         flags = tasks.find_flags(pulled.ratings, pulled.resolved, pulled.similarity, st.settings.ratings)
-        st.wh.upsert(RATING_FLAGS, tasks.flag_rows(flags, st.wh.read(RATING_FLAGS), run.run_id, utcnow()))
+        st.wh.ratings.upsert(RATING_FLAGS, tasks.flag_rows(flags, st.wh.read(RATING_FLAGS), run.run_id, utcnow()))
         st.result.rows_in, st.result.rows_out = pulled.ratings.height, flags.height
     return flags
 
@@ -204,7 +204,7 @@ def _ask_curator(run: Run, open_flags: pl.DataFrame, ratings: pl.DataFrame) -> t
     from revbench.flows.ratings_input import choices, flag_form
 
     cfg = run.settings.ratings
-    titles = run.wh.paper_titles(sorted({p for ps in open_flags["paper_ids"].to_list() for p in ps}))
+    titles = run.wh.ratings.paper_titles(sorted({p for ps in open_flags["paper_ids"].to_list() for p in ps}))
     rules, respondents = forms.rule_entries(open_flags, cfg), forms.respondent_entries(open_flags, ratings, titles)
     form = flag_form(rules, respondents).with_initial_data(
         description=forms.flag_form_markdown(open_flags, ratings, cfg, titles))
@@ -232,7 +232,7 @@ def record_decisions_stage(run: Run, new: pl.DataFrame, asked: int) -> pl.DataFr
         # A flag decided by another run while this one waited keeps that decision.
         new = tasks.undecided(new, st.wh.read(FLAG_DECISIONS))
         if new.height:
-            st.wh.upsert(FLAG_DECISIONS, new)
+            st.wh.ratings.upsert(FLAG_DECISIONS, new)
         st.result.rows_in, st.result.rows_out = asked, new.height
         return st.wh.read(FLAG_DECISIONS)
 
@@ -267,8 +267,8 @@ def tuples_stage(run: Run, ratings: pl.DataFrame, flags: pl.DataFrame, decisions
             publish_markdown("ratings-data-quality", report.to_markdown(), "Checks that stopped the load")
             raise DataQualityError(report)
         pairs = tasks.tuples(final)
-        st.wh.replace_all(RATINGS, final)
-        st.wh.replace_all(RATING_TUPLES, pairs)
+        st.wh.ratings.replace_all(RATINGS, final)
+        st.wh.ratings.replace_all(RATING_TUPLES, pairs)
         st.result.rows_in, st.result.rows_out = final.height, pairs.height
         st.result.rejected = final.filter(pl.col("status") == "dropped").height
     return Built(final, pairs)
@@ -278,7 +278,7 @@ def _report(run: Run, report_dir: Path, pulled: Pulled, found: tasks.PullFound, 
             decisions: pl.DataFrame, built: Built) -> RatingsResult:
     """The run's counts, statistics and figure: written to ``report_dir``, shown as artifacts."""
     stats = rating_stats.statistics(built.ratings)
-    figure = (rating_stats.plot_distributions(stats, report_dir / "distributions.png", run.wh.synthetic_corpus())
+    figure = (rating_stats.plot_distributions(stats, report_dir / "distributions.png", run.wh.release.synthetic_corpus())
               if stats.ratings else None)
     md = stats.markdown()
     report_dir.mkdir(parents=True, exist_ok=True)
@@ -316,7 +316,7 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
         pulled = pull_stage(run, store)
         # Opt-outs reach the warehouse with the answers, not only before the next wave: a store
         # replaced meanwhile would take them with it.
-        before = run.wh.opted_out_emails()
+        before = run.wh.survey.opted_out_emails()
         opted_out = opt_out_stage(run, store)
         found = dataclasses.replace(pulled.found, opt_outs=len(opted_out - before))
         log.info("%s", found.line())
@@ -325,7 +325,7 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
         earlier = run.wh.read(FLAG_DECISIONS)
         open_flags = tasks.undecided(flags, earlier)
         flagged = sorted({p for ps in flags["paper_ids"].to_list() for p in ps}) if flags.height else []
-        publish_markdown("ratings-flags", flags_markdown(flags, pulled.ratings, run.wh.paper_titles(flagged)),
+        publish_markdown("ratings-flags", flags_markdown(flags, pulled.ratings, run.wh.ratings.paper_titles(flagged)),
                          "Flagged annotators and ratings, with the evidence")
         if open_flags.height:
             # Stored before asking: while flags wait, their ratings are kept as rows, pending.

@@ -97,7 +97,7 @@ def _fp(*parts: Any) -> str:
 
 def _unchanged(wh: Warehouse, stage: str, fingerprint: str, what: str) -> Plan | None:
     """A skip when the last refresh that ran ``stage`` saw the same inputs."""
-    last = wh.last_refresh_fingerprint(stage)
+    last = wh.runs.last_refresh_fingerprint(stage)
     if last and last[0] == fingerprint:
         return Plan(False, f"{what} unchanged since refresh {last[1][:8]} at {last[2]:%Y-%m-%d %H:%M} UTC", fingerprint, {})
     return None
@@ -105,10 +105,10 @@ def _unchanged(wh: Warehouse, stage: str, fingerprint: str, what: str) -> Plan |
 
 def plan_ingest(settings: Settings, wh: Warehouse, since: date, until: date) -> Plan:
     cats = settings.arxiv.categories
-    done = wh.completed_slices()
+    done = wh.ingest.completed_slices()
     slices = [(c, s, e) for c in cats for s, e in plan_slices(since, until, settings.arxiv.slice_days)]
     todo = [x for x in slices if x not in done]
-    pending, missing = wh.pending_documents().height, len(wh.ids_missing_s2())
+    pending, missing = wh.ingest.pending_documents().height, len(wh.ingest.ids_missing_s2())
     fp = _fp(since, until, cats, len(slices) - len(todo), pending, missing)
     args = {"since": since, "until": until}
     if todo or pending or missing:
@@ -119,7 +119,7 @@ def plan_ingest(settings: Settings, wh: Warehouse, since: date, until: date) -> 
 
 def plan_graph(settings: Settings, wh: Warehouse) -> Plan:
     sources = enabled_sources(settings)
-    todo = {f"{src}/{kind}": len(ids) for (src, kind), ids in to_fetch(sources, wh.papers_to_fetch).items()}
+    todo = {f"{src}/{kind}": len(ids) for (src, kind), ids in to_fetch(sources, wh.graph.papers_to_fetch).items()}
     fp = _fp(todo, sources, settings.grobid.fulltext)
     waiting = {k: n for k, n in todo.items() if n}
     if not waiting:
@@ -142,26 +142,26 @@ def plan_disambiguate(settings: Settings, wh: Warehouse) -> Plan:
     unchanged = _unchanged(wh, "disambiguate", fp, f"the {n} mentions, their papers and the decider")
     if unchanged:
         return unchanged
-    last_fp = wh.last_refresh_fingerprint("disambiguate")
+    last_fp = wh.runs.last_refresh_fingerprint("disambiguate")
     if last_fp is None:
         return Plan(True, f"no disambiguation by a refresh yet ({n} mentions; only changed name blocks are decided)", fp, {})
-    last = wh.last_disambiguation()
+    last = wh.disambiguate.last_disambiguation()
     if json.loads(last_fp[0])[2:] != json.loads(_fp(*decider)) or last is None or last["status"] != "completed":
         return Plan(True, f"the decider or its settings changed since the last refresh that ran it, or the last "
                           f"disambiguation did not complete ({n} mentions; only changed name blocks are decided)", fp, {})
-    changed, removed = wh.change_counts(last["started_at"])
+    changed, removed = wh.disambiguate.change_counts(last["started_at"])
     return Plan(True, f"{changed} of {n} mentions new or changed and {removed} removed since the last disambiguation "
                       "(only their name blocks are decided)", fp, {})
 
 
 def plan_pools(settings: Settings, wh: Warehouse) -> Plan:
-    latest = wh.latest_round()
+    latest = wh.pools.latest_round()
     papers = wh.count(PAPERS)
     if papers == 0 or wh.count(AUTHORS) == 0:
         return Plan(False, "no corpus with authors yet", _fp(papers), {})
     if latest is None:
         return Plan(True, f"no round yet: round 1 over {papers} papers", _fp(papers, 0), {"round": 1})
-    new = wh.papers_loaded_since(latest["created_at"])
+    new = wh.runs.papers_loaded_since(latest["created_at"])
     need = settings.refresh.new_round_min_papers
     fp = _fp(latest["round"], latest["revision"], new)
     if new >= need:
@@ -172,11 +172,11 @@ def plan_pools(settings: Settings, wh: Warehouse) -> Plan:
 
 
 def plan_survey(settings: Settings, wh: Warehouse) -> Plan:
-    latest = wh.latest_round()
+    latest = wh.pools.latest_round()
     if latest is None:
         return Plan(False, "no pools round to invite yet", _fp(None), {})
     r = latest["round"]
-    sent = wh.invitations_sent(r)
+    sent = wh.survey.invitations_sent(r)
     fp = _fp(r, latest["revision"], sent)
     if sent:
         return Plan(False, f"round {r}'s invitations already sent ({sent} emails)", fp, {})
@@ -195,7 +195,7 @@ def plan_ratings(settings: Settings, wh: Warehouse) -> Plan:
         return Plan(False, "no survey store yet (no wave sent)", _fp(0), {})
     with SurveyStore(settings.survey_store_path) as store:
         epoch, newest = store.epoch(), store.max_event_id()
-        marks = wh.survey_epoch_marks()
+        marks = wh.ratings.survey_epoch_marks()
         pulled, digest = marks.get(epoch, (0, None))
         fp = _fp(epoch, newest)
         if lost_since_pull(store, epoch, pulled, digest):
@@ -207,8 +207,8 @@ def plan_ratings(settings: Settings, wh: Warehouse) -> Plan:
             return Plan(True, f"{newest - pulled} new survey events (after event {pulled} of epoch {epoch})", fp, {})
         opted = store.opted_out()
         if opted:
-            emails = dict(wh.survey_invitations().select("invitation_id", "email").iter_rows())
-            waiting = {emails[i] for i in opted if i in emails} - wh.opted_out_emails()
+            emails = dict(wh.survey.survey_invitations().select("invitation_id", "email").iter_rows())
+            waiting = {emails[i] for i in opted if i in emails} - wh.survey.opted_out_emails()
             if waiting:
                 return Plan(True, f"{len(waiting)} opt-outs in the survey store not in the warehouse yet", fp, {})
         return Plan(False, f"no new survey answers since event {pulled} of epoch {epoch}", fp, {})
@@ -221,13 +221,13 @@ def plan_release(settings: Settings, wh: Warehouse) -> Plan:
         return Plan(False, "REVBENCH_RELEASE__ID_KEY is not set: no release can be built", fp, {})
     if n == 0:
         return Plan(False, "no ratings yet", fp, {})
-    last = wh.latest_release()
+    last = wh.release.latest_release()
     if last is None:
         return Plan(True, f"{n} ratings and no release yet", fp, {})
     same = _unchanged(wh, "release", fp, f"the {n} ratings")
     if same:
         return same
-    new, need = wh.ratings_since(last["built_at"]), settings.refresh.release_min_new_ratings
+    new, need = wh.ratings.ratings_since(last["built_at"]), settings.refresh.release_min_new_ratings
     if new < need:
         return Plan(False, f"{new} ratings answered since release {last['version']}; a release needs {need} "
                            "(REVBENCH_REFRESH__RELEASE_MIN_NEW_RATINGS)", fp, {})
@@ -236,7 +236,7 @@ def plan_release(settings: Settings, wh: Warehouse) -> Plan:
 
 def plan_evaluate(settings: Settings, wh: Warehouse) -> Plan:
     n = wh.count(RATING_TUPLES)
-    last = wh.latest_release()
+    last = wh.release.latest_release()
     fp = _fp(wh.digest(RATING_TUPLES, content_columns(RATING_TUPLES)), settings.ratings.evaluate_scorers,
              settings.ratings.bootstrap, last)
     if n == 0:
@@ -352,7 +352,7 @@ def refresh_flow(settings: Settings, stages: list[str] | None = None, synthetic:
         raise
     finally:
         with _session(settings) as wh:
-            wh.record_run(refresh_id, "refresh", {"stages": chosen, "since": since, "until": until}, code_version(),
+            wh.runs.record_run(refresh_id, "refresh", {"stages": chosen, "since": since, "until": until}, code_version(),
                           started, status, error)
         _publish(refresh_id, done, since, until, status)
     return RefreshResult(refresh_id, since.isoformat(), until.isoformat(), status, done)
@@ -363,7 +363,7 @@ def _record(settings: Settings, refresh_id: str, fingerprint: str, outcome: Stag
 
     row = {"refresh_id": refresh_id, "fingerprint": fingerprint, **asdict(outcome), "finished_at": utcnow()}
     with _session(settings) as wh:
-        wh.upsert(REFRESH_STAGES, pl.DataFrame([row], schema=REFRESH_STAGES.polars_schema))
+        wh.runs.upsert(REFRESH_STAGES, pl.DataFrame([row], schema=REFRESH_STAGES.polars_schema))
 
 
 def _publish(refresh_id: str, done: list[StageOutcome], since: date, until: date, status: str) -> None:

@@ -179,7 +179,7 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
     params = {"version": version, "replace": replace, "only_if_changed": only_if_changed, "approve": approve,
               "force": force}
     with flow_run(settings, "release", params) as run:
-        _refuse_published(root, version, ReleaseState.of(run.wh.release_state(version)))
+        _refuse_published(root, version, ReleaseState.of(run.wh.release.release_state(version)))
         draft = _build_stage(run, version, key)
         same = None if force else _unchanged_since(draft)
         if same is not None:
@@ -196,18 +196,18 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
 def _build_stage(run: Run, version: str, key: bytes) -> Draft:
     """The release tables from the warehouse, with the parent they are compared against."""
     root = run.settings.releases_dir
-    recorded = run.wh.releases()
+    recorded = run.wh.release.releases()
     parent = tasks.choose_parent(recorded, version)
     # CHANGES.md is written against the parent: it is checked before anything is written.
     parent_release = verify_recorded(run.settings, root / parent, run.wh) if parent and (root / parent).exists() else None
     with stage(run, "build") as st:
-        inputs = run.wh.release_inputs()
+        inputs = run.wh.release.release_inputs()
         if inputs["ratings"].height == 0:
             raise UsageError("the warehouse holds no kept ratings: run `revbench ratings` first")
         # The graph around every paper the release could carry (build_tables keeps the released ones).
-        inputs["graph"] = run.wh.benchmark_graph(
+        inputs["graph"] = run.wh.ratings.benchmark_graph(
             sorted(set(inputs["papers"]["paper_id"]) | set(inputs["profiles"]["paper_id"])),
-            sorted(set(inputs["ratings"]["reviewer_id"]))) if run.wh.has_graph() else None
+            sorted(set(inputs["ratings"]["reviewer_id"]))) if run.wh.graph.has_graph() else None
         r = run.settings.release
         tables = tasks.build_tables(inputs, key, r.profile_years, r.redact_addresses, r.redact_names)
         rate = tasks.rate_json(tables)
@@ -251,7 +251,7 @@ def _write_stage(run: Run, version: str, draft: Draft, strings: int) -> None:
         final.rename(aside)
         log.warning("release %s was rebuilt; the previous one is kept at %s", version, aside)
     out.dir.rename(final)
-    run.wh.upsert(RELEASES, pl.DataFrame([{
+    run.wh.release.upsert(RELEASES, pl.DataFrame([{
         "version": version, "parent": draft.parent, "status": "built",
         "counts": json.dumps(out.manifest["counts"], sort_keys=True),
         "manifest_sha256": tasks.sha256_file(final / "manifest.json"), "run_id": run.run_id, "built_at": utcnow(),
@@ -288,7 +288,7 @@ def _ask(run: Run, version: str, approve: str | None, approver: str, audit: str 
         status, who = "published", "REVBENCH_RELEASE__AUTO_APPROVE"
     elif prefect_active():
         answer = _ask_in_ui(run, version, audit)
-        recorded = run.wh.release_state(version)
+        recorded = run.wh.release.release_state(version)
         if recorded is not None and recorded["status"] != "built":  # decided by another run while this one waited
             log.warning("release %s was %s by %s while this run waited; this run finishes with that decision",
                         version, recorded["status"], recorded["decided_by"])
@@ -303,12 +303,12 @@ def _ask(run: Run, version: str, approve: str | None, approver: str, audit: str 
         return "built", None
     root = run.settings.releases_dir
     verify_recorded(run.settings, root / version, run.wh)  # as built, also after a wait of days for the go
-    run.wh.set_release_status(version, status, who, reason, run.run_id)
+    run.wh.release.set_release_status(version, status, who, reason, run.run_id)
     if status == "published":
-        _advance_latest(root, run.wh.releases())
+        _advance_latest(root, run.wh.release.releases())
     else:
         # After the warehouse's record: a marker never stands for a decision that was not recorded.
-        decided_at = (run.wh.release_state(version) or {}).get("decided_at") or utcnow()
+        decided_at = (run.wh.release.release_state(version) or {}).get("decided_at") or utcnow()
         write_rejection(root / version, version, who, decided_at, reason)
     decision_made(run, f"release:{version}", who, f"release {version} {status} by {who}",
                   {"publish": status == "published", "approver": who, "reason": reason}, {"status": status})
@@ -353,7 +353,7 @@ def _decide_only(settings: Settings, version: str, approve: str | None, approver
     """Record the decision on a release built earlier (no rebuild)."""
     root = settings.releases_dir
     with flow_run(settings, "release", {"version": version, "approve": approve}) as run:
-        state = ReleaseState.of(run.wh.release_state(version))
+        state = ReleaseState.of(run.wh.release.release_state(version))
         if state is None:
             raise UsageError(f"release {version} at {root / version} is not recorded in this warehouse")
         if state.status != "built":

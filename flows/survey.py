@@ -169,23 +169,23 @@ def deferred_interrupts() -> Iterator[None]:
 def invitation_stage(run: Run, round: int, signer: LinkSigner, store: SurveyStore, opted_out: set[str]) -> Prepared:
     """The round's invitations and their emails (new ones only: a re-run keeps what exists)."""
     with stage(run, "render") as st:
-        candidates = st.wh.survey_candidates(round)
+        candidates = st.wh.survey.survey_candidates(round)
         if candidates.height == 0:
             raise UsageError(f"round {round} has no invitations yet: run `revbench pools --round {round}` first")
-        existing = st.wh.survey_invitations(round)
-        invitations, left_out = tasks.plan_invitations(candidates, existing, opted_out, st.wh.contacted_emails(round),
+        existing = st.wh.survey.survey_invitations(round)
+        invitations, left_out = tasks.plan_invitations(candidates, existing, opted_out, st.wh.survey.contacted_emails(round),
                                                        utcnow())
         if invitations.height:
-            st.wh.upsert(SURVEY_INVITATIONS, invitations)
-        papers = st.wh.paper_texts(sorted({p for ids in candidates["query_ids"].to_list() for p in ids}))
+            st.wh.survey.upsert(SURVEY_INVITATIONS, invitations)
+        papers = st.wh.survey.paper_texts(sorted({p for ids in candidates["query_ids"].to_list() for p in ids}))
         store.publish_invitations([{"invitation_id": r["invitation_id"], "round": r["round"],
                                     "papers": [{"paper_id": p, **papers[p]} for p in r["paper_ids"]]}
                                    for r in invitations.iter_rows(named=True)])
-        have = set(st.wh.survey_messages(round).filter(pl.col("kind") == "invitation")["invitation_id"].to_list())
+        have = set(st.wh.survey.survey_messages(round).filter(pl.col("kind") == "invitation")["invitation_id"].to_list())
         todo = [tasks.ToRender(r, "invitation") for r in invitations.iter_rows(named=True) if r["invitation_id"] not in have]
         messages = tasks.message_rows(todo, papers, signer, st.settings.survey, run.run_id, utcnow())
         if messages.height:
-            st.wh.upsert(SURVEY_MESSAGES, messages)
+            st.wh.survey.upsert(SURVEY_MESSAGES, messages)
         st.result.rows_in, st.result.rows_out, st.result.rejected = candidates.height, messages.height, left_out.height
     return Prepared(candidates.height, messages.height, left_out.to_dicts())
 
@@ -196,14 +196,14 @@ def reminder_stage(run: Run, round: int, signer: LinkSigner, store: SurveyStore,
     has not opted out and has had fewer reminders than allowed."""
     with stage(run, "render") as st:
         sv = st.settings.survey
-        invitations = st.wh.survey_invitations(round)
+        invitations = st.wh.survey.survey_invitations(round)
         due_before = utcnow() - timedelta(days=sv.reminder_delay_days)
-        reminders = tasks.due_reminders(invitations, st.wh.survey_messages(round), store.answered(), opted_out,
+        reminders = tasks.due_reminders(invitations, st.wh.survey.survey_messages(round), store.answered(), opted_out,
                                         due_before, sv.reminder_count)
-        papers = st.wh.paper_texts(sorted({p for r in reminders.due for p in r.invitation["paper_ids"]}))
+        papers = st.wh.survey.paper_texts(sorted({p for r in reminders.due for p in r.invitation["paper_ids"]}))
         rendered = tasks.message_rows(reminders.due, papers, signer, sv, run.run_id, utcnow())
         if rendered.height:
-            st.wh.upsert(SURVEY_MESSAGES, rendered)
+            st.wh.survey.upsert(SURVEY_MESSAGES, rendered)
         st.result.rows_in, st.result.rows_out = invitations.height, rendered.height
     return Prepared(invitations.height, rendered.height, [], reminders.finished)
 
@@ -289,27 +289,27 @@ def _send_one(st: Stage, sender: SmtpSender, row: dict[str, Any], tally: _Tally)
 
     msg = tasks.email_message(row, st.settings.survey)
     with deferred_interrupts():
-        st.wh.set_message_state(row["message_id"], "sending", attempts=row["attempts"] + 1, smtp_server=sender.server)
+        st.wh.survey.set_message_state(row["message_id"], "sending", attempts=row["attempts"] + 1, smtp_server=sender.server)
         try:
             reply = sender.send(msg)
         except PermanentError as exc:
-            st.wh.set_message_state(row["message_id"], "failed", reply=str(exc))
+            st.wh.survey.set_message_state(row["message_id"], "failed", reply=str(exc))
             tally.done("failed")
         except OutcomeUnknown as exc:
             # It may be in the recipient's mailbox: sending it again could make a copy.
-            st.wh.set_message_state(row["message_id"], "unconfirmed", reply=str(exc), unconfirmed_at=utcnow())
+            st.wh.survey.set_message_state(row["message_id"], "unconfirmed", reply=str(exc), unconfirmed_at=utcnow())
             log.warning("message %s to %s is unconfirmed: %s", row["message_id"], row["to_email"], exc)
             tally.trouble("unconfirmed", exc)
         except TransientError as exc:
-            st.wh.set_message_state(row["message_id"], "rendered", reply=str(exc))  # tried again next run
+            st.wh.survey.set_message_state(row["message_id"], "rendered", reply=str(exc))  # tried again next run
             tally.trouble("deferred", exc)
         except BaseException:
             # Raised before the message's end of data left (``SmtpSender`` turns anything
             # later into OutcomeUnknown): nothing can have been delivered.
-            st.wh.set_message_state(row["message_id"], "rendered")
+            st.wh.survey.set_message_state(row["message_id"], "rendered")
             raise
         else:
-            st.wh.set_message_state(row["message_id"], "sent", reply=reply, sent_at=utcnow())
+            st.wh.survey.set_message_state(row["message_id"], "sent", reply=reply, sent_at=utcnow())
             tally.done("sent")
 
 
@@ -360,7 +360,7 @@ def _deliver(run: Run, round: int, kind: str, pending: pl.DataFrame, dry_run: bo
         # The run that decided recorded the go and sent what it approved: nothing is sent twice.
         return Delivery(decision=asked.facts.get("decision"), approved=asked.facts.get("approved"), approver=asked.by)
     decision, n, who = asked
-    run.wh.upsert(SURVEY_APPROVALS, pl.DataFrame([{"run_id": run.run_id, "round": round, "kind": kind, "decision": decision,
+    run.wh.survey.upsert(SURVEY_APPROVALS, pl.DataFrame([{"run_id": run.run_id, "round": round, "kind": kind, "decision": decision,
                                                      "approved": n, "approver": who, "decided_at": utcnow()}]))
     decision_made(run, f"survey:{round}:{kind}", who, f"round {round}'s {kind} wave: {decision} ({n}) by {who}",
                   {"decision": "approve_all" if decision == "auto" else decision, "first_n": n, "approver": who},
@@ -370,7 +370,7 @@ def _deliver(run: Run, round: int, kind: str, pending: pl.DataFrame, dry_run: bo
         return decided
     # While the run waited for the go it let go of the warehouse: another run (the command the
     # waiting block names) may have sent some of these messages, or their addressees opted out.
-    still = tasks.pending_messages(run.wh.survey_messages(round), kind, run.wh.opted_out_emails())
+    still = tasks.pending_messages(run.wh.survey.survey_messages(round), kind, run.wh.survey.opted_out_emails())
     batch = pending.head(n).join(still.select("message_id"), on="message_id", how="semi")
     if batch.height < min(n, pending.height):
         log.warning("%d of the %d approved messages were sent or opted out while this run waited; they are not sent again",
@@ -395,13 +395,13 @@ def survey_flow(settings: Settings, round: int = 1, kind: str = "invitation", dr
         interrupted = _recover(run)
         opted_out = opt_out_stage(run, store)
         prep = (invitation_stage if kind == "invitation" else reminder_stage)(run, round, signer, store, opted_out)
-        pending = tasks.pending_messages(run.wh.survey_messages(round), kind, opted_out)
+        pending = tasks.pending_messages(run.wh.survey.survey_messages(round), kind, opted_out)
         _publish_wave(round, kind, pending, prep.left_out)
         try:
             done = _deliver(run, round, kind, pending, dry_run, decision_given, approver)
         finally:
             # Listed however the wave ended: a breaker that stopped it leaves its doubts too.
-            unconfirmed = tasks.unconfirmed_rows(run.wh.unconfirmed_messages(round))
+            unconfirmed = tasks.unconfirmed_rows(run.wh.survey.unconfirmed_messages(round))
             _publish_unconfirmed(unconfirmed)
         c = done.counts
         return SurveyWave(round=round, kind=kind, candidates=prep.candidates, rendered=prep.rendered,
@@ -414,7 +414,7 @@ def survey_flow(settings: Settings, round: int = 1, kind: str = "invitation", dr
 
 def _recover(run: Run) -> int:
     """Messages an earlier run left 'sending' (killed mid-send) become unconfirmed."""
-    n = run.wh.mark_unconfirmed()
+    n = run.wh.survey.mark_unconfirmed()
     if n:
         log.warning("%d messages were being sent when an earlier run stopped: marked unconfirmed, not sent again "
                     "(`revbench survey status` lists them; `revbench survey resend MESSAGE_ID` sends one again)", n)
@@ -451,14 +451,14 @@ def survey_resend_flow(settings: Settings, message_ids: list[str], approver: str
     with (SurveyStore(settings.survey_store_path) as store,
           flow_run(settings, "survey-resend", {"message_ids": wanted, "approver": approver}) as run):
         interrupted = _recover(run)
-        msgs = run.wh.survey_messages().filter(pl.col("message_id").is_in(wanted))
+        msgs = run.wh.survey.survey_messages().filter(pl.col("message_id").is_in(wanted))
         _check_resendable(wanted, msgs)
         opted_out = opt_out_stage(run, store)
         batch = msgs.filter(~pl.col("to_email").is_in(list(opted_out))).sort("message_id")
         try:
             c = send_stage(run, batch) if batch.height else SendCounts()
         finally:
-            unconfirmed = tasks.unconfirmed_rows(run.wh.unconfirmed_messages())
+            unconfirmed = tasks.unconfirmed_rows(run.wh.survey.unconfirmed_messages())
             _publish_unconfirmed(unconfirmed)
         return SurveyResend(requested=len(wanted), opted_out=msgs.height - batch.height, interrupted=interrupted,
                             sent=c.sent, failed=c.failed, deferred=c.deferred, unconfirmed=c.unconfirmed,

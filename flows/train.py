@@ -164,7 +164,7 @@ def profiles_stage(run: Run) -> ProfileInputs:
     reused) and a keyword profile per reviewer, both stored with the prompt version."""
     with stage(run, "profiles") as st:
         t = st.settings.train
-        inputs = st.wh.training_inputs(t.profile_years, t.profile_max_papers)
+        inputs = st.wh.training.training_inputs(t.profile_years, t.profile_max_papers)
         need = tasks.papers_to_profile(inputs["papers"], inputs["recent"])
         client = _keyword_client(st)
         extractor = "llm" if client is not None else "yake"
@@ -174,10 +174,10 @@ def profiles_stage(run: Run) -> ProfileInputs:
         llm, version, rejected = _ask_llm(run, client, todo) if client is not None and todo.height else ({}, "", {})
         fresh = paper_keywords(todo, llm=llm, template_version=version, per_paper=t.keywords_per_paper)
         now = utcnow()
-        st.wh.upsert(PAPER_KEYWORDS, tasks.keyword_rows(fresh, st.settings.llm.model, run.run_id, now))
+        st.wh.training.upsert(PAPER_KEYWORDS, tasks.keyword_rows(fresh, st.settings.llm.model, run.run_id, now))
         every = pl.concat([known, fresh]) if known.height else fresh
         profiles = keyword_profiles(inputs["recent"], every)
-        st.wh.upsert(KEYWORD_PROFILES, tasks.profile_rows(profiles, inputs["recent"], every, run.run_id, now))
+        st.wh.training.upsert(KEYWORD_PROFILES, tasks.profile_rows(profiles, inputs["recent"], every, run.run_id, now))
         counts = KeywordCounts(tasks.extracted(fresh, extractor), known.height, rejected, version)
         st.result.rows_in, st.result.rows_out, st.result.rejected = need.height, profiles.height, sum(rejected.values())
         st.result.notes = asdict(counts)
@@ -279,7 +279,7 @@ def train_flow(settings: Settings, name: str = "rate", replace: bool = False) ->
         raise UsageError(f"no warehouse at {settings.warehouse_path}: run `revbench ingest` and `revbench disambiguate` "
                          "first (or `revbench demo`)")
     with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
-        held_out = held_out_digest(wh.rated_papers())
+        held_out = held_out_digest(wh.ratings.rated_papers())
     if prepare_folder(out, settings_digest(settings, OBJECTIVE), held_out, replace) == "done":
         adapter = out / "adapter"
         return TrainSkipped(reason=f"{adapter} was trained with these settings already (--replace to train again)",

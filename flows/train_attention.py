@@ -67,7 +67,7 @@ def labels_stage(run: Run, out: Path) -> dict[str, int]:
         t = st.settings.train
         with Warehouse.open(st.settings.warehouse_path, read_only=True,
                             lock_wait=st.settings.warehouse.lock_wait_seconds) as wh:
-            frames = wh.weak_label_frames()
+            frames = wh.labels.weak_label_frames()
         if frames["cites"].height == 0 and t.attention_labels == "citations":
             raise InputError("the warehouse holds no citations: run `revbench graph` first, or set "
                              "REVBENCH_TRAIN__ATTENTION_LABELS=authorship")
@@ -142,7 +142,7 @@ def attention_flow(settings: Settings, name: str = "attention", replace: bool = 
         raise UsageError(f"no warehouse at {settings.warehouse_path}: run `revbench ingest`, `revbench disambiguate` "
                          "and `revbench graph` first (or `revbench demo`)")
     with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
-        held_out = held_out_digest(wh.rated_papers())
+        held_out = held_out_digest(wh.ratings.rated_papers())
     if prepare_folder(out, settings_digest(settings, OBJECTIVE), held_out, replace, done_mark="revbench_attention.json",
                       what="TRAIN__ATTENTION_* settings") == "done":
         return AttentionTrained(status="skipped", folder=str(out), scorer=scorer_spec(t, out),

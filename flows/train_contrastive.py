@@ -56,7 +56,7 @@ def papers_stage(run: Run, out: Path) -> int:
         t = st.settings.train
         with Warehouse.open(st.settings.warehouse_path, read_only=True,
                             lock_wait=st.settings.warehouse.lock_wait_seconds) as wh:
-            frames = wh.weak_label_frames()
+            frames = wh.labels.weak_label_frames()
         got = augment_papers(frames["papers"], frames["queries"], t.anchors, t.seed)
         out.mkdir(parents=True, exist_ok=True)
         got.chosen.write_parquet(out / "papers.parquet")
@@ -96,7 +96,7 @@ def pairs_stage(run: Run, out: Path) -> dict[str, int]:
         t = st.settings.train
         with Warehouse.open(st.settings.warehouse_path, read_only=True,
                             lock_wait=st.settings.warehouse.lock_wait_seconds) as wh:
-            frames, topics = wh.weak_label_frames(), wh.topic_frame()
+            frames, topics = wh.labels.weak_label_frames(), wh.labels.topic_frame()
         pairs = factor_pairs.factor_pairs(frames, topics, max(1, t.anchors // 3), t.seed)
         by_factor = factor_pairs.counts(pairs)
         if pairs.height < 2:
@@ -119,7 +119,7 @@ def _contrastive(settings: Settings, name: str, replace: bool, objective: str) -
         raise UsageError(f"no warehouse at {settings.warehouse_path}: run `revbench ingest`"
                          + (" and `revbench graph`" if objective == "factors" else "") + " first (or `revbench demo`)")
     with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
-        held_out = held_out_digest(wh.rated_papers())
+        held_out = held_out_digest(wh.ratings.rated_papers())
     if prepare_folder(out, settings_digest(settings, objective), held_out, replace,
                       done_mark=f"{ADAPTER_DIR}/revbench_model.json", what="TRAIN__* settings") == "done":
         return AugmentTrained(status="skipped", objective=objective, scorer=scorer, adapter=adapter, steps=0,

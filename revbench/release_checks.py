@@ -43,7 +43,7 @@ def recorded_state(settings: Settings, version: str) -> ReleaseState | None:
     if not settings.warehouse_path.exists():
         return None
     with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
-        return ReleaseState.of(wh.release_state(version)) if wh.has_table(RELEASES.name) else None
+        return ReleaseState.of(wh.release.release_state(version)) if wh.has_table(RELEASES.name) else None
 
 
 def verify_recorded(settings: Settings, release_dir: Path, wh: Warehouse | None = None) -> VerifiedRelease:
@@ -56,7 +56,7 @@ def verify_recorded(settings: Settings, release_dir: Path, wh: Warehouse | None 
     its curator's decision, and is refused like any other file not as built."""
     expected, state = None, None
     if release_dir.resolve().parent == settings.releases_dir.resolve():
-        state = ReleaseState.of(wh.release_state(release_dir.name)) if wh is not None else \
+        state = ReleaseState.of(wh.release.release_state(release_dir.name)) if wh is not None else \
             recorded_state(settings, release_dir.name)
         expected = state.manifest_sha256 if state else None
     release = verify_release(release_dir, expected)
@@ -75,7 +75,7 @@ def release_report(settings: Settings, metric: str, split: str) -> pl.DataFrame:
     manifest_sha256, value, ci_low, ci_high``), once every release reported is verified against
     its manifest and the manifest against the warehouse: a changed release is refused, not shown."""
     with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
-        rows = wh.release_results(metric, split)
+        rows = wh.evaluate.release_results(metric, split)
     for version, digest in rows.select("version", "manifest_sha256").unique(maintain_order=True).iter_rows():
         verify_release(settings.releases_dir / version, digest)
     return rows

@@ -82,7 +82,7 @@ def real_warehouse(settings: Settings) -> bool:
     with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
         if not wh.has_table(PAPERS.name) or not wh.count(PAPERS):
             return False
-        return not wh.synthetic_corpus()
+        return not wh.release.synthetic_corpus()
 
 
 def check_demo_folder(settings: Settings) -> None:

@@ -133,7 +133,7 @@ def email_message(row: dict[str, Any], survey: SurveySettings) -> EmailMessage:
 
 
 def unconfirmed_rows(messages: pl.DataFrame) -> list[dict[str, Any]]:
-    """Unconfirmed messages (``Warehouse.unconfirmed_messages``) as the curator reads them: id,
+    """Unconfirmed messages (``Warehouse.survey.unconfirmed_messages``) as the curator reads them: id,
     recipient, since when, the server and why, every value a string."""
     return [{"message": r["message_id"], "to": r["to_email"], "kind": r["kind"], "round": str(r["round"]),
              "since": r["unconfirmed_at"].isoformat(timespec="seconds") if r["unconfirmed_at"] else "",

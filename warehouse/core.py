@@ -2,8 +2,9 @@
 becomes a cancellation, a damaged file a message saying how to recover), transactions, and the
 generic table operations (upsert by natural key, delete, read, count, replace, digest).
 
-Owns no table; each stage module (runs, ingest, identity, pools, survey, ratings, release,
-training) inherits :class:`WarehouseBase` and keeps its own SQL beside the tables it owns.
+Owns no table. The :class:`~revbench.warehouse.db.Warehouse` session is a :class:`WarehouseBase`;
+each stage's slice (:mod:`~revbench.warehouse.slice`) works through that one session, keeps its
+own SQL beside the tables it owns, and writes only those (:mod:`~revbench.warehouse.owners`).
 """
 
 from __future__ import annotations

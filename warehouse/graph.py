@@ -23,7 +23,8 @@ from revbench.schemas.graph import (
     SCHEMES_OF_SOURCE,
 )
 from revbench.schemas.model import Table
-from revbench.warehouse.core import WarehouseBase, _q, utcnow
+from revbench.warehouse.core import _q, utcnow
+from revbench.warehouse.graph_resolve import ResolveQueries
 
 _AFFILIATION_MERGE = {
     # Each sighting widens the years; an id one source lacked is kept from another sighting.
@@ -43,8 +44,11 @@ _INSTITUTION_MERGE["aliases"] = ("CASE WHEN institutions.aliases IS NULL THEN ex
 _TOPIC_SOURCE = ("CASE scheme WHEN 's2-fos' THEN 's2' WHEN 'openalex-topic' THEN 'openalex' ELSE scheme END")
 
 
-class GraphQueries(WarehouseBase):
-    """Loads of the graph by natural key, what a refresh still has to fetch, reads for the stages, coverage."""
+class GraphSlice(ResolveQueries):
+    """Loads of the graph by natural key, what a refresh still has to fetch, reads for the stages,
+    coverage; and (from :class:`ResolveQueries`, the same stage's) the references to resolve."""
+
+    stage = "graph"
 
     def save_graph(self, citations: pl.DataFrame | None = None, topics: pl.DataFrame | None = None,
                    institutions: pl.DataFrame | None = None, affiliations: pl.DataFrame | None = None,

@@ -12,11 +12,15 @@ from datetime import datetime
 import polars as pl
 
 from revbench.schemas.graph import CITATIONS
-from revbench.warehouse.core import WarehouseBase, _q
+from revbench.warehouse.core import _q
+from revbench.warehouse.slice import Slice
 
 
-class ResolveQueries(WarehouseBase):
-    """The references a graph run resolves again, their keys, and since when."""
+class ResolveQueries(Slice):
+    """The references a graph run resolves again, their keys, and since when (part of
+    :class:`~revbench.warehouse.graph.GraphSlice`)."""
+
+    stage = "graph"
 
     def citations_to_resolve(self, unresolved_only: bool = True, since: datetime | None = None,
                              keys: Sequence[str] = ()) -> pl.DataFrame:

@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 
 from revbench.schemas.tables import AUTHOR_BLOCKS, AUTHOR_LINKS, LLM_DECISIONS
-from revbench.warehouse.core import WarehouseBase
+from revbench.warehouse.slice import Slice
 
 _MENTION_COLUMNS = """m.arxiv_id, m.position, m.name, m.email, m.emails, m.institution, m.affiliation, m.affiliations,
                       m.orcid, m.s2_author_id, p.year, p.title,
@@ -52,8 +52,10 @@ AUTHORS_INSERT = """INSERT INTO authors
 """One row per author from their links; ``{where}`` narrows it to some authors (a partial pass
 rebuilds only those it can have changed, with the same columns as a full one)."""
 
-class IdentityQueries(WarehouseBase):
+class DisambiguateSlice(Slice):
     """Mentions to disambiguate, block hashes, links, and the authors rebuild."""
+
+    stage = "disambiguate"
 
     def mentions_with_years(self) -> pl.DataFrame:
         """Mentions of loaded papers with the paper's year and title, for disambiguation."""

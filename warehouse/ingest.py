@@ -21,11 +21,14 @@ from revbench.schemas.tables import (
     S2_PAPERS,
     TRANSIENT_DOCUMENT_STATUSES,
 )
-from revbench.warehouse.graph import GraphQueries
+from revbench.warehouse.slice import Slice
 
 
-class IngestQueries(GraphQueries):
-    """Crawl slices, pending documents, the reconcile inputs, and the corpus load."""
+class IngestSlice(Slice):
+    """Crawl slices, pending documents, the reconcile inputs, and the corpus load (a document's
+    references go to the graph's tables through ``wh.graph``, in the same transaction)."""
+
+    stage = "ingest"
 
     def completed_slices(self) -> set[tuple[str, datetime, datetime]]:
         rows = self._exec("SELECT category, slice_start, slice_end FROM crawl_slices")
@@ -74,7 +77,7 @@ class IngestQueries(GraphQueries):
             self.upsert(DOCUMENTS, docs)
             if references is not None:
                 citations, fetches = references
-                self.save_graph(citations=citations, fetches=fetches.with_columns(run_id=pl.lit(run_id, pl.Utf8)))
+                self.wh.graph.save_graph(citations=citations, fetches=fetches.with_columns(run_id=pl.lit(run_id, pl.Utf8)))
 
     def reconcile_keys(self) -> pl.DataFrame:
         """What each reconcile input's verdict depends on (``arxiv_id, record_hash, doc_status,

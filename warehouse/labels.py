@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from revbench.warehouse.core import WarehouseBase
+from revbench.warehouse.slice import Slice
 
 _SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "papers": {"paper_id": pl.Utf8, "title": pl.Utf8, "abstract": pl.Utf8, "year": pl.Int64},
@@ -19,8 +19,10 @@ _SCHEMAS: dict[str, dict[str, pl.DataType]] = {
 }
 
 
-class LabelQueries(WarehouseBase):
-    """What ``revbench labels`` builds a weak benchmark from."""
+class LabelsSlice(Slice):
+    """What ``revbench labels`` builds a weak benchmark from (reads only)."""
+
+    stage = "labels"
 
     def weak_label_frames(self) -> dict[str, pl.DataFrame]:
         """``papers`` (the corpus' texts), ``queries`` (papers of every round's latest revision),

@@ -15,15 +15,18 @@ import polars as pl
 from revbench.schemas.graph import AUTHOR_AFFILIATIONS, INSTITUTIONS
 from revbench.schemas.model import Table
 from revbench.schemas.tables import POOL_ROUNDS, TABLES
-from revbench.warehouse.core import WarehouseBase, _q, utcnow
+from revbench.warehouse.core import _q, utcnow
+from revbench.warehouse.slice import Slice
 
 
 _COI_INSTITUTION = ("institution_key", "name", "aliases", "lineage", "related", "openalex_id")
 """What the institution COI reads of each institution (tasks.coi.institution_identities)."""
 
 
-class PoolQueries(WarehouseBase):
+class PoolsSlice(Slice):
     """What pools are built from, and rounds read and written by revision."""
+
+    stage = "pools"
 
     def pool_inputs(self) -> dict[str, pl.DataFrame]:
         """What candidate pools are built from: papers, authorship links, co-authorship, authors."""

@@ -15,10 +15,12 @@ import polars as pl
 
 from revbench.keys import person_links
 from revbench.schemas.tables import TABLES
-from revbench.warehouse.core import WarehouseBase
+from revbench.warehouse.slice import Slice
 
-class RatingQueries(WarehouseBase):
+class RatingsSlice(Slice):
     """Epoch marks, what turning events into ratings needs, and the rated benchmark."""
+
+    stage = "ratings"
 
     def survey_epoch_marks(self) -> dict[str, tuple[int, str | None]]:
         """Each survey store epoch pulled from -> ``(high_water, digest of that event)``: the

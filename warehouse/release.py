@@ -1,6 +1,6 @@
 """Releases: what one is built from, the curator's decision, and the results on published ones.
 
-Owns ``releases`` and the reads of ``eval_results``.
+Owns ``releases``.
 """
 
 from __future__ import annotations
@@ -12,18 +12,21 @@ from typing import Any
 import polars as pl
 
 from revbench.warehouse.core import utcnow
-from revbench.warehouse.ratings import RatingQueries
+from revbench.warehouse.slice import Slice
 
 
-class ReleaseQueries(RatingQueries):
-    """Release inputs (the rated benchmark with people and affiliations to audit), states and results."""
+class ReleaseSlice(Slice):
+    """Release inputs (the rated benchmark, read from the ratings, with people and affiliations to
+    audit) and states; the results on published releases are the evaluation's (``wh.evaluate``)."""
+
+    stage = "release"
 
     def release_inputs(self) -> dict[str, Any]:
         """What a release is built from: the benchmark frames (papers with their category, every
         rater's corpus papers as profile), the people who rated (``person_id, name, email, orcid``:
         every spelling) and their affiliations, which the privacy audit looks for, and the latest completed run of each flow (the runs the
         release came from)."""
-        f = self.benchmark_frames(profile_max_papers=None)
+        f = self.wh.ratings.benchmark_frames(profile_max_papers=None)
         f["papers"] = f["papers"].join(self._frame("SELECT arxiv_id AS paper_id, primary_category AS category FROM papers"),
                                        on="paper_id", how="left")
         # Every spelling of every person who rated (the people a release could re-identify), with
@@ -131,35 +134,3 @@ class ReleaseQueries(RatingQueries):
         rows = self._exec("SELECT version, status, built_at FROM releases WHERE status <> 'rejected' "
                           "ORDER BY built_at DESC LIMIT 1")
         return dict(zip(("version", "status", "built_at"), rows[0], strict=True)) if rows else None
-
-    def release_results(self, metric: str, split: str) -> pl.DataFrame:
-        """``scorer, version, manifest_sha256, value, ci_low, ci_high`` of ``metric`` on ``split``
-        for every published release evaluated (the latest evaluation of each), releases in the
-        order they were built. Only rows evaluated on the release's recorded manifest count: a
-        version's name alone does not attach results to it."""
-        return self._frame(
-            """WITH latest AS (
-                   SELECT e.*, r.built_at, r.manifest_sha256,
-                          row_number() OVER (PARTITION BY e.benchmark_version, e.scorer ORDER BY e.evaluated_at DESC) AS k
-                   FROM eval_results e JOIN releases r
-                     ON r.version = e.benchmark_version AND r.manifest_sha256 = e.benchmark_digest
-                   WHERE e.benchmark = 'release' AND e.metric = ? AND e.split = ? AND r.status = 'published')
-               SELECT scorer, benchmark_version AS version, manifest_sha256, value, ci_low, ci_high
-               FROM latest WHERE k = 1 ORDER BY built_at, version, scorer""", [metric, split])
-
-    def evaluation_results(self) -> pl.DataFrame:
-        """Every metric of the latest evaluation of each scorer on each benchmark version:
-        ``benchmark, version, split, scorer, metric, value, ci_low, ci_high, n, coverage, run_id,
-        evaluated_at, release_status`` (the status of the release a ``release`` row was evaluated
-        on, when its manifest is the one recorded; null otherwise), oldest version first."""
-        return self._frame(
-            """WITH latest AS (
-                   SELECT benchmark, benchmark_version, scorer, arg_max(run_id, evaluated_at) AS run_id
-                   FROM eval_results GROUP BY ALL)
-               SELECT e.benchmark, e.benchmark_version AS version, e.split, e.scorer, e.metric, e.value, e.ci_low,
-                      e.ci_high, e.n, e.coverage, e.run_id, e.evaluated_at, r.status AS release_status
-               FROM eval_results e JOIN latest l USING (benchmark, benchmark_version, scorer, run_id)
-               LEFT JOIN releases r ON e.benchmark = 'release' AND r.version = e.benchmark_version
-                                   AND r.manifest_sha256 = e.benchmark_digest
-               ORDER BY e.benchmark, min(e.evaluated_at) OVER (PARTITION BY e.benchmark, e.benchmark_version),
-                        version, e.scorer, e.split, e.metric""")

@@ -12,11 +12,14 @@ from typing import Any
 import polars as pl
 
 from revbench.schemas.tables import RUN_STAGES, RUNS
-from revbench.warehouse.core import WarehouseBase, utcnow
+from revbench.warehouse.core import utcnow
+from revbench.warehouse.slice import Slice
 
 
-class RunQueries(WarehouseBase):
+class RunsSlice(Slice):
     """Starting, recording and finishing runs; the refresh's fingerprints."""
+
+    stage = "runs"
 
     def mark_crashed_runs(self, alive_waiting: frozenset[str] = frozenset()) -> int:
         """Runs still 'running' when a new run starts died without finishing (DuckDB's lock

@@ -31,7 +31,7 @@ class WarehouseStatus:
     holder: dict[str, Any] | None = None
     waiting: list[dict[str, Any]] = field(default_factory=list)
     graph: dict[str, Any] | None = None
-    """``Warehouse.graph_coverage`` once any graph table has a row; None before."""
+    """``Warehouse.graph.graph_coverage`` once any graph table has a row; None before."""
 
 
 def read_status(path: Path) -> WarehouseStatus:
@@ -42,9 +42,9 @@ def read_status(path: Path) -> WarehouseStatus:
     try:
         with Warehouse.open(path, read_only=True) as wh:
             return WarehouseStatus(path, version=wh.schema_version(), counts=wh.table_counts(),
-                                   rejects=wh.reject_counts().to_dicts(), runs=wh.latest_runs(5).to_dicts(),
+                                   rejects=wh.ingest.reject_counts().to_dicts(), runs=wh.runs.latest_runs(5).to_dicts(),
                                    holder=read_holder(path), waiting=read_waiting(path),
-                                   graph=wh.graph_coverage() if wh.has_graph() else None)
+                                   graph=wh.graph.graph_coverage() if wh.graph.has_graph() else None)
     except WarehouseBusy:
         return WarehouseStatus(path, busy=True, holder=read_holder(path), waiting=read_waiting(path))
 
@@ -58,7 +58,7 @@ def survey_counts(warehouse: Path, store_path: Path) -> dict[str, Any]:
     if warehouse.exists():
         try:
             with Warehouse.open(warehouse, read_only=True) as wh:
-                states = wh.message_state_counts() if wh.has_table("survey_messages") else []
+                states = wh.survey.message_state_counts() if wh.has_table("survey_messages") else []
             for kind, state, n in states:
                 out[f"{kind} {state}"] = n
         except WarehouseBusy:
@@ -75,12 +75,12 @@ def survey_counts(warehouse: Path, store_path: Path) -> dict[str, Any]:
 
 
 def unconfirmed_messages(warehouse: Path) -> pl.DataFrame | None:
-    """The messages that may or may not have arrived (``Warehouse.unconfirmed_messages``); None when
+    """The messages that may or may not have arrived (``Warehouse.survey.unconfirmed_messages``); None when
     there is no warehouse or a flow holds it."""
     if not warehouse.exists():
         return None
     try:
         with Warehouse.open(warehouse, read_only=True) as wh:
-            return wh.unconfirmed_messages() if wh.has_table("survey_messages") else None
+            return wh.survey.unconfirmed_messages() if wh.has_table("survey_messages") else None
     except WarehouseBusy:
         return None

@@ -12,18 +12,20 @@ import polars as pl
 
 from revbench.schemas.tables import SURVEY_INVITATIONS, SURVEY_MESSAGES
 from revbench.warehouse.core import utcnow
-from revbench.warehouse.pools import PoolQueries
+from revbench.warehouse.slice import Slice
 
 
-class SurveyQueries(PoolQueries):
+class SurveySlice(Slice):
     """A round's candidates and their papers, and every message's state (a round's current
     revision comes from the pools)."""
+
+    stage = "survey"
 
     def survey_candidates(self, round_: int) -> pl.DataFrame:
         """The current version of a round's invitations with what the email needs: ``author_id,
         email, name, query_ids, example_paper`` (the candidate's own paper behind their strongest
         evidence), ``round, revision``."""
-        state = self.round_state(round_)
+        state = self.wh.pools.round_state(round_)
         if state is None:
             return pl.DataFrame()
         return self._frame(

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from revbench.warehouse.ratings import RatingQueries
+from revbench.warehouse.slice import Slice
 
 
-class TrainingQueries(RatingQueries):
+class TrainingSlice(Slice):
     """Training inputs (the held-out rated papers come from the ratings)."""
+
+    stage = "training"
 
     def training_inputs(self, profile_years: int, profile_max_papers: int) -> dict[str, pl.DataFrame]:
         """What weak supervision is built from, rated papers held out everywhere (they are the
@@ -35,4 +37,4 @@ class TrainingQueries(RatingQueries):
             [profile_years, profile_max_papers])
         authored = self._frame(
             "SELECT DISTINCT author_id AS reviewer_id, arxiv_id AS paper_id FROM author_links ORDER BY reviewer_id, paper_id")
-        return {"papers": papers, "recent": recent, "authored": authored, "held_out": self.rated_papers()}
+        return {"papers": papers, "recent": recent, "authored": authored, "held_out": self.wh.ratings.rated_papers()}

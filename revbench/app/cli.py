@@ -219,7 +219,7 @@ def _round_target(settings: Settings, report: Path, pair: str | None) -> int:
     if not settings.warehouse_path.exists():
         raise UsageError(f"no warehouse at {settings.warehouse_path}: run `revbench ingest` and a first round first")
     with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
-        queries, anchors = wh.round_yield()
+        queries, anchors = wh.pools.round_yield()
     try:
         target = round_target(chosen["more_clusters"], anchors, queries, len(settings.arxiv.categories))
     except ValueError as exc:

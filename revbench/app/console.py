@@ -205,7 +205,7 @@ def _share(n: int, of: int) -> str:
 
 
 def _print_graph(graph: dict[str, Any]) -> None:
-    """Graph coverage (``Warehouse.graph_coverage``): per source, the corpus's papers with references
+    """Graph coverage (``Warehouse.graph.graph_coverage``): per source, the corpus's papers with references
     and with topics, and the references resolved to a warehouse paper; then institutions and affiliations."""
     papers = graph["papers"]
     g = RichTable(title=f"Graph coverage ({papers} papers in the corpus)")

@@ -247,7 +247,7 @@ def demo_measures(settings: Settings) -> dict[str, Any]:
     if settings.warehouse_path.exists():
         try:
             with Warehouse.open(settings.warehouse_path, read_only=True, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
-                frames = wh.benchmark_frames(settings.ratings.profile_max_papers)
+                frames = wh.ratings.benchmark_frames(settings.ratings.profile_max_papers)
         except RevbenchError as exc:  # busy or not a warehouse: the rows say they have no value
             console.print(f"realism: the warehouse was not read ({exc})")
     return pipeline_measures(settings.data_dir, frames)
@@ -335,12 +335,12 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
             print_disambiguation(dis, disambiguation_quality(truth, links))
         stats = pools_flow.run(s.with_overrides(pools=DEMO_POOLS), round=1, track=track)
     with Warehouse.open(s.warehouse_path, read_only=True, lock_wait=s.warehouse.lock_wait_seconds) as wh:
-        assignments = wh.read_round(ASSIGNMENTS, stats.round)
-        evidence, exclusions = wh.read_round(POOL_EVIDENCE, stats.round), wh.read_round(POOL_EXCLUSIONS, stats.round)
+        assignments = wh.pools.read_round(ASSIGNMENTS, stats.round)
+        evidence, exclusions = wh.pools.read_round(POOL_EVIDENCE, stats.round), wh.pools.read_round(POOL_EXCLUSIONS, stats.round)
         # The conflict only the graph reveals is audited apart, after the ones the PDFs show.
         planted = (planted_conflicts_caught(truth, evidence, exclusions, assignments, links)
                    + graph_conflicts_caught(truth, evidence, exclusions, assignments, links))
-        corpus = wh.corpus_papers()
+        corpus = wh.ingest.corpus_papers()
     audit = coi_violations(truth, assignments, links)
     print_pools(stats, audit, planted=planted)
     facts: dict[str, Any] = {

@@ -108,8 +108,8 @@ def send_reminders(settings: Settings) -> dict[str, Any] | str:
     from revbench.warehouse import Warehouse
 
     with Warehouse.open(settings.warehouse_path, lock_wait=settings.warehouse.lock_wait_seconds) as wh:
-        latest = wh.latest_round()
-        sent = wh.invitations_sent(latest["round"]) if latest else 0
+        latest = wh.pools.latest_round()
+        sent = wh.survey.invitations_sent(latest["round"]) if latest else 0
     if latest is None:
         return "skipped: no pools round yet"
     if not sent:

@@ -171,7 +171,7 @@ def _loop(base: Settings, world_dir: Path, manifest: dict[str, Any], queries: di
         s = s.with_overrides(pools={**queries, **pools.fitted})
     step("survey")
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        corpus = wh.corpus_papers()
+        corpus = wh.ingest.corpus_papers()
     held = held_levels(world_dir, corpus)
     wave, panel, counts, _ = survey_round(s, lambda messages, recorded: answer_held(
         held, messages, seed, s.data_dir / "survey" / "rebuild-panel", recorded, pace_seconds=DEMO_PACE_SECONDS,

@@ -96,7 +96,7 @@ def fit_from_world(s: Settings, world_dir: Path) -> rb.PoolFit:
     reviewers = pl.read_parquet(world_dir / "truth" / "reviewers.parquet")["person_id"].unique().sort().to_list()
     mentions = load_truth(world_dir).mentions
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        corpus = wh.corpus_papers()
+        corpus = wh.ingest.corpus_papers()
     queries = held["arxiv_id"].drop_nulls().unique().sort().to_list()
     sims = similarities(s, corpus, mentions, reviewers, queries)
     since = first_recent_year(corpus, s.pools.recent_years)
@@ -113,10 +113,10 @@ def pool_fates(warehouse: Path, mentions: pl.DataFrame, held: pl.DataFrame, simi
     from revbench.warehouse import Warehouse
 
     with Warehouse.open(warehouse, read_only=True) as wh:
-        links, corpus = wh.read(AUTHOR_LINKS), wh.corpus_papers()
-        queries = set(wh.read_round(QUERY_SAMPLES, 1)["arxiv_id"].to_list())
-        evidence, exclusions = wh.read_round(POOL_EVIDENCE, 1), wh.read_round(POOL_EXCLUSIONS, 1)
-        assignments = wh.read_round(ASSIGNMENTS, 1)
+        links, corpus = wh.read(AUTHOR_LINKS), wh.ingest.corpus_papers()
+        queries = set(wh.pools.read_round(QUERY_SAMPLES, 1)["arxiv_id"].to_list())
+        evidence, exclusions = wh.pools.read_round(POOL_EVIDENCE, 1), wh.pools.read_round(POOL_EXCLUSIONS, 1)
+        assignments = wh.pools.read_round(ASSIGNMENTS, 1)
     identities, _shared = _identities(links, mentions)
     return rb.pair_fates(held, identities, set(corpus["arxiv_id"].to_list()), queries, evidence, exclusions, assignments,
                          similarity)
@@ -162,7 +162,7 @@ def comparison(s: Settings, world_dir: Path, bench: Benchmark, kind: str, source
     held = pl.read_parquet(world_dir / "truth" / "benchmark_ratings.parquet")
     mentions = load_truth(world_dir).mentions
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        links, corpus = wh.read(AUTHOR_LINKS), wh.corpus_papers()
+        links, corpus = wh.read(AUTHOR_LINKS), wh.ingest.corpus_papers()
         ratings = wh.read(RATINGS).filter(pl.col("status") == "kept")
         tuples = wh.read(RATING_TUPLES)
     identities, shared = _identities(links, mentions)

@@ -57,12 +57,12 @@ def write_results_page(settings: Settings, out: Path, pairs: list[Pairs]) -> Non
     if settings.warehouse_path.exists():
         with Warehouse.open(settings.warehouse_path, read_only=True,
                             lock_wait=settings.warehouse.lock_wait_seconds) as wh:
-            results = wh.evaluation_results() if wh.has_table(EVAL_RESULTS.name) else None
+            results = wh.evaluate.evaluation_results() if wh.has_table(EVAL_RESULTS.name) else None
             recorded = [] if results is None else results.filter(
                 (pl.col("benchmark") == "release") & pl.col("release_status").is_not_null())["version"].unique().sort()
             for version in recorded:
                 verify_recorded(settings, settings.releases_dir / version, wh)
-            synthetic = synthetic_versions(settings, results, wh.synthetic_corpus()) if results is not None else set()
+            synthetic = synthetic_versions(settings, results, wh.release.synthetic_corpus()) if results is not None else set()
     if results is None or results.height == 0:
         raise UsageError(f"no evaluation results in the warehouse at {settings.warehouse_path}: run `revbench "
                          "evaluate` (or `revbench demo`) first")

@@ -193,7 +193,7 @@ def _section(i: int, benchmark: str, version_: str, df: pl.DataFrame, run_urls: 
 def sections(results: pl.DataFrame, run_urls: Mapping[str, str],
              synthetic: Collection[tuple[str, str]] = ()) -> list[Section]:
     """One section per benchmark version of ``results`` (rows as
-    ``Warehouse.evaluation_results`` returns them), in their order; ``synthetic`` names the
+    ``Warehouse.evaluate.evaluation_results`` returns them), in their order; ``synthetic`` names the
     (benchmark, version) pairs whose data is SYNTHETIC."""
     out = []
     # One axis for every chart, so that versions compare at a glance.

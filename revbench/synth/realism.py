@@ -171,7 +171,7 @@ def _graph_measures(refs: pl.DataFrame, works: pl.DataFrame, expertise: Expertis
 def pipeline_measures(data_dir: Path, frames: dict[str, pl.DataFrame] | None = None) -> dict[str, Any]:
     """The values only the pipeline gives: the scorers' average losses on the demo's benchmark (from
     ``reports/warehouse/results.json`` in ``data_dir``) and, from the warehouse benchmark's ``frames``
-    (``Warehouse.benchmark_frames``: its kept ``ratings`` and the raters' ``profiles``), the kept
+    (``Warehouse.ratings.benchmark_frames``: its kept ``ratings`` and the raters' ``profiles``), the kept
     ratings' levels and profile papers per rated reviewer; none where they are missing."""
     out: dict[str, Any] = {}
     if frames is not None and frames["ratings"].height:

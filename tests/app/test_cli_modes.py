@@ -34,7 +34,7 @@ def test_evaluate_runs_in_process_and_records_its_run(tmp_path: Path) -> None:
     rows = json.loads((tmp_path / "rows.json").read_text())
     assert {r["scorer"] for r in rows} == {"trivial", "tpms"}
     with Warehouse.open(tmp_path / "data" / "warehouse.duckdb", read_only=True) as wh:
-        runs = wh.latest_runs(5).to_dicts()
+        runs = wh.runs.latest_runs(5).to_dicts()
     assert [(r["flow"], r["status"]) for r in runs] == [("evaluate", "completed")]
     assert not (tmp_path / "data" / "prefect").exists() or not any((tmp_path / "data" / "prefect").iterdir())
 
@@ -76,7 +76,7 @@ def test_track_makes_a_prefect_flow_run(prefect_server, tmp_path: Path) -> None:
                {"PREFECT_API_URL": prefect_server})
     assert out.returncode == 0, out.stderr
     with Warehouse.open(tmp_path / "data" / "warehouse.duckdb", read_only=True) as wh:
-        run_id = wh.latest_runs(1)["run_id"][0]
+        run_id = wh.runs.latest_runs(1)["run_id"][0]
     with get_client(sync_client=True) as client:
         flow_run = client.read_flow_run(run_id)
     assert flow_run.state is not None and flow_run.state.is_completed()
@@ -92,7 +92,7 @@ def test_two_configurations_in_one_process(tmp_path: Path) -> None:
                          report_dir=str(s.data_dir / "report"))
     for s in (a, b):
         with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-            assert wh.latest_runs(5)["status"].to_list() == ["completed"]
+            assert wh.runs.latest_runs(5)["status"].to_list() == ["completed"]
         assert (s.data_dir / "report" / "report.md").exists()
 
 

@@ -137,7 +137,7 @@ def test_serve_schedules_runs_and_stops_cleanly(scheduler_api: str, tmp_path: Pa
 
         # The run was a refresh of this data dir, recorded under the flow run's id.
         with Warehouse.open(tmp_path / "data" / "warehouse.duckdb", read_only=True, lock_wait=30) as wh:
-            runs = {r["run_id"]: r for r in wh.latest_runs(50).to_dicts()}
+            runs = {r["run_id"]: r for r in wh.runs.latest_runs(50).to_dicts()}
         assert runs[str(run.id)]["flow"] == "refresh" and runs[str(run.id)]["status"] == "completed"
 
         assert stop(proc, signal.SIGINT, log) == 0, log.read_text()
@@ -237,7 +237,7 @@ def test_prefect_yaml_deploys_and_a_worker_runs_it(scheduler_api: str, tmp_path:
         state = client.read_flow_run(triggered.id).state
     assert state is not None and state.is_completed(), state
     with Warehouse.open(tmp_path / "data" / "warehouse.duckdb", read_only=True) as wh:
-        assert str(triggered.id) in wh.latest_runs(50)["run_id"].to_list()
+        assert str(triggered.id) in wh.runs.latest_runs(50)["run_id"].to_list()
 
 
 def test_reminders_are_sent_only_when_configured_and_unattended(settings: Settings) -> None:
@@ -266,7 +266,7 @@ def test_failed_reminders_still_pull_the_answers(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(ServiceUnavailable):
         dep.ratings_pull.fn()  # in this process, without the engine: the same body a served run executes
     with Warehouse.open(tmp_path / "data" / "warehouse.duckdb", read_only=True) as wh:
-        runs = wh.latest_runs(5).to_dicts()
+        runs = wh.runs.latest_runs(5).to_dicts()
     assert [(r["flow"], r["status"]) for r in runs] == [("refresh", "completed")]
 
 

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 def _runs(s: Settings) -> list[str]:
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        return wh.latest_runs(20)["status"].to_list()[::-1]
+        return wh.runs.latest_runs(20)["status"].to_list()[::-1]
 
 
 CLOSED = {

@@ -92,7 +92,7 @@ def _warehouse(data_dir: Path, synthetic: bool) -> None:
             arxiv_id="2609.00001", version=1, title="On things", abstract="We study things.", primary_category="cs.LG",
             categories=["cs.LG"], updated=now, year=2026, pdf_sha256="0" * 64, title_similarity=1.0, n_authors=1,
             input_hash="h", loaded_at=now)]))
-        wh.record_run("r1", "ingest", {"since": "2026-09-01", **({"synthetic": True} if synthetic else {})}, "test",
+        wh.runs.record_run("r1", "ingest", {"since": "2026-09-01", **({"synthetic": True} if synthetic else {})}, "test",
                       now, "completed")
 
 

@@ -87,7 +87,7 @@ def sent(survey_settings: Settings) -> tuple[Settings, list[tuple[str, list[str]
     s = survey_settings.with_overrides(ratings=RULES, survey={"rate_limit_per_minute": 100_000})
     survey_flow.fn(s, round=1, approve="all", approver="tester")
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        invs = wh.survey_invitations().sort("invitation_id")
+        invs = wh.survey.survey_invitations().sort("invitation_id")
     return s, [(i, list(p)) for i, p in invs.select("invitation_id", "paper_ids").iter_rows()]
 
 
@@ -131,7 +131,7 @@ def test_backup_more_answers_restore_pull_every_acknowledged_answer_once(sent, s
     assert file_sha256(aside / "warehouse.duckdb") == live_sha  # the live warehouse, kept as it was
     assert json.loads((aside / "restore.json").read_text())["forced"] is True
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:  # the snapshot's warehouse
-        assert wh.latest_runs(1)["run_id"][0] == manifest["warehouse"]["last_run"]["run_id"]
+        assert wh.runs.latest_runs(1)["run_id"][0] == manifest["warehouse"]["last_run"]["run_id"]
         assert wh.count(SURVEY_EVENTS) == 2
     assert store.epoch() == epoch and store.events_since() == live_events  # the store lost nothing, kept its ids
     every_answer_once(s, acked)
@@ -223,11 +223,11 @@ def test_a_message_confirmed_sent_since_the_backup_stays_sent(sent, tmp_path: Pa
     s, _invs = sent
     use_env(s, monkeypatch)
     with Warehouse.open(s.warehouse_path) as wh:
-        message = wh.survey_messages().sort("message_id")["message_id"][0]
-        wh.set_message_state(message, "unconfirmed")  # its reply was lost: a curator would be asked to resend it
+        message = wh.survey.survey_messages().sort("message_id")["message_id"][0]
+        wh.survey.set_message_state(message, "unconfirmed")  # its reply was lost: a curator would be asked to resend it
     snap = take_backup(tmp_path / "backups")
     with Warehouse.open(s.warehouse_path) as wh:
-        wh.set_message_state(message, "sent")  # resent since, and confirmed
+        wh.survey.set_message_state(message, "sent")  # resent since, and confirmed
     code, out, err = run_cli("restore", "--from", str(snap), "--force")
     assert code == 0, out + err
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
@@ -244,8 +244,8 @@ def test_a_wave_sent_after_the_backup_is_neither_forgotten_nor_sent_twice(survey
     survey_flow.fn(s, round=1, approve="all", approver="tester")
     sent_mail = len(sink.messages)
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        (i1, p1), (i2, p2) = wh.survey_invitations().sort("invitation_id").select("invitation_id", "paper_ids").rows()[:2]
-        messages = wh.survey_messages().height
+        (i1, p1), (i2, p2) = wh.survey.survey_invitations().sort("invitation_id").select("invitation_id", "paper_ids").rows()[:2]
+        messages = wh.survey.survey_messages().height
     store = SurveyStore(s.survey_store_path)
     acked = answer(store, [(i1, p1[0], 4), (i2, p2[0], 2)])
     ratings_flow.fn(s, decide="keep")

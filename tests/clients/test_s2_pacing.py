@@ -165,8 +165,8 @@ def test_ingest_throttled_for_20_seconds_slows_down_and_completes(small_world, r
         assert set(wh.read(REJECTS)["arxiv_id"]) == set(truth["arxiv_id"])
         # Every crawled paper was looked up: nothing is left failed for the next run.
         assert wh.count(S2_PAPERS) == wh.count(ARXIV_RECORDS) > 0
-        assert wh.ids_missing_s2() == []
-        assert wh.latest_runs(1)["status"].to_list() == ["completed"]
+        assert wh.ingest.ids_missing_s2() == []
+        assert wh.runs.latest_runs(1)["status"].to_list() == ["completed"]
 
 
 @pytest.mark.slow

@@ -134,13 +134,13 @@ def test_incremental_save_keeps_links_of_unchanged_blocks(tmp_path) -> None:
                    ("2601.00001", 1, "Bo Sun", "bo@y.example", None, None, None)])
     first = disambiguate(paper, {}, FB, "fb", 500, 0.5, NOW)
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
-        wh.save_blocks(first.links, first.blocks, pl.DataFrame(), first.drop_blocks)
-        known = wh.block_hashes()
+        wh.disambiguate.save_blocks(first.links, first.blocks, pl.DataFrame(), first.drop_blocks)
+        known = wh.disambiguate.block_hashes()
         # Another paper by Ana changes her block only; Bo's block is not decided again.
         grown = pl.concat([paper, frame([("2601.00002", 0, "Ana Lima", "ana@x.example", None, None, None)])])
         again = disambiguate(grown, known, FB, "fb", 500, 0.5, NOW)
         assert set(again.blocks["block_key"]) == {"lima|a"}
-        wh.save_blocks(again.links, again.blocks, pl.DataFrame(), again.drop_blocks)
+        wh.disambiguate.save_blocks(again.links, again.blocks, pl.DataFrame(), again.drop_blocks)
         links = wh.read(AUTHOR_LINKS)
     assert sorted(links.select("arxiv_id", "position").rows()) == [("2601.00001", 0), ("2601.00001", 1), ("2601.00002", 0)]
 

@@ -140,7 +140,7 @@ CORPUS = [_paper(1, [("Li Chen", "li@utoronto.example", "University of Toronto")
 
 def _load(s: Settings) -> None:
     with Warehouse.open(s.warehouse_path) as wh:
-        wh.load_corpus(PAPERS.conform(pl.DataFrame([p for p, _ in CORPUS])),
+        wh.ingest.load_corpus(PAPERS.conform(pl.DataFrame([p for p, _ in CORPUS])),
                        MENTIONS.conform(pl.DataFrame([m for _, ms in CORPUS for m in ms])), REJECTS.empty())
 
 
@@ -150,7 +150,7 @@ def test_a_graph_less_warehouse_decides_exactly_as_before(settings: Settings) ->
     res = disambiguate_flow.fn(s)
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         stored, blocks = wh.read(AUTHOR_LINKS), wh.read(AUTHOR_BLOCKS)
-        mentions = wh.mentions_with_years()
+        mentions = wh.disambiguate.mentions_with_years()
     assert mentions.select(GRAPH_COLUMNS).null_count().row(0) == (mentions.height,) * 3
     # The mentions as the warehouse gave them before the graph (no graph columns at all).
     before = disambiguate(mentions.drop(GRAPH_COLUMNS), {}, fallback_decider(s.disambiguate.fallback_threshold),
@@ -175,7 +175,7 @@ def test_ids_the_graph_stage_adds_later_re_decide_only_their_blocks(settings: Se
     with Warehouse.open(s.warehouse_path) as wh:  # what a refresh records when it runs the stage
         record_stage_ran(wh, "disambiguate", plan_disambiguate(s, wh))
         assert not plan_disambiguate(s, wh).run
-        wh.save_graph(
+        wh.graph.save_graph(
             authorships=pl.DataFrame([
                 {"arxiv_id": "2610.00001", "source": "openalex", "position": 0, "person_key": "openalex:A1", "name": "Li Chen"},
                 {"arxiv_id": "2610.00002", "source": "openalex", "position": 0, "person_key": "openalex:A1", "name": "Li Chen"}]),
@@ -210,7 +210,7 @@ def test_the_world_s_openalex_splits_profiles_and_hides_orcids_and_disambiguatio
     graph_flow.fn(s)
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         stored = wh.read(PAPER_AUTHORSHIPS)
-        mentions = wh.mentions_with_years()
+        mentions = wh.disambiguate.mentions_with_years()
     graph = read_graph(world)
     quirks, ours = graph["openalex_profiles"], set(stored["arxiv_id"])
     at = {f"{a}:{p}": (k, o) for a, p, k, o in stored.select("arxiv_id", "position", "person_key", "orcid").iter_rows()}

@@ -60,7 +60,7 @@ def load(s: Settings, papers: list[tuple[dict, list[dict]]], rejected: list[str]
     rejects = [{"arxiv_id": a, "version": 2, "stage": "reconcile", "reason": "title_mismatch", "detail": "",
                 "input_hash": f"r{a}", "recorded_at": utcnow()} for a in rejected]
     with Warehouse.open(s.warehouse_path) as wh:
-        wh.load_corpus(PAPERS.conform(pl.DataFrame([p for p, _ in papers])),
+        wh.ingest.load_corpus(PAPERS.conform(pl.DataFrame([p for p, _ in papers])),
                        MENTIONS.conform(pl.DataFrame([m for _, ms in papers for m in ms])),
                        REJECTS.conform(pl.DataFrame(rejects)) if rejects else REJECTS.empty())
 

@@ -50,7 +50,7 @@ def rated_world(settings: Settings, replay, world: Path):  # type: ignore[no-unt
     truth = read_graph(world)
     assert truth is not None
     with Warehouse.open(s.warehouse_path) as wh:
-        links = wh.pool_inputs()["links"]
+        links = wh.pools.pool_inputs()["links"]
         subs, reviewers = rate_cited_authors(wh, truth, links)
     return s, truth, links, subs, reviewers
 
@@ -74,7 +74,7 @@ def test_the_warehouse_benchmark_carries_the_graph_of_its_world(  # type: ignore
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         fetched = wh.read(GRAPH_FETCHES).filter(pl.col("found") & (pl.col("kind") == "references"))
         topics = wh.read(PAPER_TOPICS)
-        coi = wh.coi_inputs()
+        coi = wh.pools.coi_inputs()
     by_s2 = set(fetched.filter(pl.col("source") == "s2")["arxiv_id"])
     answered = set(fetched["arxiv_id"])
     # Every reference the world draws between two of the benchmark's papers, once, from a paper a source knew.
@@ -125,7 +125,7 @@ def test_the_history_is_every_paper_of_a_reviewer_and_the_graph_covers_it(  # ty
             """SELECT l.author_id, m.s2_author_id FROM author_links l JOIN mentions m USING (arxiv_id, "position")
                WHERE m.s2_author_id IS NOT NULL ORDER BY 1, 2""").fetchall()
         who, sid = next((r, i) for r, i in ids if r in reviewers)
-        other = sorted(set(wh.paper_identifiers()["arxiv_id"]) - {p for r, p in authored if r == who} - set(subs))[0]
+        other = sorted(set(wh.graph.paper_identifiers()["arxiv_id"]) - {p for r, p in authored if r == who} - set(subs))[0]
         now = datetime(2026, 9, 21, tzinfo=UTC)
         wh.upsert(S2_AUTHOR_PAPERS, pl.DataFrame([
             dict(s2_author_id=sid, paper_key="", year=None, arxiv_id=None, fetched_at=now),

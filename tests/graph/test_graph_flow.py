@@ -51,7 +51,7 @@ def test_references_resolve_to_the_world_papers_its_truth_names(settings, replay
     s = _ingested(settings, replay, world)
     out = graph_flow.fn(s)
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        ours = set(wh.paper_identifiers()["arxiv_id"])
+        ours = set(wh.graph.paper_identifiers()["arxiv_id"])
         cites, topics, fetches = wh.read(CITATIONS), wh.read(PAPER_TOPICS), wh.read(GRAPH_FETCHES)
     truth = read_graph(world)["references"]
     assert out.failed == 0 and out.papers_asked == len(ours)
@@ -135,8 +135,8 @@ def test_a_day_later_looks_again_only_at_references_a_new_paper_can_answer(setti
     grow_world(world, 1)
     grown = _ingested(s, replay, world, END + timedelta(days=1))
     with Warehouse.open(grown.warehouse_path) as wh:
-        day1 = wh.citations_to_resolve().row(0, named=True)["citing_arxiv_id"]
-        new = wh.paper_identifiers().filter(pl.col("arxiv_id").is_in(wh.ids_loaded_since(datetime.now(UTC) - timedelta(minutes=10))))
+        day1 = wh.graph.citations_to_resolve().row(0, named=True)["citing_arxiv_id"]
+        new = wh.graph.paper_identifiers().filter(pl.col("arxiv_id").is_in(wh.graph.ids_loaded_since(datetime.now(UTC) - timedelta(minutes=10))))
         target = new.filter(~pl.col("arxiv_id").is_in(list(set(_read(s, GRAPH_FETCHES)["arxiv_id"])))).row(0, named=True)
         planted = CITATIONS.conform(pl.DataFrame([
             {"citing_arxiv_id": day1, "source": "grobid", "ordinal": 900, "cited_title": target["title"].upper() + ".",
@@ -144,10 +144,10 @@ def test_a_day_later_looks_again_only_at_references_a_new_paper_can_answer(setti
             {"citing_arxiv_id": day1, "source": "grobid", "ordinal": 901, "cited_title": "A work none of ours is",
              "cited_year": target["year"]}], infer_schema_length=None))
         # Keyed as the day-1 run left its references: resolved against day 1's papers, to nothing.
-        keyed = resolve_changed(planted, wh.paper_identifiers().filter(pl.col("arxiv_id") != target["arxiv_id"]))[1]
+        keyed = resolve_changed(planted, wh.graph.paper_identifiers().filter(pl.col("arxiv_id") != target["arxiv_id"]))[1]
         assert keyed.citations["cited_arxiv_id"].is_null().all() and keyed.citations["match_keys"].is_not_null().all()
-        wh.save_graph(citations=keyed.citations)
-        unresolved_before = wh.unresolved_count()
+        wh.graph.save_graph(citations=keyed.citations)
+        unresolved_before = wh.graph.unresolved_count()
     later = graph_flow.fn(grown)
     got = {r["ordinal"]: r["cited_arxiv_id"] for r in _read(grown, CITATIONS).filter(
         (pl.col("citing_arxiv_id") == day1) & (pl.col("source") == "grobid")).to_dicts()}
@@ -155,9 +155,9 @@ def test_a_day_later_looks_again_only_at_references_a_new_paper_can_answer(setti
     assert 0 < later.re_checked < unresolved_before, "only the references a new paper can answer were looked at"
     # Nothing was missed: resolving every unresolved reference against every paper changes none.
     with Warehouse.open(grown.warehouse_path, read_only=True) as wh:
-        pending = wh.citations_to_resolve()
+        pending = wh.graph.citations_to_resolve()
         assert pending["match_keys"].is_not_null().all(), "every reference looked at is keyed"
-        assert resolve_changed(pending, wh.paper_identifiers(), wh.known_work_ids())[0].height == 0
+        assert resolve_changed(pending, wh.graph.paper_identifiers(), wh.graph.known_work_ids())[0].height == 0
         assert later.unresolved == pending.height
 
 
@@ -182,7 +182,7 @@ def test_openalex_when_enabled_gives_topics_affiliations_and_references_to_our_p
     out = graph_flow.fn(s)
     assert out.failed == 0
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        ours = set(wh.paper_identifiers()["arxiv_id"])
+        ours = set(wh.graph.paper_identifiers()["arxiv_id"])
         cites = wh.read(CITATIONS).filter(pl.col("source") == "openalex")
     truth = read_graph(world)["references"]
     oa = {r["source"]: r for r in out.coverage["sources"]}["openalex"]
@@ -216,4 +216,4 @@ def test_a_day_later_referenced_works_resolve_to_papers_an_earlier_run_fetched(s
     assert {r["source"]: r for r in later.match_rates}["openalex"]["resolved"] >= len(to_day1)
     found = _read(grown, GRAPH_FETCHES).filter((pl.col("source") == "openalex") & pl.col("found"))
     with Warehouse.open(grown.warehouse_path, read_only=True) as wh:
-        assert set(wh.known_work_ids().values()) == set(found["arxiv_id"]) > day1 & set(found["arxiv_id"])
+        assert set(wh.graph.known_work_ids().values()) == set(found["arxiv_id"]) > day1 & set(found["arxiv_id"])

@@ -171,7 +171,7 @@ def test_the_folder_carries_the_graph_around_its_papers_and_reviewers(world: Set
     people = set(b.draws[0]["reviewer_id"])
     # the warehouse importer's query over the whole warehouse, restricted here to the weak benchmark
     with Warehouse.open(world.warehouse_path, read_only=True) as wh:
-        whole = wh.benchmark_graph([*WORDS, OUTSIDE], [A, B, C, D, E])
+        whole = wh.ratings.benchmark_graph([*WORDS, OUTSIDE], [A, B, C, D, E])
     want = {"citations": whole["citations"].filter(pl.col("citing_id").is_in(papers) & pl.col("cited_id").is_in(papers)),
             "topics": whole["topics"].filter(pl.col("paper_id").is_in(papers)),
             "reviewer_institutions": whole["reviewer_institutions"].filter(pl.col("reviewer_id").is_in(people)),

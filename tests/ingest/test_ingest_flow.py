@@ -82,7 +82,7 @@ def test_killed_run_resumes_without_duplicates(prefect_server, small_world, repl
     assert extract["rows_in"] <= ref["documents"].height - done_before + 5
     assert_same(snapshot(s), ref)
     with Warehouse.open(s.warehouse_path) as wh:
-        statuses = wh.latest_runs(10)["status"].to_list()[::-1]
+        statuses = wh.runs.latest_runs(10)["status"].to_list()[::-1]
     assert statuses == ["crashed", "completed"]
 
 

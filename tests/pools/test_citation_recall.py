@@ -106,7 +106,7 @@ def world(tmp_path: Path) -> Path:
 
 def _round(s: Settings, n: int) -> dict[str, pl.DataFrame]:
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        return {t.name: wh.read_round(t, n).drop("round", "revision")
+        return {t.name: wh.pools.read_round(t, n).drop("round", "revision")
                 for t in (POOL_EVIDENCE, POOL_EXCLUSIONS, ASSIGNMENTS, INVITATIONS)}
 
 

@@ -178,11 +178,11 @@ def test_the_warehouse_keeps_what_the_rules_read_and_the_pools_read_it(tmp_path:
                                                   "s2_author_id": ["888"]}, schema=MENTIONS.schema)])
     pairs = pl.DataFrame({"query_id": ["q", "q"], "author_id": ["cand", "other"]})
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
-        wh.save_graph(institutions=pl.DataFrame([{**record, "aliases": ["UMich"]}, old, _inst("name:umich", "UMich")],
+        wh.graph.save_graph(institutions=pl.DataFrame([{**record, "aliases": ["UMich"]}, old, _inst("name:umich", "UMich")],
                                                 infer_schema_length=None), affiliations=affiliations)
-        wh.save_graph(institutions=pl.DataFrame([{**record, "aliases": None, "related": None}], infer_schema_length=None))
+        wh.graph.save_graph(institutions=pl.DataFrame([{**record, "aliases": None, "related": None}], infer_schema_length=None))
         stored = wh.read(INSTITUTIONS).filter(pl.col("institution_key") == record["institution_key"]).to_dicts()[0]
-        graph = {**wh.coi_inputs(), "mentions": mentions}
+        graph = {**wh.pools.coi_inputs(), "mentions": mentions}
     assert stored["aliases"] == ["UMich"] and stored["lineage"] == [] and len(stored["related"]) == 7
     out = graph_conflicts(graph, pairs, QUERY_AUTHORS, {"q": 2026}, 3)
     rules = {r["author_id"]: json.loads(r["evidence"])["rule"] for r in out.to_dicts()}

@@ -146,8 +146,8 @@ def test_the_world_s_graph_only_conflict_is_caught(small_world: Path, tmp_path: 
 
     institutions, affiliations = _world_graph_rows(small_world)
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
-        wh.save_graph(institutions=institutions, affiliations=affiliations)
-        stored = wh.coi_inputs()["affiliations"]
+        wh.graph.save_graph(institutions=institutions, affiliations=affiliations)
+        stored = wh.pools.coi_inputs()["affiliations"]
     stints = author_stints(person_links(mentions, stored), stored)
     found = institution_conflicts(evidence, query_authors, {q: year}, stints, 3)
     exclusions = conflicts(evidence, query_authors, pl.DataFrame(schema={"author_a": pl.Utf8, "author_b": pl.Utf8}),

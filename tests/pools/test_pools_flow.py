@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 def _round(s: Settings, n: int) -> dict[str, pl.DataFrame]:
     with Warehouse.open(s.warehouse_path) as wh:
-        return {t.name: wh.read_round(t, n).drop([c for c in ("sampled_at",) if c in t.names])
+        return {t.name: wh.pools.read_round(t, n).drop([c for c in ("sampled_at",) if c in t.names])
                 for t in (QUERY_SAMPLES, POOL_EVIDENCE, ASSIGNMENTS, INVITATIONS)}
 
 
@@ -40,7 +40,7 @@ def test_pools_round(prefect_server, small_world, replay, settings) -> None:
     assert coi_violations(truth, r1["assignments"], links) == 0
     # The world's planted conflict (only a second affiliation reveals it) is never invited.
     with Warehouse.open(s.warehouse_path) as wh:
-        exclusions = wh.read_round(POOL_EXCLUSIONS, 1)
+        exclusions = wh.pools.read_round(POOL_EXCLUSIONS, 1)
     planted = planted_conflicts_caught(truth, r1["pool_evidence"], exclusions, r1["assignments"], links)
     assert planted and not any(p["invited"] for p in planted)
     assert all(p["caught"] and p["reasons"] == ["same_affiliation"] for p in planted if p["recalled"])

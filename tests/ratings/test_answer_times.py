@@ -28,7 +28,7 @@ def _burst_flags(round_warehouse: Path, small_world: Path, data: Path,
     shutil.copytree(round_warehouse, data, ignore=shutil.ignore_patterns("*.run.json", "prefect"))
     s = Settings(data_dir=data)
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        corpus = wh.corpus_papers()
+        corpus = wh.ingest.corpus_papers()
     truth = load_truth(small_world)
     _wave, panel, _counts, s = survey_round(s, lambda messages, recorded: answer(
         truth, messages, corpus, 3, data / "panel", recorded, pace_seconds=0.25, workers=8,

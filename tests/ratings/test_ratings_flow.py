@@ -32,7 +32,7 @@ def test_events_become_ratings_tuples_and_a_rerun_changes_nothing(answered) -> N
         stored = wh.read(SURVEY_EVENTS)
         tuples = wh.read(RATING_TUPLES)
         decisions = wh.read(FLAG_DECISIONS)
-        invitations = dict(wh.survey_invitations().select("invitation_id", "email").iter_rows())
+        invitations = dict(wh.survey.survey_invitations().select("invitation_id", "email").iter_rows())
     # Every rating is the store's latest answer for its pair; the history holds every event.
     assert {(i, p): v for i, p, v in ratings.select("invitation_id", "paper_id", "rating").iter_rows()} == latest
     assert stored.height == len(events) and set(stored["disposition"]) == {"latest", "superseded"}

@@ -25,9 +25,9 @@ POOLS = {"tau": 0.5, "min_recent_papers": 1, "candidates_per_query": 3, "queries
 
 def _warehouse(s: Settings) -> dict[str, pl.DataFrame]:
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        out = wh.snapshot()
+        out = wh.ingest.snapshot()
         for t in (QUERY_SAMPLES, POOL_EVIDENCE, ASSIGNMENTS, INVITATIONS):
-            df = wh.read_round(t, 1)
+            df = wh.pools.read_round(t, 1)
             out[t.name] = df.drop([c for c in df.columns if c.endswith("_at") or c == "run_id"]).sort(df.columns[:3])
     return out
 

@@ -169,7 +169,7 @@ def test_a_worker_lost_mid_run_costs_only_time(small_world, replay, settings: Se
         pieces = db.execute("SELECT state_type FROM task_run WHERE name LIKE 'extract-documents-%'").fetchall()
     assert len(pieces) >= 4 and {p[0] for p in pieces} == {"COMPLETED"}
     with Warehouse.open(threaded.warehouse_path, read_only=True) as a, Warehouse.open(s.warehouse_path, read_only=True) as b:
-        want, got = a.snapshot(), b.snapshot()
+        want, got = a.ingest.snapshot(), b.ingest.snapshot()
     assert want.keys() == got.keys() and want["papers"].height > 0
     for name, df in want.items():
         assert df.equals(got[name]), name

@@ -30,8 +30,8 @@ def _stages(out: RefreshResult) -> dict[str, StageOutcome]:
 def _run_stage_rows(s: Settings, flow: str) -> pl.DataFrame:
     """``run_stages`` rows of the newest run of ``flow``."""
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        run_id = wh.latest_runs(50).filter(pl.col("flow") == flow)["run_id"][0]
-        return wh.run_stages(run_id)
+        run_id = wh.runs.latest_runs(50).filter(pl.col("flow") == flow)["run_id"][0]
+        return wh.runs.run_stages(run_id)
 
 
 def test_refresh_twice_then_a_day_later(prefect_server, replay, settings, tmp_path: Path) -> None:
@@ -64,7 +64,7 @@ def test_refresh_twice_then_a_day_later(prefect_server, replay, settings, tmp_pa
     assert "papers new since round 1" in st2["pools"].reason
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         recorded = wh.read(REFRESH_STAGES).filter(pl.col("refresh_id") == second.run_id)
-        runs = wh.latest_runs(50)
+        runs = wh.runs.latest_runs(50)
     assert recorded.height == 8 and set(recorded["status"]) == {"skipped"}
     assert runs.filter(pl.col("flow") == "ingest").height == 1, "the second refresh started no ingest"
 

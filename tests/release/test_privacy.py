@@ -186,8 +186,8 @@ def rated(answered) -> Settings:  # noqa: F811
 def test_the_release_flow_refuses_a_respondents_respelled_name(rated: Settings) -> None:
     s = rated
     with Warehouse.open(s.warehouse_path) as wh:
-        rater = wh.benchmark_frames(10)["ratings"]["reviewer_id"].sort()[0]
-        papers = wh.benchmark_frames(10)["papers"]["paper_id"].to_list()
+        rater = wh.ratings.benchmark_frames(10)["ratings"]["reviewer_id"].sort()[0]
+        papers = wh.ratings.benchmark_frames(10)["papers"]["paper_id"].to_list()
         # The respondent is Seo-yeon Murphy everywhere the warehouse names them.
         for table in ("authors", "invitations", "survey_invitations"):
             wh._exec(f"UPDATE {table} SET name = 'Seo-yeon Murphy' WHERE author_id = ?", [rater])

@@ -91,6 +91,6 @@ def test_evaluate_refuses_a_rejected_release_unless_allowed(rejected: Settings, 
 
 def test_the_refresh_counts_new_ratings_from_the_last_release_not_rejected(rejected: Settings) -> None:
     with Warehouse.open(rejected.warehouse_path, read_only=True) as wh:
-        assert wh.latest_release()["version"] == "v1"  # type: ignore[index]
+        assert wh.release.latest_release()["version"] == "v1"  # type: ignore[index]
         plan = plan_release(rejected, wh)
     assert "since release v1" in plan.reason and "v2" not in plan.reason, plan.reason

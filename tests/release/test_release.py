@@ -51,7 +51,7 @@ def test_a_rebuild_is_byte_identical_checksummed_and_readable_as_lrbench(rated) 
     for t in RELEASE_TABLES:
         assert listed[f"data/{t.name}.parquet"]["rows"] == tables[t.name].height == again.counts[t.name]
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        kept = wh.benchmark_frames(10)["ratings"]
+        kept = wh.ratings.benchmark_frames(10)["ratings"]
     assert tables["pointwise"].height == kept.height
     assert tables["pointwise"]["reviewer_id"].str.contains(r"^r_[0-9a-f]{16}$").all()
     bench = load_lrbench(new)
@@ -80,7 +80,7 @@ def _rater_and_outsider(wh: Warehouse) -> tuple[str, str, str]:
 def test_planted_identifiers_stop_the_release_each_named_and_nothing_written(rated) -> None:
     s, _ = rated
     with Warehouse.open(s.warehouse_path) as wh:
-        rated_papers = wh.benchmark_frames(10)["papers"]["paper_id"].to_list()
+        rated_papers = wh.ratings.benchmark_frames(10)["papers"]["paper_id"].to_list()
         rater, place, _ = _rater_and_outsider(wh)
         invitation = wh._exec("SELECT invitation_id FROM survey_invitations ORDER BY 1 LIMIT 1")[0][0]
         plants = ["write to jane.doe@uni.example for data", f"joint work with {rater}", f"done at {place}",
@@ -105,7 +105,7 @@ def test_planted_identifiers_stop_the_release_each_named_and_nothing_written(rat
 def test_public_text_naming_institutions_and_other_authors_releases_and_names_are_redacted_on_request(rated) -> None:
     s, _ = rated
     with Warehouse.open(s.warehouse_path) as wh:
-        papers = wh.benchmark_frames(10)["papers"]["paper_id"].to_list()
+        papers = wh.ratings.benchmark_frames(10)["papers"]["paper_id"].to_list()
         rater, place, outsider = _rater_and_outsider(wh)
         for paper, text in zip(papers, [f"Work done at {place}.", f"Following {outsider}, we ...",
                                         f"As {rater} showed before."], strict=False):
@@ -221,7 +221,7 @@ def test_a_release_is_published_on_the_curators_go_evaluated_and_followed_across
     built = release_flow.fn(s)  # in-process, no go given, no auto-approval: built, not published
     assert built.status == "built" and built.evaluation is None
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        assert wh.release_state("v1")["status"] == "built"
+        assert wh.release.release_state("v1")["status"] == "built"
     code, _out, err = run_cli_env(s, "release", "--approve", "perhaps")
     assert code == 2 and "--approve 'perhaps'" in err
     published = release_flow.fn(s, version="v1", approve="yes", approver="ada")
@@ -239,7 +239,7 @@ def test_a_release_is_published_on_the_curators_go_evaluated_and_followed_across
     second = release_flow.fn(s.with_overrides(release={"auto_approve": True}))
     assert second.status == "published" and second.decided_by == "REVBENCH_RELEASE__AUTO_APPROVE"
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        rows = wh.release_results("loss", "average")
+        rows = wh.evaluate.release_results("loss", "average")
     assert rows["version"].unique(maintain_order=True).to_list() == ["v1", "v2"]
     assert set(rows["scorer"]) == set(s.ratings.evaluate_scorers)
     code, out, err = run_cli_env(s, "report", "--releases", "--metric", "accuracy", "--split", "pointwise")
@@ -265,13 +265,13 @@ def test_a_tracked_release_waits_for_the_curator_and_lets_go_of_the_warehouse(pr
     assert "| table | added | removed |" in description
     assert schema["properties"]["publish"]["default"] is False
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:  # released while it waits
-        assert wh.release_state("v1")["status"] == "built"
+        assert wh.release.release_state("v1")["status"] == "built"
     resume_flow_run(run_id, run_input={"publish": False, "approver": "curator bo", "reason": "numbers look off"})
     runner.join(timeout=120)
     out = result["out"]
     assert out.status == "rejected" and out.decided_by == "curator bo"  # type: ignore[attr-defined]
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        state = wh.release_state("v1")
+        state = wh.release.release_state("v1")
     assert state["status"] == "rejected" and state["reason"] == "numbers look off"
     # Not a plain green Completed: the state, the run's name, its log and an artifact say rejected.
     assert shown_in_ui(run_id, "release v1 rejected") == "Rejected"
@@ -309,7 +309,7 @@ def test_a_decision_made_by_command_ends_the_wait_of_the_run_waiting_for_it(pref
         assert not client.read_flow_run(run_id).state.is_paused()  # type: ignore[arg-type,union-attr]  # no form left
     assert shown_in_ui(run_id, "release v1 rejected") == "Rejected"
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        state = wh.release_state("v1")
+        state = wh.release.release_state("v1")
     assert state["status"] == "rejected" and state["decided_by"] == "curator ada"
 
 

@@ -122,7 +122,7 @@ def test_a_release_of_the_synthetic_world_says_so_everywhere_and_loads_by_its_ca
     assert manifest["synthetic"] is True and manifest["title"].startswith("SYNTHETIC ")
     assert "SYNTHETIC" in manifest["notice"] and manifest["card_template"] == template_version(card_text.CARD_TEMPLATE)
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        facts, inputs = wh.collection_facts(), wh.release_inputs()
+        facts, inputs = wh.release.collection_facts(), wh.release.release_inputs()
     assert facts["invitations_sent"] > 0 and 0 < facts["invitations_answered"] <= facts["invitations_sent"]
     assert f"| invitation emails sent | {facts['invitations_sent']} (" in text
     # The card's own words (curators, citation, prose) name none of the warehouse's people or places.

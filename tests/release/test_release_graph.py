@@ -75,7 +75,7 @@ def test_a_release_carries_the_graph_verified_audited_and_read_back(  # type: ig
     truth = read_graph(world)
     assert truth is not None
     with Warehouse.open(s.warehouse_path) as wh:
-        _subs, reviewers = rate_cited_authors(wh, truth, wh.pool_inputs()["links"])
+        _subs, reviewers = rate_cited_authors(wh, truth, wh.pools.pool_inputs()["links"])
     assert len(reviewers) >= 3
 
     # Built before the graph stage, as every release before the graph files: no graph, not an empty one.
@@ -85,8 +85,8 @@ def test_a_release_carries_the_graph_verified_audited_and_read_back(  # type: ig
 
     graph_flow.fn(s)
     with Warehouse.open(s.warehouse_path) as wh:
-        rater = wh.release_inputs()["people"].drop_nulls("name").sort("person_id", "name").row(0, named=True)
-        some_paper = wh.benchmark_frames(None)["papers"]["paper_id"][0]
+        rater = wh.release.release_inputs()["people"].drop_nulls("name").sort("person_id", "name").row(0, named=True)
+        some_paper = wh.ratings.benchmark_frames(None)["papers"]["paper_id"][0]
         first, *_, last = rater["name"].split()
         planted = {"arxiv_id": some_paper, "scheme": "s2-fos", "topic": f"{last}, {first[0]}.", "origin": "external"}
         wh.upsert(PAPER_TOPICS, pl.DataFrame([planted]))

@@ -183,12 +183,12 @@ def test_a_published_release_is_never_replaced_and_a_refusal_changes_nothing(rel
     assert rebuilt.status == "built" and rebuilt.parent == "v1"
     assert (s.releases_dir / ".replaced" / "v2-1" / "manifest.json").is_file()
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        assert wh.release_state("v1")["status"] == "published" and wh.release_state("v2")["status"] == "built"
+        assert wh.release.release_state("v1")["status"] == "published" and wh.release.release_state("v2")["status"] == "built"
 
 
 def parents(s: Settings) -> dict[str, str | None]:
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        return dict(wh.releases().select("version", "parent").iter_rows())
+        return dict(wh.release.releases().select("version", "parent").iter_rows())
 
 
 def assert_no_cycle(chain: dict[str, str | None]) -> None:
@@ -203,14 +203,14 @@ def assert_no_cycle(chain: dict[str, str | None]) -> None:
 def test_a_new_version_supersedes_the_published_one_which_stays_published_and_readable(releases) -> None:
     s = releases
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        v1_digest = wh.release_state("v1")["manifest_sha256"]
+        v1_digest = wh.release.release_state("v1")["manifest_sha256"]
         rows = wh._frame("SELECT DISTINCT benchmark_version, benchmark_digest FROM eval_results WHERE benchmark = 'release'")
     assert rows.rows() == [("v1", v1_digest)] and v1_digest == sha256_file(s.releases_dir / "v1" / "manifest.json")
     code, _out, err = run_cli_env(s, "release", "--version", "v2", "--approve", "yes", "--no-track")
     assert code == 0, err
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        v1, v2 = wh.release_state("v1"), wh.release_state("v2")
-        results = wh.release_results("loss", "average")
+        v1, v2 = wh.release.release_state("v1"), wh.release.release_state("v2")
+        results = wh.evaluate.release_results("loss", "average")
     assert v1["status"] == "published" and v1["superseded_by"] == "v2"
     assert v2["status"] == "published" and v2["superseded_by"] is None and v2["parent"] == "v1"
     assert (s.releases_dir / "LATEST").read_text() == "v2\n"
@@ -229,7 +229,7 @@ def test_a_new_version_supersedes_the_published_one_which_stays_published_and_re
     release_flow.fn(quiet, version="v3", approve="yes")
     assert (s.releases_dir / "LATEST").read_text() == "v4\n"
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        by = {r["version"]: r for r in wh.releases().to_dicts()}
+        by = {r["version"]: r for r in wh.release.releases().to_dicts()}
     assert {v: r["superseded_by"] for v, r in by.items()} == {"v1": "v2", "v2": "v4", "v3": "v4", "v4": None}
     assert all(r["status"] == "published" for r in by.values())
     assert release_flow.fn(quiet, force=True).parent == "v4"  # v5: the newest published by build
@@ -242,11 +242,13 @@ def test_results_stay_with_the_manifest_they_were_computed_on(releases, tmp_path
     showing the genuine v1's numbers."""
     s = releases
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        genuine = wh.release_results("loss", "pointwise").filter(pl.col("scorer") == "tpms")
+        genuine = wh.evaluate.release_results("loss", "pointwise").filter(pl.col("scorer") == "tpms")
     forged = tmp_path / "elsewhere" / "v1"
     shutil.copytree(s.releases_dir / "v1", forged)
     pw = pl.read_parquet(forged / "data" / "pointwise.parquet")
-    pw.with_columns((6 - pl.col("rating")).alias("rating")).write_parquet(forged / "data" / "pointwise.parquet")
+    # Inverted, and one rating fewer: inversion alone leaves a loss of exactly 0.5 as it was, so the
+    # forged rows differ from the genuine ones in their count whatever the scorer ties.
+    pw.with_columns((6 - pl.col("rating")).alias("rating")).slice(1).write_parquet(forged / "data" / "pointwise.parquet")
     m = json.loads((forged / "manifest.json").read_text())
     for f in m["files"]:
         f["bytes"], f["sha256"] = (forged / f["path"]).stat().st_size, sha256_file(forged / f["path"])
@@ -256,11 +258,14 @@ def test_results_stay_with_the_manifest_they_were_computed_on(releases, tmp_path
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         digests = set(wh._frame("SELECT DISTINCT benchmark_digest FROM eval_results WHERE benchmark_version = 'v1' "
                                 "AND benchmark = 'release'")["benchmark_digest"])
-        other = wh._exec("SELECT value FROM eval_results WHERE benchmark_digest = ? AND scorer = 'tpms' AND metric = 'loss' "
-                         "AND split = 'pointwise'", [sha256_file(forged / "manifest.json")])[0][0]
-        now = wh.release_results("loss", "pointwise").filter(pl.col("scorer") == "tpms")
+        row = ("SELECT value, n FROM eval_results WHERE benchmark_digest = ? AND scorer = 'tpms' AND metric = 'loss' "
+               "AND split = 'pointwise' ORDER BY evaluated_at DESC LIMIT 1")
+        other = wh._exec(row, [sha256_file(forged / "manifest.json")])[0]
+        first = wh._exec(row, [genuine["manifest_sha256"][0]])[0]
+        now = wh.evaluate.release_results("loss", "pointwise").filter(pl.col("scorer") == "tpms")
     assert digests == {genuine["manifest_sha256"][0], sha256_file(forged / "manifest.json")}
-    assert other != pytest.approx(genuine["value"][0])  # the newer rows under the name v1 say something else
+    assert first[0] == pytest.approx(genuine["value"][0])
+    assert other[1] != first[1]  # the newer rows under the name v1 rest on other pairs: they say something else
     assert now.equals(genuine)
 
 
@@ -291,7 +296,7 @@ def test_a_warehouse_of_schema_11_keeps_results_of_the_current_build_and_learns_
     con.close()
     with Warehouse.open(path) as wh:
         digests = dict(wh._exec("SELECT run_id, benchmark_digest FROM eval_results"))
-        superseded = dict(wh.releases().select("version", "superseded_by").iter_rows())
+        superseded = dict(wh.release.releases().select("version", "superseded_by").iter_rows())
     assert digests == {"before-the-build": None, "after-the-build": "sha-v1"}
     assert superseded == {"v1": "v2", "v2": None}
 
@@ -322,7 +327,7 @@ def test_a_file_changed_while_the_release_waits_for_its_go_is_refused_at_the_go(
     assert isinstance(result.get("error"), ReleaseTampered), result
     assert "data/pointwise.parquet: sha256" in str(result["error"])
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        assert wh.release_state("v1")["status"] == "built"
+        assert wh.release.release_state("v1")["status"] == "built"
     assert not (s.releases_dir / "LATEST").exists()
 
 

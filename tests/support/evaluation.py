@@ -89,7 +89,7 @@ def rate_cited_authors(wh: Any, truth: dict, links: pl.DataFrame) -> tuple[list[
 
     from revbench.schemas.tables import RATINGS
 
-    ours = set(wh.paper_identifiers()["arxiv_id"])
+    ours = set(wh.graph.paper_identifiers()["arxiv_id"])
     refs = {p: {r["arxiv_id"] for r in truth["references"][p]} & ours - {p} for p in ours}
     subs = sorted(p for p in ours if refs[p])[:4]
     cited = set().union(*(refs[p] for p in subs)) - set(subs)

@@ -18,7 +18,7 @@ REFERENCE: dict[str, Any] = {}
 
 def snapshot(s: Settings) -> dict[str, pl.DataFrame]:
     with Warehouse.open(s.warehouse_path) as wh:
-        return wh.snapshot()
+        return wh.ingest.snapshot()
 
 
 def assert_same(a: dict[str, pl.DataFrame], b: dict[str, pl.DataFrame]) -> None:

@@ -73,4 +73,4 @@ def test_a_refresh_writes_the_warehouse_while_the_server_takes_answers(
     events = SurveyStore(survey_settings.survey_store_path).events_since()
     assert len(events) == len(clicked) and all(e["source"] == "click" for e in events)
     with Warehouse.open(survey_settings.warehouse_path, read_only=True) as wh:
-        assert wh.survey_messages().height == len(sink.messages)
+        assert wh.survey.survey_messages().height == len(sink.messages)

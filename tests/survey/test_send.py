@@ -36,7 +36,7 @@ LINK = re.compile(r"http://127\.0\.0\.1:9(/[riu]/[A-Za-z0-9_.\-]+)")
 
 def _messages(s: Settings) -> pl.DataFrame:
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        return wh.survey_messages()
+        return wh.survey.survey_messages()
 
 
 def _parts(msg: EmailMessage) -> tuple[str, str]:
@@ -102,7 +102,7 @@ def test_temporary_replies_are_retried_and_permanent_ones_recorded(survey_settin
         return "451 4.3.0 try again later" if seen[to] == 1 else None
 
     with Warehouse.open(survey_settings.warehouse_path, read_only=True) as wh:
-        first_to = sorted(wh.survey_candidates(1)["email"].str.to_lowercase().to_list())[0]
+        first_to = sorted(wh.survey.survey_candidates(1)["email"].str.to_lowercase().to_list())[0]
     with MailSink(reply=reply) as flaky:
         s = survey_settings.with_overrides(smtp=flaky.smtp_overrides(), survey={"smtp_attempts": 3})
         stats = survey_flow.fn(s, round=1, approve="all")
@@ -204,7 +204,7 @@ def test_opted_out_people_get_nothing_later(survey_settings: Settings, sink: Mai
     assert quitter not in reminded and finisher not in reminded
     assert all(m["Subject"].startswith("Reminder: ") for m in sink.messages[sent_before:])
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        assert quitter in wh.opted_out_emails()
+        assert quitter in wh.survey.opted_out_emails()
     # A rebuilt round and a second reminder still leave them out.
     second = survey_flow.fn(s, round=1, kind="reminder", approve="all")
     assert quitter not in {str(m["To"]) for m in sink.messages[sent_before + reminders.sent:]}

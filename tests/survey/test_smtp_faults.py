@@ -29,7 +29,7 @@ DEADLINE = 2.0
 
 def _messages(s: Settings) -> pl.DataFrame:
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        return wh.survey_messages()
+        return wh.survey.survey_messages()
 
 
 def _copies(sink: MailSink) -> Counter[str]:
@@ -38,7 +38,7 @@ def _copies(sink: MailSink) -> Counter[str]:
 
 def _recipients(s: Settings) -> list[str]:
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        return sorted(wh.survey_candidates(1)["email"].str.to_lowercase().unique().to_list())
+        return sorted(wh.survey.survey_candidates(1)["email"].str.to_lowercase().unique().to_list())
 
 
 def _faulty(victims: list[str], fault: str | Fault, times: int) -> tuple[Counter[str], object]:

@@ -31,7 +31,7 @@ def sent(survey_settings: Settings) -> tuple[Settings, list[tuple[str, list[str]
     s = survey_settings.with_overrides(ratings=RULES)
     survey_flow.fn(s, round=1, approve="all", approver="tester")
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        invs = wh.survey_invitations().sort("invitation_id")
+        invs = wh.survey.survey_invitations().sort("invitation_id")
     return s, [(i, list(p)) for i, p in invs.select("invitation_id", "paper_ids").iter_rows()]
 
 
@@ -256,7 +256,7 @@ def test_migration_12_keys_survey_events_by_epoch_and_keeps_every_row(tmp_path: 
         # The key is (epoch, event_id): a new store's event 1 is another event.
         wh.upsert(SURVEY_EVENTS, ev.head(1).with_columns(pl.lit("abc123").alias("epoch")))
         assert wh.count(SURVEY_EVENTS) == 3
-        assert wh.survey_epoch_marks() == {"legacy": (2, None), "abc123": (1, None)}
+        assert wh.ratings.survey_epoch_marks() == {"legacy": (2, None), "abc123": (1, None)}
 
 
 def test_the_current_answer_is_the_latest_by_time_not_the_highest_id(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ def world(settings: Settings, tmp_path: Path) -> tuple[Settings, dict[str, list[
 def test_each_factor_pairs_what_it_says_and_no_query_paper(world: tuple[Settings, dict[str, list[str]]]) -> None:
     s, made = world
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        frames, topics = wh.weak_label_frames(), wh.topic_frame()
+        frames, topics = wh.labels.weak_label_frames(), wh.labels.topic_frame()
     pairs = factor_pairs(frames, topics, 30, seed=0)
     by = {f: pairs.filter(pl.col("factor") == f) for f in ("citation", "topic", "semantic")}
     assert all(0 < g.height <= 30 for g in by.values()), {f: g.height for f, g in by.items()}

@@ -37,8 +37,8 @@ def train_settings(round_warehouse: Path, tmp_path: Path) -> Settings:
 def _rate(s: Settings, n: int) -> list[str]:
     """Mark ``n`` papers as rated (as the ratings flow would); returns their ids."""
     with Warehouse.open(s.warehouse_path) as wh:
-        papers = wh.corpus_papers()["arxiv_id"].to_list()[:n]
-        reviewer = wh.pool_inputs()["authors"]["author_id"][0]
+        papers = wh.ingest.corpus_papers()["arxiv_id"].to_list()[:n]
+        reviewer = wh.pools.pool_inputs()["authors"]["author_id"][0]
         rows = [{"reviewer_id": reviewer, "paper_id": p, "rating": 4, "invitation_id": "i1", "round": 1, "category": "cs.LG",
                  "event_id": k, "rated_at": datetime(2026, 10, 1, tzinfo=UTC), "n_events": 1, "status": "kept", "flags": []}
                 for k, p in enumerate(papers)]
@@ -61,7 +61,7 @@ def test_train_flow_end_to_end(train_settings: Settings) -> None:
     used = set(pairs["anchor_id"]) | set(pairs["positive_id"]) | set(pairs["negative_id"])
     assert not used & set(rated), "a rated paper leaked into training"
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
-        corpus = wh.corpus_papers().height
+        corpus = wh.ingest.corpus_papers().height
     assert prov["papers"] == corpus - len(rated) and prov["held_out"]["papers"] == len(rated)
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         kw = wh.read(PAPER_KEYWORDS)
@@ -113,7 +113,7 @@ def test_keyword_answers_that_are_not_json_fall_back_to_yake(train_settings: Set
     out = train_flow.fn(s, name="prose")
     with Warehouse.open(s.warehouse_path, read_only=True) as wh:
         kw = wh.read(PAPER_KEYWORDS)
-        stages = wh.run_stages(out.provenance.run_id)  # type: ignore[union-attr]
+        stages = wh.runs.run_stages(out.provenance.run_id)  # type: ignore[union-attr]
     assert set(kw["extractor"]) == {"yake"}  # every answer was rejected
     rejected = stages.filter(pl.col("stage") == "profiles")["rejected"].item()
     assert rejected == kw.height > 0

@@ -30,7 +30,7 @@ def _paper(arxiv_id: str, title: str = "A title", year: int = 2026) -> dict[str,
 
 
 def _load(wh: Warehouse, *ids: str) -> None:
-    wh.load_corpus(pl.DataFrame([_paper(i) for i in ids]), MENTIONS.empty(), REJECTS.empty())
+    wh.ingest.load_corpus(pl.DataFrame([_paper(i) for i in ids]), MENTIONS.empty(), REJECTS.empty())
 
 
 def _refs(citing: str, source: str, titles: list[str], resolved: dict[int, str] | None = None) -> pl.DataFrame:
@@ -99,10 +99,10 @@ def test_loading_the_same_answer_again_adds_nothing_and_a_refetch_replaces_the_o
                   fetches=pl.DataFrame([_fetched("2609.00001", "s2", "references", 3)]))
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
         _load(wh, "2609.00001")
-        wh.save_graph(**answer)
+        wh.graph.save_graph(**answer)
         first = {t.name: wh.read(t) for t in GRAPH_TABLES}
-        wh.save_graph(**answer)
-        wh.save_graph(citations=answer["citations"], topics=answer["topics"])  # without the fetch records: by key alone
+        wh.graph.save_graph(**answer)
+        wh.graph.save_graph(citations=answer["citations"], topics=answer["topics"])  # without the fetch records: by key alone
         assert all(wh.read(t).equals(first[t.name]) for t in GRAPH_TABLES)
         assert {n: df.height for n, df in first.items()} == {"citations": 3, "paper_topics": 3, "institutions": 2,
                                                              "author_affiliations": 1, "graph_fetches": 1}
@@ -110,16 +110,16 @@ def test_loading_the_same_answer_again_adds_nothing_and_a_refetch_replaces_the_o
         (aff,) = first["author_affiliations"].to_dicts()
         assert (aff["first_year"], aff["last_year"], aff["orcid"], aff["arxiv_id"]) == (2021, 2023, "0000-0002-1825-0097",
                                                                                        "2609.00001")
-        wh.save_graph(affiliations=affiliations.head(1).with_columns(first_year=pl.lit(2019), last_year=pl.lit(2019)))
+        wh.graph.save_graph(affiliations=affiliations.head(1).with_columns(first_year=pl.lit(2019), last_year=pl.lit(2019)))
         assert wh.read(AUTHOR_AFFILIATIONS).select("first_year", "last_year", "orcid").row(0) == (
             2019, 2023, "0000-0002-1825-0097")
         # An institution seen again without its country keeps it.
-        wh.save_graph(institutions=pl.DataFrame([dict(institution_key="ror:05a28rw58", name="ETH Zürich")]))
+        wh.graph.save_graph(institutions=pl.DataFrame([dict(institution_key="ror:05a28rw58", name="ETH Zürich")]))
         assert wh.read(INSTITUTIONS).filter(pl.col("ror") == "05a28rw58").select("name", "country").row(0) == (
             "ETH Zürich", "CH")
         # S2 asked again: its list is now two long, other sources' lists and other schemes' topics stay.
-        wh.save_graph(citations=_refs("2609.00001", "grobid", ["one"]))
-        wh.save_graph(citations=_refs("2609.00001", "s2", ["one", "two bis"]),
+        wh.graph.save_graph(citations=_refs("2609.00001", "grobid", ["one"]))
+        wh.graph.save_graph(citations=_refs("2609.00001", "s2", ["one", "two bis"]),
                       topics=_topics().filter(pl.col("origin") == "external"),
                       fetches=pl.DataFrame([_fetched("2609.00001", "s2", "references", 2),
                                             _fetched("2609.00001", "s2", "topics", 1)]))
@@ -133,22 +133,22 @@ def test_loading_the_same_answer_again_adds_nothing_and_a_refetch_replaces_the_o
 def test_a_refresh_fetches_only_papers_never_asked_even_when_they_had_nothing(tmp_path: Path) -> None:
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
         _load(wh, "2609.00001", "2609.00002", "2609.00003")
-        assert wh.papers_to_fetch("s2", "references") == ["2609.00001", "2609.00002", "2609.00003"]
-        wh.save_graph(citations=_refs("2609.00001", "s2", ["one"]), fetches=pl.DataFrame([
+        assert wh.graph.papers_to_fetch("s2", "references") == ["2609.00001", "2609.00002", "2609.00003"]
+        wh.graph.save_graph(citations=_refs("2609.00001", "s2", ["one"]), fetches=pl.DataFrame([
             _fetched("2609.00001", "s2", "references", 1), _fetched("2609.00002", "s2", "references", 0),
             _fetched("2609.00003", "s2", "references", 0, found=False)]).drop("fetched_at"))
-        assert wh.papers_to_fetch("s2", "references") == []
+        assert wh.graph.papers_to_fetch("s2", "references") == []
         assert wh.read(GRAPH_FETCHES)["fetched_at"].null_count() == 0
-        assert wh.papers_to_fetch("s2", "topics") == wh.papers_to_fetch("openalex", "references") == [
+        assert wh.graph.papers_to_fetch("s2", "topics") == wh.graph.papers_to_fetch("openalex", "references") == [
             "2609.00001", "2609.00002", "2609.00003"]
         _load(wh, "2609.00004")  # a day later
-        assert wh.papers_to_fetch("s2", "references") == ["2609.00004"]
+        assert wh.graph.papers_to_fetch("s2", "references") == ["2609.00004"]
 
 
 def test_the_stages_read_references_topics_and_dated_affiliations(tmp_path: Path) -> None:
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
         _load(wh, "2609.00001", "2609.00002")
-        wh.save_graph(citations=pl.concat([_refs("2609.00001", "s2", ["a", "b"], {1: "2609.00002"}),
+        wh.graph.save_graph(citations=pl.concat([_refs("2609.00001", "s2", ["a", "b"], {1: "2609.00002"}),
                                            _refs("2609.00002", "s2", ["c"])]),
                       topics=_topics(), institutions=pl.DataFrame(INSTITUTION_ROWS), affiliations=pl.DataFrame([
                           dict(person_key="openalex:A1", institution_key="ror:05a28rw58", first_year=2022, last_year=2025,
@@ -156,33 +156,33 @@ def test_the_stages_read_references_topics_and_dated_affiliations(tmp_path: Path
                           dict(person_key="openalex:A1", institution_key="name:universityofnowhere", first_year=2018,
                                last_year=2020, source="grobid"),
                           dict(person_key="openalex:A2", institution_key="name:unknown", source="grobid")]))
-        refs = wh.references_of(["2609.00001"])
+        refs = wh.graph.references_of(["2609.00001"])
         assert refs.select("ordinal", "cited_arxiv_id").rows() == [(0, None), (1, "2609.00002")]
         assert refs.schema == CITATIONS.polars_schema and refs["intents"].to_list() == [["methodology"]] * 2
-        assert wh.references_of([]).height == 0 and wh.topics_of(["2609.00002"]).height == 0
-        assert wh.topics_of(["2609.00001"]).select("scheme", "origin").rows() == [
+        assert wh.graph.references_of([]).height == 0 and wh.graph.topics_of(["2609.00002"]).height == 0
+        assert wh.graph.topics_of(["2609.00001"]).select("scheme", "origin").rows() == [
             ("openalex-topic", "openalex"), ("s2-fos", "external"), ("s2-fos", "s2-fos-model")]
-        aff = wh.affiliations_of(["openalex:A1", "openalex:A2"])
+        aff = wh.graph.affiliations_of(["openalex:A1", "openalex:A2"])
         assert aff.select("person_key", "name", "ror", "first_year", "last_year", "source").rows() == [
             ("openalex:A1", "University of Nowhere", None, 2018, 2020, "grobid"),
             ("openalex:A1", "ETH Zurich", "05a28rw58", 2022, 2025, "openalex"),
             ("openalex:A2", None, None, None, None, "grobid")]
-        assert wh.citations_to_resolve().select("citing_arxiv_id", "ordinal").rows() == [("2609.00001", 0), ("2609.00002", 0)]
-        assert wh.citations_to_resolve(unresolved_only=False).height == 3
-        assert wh.paper_identifiers().columns == ["arxiv_id", "doi", "title", "year"]
+        assert wh.graph.citations_to_resolve().select("citing_arxiv_id", "ordinal").rows() == [("2609.00001", 0), ("2609.00002", 0)]
+        assert wh.graph.citations_to_resolve(unresolved_only=False).height == 3
+        assert wh.graph.paper_identifiers().columns == ["arxiv_id", "doi", "title", "year"]
 
 
 def test_coverage_counts_papers_references_resolutions_and_topics_per_source(tmp_path: Path) -> None:
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
         _load(wh, "2609.00001", "2609.00002", "2609.00003", "2609.00004")
-        wh.save_graph(
+        wh.graph.save_graph(
             citations=pl.concat([_refs("2609.00001", "s2", ["a", "b", "c"], {0: "2609.00002", 2: "2609.00003"}),
                                  _refs("2609.00002", "s2", ["d"]),
                                  _refs("2609.00001", "grobid", ["a", "b"], {0: "2609.00002"})]),
             topics=_topics(), institutions=pl.DataFrame(INSTITUTION_ROWS),
             affiliations=pl.DataFrame([dict(person_key=f"openalex:A{i}", institution_key="ror:05a28rw58", source="openalex")
                                        for i in range(3)]))
-        cov = wh.graph_coverage()
+        cov = wh.graph.graph_coverage()
     assert cov["papers"] == 4
     assert {s["source"]: (s["papers_with_references"], s["references"], s["resolved"], s["papers_with_topics"])
             for s in cov["sources"]} == {"grobid": (1, 2, 1, 0), "s2": (2, 4, 2, 1), "openalex": (0, 0, 0, 1)}
@@ -200,7 +200,7 @@ def test_status_prints_the_graph_block_only_once_the_graph_has_rows(tmp_path: Pa
         print_status(st)
     assert "Graph coverage" not in out.get() and "citations" not in out.get() and "papers" in out.get()
     with Warehouse.open(path) as wh:
-        wh.save_graph(citations=_refs("2609.00001", "s2", ["a", "b"], {1: "2609.00002"}),
+        wh.graph.save_graph(citations=_refs("2609.00001", "s2", ["a", "b"], {1: "2609.00002"}),
                       institutions=pl.DataFrame(INSTITUTION_ROWS))
     st = read_status(path)
     assert st.graph is not None and st.graph["sources"] == [

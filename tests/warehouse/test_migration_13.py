@@ -64,7 +64,7 @@ def test_a_schema_12_warehouse_migrates_in_place_keeping_rows(tmp_path: Path) ->
         # The rebuilt documents table takes the new shape: a row with every affiliation saves and reads back.
         row = {**author, "affiliations": [{"department": None, "institution": "MIT", "country": "USA", "text": "MIT, USA"}],
                "orcid": "0000-0002-1825-0097"}
-        wh.save_documents(DOCUMENTS.conform(wh._frame("SELECT * FROM documents").with_columns(
+        wh.ingest.save_documents(DOCUMENTS.conform(wh._frame("SELECT * FROM documents").with_columns(
             pl.Series("pdf_authors", [[row]], dtype=DOCUMENTS.polars_schema["pdf_authors"]))))
         again = wh._frame("SELECT pdf_authors FROM documents").item()
         assert again[0]["affiliations"][0]["institution"] == "MIT" and again[0]["orcid"] == "0000-0002-1825-0097"

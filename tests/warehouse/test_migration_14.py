@@ -55,7 +55,7 @@ def test_a_schema_13_warehouse_migrates_in_place_keeping_rows(tmp_path: Path) ->
         # Reconciled again, the old row's one address stands in for the list.
         assert clean_emails(author) == ["z@eth.example"]
         row = {**author, "emails": ["z@eth.example", "zoe@gmail.example"]}
-        wh.save_documents(DOCUMENTS.conform(wh._frame("SELECT * FROM documents").with_columns(
+        wh.ingest.save_documents(DOCUMENTS.conform(wh._frame("SELECT * FROM documents").with_columns(
             pl.Series("pdf_authors", [[row]], dtype=DOCUMENTS.polars_schema["pdf_authors"]))))
         assert wh._frame("SELECT pdf_authors FROM documents").item()[0]["emails"] == ["z@eth.example", "zoe@gmail.example"]
     with Warehouse.open(path) as wh:

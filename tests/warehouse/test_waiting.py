@@ -54,14 +54,14 @@ def test_a_run_whose_process_died_while_waiting_is_marked_crashed_and_its_record
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     with contextlib.closing(Warehouse(db)) as wh:
         for run_id in ("alive", "dead", "busy"):
-            wh.start_run(run_id, "release", {}, "test")
+            wh.runs.start_run(run_id, "release", {}, "test")
         for run_id in ("alive", "dead"):
-            wh.set_run_status(run_id, "waiting")
+            wh.runs.set_run_status(run_id, "waiting")
             write_waiting(db, _info(run_id, "2026-01-01T00:00:01+00:00"))
         record = tmp_path / "warehouse.duckdb.waiting" / "dead.json"
         record.write_text(json.dumps({**json.loads(record.read_text()), "pid": int(gone.stdout)}))
-        assert wh.mark_crashed_runs(alive_waiting_runs(db)) == 2
-        status = dict(wh.latest_runs(5).select("run_id", "status").iter_rows())
+        assert wh.runs.mark_crashed_runs(alive_waiting_runs(db)) == 2
+        status = dict(wh.runs.latest_runs(5).select("run_id", "status").iter_rows())
     assert status == {"alive": "waiting", "dead": "crashed", "busy": "crashed"}
     assert [w["run_id"] for w in read_waiting(db)] == ["alive"]
 

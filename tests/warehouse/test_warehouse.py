@@ -45,9 +45,9 @@ def test_migrations_apply_once(tmp_path: Path) -> None:
 def test_upsert_by_natural_key_and_newest_version_wins(tmp_path: Path) -> None:
     rec = dict(arxiv_id="2609.00001", version=2, title="v2", updated=NOW, record_hash="h", crawled_at=NOW)
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
-        wh.save_slice(pl.DataFrame([rec]), None)
-        wh.save_slice(pl.DataFrame([{**rec, "version": 1, "title": "v1"}]), None)
-        wh.save_slice(pl.DataFrame([{**rec, "version": 2, "title": "v2 again"}]), None)
+        wh.ingest.save_slice(pl.DataFrame([rec]), None)
+        wh.ingest.save_slice(pl.DataFrame([{**rec, "version": 1, "title": "v1"}]), None)
+        wh.ingest.save_slice(pl.DataFrame([{**rec, "version": 2, "title": "v2 again"}]), None)
         out = wh.read(ARXIV_RECORDS)
     assert out.height == 1
     assert out.row(0, named=True)["version"] == 2 and out.row(0, named=True)["title"] == "v2 again"
@@ -58,16 +58,16 @@ def test_load_corpus_is_all_or_nothing(tmp_path: Path) -> None:
     bad_mentions = pl.DataFrame([dict(arxiv_id="2609.00001", position=0)])  # name is required
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
         with pytest.raises(Exception):
-            wh.load_corpus(papers, bad_mentions, REJECTS.empty())
+            wh.ingest.load_corpus(papers, bad_mentions, REJECTS.empty())
         assert wh.count(PAPERS) == 0 and wh.count(MENTIONS) == 0
 
 
 def test_rejected_later_version_leaves_the_corpus(tmp_path: Path) -> None:
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
-        wh.load_corpus(pl.DataFrame([_paper()]), pl.DataFrame([dict(arxiv_id="2609.00001", position=0, name="A B")]), REJECTS.empty())
+        wh.ingest.load_corpus(pl.DataFrame([_paper()]), pl.DataFrame([dict(arxiv_id="2609.00001", position=0, name="A B")]), REJECTS.empty())
         rej = pl.DataFrame([dict(arxiv_id="2609.00001", version=2, stage="reconcile", reason="title_mismatch",
                                  input_hash="h2", recorded_at=NOW)])
-        wh.load_corpus(PAPERS.empty(), MENTIONS.empty(), rej)
+        wh.ingest.load_corpus(PAPERS.empty(), MENTIONS.empty(), rej)
         assert wh.count(PAPERS) == 0 and wh.count(MENTIONS) == 0 and wh.count(REJECTS) == 1
 
 

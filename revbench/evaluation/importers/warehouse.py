@@ -44,11 +44,11 @@ def load_warehouse(path: Path, profile_max_papers: int = 20, lock_wait: float = 
     with Warehouse.open(path, read_only=True, lock_wait=lock_wait) as wh:
         if not wh.has_table("rating_tuples"):
             raise InputError(f"the warehouse at {path} predates the ratings stage: run `revbench ratings` first")
-        f = wh.benchmark_frames(profile_max_papers)
+        f = wh.ratings.benchmark_frames(profile_max_papers)
         graph = None
-        if wh.has_graph():
+        if wh.graph.has_graph():
             papers = sorted(set(f["papers"]["paper_id"]) | set(f["profiles"]["paper_id"]))
-            graph = wh.benchmark_graph(papers, sorted(set(f["ratings"]["reviewer_id"])), history=True)
+            graph = wh.ratings.benchmark_graph(papers, sorted(set(f["ratings"]["reviewer_id"])), history=True)
     if f["ratings"].height == 0:
         raise InputError(f"the warehouse at {path} holds no kept ratings yet: send a survey round (`revbench survey send`) "
                          "and pull its answers (`revbench ratings`) first")

@@ -1,0 +1,48 @@
+"""Evaluation results: a scorer's metrics on a benchmark version, and those on published releases.
+
+Owns ``eval_results`` (written by the evaluate stage).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from revbench.warehouse.slice import Slice
+
+
+class EvaluateSlice(Slice):
+    """The latest results of each scorer, on every benchmark and on the published releases."""
+
+    stage = "evaluate"
+
+    def release_results(self, metric: str, split: str) -> pl.DataFrame:
+        """``scorer, version, manifest_sha256, value, ci_low, ci_high`` of ``metric`` on ``split``
+        for every published release evaluated (the latest evaluation of each), releases in the
+        order they were built. Only rows evaluated on the release's recorded manifest count: a
+        version's name alone does not attach results to it."""
+        return self._frame(
+            """WITH latest AS (
+                   SELECT e.*, r.built_at, r.manifest_sha256,
+                          row_number() OVER (PARTITION BY e.benchmark_version, e.scorer ORDER BY e.evaluated_at DESC) AS k
+                   FROM eval_results e JOIN releases r
+                     ON r.version = e.benchmark_version AND r.manifest_sha256 = e.benchmark_digest
+                   WHERE e.benchmark = 'release' AND e.metric = ? AND e.split = ? AND r.status = 'published')
+               SELECT scorer, benchmark_version AS version, manifest_sha256, value, ci_low, ci_high
+               FROM latest WHERE k = 1 ORDER BY built_at, version, scorer""", [metric, split])
+
+    def evaluation_results(self) -> pl.DataFrame:
+        """Every metric of the latest evaluation of each scorer on each benchmark version:
+        ``benchmark, version, split, scorer, metric, value, ci_low, ci_high, n, coverage, run_id,
+        evaluated_at, release_status`` (the status of the release a ``release`` row was evaluated
+        on, when its manifest is the one recorded; null otherwise), oldest version first."""
+        return self._frame(
+            """WITH latest AS (
+                   SELECT benchmark, benchmark_version, scorer, arg_max(run_id, evaluated_at) AS run_id
+                   FROM eval_results GROUP BY ALL)
+               SELECT e.benchmark, e.benchmark_version AS version, e.split, e.scorer, e.metric, e.value, e.ci_low,
+                      e.ci_high, e.n, e.coverage, e.run_id, e.evaluated_at, r.status AS release_status
+               FROM eval_results e JOIN latest l USING (benchmark, benchmark_version, scorer, run_id)
+               LEFT JOIN releases r ON e.benchmark = 'release' AND r.version = e.benchmark_version
+                                   AND r.manifest_sha256 = e.benchmark_digest
+               ORDER BY e.benchmark, min(e.evaluated_at) OVER (PARTITION BY e.benchmark, e.benchmark_version),
+                        version, e.scorer, e.split, e.metric""")
