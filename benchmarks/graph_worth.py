@@ -247,15 +247,20 @@ def measure_point(seed: int, link: float, work: Path, fresh: bool) -> dict[str, 
 
 def pooled(points: list[dict[str, Any]], split: str, scorer: str) -> dict[str, Any] | None:
     """The seeds' paired differences ``scorer - baseline`` on ``split``, pooled by inverse variance."""
-    diffs = [p["losses"].get(split, {}).get(f"{scorer} - {BASELINE}") for p in points]
-    diffs = [d for d in diffs if d and d["lo"] is not None and d["hi"] is not None and d["hi"] > d["lo"]]
-    if not diffs:
+    return inverse_variance([p["losses"].get(split, {}).get(f"{scorer} - {BASELINE}") for p in points])
+
+
+def inverse_variance(diffs: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """Seeds' differences (``value, lo, hi``; None or intervals of no width left out) pooled by
+    inverse variance, each interval's half-width / 1.96 its standard error."""
+    kept = [d for d in diffs if d and d["lo"] is not None and d["hi"] is not None and d["hi"] > d["lo"]]
+    if not kept:
         return None
-    w = np.array([(1.96 / ((d["hi"] - d["lo"]) / 2)) ** 2 for d in diffs])
-    v = np.array([d["value"] for d in diffs])
+    w = np.array([(1.96 / ((d["hi"] - d["lo"]) / 2)) ** 2 for d in kept])
+    v = np.array([d["value"] for d in kept])
     est, se = float((w * v).sum() / w.sum()), float(1 / math.sqrt(w.sum()))
-    return {"value": _r(est), "lo": _r(est - 1.96 * se), "hi": _r(est + 1.96 * se), "seeds": len(diffs),
-            "seeds_better": sum(d["hi"] < 0 for d in diffs), "seeds_worse": sum(d["lo"] > 0 for d in diffs)}
+    return {"value": _r(est), "lo": _r(est - 1.96 * se), "hi": _r(est + 1.96 * se), "seeds": len(kept),
+            "seeds_better": sum(d["hi"] < 0 for d in kept), "seeds_worse": sum(d["lo"] > 0 for d in kept)}
 
 
 def summarize(points: list[dict[str, Any]]) -> dict[str, Any]:

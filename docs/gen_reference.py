@@ -291,8 +291,69 @@ def models_page() -> str:
     return "\n".join(out) + "\n" + MODELS_AFTER
 
 
+INTRO_SCORERS = """# Scorers
+
+Every registered scorer (`revbench evaluate -s NAME:key=value,...`), generated at each docs build
+from the scorer registry (`revbench/evaluation/scorers/`): what it computes, its parameters, and
+how it fares when it is judged by the assignment it yields (`--assignment`) and attacked by a
+colluding author and reviewer (`--attack`), from `benchmarks/results/judged.json`
+(`python -m benchmarks.judged_bench`: the calibrated SYNTHETIC world, pooled over its seeds).
+What the two judgements measure is in [Benchmarks](../benchmarks.md#assignment-and-collusion).
+"""
+
+
+def _judged_lines(name: str, judged: dict[str, Any]) -> list[str]:
+    """The judged numbers of every spec of scorer ``name`` in ``judged.json``'s summary."""
+    summary = judged.get("summary", {})
+    out = []
+    for spec, a in summary.get("assignment", {}).get("candidates", {}).items():
+        if spec.split(":")[0] != name or a.get("assigned_rating") is None:
+            continue
+        diff = a.get("diff_rating")
+        vs = (f", {diff['value']:+.2f} [{diff['lo']:+.2f}, {diff['hi']:+.2f}] against {judged.get('baseline')}"
+              if diff else "")
+        out.append(f"- `{spec}`: assigned reviewers' mean rating {a['assigned_rating']:.2f} over the rated candidates{vs}; "
+                   f"papers with an expert {100 * a['papers_with_expert']:.0f}%.")
+        one = summary.get("attack", {}).get("1", {}).get(spec)
+        if one:
+            cells = ", ".join(f"{100 * c['success_at_k']:.0f}% from rank {st}" for st, c in sorted(one.items(), key=lambda x: int(x[0])))
+            out.append(f"  The collusion attack (one kept paper) reaches the top k: {cells}.")
+    why = summary.get("immune", {}).get(name)
+    if why:
+        out.append(f"- Immune to the collusion attack by construction: {why}.")
+    return out
+
+
+def scorers_page() -> str:
+    """Each registered scorer: its docstring, its parameters with their defaults, its judged numbers."""
+    import importlib
+    import inspect
+    import json
+    from pathlib import Path
+
+    from revbench.evaluation.scorers.base import REGISTRY, SCORER_MODULES
+
+    for module in sorted(set(SCORER_MODULES.values())):
+        importlib.import_module(module)
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "judged.json"
+    judged = json.loads(path.read_text()) if path.exists() else {}
+    out = [INTRO_SCORERS.rstrip("\n")]
+    for name in sorted(SCORER_MODULES):
+        cls = REGISTRY[name]
+        doc = cls.__dict__.get("__doc__") or sys.modules[cls.__module__].__doc__ or ""
+        out += ["", f"## `{name}`", "", inspect.cleandoc(doc).strip() or "(no description)", ""]
+        fields = cls.params_model.model_fields
+        if fields:
+            out += ["| parameter | default |", "|---|---|"]
+            out += [f"| `{k}` | `{f.default!r}` |" for k, f in fields.items()]
+        lines = _judged_lines(name, judged)
+        if lines:
+            out += ["", "Judged on the calibrated SYNTHETIC world:", "", *lines]
+    return "\n".join(out) + "\n"
+
+
 PAGES = {"reference/cli.md": command_pages, "reference/settings.md": settings_page, "reference/stages.md": stages_page,
-         "models.md": models_page}
+         "models.md": models_page, "reference/scorers.md": scorers_page}
 
 
 def on_files(files: Any, config: Any) -> Any:

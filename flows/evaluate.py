@@ -12,6 +12,9 @@ from typing import Any
 import polars as pl
 
 from revbench.errors import UsageError
+from revbench.evaluation.assignment_report import assignment_tables, attack_tables, plot_attack, summary_lines
+from revbench.evaluation.assignment_eval import AssignmentSetup, assignment_rows, pool_benchmark
+from revbench.evaluation.attack import AttackSetup, attack_rows, keyword_rewriter, llm_rewriter
 from revbench.evaluation.evaluate import Evaluator, cross_benchmark_average, diversity_absent, with_companions
 from revbench.evaluation.exports import export_formats
 from revbench.evaluation.importers.graph_s2 import with_graphs
@@ -102,15 +105,64 @@ class EvaluateResult(FlowResult):
     warnings: list[str] = field(default_factory=list)
     """Lines a reader of the results must see (a scorer reading what made a weak benchmark's labels),
     also at the end of the report."""
+    judgements: list[str] = field(default_factory=list)
+    """One line for each of the assignment and the attack, when they ran (the demo prints them)."""
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """How the scorers are compared: the baseline asked for, the bootstrap resamples and their seed."""
+    """How the scorers are compared: the baseline asked for, the bootstrap resamples and their seed;
+    whether each is also judged by the assignment it yields and attacked by colluders."""
 
     baseline: str | None
     bootstrap: int
     seed: int
+    assignment: bool = False
+    attack: bool = False
+
+
+def assignment_metric_rows(run: Run, loaded: list[Benchmark], scored: dict[tuple[int, str], Scores],
+                           preds: list[tuple[int, Scores]], plan: EvaluationPlan, how: Comparison) -> list[MetricValue]:
+    """Every scorer's assignment quality on every benchmark (:mod:`revbench.evaluation.assignment_eval`):
+    over the rated candidates from the scores already made, over the pool (where there is one)
+    from the scorers run once more on its pairs (a predictions file covers the rated pairs only)."""
+    a = run.settings.assignment
+    setup = AssignmentSetup(a.reviewers_per_paper, a.max_load, a.objective)
+    rows: list[MetricValue] = []
+    with stage(run, "assignment") as st:
+        for i, bench in enumerate(loaded):
+            runs = with_companions([scored[(i, spec)] for spec in plan.scorers if (i, spec) in scored])
+            runs += [s for j, s in preds if j == i]
+            pool = pool_benchmark(bench)
+            pool_runs = None if pool is None else with_companions(
+                [make_scorer(spec, Context(run.settings)).score(pool) for spec in plan.scorers if (i, spec) in scored])
+            base = next((s for s in runs if s.scorer in (how.baseline, plan.baseline)), None) if how.baseline else None
+            rows += assignment_rows(bench, runs, setup, base, how.bootstrap, how.seed, pool_runs)
+        st.result.rows_out = len(rows)
+        st.result.notes["setup"] = setup.basis
+    return rows
+
+
+def attack_metric_rows(run: Run, loaded: list[Benchmark], plan: EvaluationPlan) -> list[MetricValue]:
+    """Every scorer attacked by a colluding author and reviewer on every benchmark it scored
+    (:mod:`revbench.evaluation.attack`)."""
+    a = run.settings.attack
+    setup = AttackSetup(tuple(a.start_ranks), a.pairs_per_rank, run.settings.assignment.reviewers_per_paper,
+                        tuple(a.min_profiles), a.terms, a.seed)
+    rows: list[MetricValue] = []
+    with stage(run, "attack") as st:
+        scorers = [make_scorer(spec, Context(run.settings)) for spec in plan.scorers]
+        rewriter = keyword_rewriter
+        if a.rewrite == "llm":
+            from revbench.clients.llm import LlmClient
+
+            run.require("llm")
+            rewriter = llm_rewriter(LlmClient(run.settings.llm, run.settings.http, cache_dir=run.settings.cache_dir))
+        for bench in loaded:
+            if not bench.name.startswith("lrbench:"):
+                rows += attack_rows(bench, scorers, setup, rewriter)
+        st.result.rows_out = len(rows)
+    return rows
 
 
 def metric_rows(loaded: list[Benchmark], scored: dict[tuple[int, str], Scores], preds: list[tuple[int, Scores]],
@@ -147,6 +199,10 @@ def metrics_stage(run: Run, loaded: list[Benchmark], preds: list[tuple[int, Scor
     with stage(run, "metrics") as st:
         scored = score_all(run, loaded, plan.scorers)
         rows, same_as, seps = metric_rows(loaded, scored, preds, plan, how, report)
+        if how.assignment:
+            rows += assignment_metric_rows(run, loaded, scored, preds, plan, how)
+        if how.attack:
+            rows += attack_metric_rows(run, loaded, plan)
         df = results_frame(rows)
         stored = stored_results(df, loaded, run.run_id, utcnow())
         run.wh.evaluate.upsert(EVAL_RESULTS, stored)
@@ -173,6 +229,28 @@ def write_report(report: Path, df: pl.DataFrame, markdown: str, rows: list[dict[
     return png
 
 
+def finish_report(run_id: str, loaded: list[Benchmark], df: pl.DataFrame, stored: pl.DataFrame, same_as: SameAs,
+                  seps: list[Separation], warn: list[str], report: Path, plot: bool, json_out: str | None,
+                  attack: bool) -> EvaluateResult:
+    """The report's tables (the assignment's and the attack's after the metrics'), its files and
+    the run's artifacts, and the flow's result."""
+    rows_out = json_rows(stored)
+    no_diversity = {b.name: why for b in loaded if (why := diversity_absent(b)) is not None}
+    tables = (report_tables(df, same_as=same_as, no_diversity=no_diversity)
+              + ([separation_table(seps, same_as)] if seps else []) + assignment_tables(df) + attack_tables(df))
+    md = "\n".join([t.to_markdown() for t in tables] + [f"\n> warning: {line}" for line in warn])
+    sep_rows = separation_rows(seps)
+    png = write_report(report, df, md, rows_out, same_as, plot, json_out, sep_rows)
+    if plot and attack:
+        plot_attack(df, report / "attack.png")
+    publish_markdown("evaluation-report", md, "Loss and accuracy per split (best in bold)")
+    publish_table("evaluation-results", df.filter(pl.col("metric").is_in(["loss", "accuracy"])).to_dicts(),
+                  "Loss and accuracy with 95% intervals")
+    publish_table("evaluation-separation", sep_rows, "Scorer pairs: paired loss difference, 95% CI, tuples needed")
+    return EvaluateResult(run_id, rows_out, md, tables, str(report), str(png) if png else None,
+                          dropped_by_benchmark(loaded), sep_rows, warn, summary_lines(df))
+
+
 @revbench_flow("evaluate")
 def evaluate_flow(
     settings: Settings,
@@ -188,6 +266,8 @@ def evaluate_flow(
     allow_partial: bool = False,
     plan: EvaluationPlan | None = None,
     graph_from: str | None = None,
+    assignment: bool = False,
+    attack: bool = False,
 ) -> EvaluateResult:
     """Evaluate every scorer and prediction file on every benchmark; store, report, return rows.
 
@@ -196,7 +276,9 @@ def evaluate_flow(
     Results are appended: each run's rows carry its run id, every scorer's spec and the hash of
     any predictions file; earlier runs' rows stay in ``eval_results``. ``plan`` is these arguments
     as :func:`plan_evaluation` checked them already (the command line checks them before a
-    tracked run starts Prefect); without it they are checked here, once either way. ``graph_from``: see ``with_graphs``."""
+    tracked run starts Prefect); without it they are checked here, once either way. ``graph_from``: see ``with_graphs``.
+    ``assignment``: each scorer also judged by the assignment it yields (settings ``assignment``);
+    ``attack``: each also attacked by a colluding author and reviewer (settings ``attack``)."""
     plan = plan or plan_evaluation(settings, benchmarks, scorers, predictions or [], baseline, graph_from)
     if bootstrap < 0:
         raise UsageError(f"--bootstrap {bootstrap}: expected 0 or more resamples")
@@ -208,23 +290,14 @@ def evaluate_flow(
     params = dict(benchmarks=benchmarks, scorers=plan.scorers, predictions=predictions or [], baseline=baseline,
                   bootstrap=bootstrap, seed=seed, allow_partial=allow_partial,
                   # Only when asked: a run without it records the parameters runs recorded before it.
-                  **({"graph_from": plan.graph_from} if plan.graph_from else {}))
+                  **({"graph_from": plan.graph_from} if plan.graph_from else {}),
+                  **({"assignment": settings.assignment.model_dump()} if assignment else {}),
+                  **({"attack": settings.attack.model_dump()} if attack else {}))
     report = Path(report_dir) if report_dir else settings.data_dir / "reports" / "evaluate"
     with flow_run(settings, "evaluate", params) as run:
-        df, stored, same_as, seps, warn = metrics_stage(run, loaded, preds, plan, Comparison(baseline, bootstrap, seed), report)
-        rows_out = json_rows(stored)
-        no_diversity = {b.name: why for b in loaded if (why := diversity_absent(b)) is not None}
-        tables = (report_tables(df, same_as=same_as, no_diversity=no_diversity)
-                  + ([separation_table(seps, same_as)] if seps else []))
-        md = "\n".join([t.to_markdown() for t in tables] + [f"\n> warning: {line}" for line in warn])
-        sep_rows = separation_rows(seps)
-        png = write_report(report, df, md, rows_out, same_as, plot, json_out, sep_rows)
-        publish_markdown("evaluation-report", md, "Loss and accuracy per split (best in bold)")
-        publish_table("evaluation-results", df.filter(pl.col("metric").is_in(["loss", "accuracy"])).to_dicts(),
-                      "Loss and accuracy with 95% intervals")
-        publish_table("evaluation-separation", sep_rows, "Scorer pairs: paired loss difference, 95% CI, tuples needed")
-        return EvaluateResult(run.run_id, rows_out, md, tables, str(report), str(png) if png else None,
-                              dropped_by_benchmark(loaded), sep_rows, warn)
+        how = Comparison(baseline, bootstrap, seed, assignment, attack)
+        df, stored, same_as, seps, warn = metrics_stage(run, loaded, preds, plan, how, report)
+        return finish_report(run.run_id, loaded, df, stored, same_as, seps, warn, report, plot, json_out, attack)
 
 
 def evaluate_configured(settings: Settings, benchmark: str, report_dir: Path) -> ConfiguredEvaluation:
@@ -232,6 +305,8 @@ def evaluate_configured(settings: Settings, benchmark: str, report_dir: Path) ->
     release flows end: a subflow when tracked, in-process otherwise."""
     from revbench.flows.pieces import prefect_active
 
+    judged = settings.ratings.evaluate_judged
     ev = evaluate_flow.run(settings, benchmarks=[benchmark], scorers=list(settings.ratings.evaluate_scorers),
-                           bootstrap=settings.ratings.bootstrap, report_dir=str(report_dir), track=prefect_active())
-    return ConfiguredEvaluation(ev.run_id, ev.markdown, ev.tables, ev.report_dir)
+                           bootstrap=settings.ratings.bootstrap, report_dir=str(report_dir), track=prefect_active(),
+                           assignment=judged, attack=judged)
+    return ConfiguredEvaluation(ev.run_id, ev.markdown, ev.tables, ev.report_dir, ev.judgements)

@@ -111,7 +111,7 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
         written: Counter[str] = Counter()
         answered: set[str] = set()
         failures: list[dict[str, Any]] = []
-        requests, down, cleaned = 0, None, 0
+        requests, retries, down, cleaned = 0, 0, None, 0
         truncated: list[dict[str, Any]] = []
         with st.progress(len(ids), f"{source} graph of {len(ids)} papers") as progress:
             for got in map_pieces(fn, pieces, f"graph-{source}", source, in_flight=getattr(settings.limits, source)):
@@ -120,6 +120,7 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
                 answered.update(f["arxiv_id"] for f in got.fetches)
                 failures += got.failures
                 requests += got.requests
+                retries += got.retries
                 cleaned += got.cleaned
                 truncated += got.truncated
                 progress.advance(len({f["arxiv_id"] for f in got.fetches} | {f["arxiv_id"] for f in got.failures}))
@@ -129,8 +130,8 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
                     break
         st.result.rows_in, st.result.rows_out = len(ids), len(answered)
         st.result.rejected = len({f["arxiv_id"] for f in failures})
-        st.result.notes = {"written": dict(written), "failures": failures, "requests": requests, "down": down,
-                           "answered": sorted(answered),
+        st.result.notes = {"written": dict(written), "failures": failures, "requests": requests, "retries": retries,
+                           "down": down, "answered": sorted(answered),
                            "asked": {k: len(v) for k, v in todo.items()},
                            "text_cleaned": cleaned, "truncated": truncated}
     return st.result

@@ -4,7 +4,7 @@ and the tests), never dictionaries. Each flow module defines its result as a sub
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,3 +38,5 @@ class ConfiguredEvaluation(FlowResult):
     markdown: str
     tables: list[ReportTable]
     report_dir: str
+    judgements: list[str] = field(default_factory=list)
+    """One line each for the assignment and the collusion attack, when they ran."""

@@ -370,6 +370,8 @@ class RatingsSettings(Section):
         default_factory=lambda: ["trivial", "tpms", "bm25:pooling=mean", "embedding:pooling=mean"],
         description="Scorers that evaluation runs (JSON list of scorer specs; mean pooling, as pools make max pooling blind).")
     bootstrap: int = Field(1000, ge=0, description="Bootstrap resamples of that evaluation.")
+    evaluate_judged: bool = Field(True, description="That evaluation also judges each scorer by the assignment it yields "
+                                  "and by the collusion attack (settings assignment and attack).")
 
 
 class ReleaseSettings(Section):
@@ -531,6 +533,40 @@ class RefreshSettings(Section):
         return sorted(v, key=STAGE_NAMES.index)
 
 
+class AssignmentSettings(Section):
+    """``revbench evaluate --assignment``: the assignment a program chair would solve on each scorer's affinities."""
+
+    reviewers_per_paper: int = Field(3, ge=1, le=20, description="Reviewers each paper is assigned (fewer where it has fewer candidates).")
+    max_load: int = Field(6, ge=1, le=100, description="Most papers one reviewer is assigned.")
+    objective: Literal["sum", "fair"] = Field(
+        "sum", description="sum: the largest total affinity (TPMS's linear program); fair: the worst-off paper's mean "
+        "affinity as high as it can be first (max-min, after PeerReview4All), then the total.")
+
+
+class AttackSettings(Section):
+    """``revbench evaluate --attack``: the two-step collusion attack of Hsieh, Raghunathan and Shah (arXiv 2412.06606)."""
+
+    start_ranks: list[int] = Field(default_factory=lambda: [20, 101, 501, 1001],
+                                   description="Starting ranks of the attacked pairs among the paper's 7,900 reviewers "
+                                   "(JSON list; each scaled to the benchmark's pool and stated).")
+    pairs_per_rank: int = Field(10, ge=1, le=1000, description="Pairs (submission, reviewer) attacked at each starting rank.")
+    min_profiles: list[int] = Field(default_factory=lambda: [1, 3],
+                                    description="Minimum profile sizes tried (JSON list): the colluding reviewer keeps that "
+                                    "many papers most similar to the target (1: the paper's attack; more: its first mitigation).")
+    terms: int = Field(5, ge=1, le=30, description="The colluding reviewer's distinctive terms the rewritten abstract brings in.")
+    rewrite: Literal["keywords", "llm"] = Field(
+        "keywords", description="Who rewrites the abstract: keywords (offline: background sentences on the terms, "
+        "deterministic) or llm (the configured LLM, as the paper did; an empty answer falls back to keywords).")
+    seed: int = Field(0, description="Seed of the attacked pairs' draw.")
+
+    @field_validator("start_ranks", "min_profiles")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if not v or any(x < 1 for x in v):
+            raise ValueError("expected a JSON list of one or more whole numbers, each at least 1")
+        return sorted(set(v))
+
+
 class EmbedSettings(Section):
     """The embed flow: benchmark texts and reviewer profiles embedded by each model."""
 
@@ -666,6 +702,8 @@ class Settings(BaseSettings):
     backup: BackupSettings = Field(default_factory=BackupSettings)
     refresh: RefreshSettings = Field(default_factory=RefreshSettings)
     embed: EmbedSettings = Field(default_factory=EmbedSettings)
+    assignment: AssignmentSettings = Field(default_factory=AssignmentSettings)
+    attack: AttackSettings = Field(default_factory=AttackSettings)
     train: TrainSettings = Field(default_factory=TrainSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
 

@@ -67,6 +67,8 @@ class Fetched:
     work_ids: dict[str, str] = field(default_factory=dict)
     """OpenAlex only: each fetched paper's own work id -> its arXiv id (resolves OpenAlex's id-only references)."""
     requests: int = 0
+    retries: int = 0
+    """Sends of a request again, where the client counts them apart from ``requests`` (S2's)."""
     down: str | None = None
     """The one line of a ``ServiceUnavailable`` that ended the piece early."""
     cleaned: int = 0
@@ -93,6 +95,7 @@ def _asking(out: Fetched, client: Any) -> Iterator[None]:
         out.down = str(exc)
     finally:
         out.requests = client.requests_made
+        out.retries = getattr(client, "retries", 0)
         out.cleaned += getattr(client, "cleaned", 0)
         out.truncated += [cut.row() for cut in getattr(client, "truncated", [])]
         client.close()

@@ -212,12 +212,10 @@ def test_import_cycle_finder_sees_a_cycle() -> None:
     assert import_cycles({"a": {"b"}, "b": set()}) == []
 
 
-TYPE_CHECKING_LOOPS = [
-    # The replay server hands itself to its route modules, which name its type in annotations only.
-    ["revbench.replay.arxiv", "revbench.replay.grobid", "revbench.replay.llm", "revbench.replay.openalex",
-     "revbench.replay.s2", "revbench.replay.server"],
-]
-"""The one kind of circle allowed: closed only by ``if TYPE_CHECKING:`` imports, which never run."""
+TYPE_CHECKING_LOOPS: list[list[str]] = []
+"""The one kind of circle that may be named here: closed only by ``if TYPE_CHECKING:`` imports,
+which never run. None today: the replay server's route modules, which named the server's type in
+annotations, name the ``ReplayContext`` Protocol of ``revbench.replay.context`` instead."""
 
 
 def cycles_of(mods: dict[str, tuple[Path, ast.Module]], type_checking: bool = False) -> list[list[str]]:
@@ -234,7 +232,10 @@ def test_no_import_cycles() -> None:
 
 
 def test_the_only_circles_through_type_checking_are_the_named_ones() -> None:
-    assert [c for c in cycles_of(MODULES, type_checking=True) if c not in TYPE_CHECKING_LOOPS] == []
+    """A named circle that no longer closes goes from the list, as a new one is named before it lands."""
+    cycles = cycles_of(MODULES, type_checking=True)
+    assert [c for c in cycles if c not in TYPE_CHECKING_LOOPS] == []
+    assert [c for c in TYPE_CHECKING_LOOPS if c not in cycles] == []
 
 
 def _flow_functions() -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
@@ -342,9 +343,6 @@ def test_no_module_is_longer_than_500_lines_unless_named() -> None:
 
 NEAR_CAP_LINES = MAX_MODULE_LINES - 30
 NEAR_CAP = {
-    "revbench/app/cli.py": "the stages' commands: they move beside their stage's printers when the commands are "
-                           "grouped by stage, not split by size",
-    "revbench/app/console.py": "the printers, one per stage's result: they go with their stage's commands",
     "tasks/disambiguate.py": "the decision ladder's rules read as one: the LLM verification (its prompt and the "
                              "parsing of its answer) is the part that leaves first",
 }

@@ -12,7 +12,7 @@ import pytest
 import typer
 
 from revbench import objectives
-from revbench.app import cli_ops
+from revbench.app.commands import models as model_commands
 from revbench.errors import UsageError
 from revbench.objectives import OBJECTIVE_NAMES, OBJECTIVES, Objective
 from revbench.settings import Settings
@@ -54,7 +54,7 @@ def test_the_command_lines_choices_and_help_are_the_table() -> None:
     assert opt.help == objectives.help_text()
     assert all(f"{o.name}: {o.doc}" in opt.help for o in OBJECTIVES)
     with pytest.raises(UsageError) as err:
-        cli_ops.train(objective="nope")
+        model_commands.train(objective="nope")
     assert str(err.value) == "--objective 'nope': expected rate, attention, augment or factors"
     assert objectives.choices() == "rate, attention, augment or factors"
 
@@ -72,18 +72,18 @@ def test_every_objective_the_command_accepts_runs_its_entrys_flow(name: str, mon
             return "done"
 
     printed: list[object] = []
-    monkeypatch.setattr(cli_ops, "setup", lambda **_: "settings")
-    monkeypatch.setattr(cli_ops, "resolve_track", lambda track, long_flow: False)
+    monkeypatch.setattr(model_commands, "setup", lambda **_: "settings")
+    monkeypatch.setattr(model_commands, "resolve_track", lambda track, long_flow: False)
     monkeypatch.setattr(Objective, "runner", lambda self: Flow(self.flow))
-    monkeypatch.setattr("revbench.app.console.print_train", printed.append)
-    cli_ops.train(name=None, objective=name, base_model=None, max_steps=None, replace=False, track=None)
+    monkeypatch.setattr(model_commands, "print_train", printed.append)
+    model_commands.train(name=None, objective=name, base_model=None, max_steps=None, replace=False, track=None)
     assert ran == [(objectives.objective(name).flow, {"name": name, "replace": False, "track": False})]
     assert printed == ["done"]
 
 
 def test_the_train_command_names_no_objective_itself() -> None:
     """The if-chain over objective names is gone: the command reads them from the table."""
-    tree = ast.parse((ROOT / "revbench/app/cli_ops.py").read_text())
+    tree = ast.parse((ROOT / "revbench/app/commands/models.py").read_text())
     train = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "train")
     named = [(n.lineno, n.value) for n in ast.walk(train) if isinstance(n, ast.Constant) and n.value in OBJECTIVE_NAMES]
     assert named == []

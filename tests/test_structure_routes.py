@@ -240,12 +240,16 @@ def _all_routes(routes: list[Any]) -> Iterator[Any]:
 
 
 def test_both_apps_route_to_module_level_handlers(tmp_path: Path) -> None:
+    from revbench.replay.context import ReplayContext
     from revbench.replay.server import ReplayApp
     from revbench.settings import ReplaySettings, Settings
     from revbench.survey.server import create_app
 
     survey = create_app(Settings(data_dir=tmp_path / "data").with_overrides(survey={"signing_key": "k" * 40}))
-    replay = ReplayApp(ReplaySettings()).app
+    server = ReplayApp(ReplaySettings())
+    # The route modules read the server as a ReplayContext (never importing it): it is one, on its app's state.
+    assert isinstance(server.app.state.replay, ReplayContext) and server.app.state.replay is server
+    replay = server.app
     for app, least in ((survey, 10), (replay, 17)):
         endpoints = [getattr(route, "endpoint", None) for route in _all_routes(app.routes)]
         handlers = [e for e in endpoints if e is not None and e.__module__.startswith("revbench.")]

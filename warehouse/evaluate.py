@@ -33,14 +33,14 @@ class EvaluateSlice(Slice):
     def evaluation_results(self) -> pl.DataFrame:
         """Every metric of the latest evaluation of each scorer on each benchmark version:
         ``benchmark, version, split, scorer, metric, value, ci_low, ci_high, n, coverage, run_id,
-        evaluated_at, release_status`` (the status of the release a ``release`` row was evaluated
+        evaluated_at, basis, release_status`` (the status of the release a ``release`` row was evaluated
         on, when its manifest is the one recorded; null otherwise), oldest version first."""
         return self._frame(
             """WITH latest AS (
                    SELECT benchmark, benchmark_version, scorer, arg_max(run_id, evaluated_at) AS run_id
                    FROM eval_results GROUP BY ALL)
                SELECT e.benchmark, e.benchmark_version AS version, e.split, e.scorer, e.metric, e.value, e.ci_low,
-                      e.ci_high, e.n, e.coverage, e.run_id, e.evaluated_at, r.status AS release_status
+                      e.ci_high, e.n, e.coverage, e.run_id, e.evaluated_at, e.basis, r.status AS release_status
                FROM eval_results e JOIN latest l USING (benchmark, benchmark_version, scorer, run_id)
                LEFT JOIN releases r ON e.benchmark = 'release' AND r.version = e.benchmark_version
                                    AND r.manifest_sha256 = e.benchmark_digest

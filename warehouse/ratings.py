@@ -94,6 +94,25 @@ class RatingsSlice(Slice):
         tuples = self.read(TABLES["rating_tuples"])
         return {"ratings": ratings, "papers": papers, "profiles": profiles, "tuples": tuples}
 
+    def benchmark_pool(self) -> pl.DataFrame:
+        """The warehouse benchmark's reviewer pool as an assignment sees it (``reviewer_id,
+        paper_id``): for every rated paper, each kept rater the pools stage found as a candidate
+        for it (the latest revision of every round), less the pairs a conflict ruled out (an
+        author of the paper, a co-author, an institution or an affiliation). Bounded by the pools'
+        sizes, not raters times papers."""
+        return self._frame(
+            """WITH raters AS (SELECT DISTINCT reviewer_id FROM ratings WHERE status = 'kept'),
+                    rated AS (SELECT DISTINCT paper_id FROM ratings WHERE status = 'kept'),
+                    latest AS (SELECT round, max(revision) AS revision FROM pool_evidence GROUP BY round),
+                    found AS (SELECT DISTINCT e.author_id AS reviewer_id, e.query_id AS paper_id
+                              FROM pool_evidence e JOIN latest USING (round, revision))
+               SELECT f.reviewer_id, f.paper_id FROM found f
+               JOIN raters USING (reviewer_id) JOIN rated USING (paper_id)
+               WHERE NOT EXISTS (SELECT 1 FROM pool_exclusions x
+                                 WHERE x.author_id = f.reviewer_id AND x.query_id = f.paper_id
+                                   AND x.reason IN ('query_author', 'coauthor', 'same_institution', 'same_affiliation'))
+               ORDER BY f.reviewer_id, f.paper_id""")
+
     def _reviewer_stints(self) -> pl.DataFrame:
         """Each benchmark reviewer's institutions, widened over sources, tied by the pools' own rule."""
         affiliations = self._frame(

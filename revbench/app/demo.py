@@ -9,16 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from revbench.app.console import (
-    console,
-    print_disambiguation,
-    print_graph,
-    print_ingest_summary,
-    print_labels,
-    print_pools,
-    print_ratings,
-    print_release,
-)
+from revbench.app.commands.corpus import print_disambiguation, print_graph, print_ingest_summary
+from revbench.app.commands.pools import print_pools
+from revbench.app.commands.ratings import print_labels, print_ratings
+from revbench.app.commands.release import print_release
+from revbench.app.console import console
 from revbench.app.entry import DEMO_SINCE, DEMO_UNTIL
 from revbench.settings import ReplaySettings, Settings
 

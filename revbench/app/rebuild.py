@@ -1,20 +1,27 @@
 """Rebuild a published benchmark from its real text (``revbench demo --world KIND=PATH``): a world
 imported from the benchmark's files behind the replay server, the whole loop on it (ingest,
 identities, pools with the real embedding model, survey, ratings, release, evaluation), and the
-comparison with the original written to ``reports/rebuild/``."""
+comparison with the original written to ``reports/rebuild/``.
+
+This is the application's part: the command's ``--world``, the run's order with its progress and
+printed results, the demo's survey round and settings. What the rebuild fixes, measures, compares
+and writes lives below, in ``revbench.rebuild``."""
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import polars as pl
+from rich.table import Table as RichTable
 
-from revbench.app.console import console, print_disambiguation, print_ingest_summary, print_pools, print_ratings, print_release
+from revbench.app.commands.corpus import print_disambiguation, print_ingest_summary
+from revbench.app.commands.pools import print_pools
+from revbench.app.commands.ratings import print_ratings
+from revbench.app.commands.release import print_release
+from revbench.app.console import console
 from revbench.app.demo import (
     DEMO_KEY_FILES,
     DEMO_PACE_SECONDS,
@@ -24,15 +31,34 @@ from revbench.app.demo import (
     print_scanners,
     survey_round,
 )
-from revbench.app.entry import DEMO_SINCE, DEMO_UNTIL
+from revbench.app.entry import DEMO_SINCE, DEMO_UNTIL, save_demo_settings
 from revbench.errors import UsageError
+from revbench.evaluation.importers.registry import load_benchmark
 from revbench.evaluation.model import Benchmark
+from revbench.flows.disambiguate import disambiguate_flow
+from revbench.flows.ingest import ingest_flow
+from revbench.flows.pools import pools_flow
+from revbench.flows.ratings import ratings_flow
+from revbench.flows.release import release_flow
+from revbench.rebuild.compare import comparison
+from revbench.rebuild.pools import PoolsChoice, defaults_copy, fit_from_world, product_settings
+from revbench.rebuild.report import loss_cell, write_report
+from revbench.rebuild.run import REBUILD_SCORERS, evaluate_both, rebuild_queries, rebuild_release_key
+from revbench.replay import spawn_replay
+from revbench.schemas.tables import AUTHOR_LINKS
 from revbench.settings import ReplaySettings, Settings
-from revbench.synth.imported import PROFILE_CATEGORY, QUERY_CATEGORY, WORLD_KINDS
+from revbench.synth.benchmark_panel import answer_held, held_levels
+from revbench.synth.imported import (
+    PROFILE_CATEGORY,
+    QUERY_CATEGORY,
+    WORLD_KINDS,
+    ensure_imported_world,
+    held_ratings,
+    world_key,
+)
+from revbench.synth.truth import disambiguation_quality, load_truth
+from revbench.warehouse import Warehouse
 
-REBUILD_SCORERS = ["trivial", "tpms", "bm25:pooling=mean", "embedding:pooling=mean", "rate:keywords=offline"]
-"""Every scorer that runs offline (the llm scorer needs a real model behind its endpoint; rate takes
-its keywords from YAKE on both sides, not from LR-bench's keywords file on one of them)."""
 REBUILD_RATINGS = {**DEMO_RATINGS, "unattended_decision": "keep", "evaluate_after": False}
 """The demo's rules on its fast clock; the answers are the benchmark's own, so flags are
 reported and nothing is dropped (the comparison evaluates the release on its own)."""
@@ -57,35 +83,8 @@ def parse_world(text: str) -> tuple[str, Path]:
 
 def load_source(text: str) -> tuple[str, Path, Benchmark]:
     """``--world KIND=PATH`` read and checked (strictly: what a world needs) before any work."""
-    from revbench.evaluation.importers.registry import load_benchmark
-
     kind, source = parse_world(text)
     return kind, source, load_benchmark(kind, source, strict=True)
-
-
-def rebuild_queries(held: pl.DataFrame) -> dict[str, Any]:
-    """What makes a rebuild's queries the benchmark's: drawn from the query papers alone, all of
-    them (a structure of the world, not a setting either pool configuration chooses)."""
-    return {"query_categories": [QUERY_CATEGORY], "queries_per_category": max(1, held["paper_id"].n_unique())}
-
-
-@dataclass(frozen=True)
-class PoolsChoice:
-    """The two pool configurations of a rebuild: the product's settings (as configured) run on a
-    copy of the warehouse, and the settings fitted to the original's candidate sets, whose pools
-    the survey, the release and the comparison use."""
-
-    defaults: dict[str, Any]
-    fitted: dict[str, Any]
-    fit: Any  # tasks.rebuild.PoolFit
-    defaults_warehouse: Path
-
-
-def rebuild_release_key(manifest: dict[str, Any]) -> str:
-    """The release id key of a rebuild, from its world: the ids (which the bootstrap resamples in
-    their order) and so every interval are the same in every data folder. A rebuild publishes
-    nothing anyone could link back: its people are synthesised."""
-    return hashlib.sha256(f"revbench-rebuild-release\x1f{manifest['spec_key']}".encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -104,9 +103,6 @@ def run_rebuild(settings: Settings, world: tuple[str, Path, Benchmark], seed: in
     """The whole loop on a world imported from ``world`` (kind, path and the benchmark read from
     it by :func:`load_source`), then the comparison with the original (printed, and written to
     ``<data>/reports/rebuild/``). Returns the comparison."""
-    from revbench.app.entry import save_demo_settings
-    from revbench.synth.imported import ensure_imported_world, held_ratings, world_key
-
     kind, source, bench = world
     t0 = time.monotonic()
     step = Stages(t0)
@@ -128,10 +124,8 @@ def run_rebuild(settings: Settings, world: tuple[str, Path, Benchmark], seed: in
     s, release_dir, pools = _loop(base, world_dir, manifest, rebuild_queries(held), replay, seed, track, step, kind)
     step("evaluation", ", ".join(REBUILD_SCORERS))
     report = settings.data_dir / "reports" / "rebuild"
-    rows = _evaluate(s, kind, source, release_dir, report / kind / "evaluation", track)
+    rows = evaluate_both(s, kind, source, release_dir, report / kind / "evaluation", track)
     step("comparison")
-    from revbench.app.rebuild_report import comparison, write_report
-
     result = comparison(s, world_dir, bench, kind, source, release_dir, rows, pools, rebuild_release_key(manifest),
                         report / kind / "evaluation")
     result["seconds"] = round(time.monotonic() - t0, 1)
@@ -146,16 +140,6 @@ def _loop(base: Settings, world_dir: Path, manifest: dict[str, Any], queries: di
           replay: ReplaySettings, seed: int, track: bool, step: Stages, kind: str) -> tuple[Settings, Path, PoolsChoice]:
     """Ingest, identities, pools, survey, ratings and release on the imported world (of ``kind``,
     which the ingest records so the release cites the benchmark it was rebuilt from)."""
-    from revbench.flows.disambiguate import disambiguate_flow
-    from revbench.flows.ingest import ingest_flow
-    from revbench.flows.ratings import ratings_flow
-    from revbench.flows.release import release_flow
-    from revbench.replay import spawn_replay
-    from revbench.schemas.tables import AUTHOR_LINKS
-    from revbench.synth.benchmark_panel import answer_held, held_levels
-    from revbench.synth.truth import disambiguation_quality, load_truth
-    from revbench.warehouse import Warehouse
-
     truth = load_truth(world_dir)
     with spawn_replay(world_dir, replay) as url:
         s = demo_settings(base, url).with_overrides(arxiv={"categories": [QUERY_CATEGORY, PROFILE_CATEGORY]})
@@ -197,20 +181,8 @@ def _pools(s: Settings, world_dir: Path, track: bool, step: Stages) -> PoolsChoi
     revbench would invite), then with the settings fitted to the original's rated pairs on the
     warehouse itself (what the rest of the rebuild uses: its misses are the pipeline's, not the
     settings'). Both share the embedding cache."""
-    from revbench.app.rebuild_report import fit_from_world
-    from revbench.flows.pools import pools_flow
-
     p = s.pools
-    defaults = {"tau": p.tau, "candidates_per_query": p.candidates_per_query,
-                "max_queries_per_candidate": p.max_queries_per_candidate, "min_recent_papers": p.min_recent_papers}
-    copy_dir = s.data_dir / "pools-defaults"
-    if copy_dir.exists():
-        shutil.rmtree(copy_dir)  # derived from this rebuild's warehouse alone: made anew each time
-    copy_dir.mkdir(parents=True)
-    for part in (s.warehouse_path, s.warehouse_path.with_name(s.warehouse_path.name + ".wal")):
-        if part.exists():  # a log not yet checkpointed is part of the file's state
-            shutil.copyfile(part, copy_dir / part.name)
-    (copy_dir / "cache").symlink_to(s.cache_dir.resolve(), target_is_directory=True)
+    copy_dir = defaults_copy(s)
     step("pools", f"the product's settings (tau {p.tau}, {p.candidates_per_query} a query, {p.max_queries_per_candidate} "
                   f"a candidate, {p.min_recent_papers} recent papers), model {p.model}")
     # The copy of a warehouse that already holds the fitted round (a rebuild run again) replaces it.
@@ -220,24 +192,10 @@ def _pools(s: Settings, world_dir: Path, track: bool, step: Stages) -> PoolsChoi
                   f"below it), {fit.candidates_per_query} a query, {fit.max_queries_per_candidate} a candidate, "
                   f"{fit.min_recent_papers} recent papers")
     print_pools(pools_flow.run(s.with_overrides(pools=fit.settings()), round=1, track=track))
-    return PoolsChoice(defaults, fit.settings(), fit, copy_dir / "warehouse.duckdb")
-
-
-def _evaluate(s: Settings, kind: str, source: Path, release_dir: Path, out: Path, track: bool) -> list[dict[str, Any]]:
-    """Every offline scorer on the original benchmark and on the rebuilt release, in one run (so
-    both share the bootstrap's seed and the scorers their caches)."""
-    from revbench.flows.evaluate import evaluate_flow
-
-    out.mkdir(parents=True, exist_ok=True)
-    res = evaluate_flow.run(s, benchmarks=[f"{kind}={source}", f"release={release_dir}"], scorers=REBUILD_SCORERS,
-                            predictions=[], baseline=None, bootstrap=s.ratings.bootstrap, seed=0, report_dir=str(out),
-                            allow_partial=False, json_out=None, plot=True, track=track)
-    return res.rows
+    return PoolsChoice(product_settings(s), fit.settings(), fit, copy_dir / "warehouse.duckdb")
 
 
 def _print_comparison(result: dict[str, Any], report: Path) -> None:
-    from rich.table import Table as RichTable
-
     r = result["pool_recall"]
     console.print(f"Pool recall of the original's rated pairs: {r['recalled']}/{r['pairs']} "
                   f"({(r['recall'] or 0):.0%}) at tau {r['tau']}; missed: "
@@ -256,12 +214,9 @@ def _print_comparison(result: dict[str, Any], report: Path) -> None:
     table = RichTable(title="Loss (95% interval) on the original and on the rebuild", title_justify="left")
     for col in ("scorer", "original", "pairs", "rebuilt", "pairs "):
         table.add_column(col)
-
-    def cell(x: Any, ci: list[Any]) -> str:
-        return "-" if x is None else f"{x:.3f} ({ci[0]:.3f}-{ci[1]:.3f})" if ci[0] is not None else f"{x:.3f}"
     for sc in result["scorers"]:
-        table.add_row(sc["name"], cell(sc["original_loss"], sc["original_ci"]), str(sc["original_n"]),
-                      cell(sc["rebuilt_loss"], sc["rebuilt_ci"]), str(sc["rebuilt_n"]))
+        table.add_row(sc["name"], loss_cell(sc["original_loss"], sc["original_ci"]), str(sc["original_n"]),
+                      loss_cell(sc["rebuilt_loss"], sc["rebuilt_ci"]), str(sc["rebuilt_n"]))
     console.print(table)
     tau = result["kendall_tau"]
     console.print(f"Kendall tau between the two orderings: {'-' if tau is None else f'{tau:.2f}'}; "

@@ -4,7 +4,7 @@
 losing no answer a person gave (``revbench restore``), and ``manifest`` is what both agree a
 snapshot is: its name, its files with their sha256, and its manifest authenticated with
 REVBENCH_BACKUP__KEY. The flow that takes a backup is :mod:`revbench.flows.backup`; the commands
-are in :mod:`revbench.app.cli`.
+are in :mod:`revbench.app.commands.backup`.
 
 The parts that open a database stay beside the rest of its SQL, as every query does
 (``tests/test_structure.py``): :mod:`revbench.warehouse.backup` holds the DuckDB file while it is

@@ -15,11 +15,13 @@ named in ``truncated`` and logged.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -40,6 +42,7 @@ GRAPH_PAPER_FIELDS = "paperId,externalIds,publicationTypes,fieldsOfStudy,s2Field
 ``PAPER_FIELDS``: ingest hashes the whole answer (``s2_papers.record_hash``), so more fields there
 would change what it stores."""
 log = logging.getLogger("revbench.clients.s2")
+T = TypeVar("T")
 
 
 def error_text(body: bytes) -> str | None:
@@ -75,6 +78,9 @@ class SemanticScholarClient:
         floor = settings.delay_seconds if settings.api_key is not None else settings.keyless_delay_seconds
         self.pacer = AdaptivePacer(floor, settings.throttle_max_delay_seconds, settings.throttle_recovery_seconds)
         self.requests_made = 0
+        """Requests sent, each counted once: its first send."""
+        self.retries = 0
+        """Sends of a request again: after a failed attempt (a timeout, a 5xx, a bad answer) or a 429."""
         self.throttled = 0
         self.breaker = Breaker("Semantic Scholar", settings.base_url, http.breaker_failures)
         self.cleaned = 0
@@ -83,10 +89,18 @@ class SemanticScholarClient:
         """The lists cut at their cap (``s2.max_*``), in the order they were."""
         self._count = threading.Lock()  # callers share one client across threads (s2.connections)
 
-    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _json(self, method: str, path: str, *, again: bool = False, **kwargs: Any) -> Any:
+        """The JSON answer to one attempt at a request (``again``: an attempt before it failed)."""
+        resend = again
+
         def send() -> tuple[httpx.Response, bytes]:
+            nonlocal resend
             with self._count:
-                self.requests_made += 1
+                if resend:
+                    self.retries += 1
+                else:
+                    self.requests_made += 1
+            resend = True  # a send after a 429 is the same request again
             return send_streamed(self._client, self._client.build_request(method, path, **kwargs),
                                  self.http.max_response_bytes, "Semantic Scholar", f"S2 {path}")
 
@@ -123,6 +137,11 @@ class SemanticScholarClient:
             if isinstance(paper, dict) and (dropped := cut_list(paper, "authors", most)):
                 self._cut("s2", f"authors of {paper.get('paperId') or what}", most, dropped, "max_authors_per_paper")
 
+    def _retried(self, once: Callable[[bool], T], what: str) -> T:
+        """``once(again)`` under the retry policy, ``again`` true for every attempt after the first."""
+        attempts = itertools.count()
+        return call_with_retries(lambda: once(next(attempts) > 0), self.http, what, breaker=self.breaker)
+
     def paper_batch(self, arxiv_ids: list[str], fields: str = PAPER_FIELDS,
                     prefix: str = "ARXIV:") -> list[dict[str, Any] | None]:
         """Look up to ``batch_size`` papers by ``ARXIV:<id>`` (``prefix=""``: ids as S2 takes them,
@@ -130,16 +149,15 @@ class SemanticScholarClient:
         if len(arxiv_ids) > self.settings.batch_size:
             raise ValueError(f"at most {self.settings.batch_size} ids per batch")
 
-        def once() -> list[dict[str, Any] | None]:
-            body = self._json(
-                "POST", "/paper/batch", params={"fields": fields}, json={"ids": [f"{prefix}{a}" for a in arxiv_ids]}
-            )
+        def once(again: bool) -> list[dict[str, Any] | None]:
+            body = self._json("POST", "/paper/batch", again=again, params={"fields": fields},
+                              json={"ids": [f"{prefix}{a}" for a in arxiv_ids]})
             if not isinstance(body, list) or len(body) != len(arxiv_ids):
                 raise TransientError("S2 batch answer does not match the ids sent", kind="malformed")
             self._authors_capped(body, "a batch paper")
             return body
 
-        return call_with_retries(once, self.http, f"S2 batch of {len(arxiv_ids)}", breaker=self.breaker)
+        return self._retried(once, f"S2 batch of {len(arxiv_ids)}")
 
     def author_papers(self, author_id: str, fields: str = AUTHOR_PAPER_FIELDS, limit: int = 1000) -> list[dict[str, Any]]:
         """An author's publication list, following ``next`` offsets (see ``_pages``), up to
@@ -184,15 +202,15 @@ class SemanticScholarClient:
             # The last page asks only for what the cap leaves, so nothing past it is fetched.
             asked = {**params, "offset": start, "limit": max(1, min(params["limit"], most - len(out)))}
 
-            def once() -> dict[str, Any]:
-                body = self._json("GET", path, params=asked)
+            def once(again: bool) -> dict[str, Any]:
+                body = self._json("GET", path, again=again, params=asked)
                 if isinstance(body, dict) and "data" not in body and "offset" in body and "error" not in body:
                     return {**body, "data": []}
                 if not isinstance(body, dict) or not isinstance(body.get("data"), list):
                     raise TransientError(f"S2 {path} answer lacks 'data'", kind="malformed")
                 return body
 
-            body = call_with_retries(once, self.http, what, breaker=self.breaker)
+            body = self._retried(once, what)
             out.extend(body["data"])
             offset = body.get("next") if body["data"] else None
             if offset is not None and (isinstance(offset, bool) or not isinstance(offset, int) or offset <= start):

@@ -53,6 +53,7 @@ class Chart:
     bars: list[Bar]
     stamp: str | None = None
     """Written across the plot (SYNTHETIC), so a chart cut out of the page still says it."""
+    axis: str = "loss (lower is better)"
 
 
 @dataclass
@@ -74,6 +75,11 @@ class Section:
     """The version's data came from a simulated world and panel: every place it is shown says so."""
     same_splits: list[str] = field(default_factory=list)
     """Notes on splits shown once because another split has the same pairs and results."""
+    assignment: list[dict[str, Any]] = field(default_factory=list)
+    """Each scorer's assignment quality (``revbench evaluate --assignment``), one row per instance."""
+    attack: list[dict[str, Any]] = field(default_factory=list)
+    """Each scorer's collusion attack success by starting rank (``--attack``), one row per minimum profile."""
+    attack_chart: Chart | None = None
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -157,8 +163,56 @@ def _pairs_label(n: int | None, split: str, scorer: str, df: pl.DataFrame) -> st
     return f"{int(parts['n'].sum()):,} in {k} split{'s' if k != 1 else ''}"
 
 
+JUDGED = r"^(assignment:|attack)"
+"""The splits of the assignment and the attack: tables of their own, never rows of the main table."""
+
+
+def _judged(df: pl.DataFrame, synthetic: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Chart | None]:
+    """The assignment's and the attack's rows of one version, and the attack's chart."""
+    assignment = []
+    part = df.filter(pl.col("split").str.starts_with("assignment:") & ~pl.col("scorer").str.contains(" - "))
+    for (split, scorer), g in part.group_by("split", "scorer", maintain_order=True):
+        m = {r["metric"]: r for r in g.iter_rows(named=True)}
+
+        def cell(name: str, digits: int = 2, pct: bool = False) -> tuple[str, str]:
+            r = m.get(name) or {}
+            scale = 100 if pct else 1
+            f = (lambda v: "–" if v is None else f"{scale * v:.{0 if pct else digits}f}{'%' if pct else ''}")
+            return f(r.get("value")), ("" if r.get("ci_low") is None else f"[{f(r['ci_low'])}, {f(r['ci_high'])}]")
+
+        assignment.append({"scorer": scorer, "instance": str(split).removeprefix("assignment:"),
+                           "basis": next(iter(m.values())).get("basis") or "", "rating": cell("assigned_rating"),
+                           "expert": cell("papers_with_expert", pct=True), "worst": cell("worst_paper_best", 0),
+                           "known": cell("known_share", pct=True), "n": next(iter(m.values()))["n"]})
+    attack = []
+    att = df.filter(pl.col("split").str.starts_with("attack:")).with_columns(
+        start=pl.col("split").str.extract(r"start=(\d+)", 1).cast(pl.Int64),
+        min_profile=pl.col("split").str.extract(r"min_profile=(\d+)", 1).cast(pl.Int64))
+    starts = sorted(set(att["start"].to_list()))
+    for (scorer, mp), g in att.sort("min_profile").group_by("scorer", "min_profile", maintain_order=True):
+        got = {(r["start"], r["metric"]): r["value"] for r in g.iter_rows(named=True)}
+        attack.append({"scorer": scorer, "min_profile": mp, "immune": False, "cells": [
+            "–" if got.get((st, "success_at_k")) is None
+            else f"{100 * got[(st, 'success_at_k')]:.0f}% (rank {got.get((st, 'median_rank_before')):g} → "
+                 f"{got.get((st, 'median_rank_after')):g})" for st in starts]})
+    for r in df.filter(pl.col("split") == "attack").unique("scorer", maintain_order=True).iter_rows(named=True):
+        attack.append({"scorer": r["scorer"], "min_profile": None, "cells": [str(r.get("basis") or "immune")], "immune": True})
+    for row in attack:
+        row["starts"] = starts
+    ones = att.filter((pl.col("min_profile") == 1) & (pl.col("metric") == "success_at_k"))
+    chart = None
+    if ones.height:
+        mean = ones.group_by("scorer", maintain_order=True).agg(pl.col("value").mean())
+        chart = loss_chart([{"scorer": sc, "split": "attack", "loss": v, "loss_low": None, "loss_high": None}
+                            for sc, v in mean.iter_rows()], 1.0, "SYNTHETIC" if synthetic else None)
+        chart = Chart(**{**chart.__dict__, "axis": "share of attacked pairs reaching the top k (mean over starting ranks)"})
+    return assignment, attack, chart
+
+
 def _section(i: int, benchmark: str, version_: str, df: pl.DataFrame, run_urls: Mapping[str, str],
              top: float, synthetic: bool = False) -> Section:
+    judged = _judged(df, synthetic)
+    full, df = df, df.filter(~pl.col("split").str.contains(JUDGED))
     rows: list[dict[str, Any]] = []
     other = sorted(set(df["metric"].to_list()) - set(HEADLINE))
     repeats = duplicate_splits(df)
@@ -181,13 +235,14 @@ def _section(i: int, benchmark: str, version_: str, df: pl.DataFrame, run_urls: 
             "other": [_fmt(cells[m]["value"]) if cells[m] else "–" for m in other],
         })
     runs = [{"run_id": rid, "url": run_urls.get(rid), "scorers": ", ".join(g["scorer"].unique().sort().to_list())}
-            for (rid,), g in df.sort("evaluated_at", "scorer").group_by("run_id", maintain_order=True)]
-    status = df["release_status"].drop_nulls()
+            for (rid,), g in full.sort("evaluated_at", "scorer").group_by("run_id", maintain_order=True)]
+    status = full["release_status"].drop_nulls()
     notes = [f"{' and '.join(dup)}: the same pairs and results as {kept}, so shown once, as \"{kept} = {' = '.join(dup)}\""
              for kept, dup in sorted(also.items())]
     return Section(f"b{i}", benchmark, version_, status[0] if status.len() else None,
-                   f"{df['evaluated_at'].min():%Y-%m-%d %H:%M} UTC", rows, other,
-                   loss_chart(rows, top, "SYNTHETIC" if synthetic else None), runs, synthetic=synthetic, same_splits=notes)
+                   f"{full['evaluated_at'].min():%Y-%m-%d %H:%M} UTC", rows, other,
+                   loss_chart(rows, top, "SYNTHETIC" if synthetic else None), runs, synthetic=synthetic, same_splits=notes,
+                   assignment=judged[0], attack=judged[1], attack_chart=judged[2])
 
 
 def sections(results: pl.DataFrame, run_urls: Mapping[str, str],
@@ -197,7 +252,7 @@ def sections(results: pl.DataFrame, run_urls: Mapping[str, str],
     (benchmark, version) pairs whose data is SYNTHETIC."""
     out = []
     # One axis for every chart, so that versions compare at a glance.
-    loss = results.filter(pl.col("metric") == "loss")
+    loss = results.filter((pl.col("metric") == "loss") & ~pl.col("split").str.contains(JUDGED))
     top = _nice_top(max((v for c in ("value", "ci_low", "ci_high") for v in loss[c].drop_nulls().to_list()), default=1.0))
     keys = results.select("benchmark", "version").unique(maintain_order=True).iter_rows()
     for i, (benchmark, version_) in enumerate(keys, start=1):

@@ -118,6 +118,10 @@ class Benchmark:
     labels_from: str | None = None
     """The rule that made the labels where no person rated (a weak benchmark's ``citations`` or
     ``authorship``); None for rated benchmarks. A scorer reading what the rule read is warned about."""
+    pool: pl.DataFrame | None = None
+    """``reviewer_id, paper_id``: every pair of the benchmark's reviewer pool an assignment may
+    use (conflicts left out), rated or not; None where the benchmark has no pool (only its rated
+    candidates are known). :mod:`revbench.evaluation.assignment_eval` reads it."""
 
     def pairs_needed(self) -> pl.DataFrame:
         """Every (reviewer, paper) whose score some split needs."""

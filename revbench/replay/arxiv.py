@@ -5,18 +5,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, Router
 
+from revbench.replay.context import ReplayContext, replay_of
 from revbench.replay.faults import _unit
 from revbench.synth import render
-
-if TYPE_CHECKING:
-    from revbench.replay.server import ReplayApp
 
 _CAT = re.compile(r"cat:(\S+)")
 _WINDOW = re.compile(r"lastUpdatedDate:\[(\d{12}) TO (\d{12})\]")
@@ -71,13 +68,7 @@ def error_feed(message: str) -> bytes:
 ATOM = "application/atom+xml; charset=utf-8"
 
 
-def _replay(request: Request) -> ReplayApp:
-    """The replay server answering ``request`` (kept on its app's state)."""
-    replay: ReplayApp = request.app.state.replay
-    return replay
-
-
-def _quirks(replay: ReplayApp) -> ArxivQuirks:
+def _quirks(replay: ReplayContext) -> ArxivQuirks:
     """This server's quirk schedule (one per server, as its fault schedule is)."""
     return replay.service_state("arxiv.quirks", lambda: ArxivQuirks(replay.settings.arxiv_quirk_rate,
                                                                       replay.settings.fault_seed))
@@ -85,7 +76,7 @@ def _quirks(replay: ReplayApp) -> ArxivQuirks:
 
 async def query(request: Request) -> Response:
     """``GET /arxiv/api/query``: a page of Atom entries, now and then answered oddly (``ArxivQuirks``)."""
-    replay = _replay(request)
+    replay = replay_of(request)
     q = request.query_params
     search = q.get("search_query", "")
     for name in ("start", "max_results"):
@@ -116,7 +107,7 @@ async def query(request: Request) -> Response:
 
 async def pdf(request: Request) -> Response:
     """``GET /arxiv/pdf/<id>v<n>``: the world's PDF of that version."""
-    replay = _replay(request)
+    replay = replay_of(request)
     name = request.path_params["name"].removesuffix(".pdf")
     data = replay.world.pdfs.get(name) if replay.world else None
     if data is None:

@@ -6,21 +6,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from xml.sax.saxutils import escape
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
 
-if TYPE_CHECKING:
-    from revbench.replay.server import ReplayApp
-
-
-def _replay(request: Request) -> ReplayApp:
-    """The replay server answering ``request`` (kept on its app's state)."""
-    replay: ReplayApp = request.app.state.replay
-    return replay
+from revbench.replay.context import replay_of
 
 
 async def alive(request: Request) -> Response:
@@ -32,7 +25,7 @@ async def version(request: Request) -> Response:
     """``GET /grobid/api/version``: the release this server says it is."""
     # Recent GROBID answers its ServiceInfo as JSON; older servers answered the bare version as
     # text. Both forms are given here (text below 0.7), as the doctor must read both.
-    v = _replay(request).grobid_version
+    v = replay_of(request).grobid_version
     if tuple(int(n) for n in re.findall(r"\d+", v)[:2]) < (0, 7):
         return Response(v.encode(), media_type="text/plain")
     return JSONResponse({"version": v, "revision": "replay"})
@@ -40,7 +33,7 @@ async def version(request: Request) -> Response:
 
 async def _answer(request: Request, fulltext: bool) -> Response:
     """The TEI of the uploaded PDF: its header, or (``fulltext``) with its body and references."""
-    replay = _replay(request)
+    replay = replay_of(request)
     form = await request.form()
     upload = form.get("input")
     if upload is None or isinstance(upload, str):

@@ -5,14 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
 
-if TYPE_CHECKING:
-    from revbench.replay.server import ReplayApp
+from revbench.replay.context import replay_of
 
 
 def unauthorized() -> Response:
@@ -21,15 +19,9 @@ def unauthorized() -> Response:
                                    "param": None, "code": "invalid_api_key"}}, status_code=401)
 
 
-def _replay(request: Request) -> ReplayApp:
-    """The replay server answering ``request`` (kept on its app's state)."""
-    replay: ReplayApp = request.app.state.replay
-    return replay
-
-
 async def models(request: Request) -> Response:
     """``GET /llm/v1/models``: the models this server serves."""
-    replay = _replay(request)
+    replay = replay_of(request)
     if replay.wrong_key("llm", request):
         return unauthorized()
     return JSONResponse({"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "revbench"}
@@ -38,7 +30,7 @@ async def models(request: Request) -> Response:
 
 async def chat(request: Request) -> Response:
     """``POST /llm/v1/chat/completions``: :func:`stub_llm_answer` to the last message."""
-    replay = _replay(request)
+    replay = replay_of(request)
     if replay.wrong_key("llm", request):
         return unauthorized()
     try:
@@ -151,6 +143,11 @@ def stub_llm_answer(prompt: str) -> str:
     """What the replay LLM says to a prompt from ``templates/prompts``."""
     if "Decide which of them are the same person" in prompt:
         return _stub_clusters(prompt)
+    if "### Abstract to rewrite" in prompt:
+        # the collusion attack's rewrite: background on the keywords asked for, then the abstract
+        terms = next((line.removeprefix("Use these keywords:").strip() for line in prompt.splitlines()
+                      if line.startswith("Use these keywords:")), "")
+        return f"Building on work on {terms}, we revisit this problem. {_section(prompt, '### Abstract to rewrite').strip()}"
     if "### Reviewer papers" in prompt:
         reviewer = {w.lower() for w in _WORD.findall(_section(prompt, "### Reviewer papers"))}
         paper = {w.lower() for w in _WORD.findall(_section(prompt, "### Submission"))}

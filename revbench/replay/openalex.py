@@ -26,8 +26,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, Router
 
+from revbench.replay.context import ReplayContext, replay_of
+
 if TYPE_CHECKING:
-    from revbench.replay.server import ReplayApp
     from revbench.synth.graph_files import GraphStore
 
 NOT_FOUND_HTML = (b"<!doctype html>\n<html lang=en>\n<title>404 Not Found</title>\n<h1>Not Found</h1>\n<p>The "
@@ -128,7 +129,7 @@ def _work(arxiv_id: str, entry: str) -> dict[str, Any]:
 class _Works:
     """The world's papers as OpenAlex works, indexed once by DOI and by work id."""
 
-    def __init__(self, replay: ReplayApp):
+    def __init__(self, replay: ReplayContext):
         self.by_doi: dict[str, tuple[str, str]] = {}
         self.by_id: dict[str, str] = {}
         world = replay.world
@@ -167,20 +168,15 @@ def _bad_request(message: str) -> bytes:
     return json.dumps({"error": "Invalid query parameters error.", "message": message}).encode()
 
 
-def _replay(request: Request) -> ReplayApp:
-    """The replay server answering ``request`` (kept on its app's state)."""
-    replay: ReplayApp = request.app.state.replay
-    return replay
 
-
-def _works(replay: ReplayApp) -> _Works:
+def _works(replay: ReplayContext) -> _Works:
     """This server's works and authors, indexed on first use (the world is fixed for its life)."""
     return replay.service_state("openalex.works", lambda: _Works(replay))
 
 
 async def _entity(request: Request, kind: str, found: dict[str, Any] | None) -> Response:
     """One work or author as OpenAlex answers it (``select`` honoured), or its HTML 404."""
-    replay = _replay(request)
+    replay = replay_of(request)
     key = f"{kind}:{request.path_params['key']}"
     if found is None:
         return await replay.respond("openalex", key, 404, NOT_FOUND_HTML, "text/html; charset=utf-8")
@@ -190,12 +186,12 @@ async def _entity(request: Request, kind: str, found: dict[str, Any] | None) -> 
 
 async def work(request: Request) -> Response:
     """``GET /openalex/works/<key>``: one work, by DOI or work id."""
-    return await _entity(request, "work", _works(_replay(request)).find(request.path_params["key"]))
+    return await _entity(request, "work", _works(replay_of(request)).find(request.path_params["key"]))
 
 
 async def author(request: Request) -> Response:
     """``GET /openalex/authors/<id>``: one author."""
-    return await _entity(request, "author", _works(_replay(request)).author(request.path_params["key"]))
+    return await _entity(request, "author", _works(replay_of(request)).author(request.path_params["key"]))
 
 
 async def _listing(request: Request, kind: str, find: Callable[[_Works, str], dict[str, Any] | None],
@@ -205,7 +201,7 @@ async def _listing(request: Request, kind: str, find: Callable[[_Works, str], di
     asked. A filter name OpenAlex does not have for the entity, more values than its OR limit or a
     cursor it never gave is its 400 JSON error. ``find`` looks a value up in the server's index
     (built on the first lookup)."""
-    replay = _replay(request)
+    replay = replay_of(request)
     q = request.query_params
     filt = q.get("filter", "")
     name, _, value = filt.partition(":")
@@ -259,7 +255,7 @@ async def authors_list(request: Request) -> Response:
 
 async def unknown(request: Request) -> Response:
     """Any other ``/openalex/...`` path: OpenAlex's HTML 404."""
-    return await _replay(request).respond("openalex", f"other:{request.url.path}", 404, NOT_FOUND_HTML,
+    return await replay_of(request).respond("openalex", f"other:{request.url.path}", 404, NOT_FOUND_HTML,
                                           "text/html; charset=utf-8")
 
 

@@ -10,8 +10,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
 
+from revbench.replay.context import ReplayContext, replay_of
+
 if TYPE_CHECKING:
-    from revbench.replay.server import ReplayApp
     from revbench.replay.world_store import WorldStore
 
 
@@ -75,15 +76,10 @@ def _fields(edges: list[Any], fields: str | None) -> list[Any]:
              "citedPaper": {k: v for k, v in e["citedPaper"].items() if k in paper}} for e in edges]
 
 
-def _replay(request: Request) -> ReplayApp:
-    """The replay server answering ``request`` (kept on its app's state)."""
-    replay: ReplayApp = request.app.state.replay
-    return replay
-
 
 async def batch(request: Request) -> Response:
     """``POST /s2/graph/v1/paper/batch``: each asked id's record, or null."""
-    replay = _replay(request)
+    replay = replay_of(request)
     if replay.wrong_key("s2", request):
         return forbidden()
     world = replay.world  # without a world no paper is known: each id answers null, as S2 does
@@ -106,7 +102,7 @@ async def batch(request: Request) -> Response:
 
 async def author_papers(request: Request) -> Response:
     """``GET /s2/graph/v1/author/<id>/papers``: one page of an author's papers."""
-    replay = _replay(request)
+    replay = replay_of(request)
     if replay.wrong_key("s2", request):
         return forbidden()
     world = replay.need_world()
@@ -121,7 +117,7 @@ async def author_papers(request: Request) -> Response:
     return await replay.respond("s2", f"author:{author_id}:{offset}:{limit}", 200, body, "application/json")
 
 
-def _arxiv_id_of(replay: ReplayApp, world: WorldStore, paper_id: str) -> str | None:
+def _arxiv_id_of(replay: ReplayContext, world: WorldStore, paper_id: str) -> str | None:
     """The world paper S2 knows as ``paper_id`` (``ARXIV:<id>`` or its S2 id), or None."""
     if paper_id[:6].upper() == "ARXIV:":
         aid = paper_id[6:]
@@ -137,7 +133,7 @@ def _arxiv_id_of(replay: ReplayApp, world: WorldStore, paper_id: str) -> str | N
 
 async def references(request: Request) -> Response:
     """``GET /s2/graph/v1/paper/<id>/references``: one page of a paper's references."""
-    replay = _replay(request)
+    replay = replay_of(request)
     if replay.wrong_key("s2", request):
         return forbidden()
     world = replay.need_world()

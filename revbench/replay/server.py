@@ -9,8 +9,9 @@ Mount points (the base URLs the clients are given):
 ``/arxiv/api/query``, ``/s2/graph/v1``, ``/arxiv/pdf/<id>v<n>``, ``/grobid/api/...``, ``/openalex``, ``/llm/v1``.
 
 Each service module holds a module-level ``router`` whose handlers close over nothing: they read
-this server's :class:`ReplayApp` from ``request.app.state.replay`` (and keep what they remember
-between requests in :meth:`ReplayApp.service_state`); :class:`ReplayApp` includes their routes.
+this server from ``request.app.state.replay`` as the :class:`~revbench.replay.context.ReplayContext`
+it satisfies (``replay_of``; they keep what they remember between requests in
+:meth:`ReplayApp.service_state`), so they never import this module, which includes their routes.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from starlette.routing import Route
 
 from revbench.replay import arxiv, grobid, llm, openalex, s2
 from revbench.replay.cassettes import Playback, RecordedRoute, load_recordings
+from revbench.replay.context import ReplayContext
 from revbench.replay.faults import FaultInjector, corrupt
 from revbench.replay.world_store import WorldStore
 from revbench.settings import ReplaySettings
@@ -85,8 +87,10 @@ class ReplayApp:
             routes=[*(route for router in SERVICE_ROUTERS for route in router.routes),
                     Route("/_replay/stats", stats, methods=["GET"])]
         )
-        # What every route reads: this server (its world, fixtures, fault schedule and doctor's faults).
-        self.app.state.replay = self
+        # What every route reads: this server (its world, fixtures, fault schedule and doctor's faults),
+        # which the service modules know as the ReplayContext it is.
+        context: ReplayContext = self
+        self.app.state.replay = context
         # Recorded fixtures take precedence over the world and may answer any path.
         self.app.add_middleware(_FixtureMiddleware, replay=self)
         self.app.add_middleware(_MarkReplay, replay=self)

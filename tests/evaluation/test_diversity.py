@@ -128,7 +128,7 @@ def test_the_evaluate_flow_says_why_a_benchmark_has_no_diversity(settings, tmp_p
 
 
 def test_the_console_prints_the_reason_as_one_line(capsys) -> None:
-    from revbench.app.console import print_report
+    from revbench.app.commands.evaluate import print_report
     from revbench.evaluation.report import ReportTable
 
     print_report([ReportTable(f"Diversity on [hand]: {NO_GRAPH}", [], [])])

@@ -75,3 +75,26 @@ def test_a_baseline_written_with_its_defaults_is_the_same_scorer(settings, tmp_p
                            baseline="tpms:compat=revbench", bootstrap=20, plot=False)
     paired = [r for r in out.rows if r["scorer"] == "trivial - tpms"]
     assert paired and all(r["ci_low"] is not None for r in paired if r["value"] is not None)
+
+
+def test_assignment_and_attack_travel_into_results_report_and_warehouse(prefect_server, settings, tmp_path: Path) -> None:
+    from revbench.evaluation.assignment_eval import CANDIDATES
+
+    data = write_openreview(tmp_path / "or")
+    settings = settings.with_overrides(assignment={"reviewers_per_paper": 1, "max_load": 1}, attack={"pairs_per_rank": 2})
+    result = evaluate_flow(settings, benchmarks=[f"openreview={data}"], scorers=["trivial", "tpms", "bm25:pooling=mean"],
+                           baseline="trivial", bootstrap=50, report_dir=str(tmp_path / "report"), assignment=True, attack=True)
+    rows = json.loads((Path(result.report_dir) / "results.json").read_text())
+    assigned = {(r["scorer"], r["metric"]): r for r in rows if r["split"] == CANDIDATES}
+    assert assigned[("tpms", "known_share")]["value"] == 1.0
+    assert assigned[("tpms", "assigned_rating")]["basis"] == "k=1 per paper, load<=1, objective=sum"
+    assert ("tpms - trivial", "assigned_rating") in assigned
+    attacked = [r for r in rows if r["split"].startswith("attack")]
+    assert {r["scorer"] for r in attacked} == {"trivial", "tpms", "bm25:pooling=mean"}
+    assert all(r["basis"].startswith("immune") for r in attacked if r["scorer"] == "trivial")
+    md = (Path(result.report_dir) / "report.md").read_text()
+    assert "assignment over each paper's rated candidates" in md and "collusion attack" in md
+    assert result.judgements and result.judgements[0].startswith("Assignment:")
+    with Warehouse.open(settings.warehouse_path) as wh:
+        stored = wh.read(EVAL_RESULTS)
+    assert stored.filter(pl.col("split") == CANDIDATES).height == len(assigned)

@@ -141,3 +141,22 @@ def test_a_split_with_the_same_pairs_and_results_as_another_is_shown_once() -> N
     assert len(same.chart.bars) == 6  # two scorers x three rows, not four
     (apart,) = sections(_splits(False), {})
     assert not apart.same_splits and len(apart.rows) == 8
+
+
+def test_assignment_and_attack_get_tables_and_a_chart_of_their_own() -> None:
+    when = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+    base = dict(benchmark="warehouse", version="v1", n=50, coverage=None, run_id="run-1", evaluated_at=when,
+                release_status=None, ci_low=None, ci_high=None)
+    extra = [dict(base, split="assignment:candidates", scorer="tpms", metric=m, value=v, basis="k=3 per paper, load<=6, objective=sum")
+             for m, v in [("assigned_rating", 3.55), ("papers_with_expert", 0.82), ("worst_paper_best", 1.0), ("known_share", 1.0)]]
+    extra += [dict(base, split=f"attack:start={st}:min_profile=1", scorer="tpms", metric=m, value=v, basis="")
+              for st in (4, 12) for m, v in [("success_at_k", 0.9), ("median_rank_after", 1.0), ("median_rank_before", float(st))]]
+    extra += [dict(base, split="attack", scorer="trivial", metric="success_at_k", value=None, basis="immune: scores every pair alike")]
+    df = pl.concat([rows().with_columns(basis=pl.lit(None, pl.Utf8)), pl.DataFrame(extra)], how="diagonal_relaxed")
+    page, _ = results_page(df, {}, "now", "0.1.0", synthetic=[("warehouse", "v1")])
+    assert "The assignment each scorer yields" in page and "3.55" in page and "82%" in page
+    assert "What colluders can make each scorer do" in page and "90% (rank 4 → 1)" in page
+    assert "immune: scores every pair alike" in page and "share of attacked pairs reaching the top k" in page
+    assert "SYNTHETIC: Collusion attack success" in page
+    main = page.split("The assignment each scorer yields")[0].split('id="b2"')[-1]
+    assert "assignment:candidates</td>" not in main and "attack:start" not in main

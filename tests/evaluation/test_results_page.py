@@ -115,7 +115,7 @@ def test_the_page_opens_offline_from_a_file(evaluated: Settings, browser, tmp_pa
     box = bars.first.bounding_box()
     assert box is not None and box["width"] > 1  # a visible whisker, not a point
     assert first.locator("ul.runs li").count() == 1 and "run " in first.locator("ul.runs li").inner_text()
-    assert page.locator(".template-version").inner_text().startswith("2-")
+    assert page.locator(".template-version").inner_text().startswith("3-")
     pairs = first.locator("table.separation tbody tr")  # the scorer pairs of the first version's report folder
     assert pairs.count() == 10 and sections.nth(1).locator("table.separation").count() == 0
     assert first.locator("table.separation").get_by_text("separated", exact=True).count() >= 1

@@ -13,9 +13,10 @@ from typing import Any
 import polars as pl
 import pytest
 
-from revbench.app import rebuild_report
-from revbench.app.rebuild import REBUILD_SCORERS, load_source, run_rebuild
+from revbench.app.rebuild import load_source, run_rebuild
 from revbench.evaluation.importers.registry import load_benchmark
+from revbench.rebuild.compare import comparison
+from revbench.rebuild.run import REBUILD_SCORERS
 from revbench.schemas.tables import AUTHOR_LINKS, RATINGS
 from revbench.settings import ReplaySettings, Settings
 from revbench.tasks.rebuild import MISS_REASONS, kendall_tau
@@ -31,7 +32,7 @@ def rebuilt(tmp_path_factory: pytest.TempPathFactory, external: Path) -> dict[st
     """One rebuild of the sample, as the command line runs it (its replay faults included), with
     the arguments its comparison was computed from."""
     root = tmp_path_factory.mktemp("rebuild")
-    real = rebuild_report.comparison
+    real = comparison
     seen: dict[str, Any] = {}
 
     def spy(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -42,7 +43,7 @@ def rebuilt(tmp_path_factory: pytest.TempPathFactory, external: Path) -> dict[st
     replay = ReplaySettings(fault_rate=0.05, fault_seed=SEED, timeout_delay_seconds=3.0, retry_after_seconds=1)
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
-        mp.setattr(rebuild_report, "comparison", spy)
+        mp.setattr("revbench.app.rebuild.comparison", spy)  # where the run looks it up
         result = run_rebuild(settings, load_source(f"lrbench={external / 'lrbench-sample'}"), SEED, replay, track=False)
     return {"root": root, "settings": settings, "result": result, "args": seen}
 
@@ -143,7 +144,7 @@ def test_a_planted_label_change_is_reported_reversed(rebuilt: dict[str, Any], ex
     changed = load_benchmark("lrbench", copy)
     assert changed.version != rebuilt["args"]["bench"].version
     args = {**rebuilt["args"], "bench": changed, "source": copy}
-    out = rebuild_report.comparison(**args)
+    out = comparison(**args)
     t, before = out["tuples"], rebuilt["result"]["tuples"]
     assert t["reversed"] == 1 and t["labels_identical"] is False
     assert (t["recalled"], t["matched"], t["tied"]) == (before["recalled"], before["matched"] - 1, before["tied"])
@@ -155,5 +156,5 @@ def test_a_planted_label_change_is_reported_reversed(rebuilt: dict[str, Any], ex
                             "original": [float(swapped["positive"]["score"]), float(swapped["negative"]["score"])],
                             "rebuilt": [float(swapped["negative"]["score"]), float(swapped["positive"]["score"])]}
     # The unchanged original, compared with the same rebuild again, gives what the rebuild reported.
-    again = rebuild_report.comparison(**rebuilt["args"])
+    again = comparison(**rebuilt["args"])
     assert again["tuples"] == before and again["pool_recall"] == rebuilt["result"]["pool_recall"]

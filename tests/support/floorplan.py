@@ -26,8 +26,14 @@ class Floor(NamedTuple):
 
 
 FLOORS: tuple[Floor, ...] = (
-    Floor(9, "the application", "the command line, the demo, the doctor, the entry point that builds the settings once",
+    Floor(10, "the application", "the command line, the demo, the doctor, the entry point that builds the settings once",
           ("revbench.app", "revbench.__main__")),
+    Floor(9, "what reads the runs", "the rebuild of a published benchmark: its pools against the original's rated "
+                                    "pairs, the comparison with the original and its report. It runs the evaluation "
+                                    "flow and reads what the flows wrote and exported, so it stands above them, on a "
+                                    "floor of its own that no flow can reach; it prints nothing: the application "
+                                    "drives it and shows it",
+          ("revbench.rebuild",)),
     Floor(8, "what runs", "the flows that order the tasks and hold a run's warehouse session; the replay server",
           ("revbench.flows", "revbench.replay")),
     Floor(7, "the work", "tasks, plain functions over frames; the SYNTHETIC world and its truth",
@@ -53,10 +59,9 @@ FLOORS: tuple[Floor, ...] = (
 """Every room of the house, top floor first (as the drawing reads)."""
 
 UPWARD_ALLOWED: dict[tuple[str, str], str] = {}
-"""(module, module of a higher floor it imports) -> why it may. None today: the rooms' imports,
-function-level and ``TYPE_CHECKING`` ones included, form no circle, so every room stands at or
-above everything it imports. The replay server's ``TYPE_CHECKING`` circle
-(``TYPE_CHECKING_LOOPS`` in ``tests/test_structure.py``) lies within one room."""
+"""(module, module of a higher floor it imports) -> why it may. None today: the modules' imports,
+function-level and ``TYPE_CHECKING`` ones included, form no circle (``TYPE_CHECKING_LOOPS`` in
+``tests/test_structure.py`` names none), so every room stands at or above everything it imports."""
 
 SIDE_WALLS: dict[tuple[str, str], str] = {
     ("revbench.tasks", "revbench.warehouse"):

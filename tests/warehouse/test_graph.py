@@ -10,7 +10,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from revbench.app.console import console, print_status
+from revbench.app.commands.operate import print_status
+from revbench.app.console import console
 from revbench.schemas.graph import AUTHOR_AFFILIATIONS, CITATIONS, GRAPH_FETCHES, GRAPH_TABLES, INSTITUTIONS, PAPER_TOPICS
 from revbench.schemas.quality import validate_frames
 from revbench.schemas.tables import MENTIONS, REJECTS

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from revbench.app.console import console, print_status
+from revbench.app.commands.operate import print_status
+from revbench.app.console import console
 from revbench.warehouse.holder import clear_waiting, describe_waiting, read_waiting, write_waiting
 from revbench.warehouse.status import WarehouseStatus
 

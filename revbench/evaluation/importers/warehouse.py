@@ -45,6 +45,7 @@ def load_warehouse(path: Path, profile_max_papers: int = 20, lock_wait: float = 
         if not wh.has_table("rating_tuples"):
             raise InputError(f"the warehouse at {path} predates the ratings stage: run `revbench ratings` first")
         f = wh.ratings.benchmark_frames(profile_max_papers)
+        pool = wh.ratings.benchmark_pool() if wh.has_table("pool_evidence") and wh.has_table("pool_exclusions") else None
         graph = None
         if wh.graph.has_graph():
             papers = sorted(set(f["papers"]["paper_id"]) | set(f["profiles"]["paper_id"]))
@@ -65,6 +66,7 @@ def load_warehouse(path: Path, profile_max_papers: int = 20, lock_wait: float = 
         draws=[f["profiles"].cast(PROFILE_SCHEMA)],
         splits=[Split(SPLIT_POINTWISE, ratings=f["ratings"].cast(RATINGS_SCHEMA), candidate_lists=True),
                 *pairwise_splits(f["tuples"])],
+        pool=None if pool is None else pool.cast({"reviewer_id": pl.Utf8, "paper_id": pl.Utf8}),
         graph=None if graph is None else BenchmarkGraph(
             citations=graph["citations"].cast(GRAPH_CITATIONS_SCHEMA), topics=graph["topics"].cast(GRAPH_TOPICS_SCHEMA),
             reviewer_institutions=graph["reviewer_institutions"].cast(GRAPH_INSTITUTIONS_SCHEMA),

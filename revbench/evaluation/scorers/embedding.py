@@ -10,6 +10,7 @@ import polars as pl
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
+from revbench.evaluation.scorers import clustering
 from revbench.evaluation.scorers.base import (
     Context, Params, Scorer, check_pooling, checked_ref, model_stamp, model_text, pair_entries, pooled_scores,
     submissions_of,
@@ -29,6 +30,8 @@ def _check_pooling(how: str) -> str:
 
         attention_card(how.removeprefix(ATTENTION))  # one line when the folder holds no trained module
         return how
+    if clustering.parse(how) is not None:  # needs the vectors, not only the similarities: pooled here
+        return how
     return check_pooling(how)
 
 
@@ -37,7 +40,8 @@ class EmbeddingParams(Params):
     """A model name (:mod:`revbench.ml.models`: a recipe such as ``specter2``, a
     sentence-transformers name or folder, a trained adapter, ``hashing``), or two joined by ``+``."""
     pooling: Annotated[str, AfterValidator(_check_pooling)] = "max"
-    """Any pooling of :func:`revbench.evaluation.scorers.base.pool`, or ``attention:DIR``: the
+    """Any pooling of :func:`revbench.evaluation.scorers.base.pool`; ``clustering[:K]`` or
+    ``clustering_cross[:K]``: OpenReview's self-attention clustering (:mod:`.clustering`); or ``attention:DIR``: the
     submission attends over the reviewer's papers with the module ``revbench train --objective
     attention`` wrote to DIR (:mod:`revbench.ml.attention`)."""
     merge_alpha: float = Field(0.5, ge=0.0, le=1.0)
@@ -139,6 +143,14 @@ class Embedding(Scorer):
             cache = self.embeddings(self.refs[parts[0]], benchmark)
             return attended(p.pooling.removeprefix(ATTENTION), cache.embed(model_text(profile, parts[0])),  # type: ignore[attr-defined]
                             cache.embed(self.queries(subs, parts[0])), profile, ids, needed)
+        cluster = clustering.parse(p.pooling)  # type: ignore[attr-defined]
+        if cluster is not None:
+            cache = self.embeddings(self.refs[parts[0]], benchmark)
+            e = pair_entries(profile, ids, needed)
+            rows = [e.rows[s:s + n] for s, n in zip(e.starts.tolist(), e.lengths.tolist(), strict=True)]
+            got = clustering.scores(cache.embed(model_text(profile, parts[0])), cache.embed(self.queries(subs, parts[0])),
+                                    rows, e.cols[e.starts] if len(e.starts) else e.cols, *cluster)
+            return e.pairs.with_columns(pl.Series("score", got, dtype=pl.Float64)).select(list(SCORES_SCHEMA))
         if len(parts) == 1:
             return pooled_scores(sims[0], profile, ids, needed, p.pooling)  # type: ignore[attr-defined]
         a, b = (pooled_scores(min_max(s), profile, ids, needed, "max") for s in sims)

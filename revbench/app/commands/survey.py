@@ -1,25 +1,29 @@
 """``revbench survey``: the invitation and reminder waves, resending unconfirmed messages, the
-survey server, and the survey's counts."""
+survey server, and the survey's counts, with what each prints."""
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.table import Table as RichTable
 
 from revbench.app.cli_common import Track, setup
 from revbench.app.console import console
 from revbench.app.entry import build_settings, resolve_track
 from revbench.errors import UsageError
 
+if TYPE_CHECKING:  # the flows load only when a command runs one
+    from revbench.flows.survey import SurveyResend, SurveyWave
+
 survey_app = typer.Typer(help="Invitation emails, the survey server and its answers.", no_args_is_help=True)
 
 
 def _survey_wave(kind: str, round: int, dry_run: bool, approve: str | None, approver: str, track: bool | None) -> None:
     settings = setup()
-    from revbench.app.console import print_survey_wave
     from revbench.flows.survey import parse_approval, survey_flow
 
     parse_approval(approve)
@@ -65,7 +69,6 @@ def survey_resend(
     """Send again unconfirmed messages, named one by one: they may have arrived (their reply was
     lost), so nothing else sends them again; check with the recipient or the server's log first."""
     settings = setup()
-    from revbench.app.console import print_survey_resend
     from revbench.flows.survey import survey_resend_flow
 
     stats = survey_resend_flow.run(settings, message_ids=message_ids, approver=approver or os.environ.get("USER", ""),
@@ -117,10 +120,56 @@ def survey_status() -> None:
     """Sent, answered, skipped and opted-out counts (from the survey store; the warehouse when free),
     and the unconfirmed messages: id, recipient, since when, the server."""
     settings = build_settings()
-    from revbench.app.console import print_survey_status
     from revbench.tasks.survey import unconfirmed_rows
     from revbench.warehouse.status import survey_counts, unconfirmed_messages
 
     unconfirmed = unconfirmed_messages(settings.warehouse_path)
     print_survey_status(survey_counts(settings.warehouse_path, settings.survey_store_path),
                         unconfirmed_rows(unconfirmed) if unconfirmed is not None else [])
+
+
+def print_survey_wave(stats: SurveyWave) -> None:
+    """What one survey wave did."""
+    line = (f"round {stats.round} {stats.kind}s: {stats.rendered} rendered now, {stats.pending} waiting to be sent, "
+            f"{len(stats.left_out)} people left out, {stats.opted_out} opted out in all")
+    if stats.outbox:
+        line += f"; dry run: .eml files in {stats.outbox}, nothing sent"
+    elif stats.decision is not None:
+        line += (f"; {stats.decision} by {stats.approver}: {stats.sent} sent, {stats.failed} failed, "
+                 f"{stats.deferred} deferred to the next run, {stats.unconfirmed} unconfirmed")
+    if stats.interrupted:
+        line += f"; {stats.interrupted} found unconfirmed after an interrupted run"
+    console.print(line)
+    print_unconfirmed(stats.unconfirmed_messages)
+
+
+def print_survey_resend(stats: SurveyResend) -> None:
+    """What one resend did."""
+    console.print(f"resend of {stats.requested} named messages by {stats.approver}: {stats.sent} sent, "
+                  f"{stats.failed} failed, {stats.deferred} deferred (they wait with their wave), "
+                  f"{stats.unconfirmed} unconfirmed again, {stats.opted_out} not sent (opted out)")
+    print_unconfirmed(stats.unconfirmed_messages)
+
+
+def print_unconfirmed(rows: list[dict[str, Any]]) -> None:
+    """Messages that may or may not have arrived, for the curator to check before any resend."""
+    if not rows:
+        return
+    # Plain lines, never wrapped: the ids are copied from here into `survey resend`.
+    say = functools.partial(console.print, markup=False, highlight=False, soft_wrap=True)
+    say(f"{len(rows)} unconfirmed messages: they may have arrived, so nothing sends them again by itself; check with the "
+        "recipient or the server's log, then `revbench survey resend MESSAGE_ID ...` sends those named:")
+    for r in rows:
+        say(f"  {r['message']}  to {r['to']}  ({r['kind']}, round {r['round']})  since {r['since'] or '?'}  "
+            f"server {r['server'] or '?'}: {r['why']}")
+
+
+def print_survey_status(counts: dict[str, Any], unconfirmed: list[dict[str, Any]] | None = None) -> None:
+    """Survey counts as a table, then the unconfirmed messages."""
+    t = RichTable(title="Survey")
+    t.add_column("what")
+    t.add_column("count", justify="right")
+    for k, v in counts.items():
+        t.add_row(k.replace("_", " "), str(v))
+    console.print(t)
+    print_unconfirmed(unconfirmed or [])
