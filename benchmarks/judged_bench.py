@@ -41,14 +41,15 @@ from benchmarks import graph_worth as gw
 
 RESULTS = gw.RESULTS
 BASELINE = "embedding:pooling=mean"
-SCORERS = ("trivial", "tpms", "bm25", BASELINE, "embedding:pooling=max", "embedding:pooling=topk_mean:3",
+SCORERS = ("trivial", "tpms", "bm25", BASELINE, "embedding", "embedding:pooling=topk_mean:3",
            "embedding:pooling=clustering", "cof", "citation")
-"""The issue's scorers (``tpms``, ``bm25``, ``embedding`` by mean, max and top-k, ``cof``), OpenReview's
+"""The issue's scorers (``tpms``, ``bm25``, ``embedding`` by mean, max (its default, so its label is
+``embedding``) and top-k, ``cof``), OpenReview's
 self-attention clustering as the robust aggregation, and two immune by construction."""
 REFERENCE_SCORERS = ("trivial", "tpms", "bm25", BASELINE)
 SHARED = gw.ROOT.parent / "shared" / "external"
 REFERENCES = {"goldstandard": SHARED / "goldstandard-sample", "lrbench": SHARED / "lrbench-sample"}
-FORMAT = 1
+FORMAT = 2
 
 
 def _env(folder: Path) -> dict[str, str]:
@@ -65,8 +66,10 @@ def _evaluate(bench: str, scorers: tuple[str, ...], flags: list[str], env: dict[
 
 
 def timed(bench: str, scorers: tuple[str, ...], flags: list[str], env: dict[str, str], folder: Path) -> dict[str, Any]:
-    """Plain, judged, plain again: the seconds of each and the judged run's ratio to the plain mean."""
+    """A warm-up (the embeddings cached, as after any first run), then plain, judged, plain again:
+    the seconds of each and the judged run's ratio to the plain mean."""
     folder.mkdir(parents=True, exist_ok=True)
+    _evaluate(bench, scorers, [], env, folder / "warmup.json")
     first = _evaluate(bench, scorers, [], env, folder / "plain.json")
     judged = _evaluate(bench, scorers, flags, env, folder / "judged.json")
     second = _evaluate(bench, scorers, [], env, folder / "plain2.json")
@@ -92,10 +95,12 @@ def digest(rows: list[dict[str, Any]]) -> dict[str, Any]:
         elif split == "attack":
             immune[r["scorer"]] = str(r["basis"]).removeprefix("immune: ")
         elif split.startswith("attack:"):
+            # keyed by the paper's starting rank: each seed's pool scales it to its own size
             parts = dict(p.split("=") for p in split.split(":")[1:])
-            cell = attack.setdefault(parts["min_profile"], {}).setdefault(r["scorer"], {}).setdefault(parts["start"], {})
+            paper = str(r["basis"]).split("the paper's ")[1].split(" ")[0]
+            cell = attack.setdefault(parts["min_profile"], {}).setdefault(r["scorer"], {}).setdefault(paper, {})
             cell[r["metric"]] = r["value"]
-            cell["n"], cell["basis"] = r["n"], r["basis"]
+            cell["n"], cell["basis"], cell["start"] = r["n"], r["basis"], int(parts["start"])
     return {"assignment": assignment, "attack": attack, "immune": immune}
 
 
@@ -141,8 +146,9 @@ def summarize(points: list[dict[str, Any]]) -> dict[str, Any]:
             for scorer, starts in scorers.items():
                 for start, cell in starts.items():
                     agg = out["attack"].setdefault(mp, {}).setdefault(scorer, {}).setdefault(start, {
-                        "pairs": 0, "reached_k": 0.0, "reached_10": 0.0, "median_after": [], "basis": cell["basis"]})
+                        "pairs": 0, "reached_k": 0.0, "reached_10": 0.0, "median_after": [], "starts": []})
                     n = cell["n"]
+                    agg["starts"] = sorted({*agg["starts"], cell["start"]})
                     agg["pairs"] += n
                     agg["reached_k"] += (cell.get("success_at_k") or 0) * n
                     agg["reached_10"] += (cell.get("success_at_10") or 0) * n
@@ -176,8 +182,9 @@ def references(work: Path, fresh: bool) -> dict[str, Any]:
         print(f"{kind}: evaluate plain, --assignment, plain ...", flush=True)
         t = timed(f"{kind}={path}", REFERENCE_SCORERS, ["--assignment"], _env(folder), folder / "judged")
         d = digest(t["rows"])
+        forced = any("forced:" in str(r.get("basis")) for r in t["rows"] if str(r["split"]).startswith("assignment:"))
         out[kind] = {"format": FORMAT, "plain_seconds": t["plain_seconds"], "judged_seconds": t["judged_seconds"],
-                     "ratio": t["ratio"], "assignment": d["assignment"]}
+                     "ratio": t["ratio"], "forced": forced, "assignment": d["assignment"]}
         done.write_text(json.dumps(out[kind], indent=1))
     return out
 

@@ -204,6 +204,88 @@ def graph_worth_links(results: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _mean_cell(a: dict[str, Any], metric: str, pct: bool = False) -> str:
+    v = a.get(metric)
+    return "-" if v is None else (f"{100 * v:.0f}%" if pct else f"{v:.2f}")
+
+
+def _rating_diff(d: dict[str, Any] | None) -> str:
+    if not d:
+        return "-"
+    mark = "**" if d["hi"] < 0 or d["lo"] > 0 else ""
+    return f"{mark}{d['value']:+.2f}{mark} [{d['lo']:+.2f}, {d['hi']:+.2f}]"
+
+
+def judged_assignment(results: Path) -> str:
+    """Each scorer's assignment over the rated candidates and over the pool, pooled over seeds."""
+    d = load(results, "judged.json")
+    s = d["summary"]["assignment"]
+    lines = [f"Seeds {', '.join(map(str, d['seeds']))} ({d['generated'][:10]}; `python -m benchmarks.judged_bench`), the "
+             "settings' defaults: 3 reviewers per paper, at most 6 papers per reviewer, objective `sum` (`embedding` "
+             "pools by max, its default). Each number is "
+             "the mean over seeds; a difference is the scorer's minus "
+             f"`{d['baseline']}`'s, pooled over seeds (inverse-variance weights of each seed's paired bootstrap over "
+             "papers), bold where its 95% interval excludes 0.", "",
+             "| scorer | rated candidates: mean rating assigned | difference | papers with an expert (≥4) | pool: mean rating "
+             "(known pairs) | difference | pairs with a rating |", "|---|---|---|---|---|---|---|"]
+    for scorer in d["scorers"]:
+        c, p = s.get("candidates", {}).get(scorer, {}), s.get("pool", {}).get(scorer, {})
+        lines.append(f"| `{scorer}` | {_mean_cell(c, 'assigned_rating')} | {_rating_diff(c.get('diff_rating'))} | "
+                     f"{_mean_cell(c, 'papers_with_expert', True)} | {_mean_cell(p, 'assigned_rating')} | "
+                     f"{_rating_diff(p.get('diff_rating'))} | {_mean_cell(p, 'known_share', True)} |")
+    return "\n".join(lines) + "\n"
+
+
+def judged_attack(results: Path) -> str:
+    """The collusion attack's success by the paper's starting rank and kept papers, pairs pooled over seeds."""
+    d = load(results, "judged.json")
+    att = d["summary"]["attack"]
+    ranks = sorted({int(r) for scorers in att.values() for cells in scorers.values() for r in cells})
+    starts: dict[int, set[int]] = {}
+    pairs = 0
+    for scorers in att.values():
+        for cells in scorers.values():
+            for r, c in cells.items():
+                starts.setdefault(int(r), set()).update(c["starts"])
+                pairs = max(pairs, c["pairs"])
+
+    def here(r: int) -> str:
+        lo, hi = min(starts[r]), max(starts[r])
+        return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+    lines = [f"Share of attacked pairs whose reviewer reaches the assignment's top 3, with the median rank after "
+             f"(every seed's pairs together, {pairs} per cell). Columns: the paper's starting rank among 7,900 reviewers, "
+             "and the rank it scales to in each seed's pool of about 95.", "",
+             "| scorer | papers kept | " + " | ".join(f"from {r} (here {here(r)})" for r in ranks) + " |",
+             "|---|---|" + "---|" * len(ranks)]
+    for mp in sorted(att, key=int):
+        for scorer in d["scorers"]:
+            cells = att[mp].get(scorer)
+            if not cells:
+                continue
+            row = [f"{100 * cells[str(r)]['success_at_k']:.0f}% (→{cells[str(r)]['median_rank_after']:g})"
+                   if str(r) in cells else "-" for r in ranks]
+            lines.append(f"| `{scorer}` | {mp} | " + " | ".join(row) + " |")
+    for scorer, why in sorted(d["summary"].get("immune", {}).items()):
+        lines.append(f"| `{scorer}` | - | immune: {why} |" + " |" * (len(ranks) - 1))
+    return "\n".join(lines) + "\n"
+
+
+def judged_cost(results: Path) -> str:
+    """What the two judgements cost against the plain evaluation, measured in the same runs."""
+    d = load(results, "judged.json")
+    c = d["summary"]["cost"]
+    lines = [f"On the calibrated demo's warehouse ({len(d['scorers'])} scorers, {d['cpus']} CPUs): the plain evaluation "
+             f"{c['plain_seconds']:.1f} s, with `--assignment --attack` {c['judged_seconds']:.1f} s: "
+             f"{c['ratio']:.2f}x (at most {c['ratio_max']:.2f}x over the seeds; the goal is at most 3x)."]
+    for kind, r in sorted(d.get("references", {}).items()):
+        forced = " (every paper's candidates fit its 3 places: the assignment is forced, the same for every scorer)" \
+            if r.get("forced") else ""
+        lines.append(f"On the {kind} sample, `--assignment`: {r['plain_seconds']:.1f} s plain, "
+                     f"{r['judged_seconds']:.1f} s judged, {r['ratio']:.2f}x{forced}.")
+    return "\n".join(lines) + "\n"
+
+
 def rebuild_product_pools(results: Path) -> str:
     """What the product's pools recall of the LR-bench sample's rated pairs at each tau tried."""
     d = load(results, "rebuild.json").get("product_pools")
@@ -232,6 +314,7 @@ def rebuild_product_pools(results: Path) -> str:
 
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "rebuild-product-pools": rebuild_product_pools,
+    "judged-assignment": judged_assignment, "judged-attack": judged_attack, "judged-cost": judged_cost,
     "demo-readme": demo_readme, "demo-story": demo_story, "demo-timing": demo_timing, "world-realism": world_realism,
     "graph-worth": graph_worth, "graph-worth-points": graph_worth_points, "graph-worth-links": graph_worth_links,
 }

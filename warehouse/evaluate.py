@@ -31,17 +31,21 @@ class EvaluateSlice(Slice):
                FROM latest WHERE k = 1 ORDER BY built_at, version, scorer""", [metric, split])
 
     def evaluation_results(self) -> pl.DataFrame:
-        """Every metric of the latest evaluation of each scorer on each benchmark version:
+        """Every metric of the latest evaluation of each scorer on each benchmark version (the
+        assignment's and the attack's rows from the latest run that made them, so a later plain
+        evaluation does not hide them):
         ``benchmark, version, split, scorer, metric, value, ci_low, ci_high, n, coverage, run_id,
         evaluated_at, basis, release_status`` (the status of the release a ``release`` row was evaluated
         on, when its manifest is the one recorded; null otherwise), oldest version first."""
         return self._frame(
-            """WITH latest AS (
-                   SELECT benchmark, benchmark_version, scorer, arg_max(run_id, evaluated_at) AS run_id
-                   FROM eval_results GROUP BY ALL)
+            """WITH judged AS (
+                   SELECT *, (split LIKE 'assignment:%' OR split LIKE 'attack%') AS judged FROM eval_results),
+                    latest AS (
+                   SELECT benchmark, benchmark_version, scorer, judged, arg_max(run_id, evaluated_at) AS run_id
+                   FROM judged GROUP BY ALL)
                SELECT e.benchmark, e.benchmark_version AS version, e.split, e.scorer, e.metric, e.value, e.ci_low,
                       e.ci_high, e.n, e.coverage, e.run_id, e.evaluated_at, e.basis, r.status AS release_status
-               FROM eval_results e JOIN latest l USING (benchmark, benchmark_version, scorer, run_id)
+               FROM judged e JOIN latest l USING (benchmark, benchmark_version, scorer, judged, run_id)
                LEFT JOIN releases r ON e.benchmark = 'release' AND r.version = e.benchmark_version
                                    AND r.manifest_sha256 = e.benchmark_digest
                ORDER BY e.benchmark, min(e.evaluated_at) OVER (PARTITION BY e.benchmark, e.benchmark_version),

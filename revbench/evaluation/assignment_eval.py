@@ -3,8 +3,8 @@
 Two instances per benchmark:
 
 - ``assignment:candidates``: each paper's rated candidates, the only pairs whose expertise is
-  known, so every assigned pair has a rating. It is the rated split with candidate lists (the
-  warehouse's pointwise ratings, the gold standard's, LR-bench's paper lists).
+  known, so every assigned pair has a rating (:func:`rated_pairs`: the warehouse's pointwise
+  ratings, the gold standard's, the pairs LR-bench's tuples rate).
 - ``assignment:pool``: where the benchmark has a reviewer pool (the warehouse), every eligible
   (reviewer, paper) of it, conflicts left out; an assigned pair nobody rated is unknown, and
   ``known_share`` says how much of the assignment the other numbers rest on.
@@ -45,9 +45,22 @@ class AssignmentSetup:
         return f"k={self.per_paper} per paper, load<={self.max_load}, objective={self.objective}"
 
 
-def rated_split(benchmark: Benchmark) -> Split | None:
-    """The split whose ratings are per-paper candidate lists (None: the benchmark has none)."""
-    return next((s for s in benchmark.splits if s.ratings is not None and s.candidate_lists), None)
+def rated_pairs(benchmark: Benchmark) -> pl.DataFrame | None:
+    """Each paper's rated candidates with their ratings (``reviewer_id, paper_id, rating``): the
+    split of per-paper candidate lists where there is one (the warehouse's), else any rated split
+    (the gold standard's, where a reviewer rated the papers they chose), else the pairs the tuples
+    rate (LR-bench's, a pair rated in several tuples by its mean); None: nothing is rated."""
+    rated = [s for s in benchmark.splits if s.ratings is not None and s.ratings.height]
+    split = next((s for s in rated if s.candidate_lists), rated[0] if rated else None)
+    if split is not None and split.ratings is not None:
+        return split.ratings.select("reviewer_id", "paper_id", "rating").drop_nulls("rating")
+    parts = [t.select(pl.col(f"reviewer_{side}").alias("reviewer_id"), pl.col(f"paper_{side}").alias("paper_id"),
+                      pl.col(f"rating_{side}").alias("rating"))
+             for s in benchmark.splits if s.tuples is not None for t in [s.tuples] for side in ("pos", "neg")]
+    if not parts:
+        return None
+    return (pl.concat(parts).drop_nulls("rating").group_by("reviewer_id", "paper_id").agg(pl.col("rating").mean())
+            .sort("paper_id", "reviewer_id"))
 
 
 def pool_benchmark(benchmark: Benchmark) -> Benchmark | None:
@@ -57,6 +70,16 @@ def pool_benchmark(benchmark: Benchmark) -> Benchmark | None:
         return None
     pairs = benchmark.pool.select("reviewer_id", "paper_id").with_columns(rating=pl.lit(None, dtype=pl.Float64))
     return replace(benchmark, splits=[Split(POOL_SPLIT, ratings=pairs)])
+
+
+def forced(pairs: pl.DataFrame, setup: AssignmentSetup) -> bool:
+    """Whether every candidate pair is assigned whatever the scores: no paper has more than ``k``
+    candidates and no reviewer more than the maximum load."""
+    if pairs.height == 0:
+        return True
+    per_paper = int(pairs.group_by("paper_id").len()["len"].max() or 0)
+    per_reviewer = int(pairs.group_by("reviewer_id").len()["len"].max() or 0)
+    return per_paper <= setup.per_paper and per_reviewer <= setup.max_load
 
 
 def _affinities(pairs: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFrame:
@@ -88,19 +111,21 @@ def assignment_rows(benchmark: Benchmark, runs: list[Scores], setup: AssignmentS
     """Every scorer's assignment quality on ``benchmark`` (see the module), with intervals over
     papers and paired differences to ``baseline``; ``pool_runs``: the scorers' scores of
     :func:`pool_benchmark`'s pairs, for the pool instance."""
-    split = rated_split(benchmark)
-    if split is None or split.ratings is None:
+    rated = rated_pairs(benchmark)
+    if rated is None or rated.height == 0:
         return []
     lo, hi = benchmark.scale
     expert_at = hi - (hi - lo) / 4  # the top two levels: 4 on 1-5
     n_draws = max(1, len(benchmark.draws))
     rows: list[MetricValue] = []
-    ratings = split.ratings.drop_nulls("rating")
+    ratings = rated
     instances = [(CANDIDATES, ratings.select("reviewer_id", "paper_id"), runs)]
     if pool_runs and benchmark.pool is not None:
         instances.append((POOL, benchmark.pool.select("reviewer_id", "paper_id"), pool_runs))
     for name, pairs, these in instances:
         n_papers = pairs["paper_id"].n_unique()
+        basis = setup.basis + ("; forced: every candidate fits, so every scorer gets the same assignment"
+                               if forced(pairs, setup) else "")
         counts = bootstrap.replicate_counts(n_papers, n_resamples, seed)
         got = _per_scorer(pairs, ratings, these, setup, expert_at, counts, n_draws)
         specs = {s.scorer: s.spec for s in these}
@@ -109,7 +134,7 @@ def assignment_rows(benchmark: Benchmark, runs: list[Scores], setup: AssignmentS
                 value, reps = got[s.scorer][m]
                 lo_ci, hi_ci = bootstrap.interval(reps) if reps.size else (None, None)
                 rows.append(MetricValue(benchmark.name, name, s.scorer, m, value, lo_ci, hi_ci, n_papers, s.spec,
-                                        basis=setup.basis))
+                                        basis=basis))
         base = next((s for s in these if baseline is not None and s.scorer == baseline.scorer), None)
         if base is None:
             continue
@@ -121,5 +146,5 @@ def assignment_rows(benchmark: Benchmark, runs: list[Scores], setup: AssignmentS
                 lo_ci, hi_ci = bootstrap.interval(reps - breps) if reps.size else (None, None)
                 rows.append(MetricValue(benchmark.name, name, f"{s.scorer} - {base.scorer}", m,
                                         None if v is None or bv is None else v - bv, lo_ci, hi_ci, n_papers,
-                                        f"{specs[s.scorer]} - {specs[base.scorer]}", basis=setup.basis))
+                                        f"{specs[s.scorer]} - {specs[base.scorer]}", basis=basis))
     return rows

@@ -114,3 +114,18 @@ def test_assignment_rows_rank_an_oracle_above_its_inverse_with_paired_intervals(
     assert diff.value < 0 and diff.ci_high is not None and diff.ci_high < 0
     assert by[("oracle", "known_share")].value == 1.0 and by[("oracle", "assigned_rating")].n == 12
     assert bootstrap.replicate_counts(12, 200, 0).shape == (200, 12)
+
+
+def test_tuples_rate_pairs_and_a_forced_instance_says_so() -> None:
+    from revbench.evaluation.assignment_eval import forced, rated_pairs
+
+    tuples = pl.DataFrame({"reviewer_pos": ["a", "a"], "paper_pos": ["p", "p"], "reviewer_neg": ["b", "c"],
+                           "paper_neg": ["p", "p"], "rating_pos": [5.0, 4.0], "rating_neg": [2.0, 1.0], "cluster": "p"})
+    subs = pl.DataFrame({"paper_id": ["p"], "title": "t", "abstract": "a", "year": 2024})
+    bench = Benchmark("lr", "1", subs, [], [Split("lr_paper_centric", tuples=tuples)])
+    rated = rated_pairs(bench)
+    assert rated is not None and dict(zip(rated["reviewer_id"], rated["rating"], strict=True)) == {"a": 4.5, "b": 2.0, "c": 1.0}
+    assert forced(rated, AssignmentSetup(3, 6)) and not forced(rated, AssignmentSetup(2, 6))
+    scores = Scores("s", [rated.rename({"rating": "score"})])
+    rows = assignment_rows(bench, [scores], AssignmentSetup(3, 6), None, 0, 0)
+    assert rows and all("forced: every candidate fits" in r.basis for r in rows)
