@@ -197,6 +197,8 @@ def metrics_stage(run: Run, loaded: list[Benchmark], preds: list[tuple[int, Scor
     rows stored, the splits that repeat another's pairs, the scorer pairs' differences and the
     warnings that a scorer reads what a weak benchmark's labels came from (kept in the stage's notes)."""
     with stage(run, "metrics") as st:
+        if how.attack and run.settings.attack.rewrite == "llm":
+            run.require("llm")  # before any scorer spends its time, not after
         scored = score_all(run, loaded, plan.scorers)
         rows, same_as, seps = metric_rows(loaded, scored, preds, plan, how, report)
         if how.assignment:

@@ -30,6 +30,7 @@ from revbench.flows.common import (
     stage_rows,
     stage_task,
 )
+from revbench.flows.graph_bulk import bulk_dir, left_for_api, read_bulk
 from revbench.flows.pieces import chunks, map_pieces
 from revbench.flows.results import FlowResult
 from revbench.settings import Settings
@@ -97,6 +98,10 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
     completes; a service that stops answering ends the stage with the finished pieces saved."""
     with stage(run, f"graph-{source}") as st:
         settings = st.settings
+        bulk = read_bulk(settings, source, todo)
+        if bulk is not None:  # the bulk files first; what they do not hold is asked over the API
+            work_ids.update(bulk.work_ids)
+            todo = left_for_api(todo, bulk)
         ids = sorted(set().union(*todo.values()))
         if ids:
             run.require(source)
@@ -108,9 +113,9 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
         else:
             pieces = [(settings, list(c)) for c in chunks(ids, size)]
             fn = openalex_piece
-        written: Counter[str] = Counter()
-        answered: set[str] = set()
-        failures: list[dict[str, Any]] = []
+        written: Counter[str] = Counter(_save(run, bulk, papers, work_ids) if bulk else {})
+        answered: set[str] = {f["arxiv_id"] for f in bulk.fetches} if bulk else set()
+        failures: list[dict[str, Any]] = list(bulk.failures) if bulk else []
         requests, retries, down, cleaned = 0, 0, None, 0
         truncated: list[dict[str, Any]] = []
         with st.progress(len(ids), f"{source} graph of {len(ids)} papers") as progress:
@@ -133,7 +138,9 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
         st.result.notes = {"written": dict(written), "failures": failures, "requests": requests, "retries": retries,
                            "down": down, "answered": sorted(answered),
                            "asked": {k: len(v) for k, v in todo.items()},
-                           "text_cleaned": cleaned, "truncated": truncated}
+                           "text_cleaned": cleaned, "truncated": truncated,
+                           "bulk": None if bulk is None else {"dir": str(bulk_dir(settings, source)),
+                                                              "answered": len({f["arxiv_id"] for f in bulk.fetches})}}
     return st.result
 
 
@@ -197,7 +204,9 @@ def _summary(coverage: dict[str, Any], rates: list[dict[str, Any]], notes: list[
 def graph_flow(settings: Settings) -> GraphResult:
     """Fetch the scholarly graph for the papers no enabled source was asked about yet, resolve cited
     works to warehouse papers, and re-resolve older unresolved references."""
-    params = {"sources": list(enabled_sources(settings)), "grobid_fulltext": settings.grobid.fulltext}
+    params = {"sources": list(enabled_sources(settings)), "grobid_fulltext": settings.grobid.fulltext,
+              # only when set: a run without them records the parameters runs recorded before them
+              **{f"{src}_bulk": str(d) for src in enabled_sources(settings) if (d := bulk_dir(settings, src))}}
     with flow_run(settings, "graph", params) as run:
         notes: list[str] = []
         todo = to_fetch(enabled_sources(settings), run.wh.graph.papers_to_fetch)

@@ -184,6 +184,10 @@ class SemanticScholarSettings(Throttled, throttle_recovery_seconds=0.25):
     max_papers_per_author: int = Field(
         10_000, ge=1, description="Most papers of one author's publication list read; paging stops there and the cut "
         "is named in the log (prolific real authors list a few thousand).")
+    bulk_dir: Path | None = Field(
+        None, description="A folder of Semantic Scholar's bulk datasets (papers/ and citations/, gzipped JSON Lines as the "
+        "Datasets API downloads them), read in place by the graph stage instead of the API; papers it does not hold "
+        "are asked over the API.")
 
 
 class OpenAlexSettings(Throttled, throttle_recovery_seconds=0.05):
@@ -213,6 +217,9 @@ class OpenAlexSettings(Throttled, throttle_recovery_seconds=0.05):
     max_institutions_per_author: int = Field(
         1_000, ge=1, description="Most institutions (and affiliations) of one authorship or author read (real ones "
         "hold a few dozen); a longer list is cut and named in the run's notes.")
+    snapshot_dir: Path | None = Field(
+        None, description="A folder of the OpenAlex snapshot (data/works/ and data/authors/, partitioned by "
+        "updated_date), read in place by the graph stage instead of the API; works it does not hold are asked over the API.")
 
     @field_validator("mailto")
     @classmethod

@@ -1,0 +1,64 @@
+"""The graph stage from S2AG files written from the same world the replay serves: the same
+citations and topics as the API path (a reference S2 could not place lacks only its title, as
+S2AG carries none), the bulk's papers not asked over the API, the rest asked as before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from revbench.clients import s2_graph
+from revbench.flows.graph import graph_flow
+from revbench.flows.ingest import ingest_flow
+from revbench.schemas.graph import CITATIONS, GRAPH_FETCHES, PAPER_TOPICS
+from revbench.synth.bulk_files import write_s2ag
+from revbench.warehouse import Warehouse
+from tests.support.common import on_replay
+from tests.support.worlds import END, START, week_world
+
+pytestmark = pytest.mark.slow
+KEYS = ["citing_arxiv_id", "ordinal"]
+SAME = ["cited_s2_id", "cited_arxiv", "cited_doi", "cited_year", "cited_arxiv_id", "is_influential", "n_contexts"]
+
+
+def _graph(settings, replay, world: Path, data: Path, bulk: Path | None = None):  # type: ignore[no-untyped-def]
+    app = replay(world=world)
+    s = on_replay(settings.with_overrides(data_dir=data), app)
+    if bulk is not None:
+        s = s.with_overrides(s2={"bulk_dir": bulk})
+    ingest_flow.fn(s, START, END, synthetic=True)
+    before = app.faults.stats()["served"].get("s2", 0)
+    out = graph_flow.fn(s)
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        tables = {t.name: wh.read(t) for t in (CITATIONS, PAPER_TOPICS, GRAPH_FETCHES)}
+    return out, tables, app.faults.stats()["served"].get("s2", 0) - before
+
+
+def test_bulk_and_api_paths_give_the_same_graph(settings, replay, tmp_path: Path) -> None:
+    world = tmp_path / "world"
+    week_world(world, n_papers=40, seed=5)
+    counts = write_s2ag(world, tmp_path / "s2ag")
+    assert counts["papers"] > 0 and counts["citations"] > 0
+    api, api_t, api_requests = _graph(settings, replay, world, tmp_path / "api")
+    bulk, bulk_t, bulk_requests = _graph(settings, replay, world, tmp_path / "bulk", tmp_path / "s2ag")
+    a, b = (t["citations"].sort(KEYS) for t in (api_t, bulk_t))
+    assert a.height == b.height > 0
+    # A reference S2 placed is the same row either way; one it could not place (a null citedcorpusid
+    # in S2AG) keeps its position, influence and contexts, and loses what S2AG does not carry.
+    placed = a["cited_s2_id"].is_not_null()
+    assert placed.any() and (~placed).any()
+    assert a.filter(placed).select(KEYS + SAME + ["cited_title"]).equals(b.filter(placed).select(KEYS + SAME + ["cited_title"]))
+    kept = KEYS + ["is_influential", "n_contexts"]
+    assert a.filter(~placed).select(kept).equals(b.filter(~placed).select(kept))
+    assert b.filter(~placed)["cited_title"].null_count() == b.filter(~placed).height  # S2AG has no title for them
+    with_contexts = a["n_contexts"] > 0
+    assert a.filter(with_contexts)["intents"].to_list() == b.filter(with_contexts)["intents"].to_list()
+    topics = [set(t["paper_topics"].filter(pl.col("scheme") == s2_graph.SCHEME).select("arxiv_id", "topic", "origin").iter_rows())
+              for t in (api_t, bulk_t)]
+    assert topics[0] and topics[0] == topics[1]
+    # the bulk answered its papers: the API was asked only for the ones the files lack (none here)
+    s2 = next(r for r in bulk.coverage["sources"] if r["source"] == "s2")
+    assert s2["papers_with_references"] == next(r for r in api.coverage["sources"] if r["source"] == "s2")["papers_with_references"]
+    assert bulk_requests < api_requests
