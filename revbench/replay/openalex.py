@@ -65,7 +65,7 @@ def _institution(inst: dict[str, Any]) -> dict[str, Any]:
             "lineage": [f"https://openalex.org/{inst['openalex_id']}"]}
 
 
-def _with_graph(work: dict[str, Any], arxiv_id: str, graph: GraphStore) -> dict[str, Any]:
+def with_graph(work: dict[str, Any], arxiv_id: str, graph: GraphStore) -> dict[str, Any]:
     """The work with what the graph knows of it: references, topics, authors' ids and institutions."""
     refs = [_cited_id(r) for r in graph.references(arxiv_id) if r["in_world"]]
     topics = (graph.topics(arxiv_id) or {}).get("openalex", [])
@@ -92,7 +92,7 @@ def _with_graph(work: dict[str, Any], arxiv_id: str, graph: GraphStore) -> dict[
             "topics": topics, "primary_topic": topics[0] if topics else None}
 
 
-def _author(graph: GraphStore, pid: str, aid: str) -> dict[str, Any]:
+def world_author(graph: GraphStore, pid: str, aid: str) -> dict[str, Any]:
     """A person as OpenAlex's ``/authors/<id>`` answers: their affiliations, each with its years."""
     person, insts = graph.person(pid) or {}, graph.institutions
     orcid = person.get("orcid")
@@ -103,7 +103,7 @@ def _author(graph: GraphStore, pid: str, aid: str) -> dict[str, Any]:
             "last_known_institutions": [aff["institution"] for aff in affs[:1]]}
 
 
-def _work(arxiv_id: str, entry: str) -> dict[str, Any]:
+def world_work(arxiv_id: str, entry: str) -> dict[str, Any]:
     def first(tag: str) -> str:
         m = _TAG[tag].search(entry)
         return html.unescape(" ".join(m.group(1).split())) if m else ""
@@ -151,12 +151,12 @@ class _Works:
         hit = self.by_doi.get(doi)
         if hit is None:
             return None
-        return _with_graph(_work(*hit), hit[0], self.graph) if self.graph else _work(*hit)
+        return with_graph(world_work(*hit), hit[0], self.graph) if self.graph else world_work(*hit)
 
     def author(self, key: str) -> dict[str, Any] | None:
         aid = key.strip().rpartition("/")[2].upper()
         pid = self.authors.get(aid)
-        return _author(self.graph, pid, aid) if pid and self.graph else None
+        return world_author(self.graph, pid, aid) if pid and self.graph else None
 
 
 def _selected(work: dict[str, Any], select: str | None) -> dict[str, Any]:
