@@ -20,9 +20,18 @@ def bulk_dir(settings: Settings, source: str) -> Path | None:
     return settings.s2.bulk_dir if source == "s2" else settings.openalex.snapshot_dir
 
 
-def read_bulk(settings: Settings, source: str, todo: dict[str, list[str]]) -> Fetched | None:
+def through_key(source: str) -> str:
+    """The run parameter that records the newest snapshot partition a graph run read."""
+    return f"{source}_bulk_through"
+
+
+def read_bulk(settings: Settings, source: str, todo: dict[str, list[str]], after: dict[str, str] | None = None
+              ) -> Fetched | None:
     """``source``'s answers for ``todo``'s papers from its bulk files, only those the files hold
-    (the rest stay for the API); None where no bulk folder is configured."""
+    (the rest stay for the API); None where no bulk folder is configured. ``after``: what the
+    last completed run read of the OpenAlex snapshot (``dir``, ``through``): when it is this
+    folder, only the works partitions written since are scanned (a day later reads what changed;
+    a paper whose work is older than that is asked over the API)."""
     root = bulk_dir(settings, source)
     ids = sorted(set().union(*todo.values())) if todo else []
     if root is None or not ids:
@@ -33,7 +42,8 @@ def read_bulk(settings: Settings, source: str, todo: dict[str, list[str]]) -> Fe
         cited = s2ag_papers(root, corpus_ids=citations["citedcorpusid"].drop_nulls().unique().to_list())
         got = s2ag_fetched(ids, papers, citations, cited)
     else:
-        works = openalex_entities(root, "works", "doi", openalex_dois(ids), lower=True)
+        since = after["through"] if after and after.get("dir") == str(root) else None
+        works = openalex_entities(root, "works", "doi", openalex_dois(ids), lower=True, after=since)
         got = openalex_fetched(ids, works, openalex_entities(root, "authors", "id", _author_ids(works)))
     held = {f["arxiv_id"] for f in got.fetches if f["found"]}
     # what the files do not hold is no answer: the API is asked for it
@@ -55,3 +65,14 @@ def left_for_api(todo: dict[str, list[str]], got: Fetched | None) -> dict[str, l
         return todo
     held = {f["arxiv_id"] for f in got.fetches}
     return {kind: [a for a in ids if a not in held] for kind, ids in todo.items()}
+
+
+def record_through(run: Any, source: str, root: Path | None) -> None:
+    """Record on the run the newest snapshot partition its folder holds, for the next run's ``after``."""
+    if source != "openalex" or root is None:
+        return
+    from revbench.warehouse.bulk import latest_partition
+
+    through = latest_partition(root, "works")
+    if through:
+        run.wh.runs.add_run_parameters(run.run_id, {through_key(source): {"dir": str(root), "through": through}})

@@ -31,6 +31,7 @@ MODULE_STAGE: dict[str, str] = {
     "flows/curator.py": "runs",       # a run waiting on a curator, and resumed
     "flows/refresh.py": "runs",       # the refresh's record and fingerprints (refresh_stages)
     "flows/opt_outs.py": "survey",    # who asked not to be written to again
+    "flows/graph_bulk.py": "graph",   # the graph stage's bulk path
     "flows/train.py": "training",
     "flows/train_attention.py": "training",
     "flows/train_contrastive.py": "training",
@@ -41,6 +42,8 @@ commands, backup and restore) writes through no slice."""
 EXCEPTIONS: dict[tuple[str, str, str], str] = {
     ("flows/disambiguate.py", "runs", "add_run_parameters"):
         "the disambiguation run adds what it decided (its blocks, the full rebuild) to its own run record",
+    ("flows/graph_bulk.py", "runs", "add_run_parameters"):
+        "the graph run adds the newest snapshot partition it read to its own run record, for the next run to start after",
 }
 """A cross-stage write from a flow, by (module, slice, method), with why it is allowed."""
 

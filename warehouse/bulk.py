@@ -19,6 +19,7 @@ SQL, so it lives in ``warehouse/``); the graph stage hands the rows to its tasks
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -35,15 +36,32 @@ S2AG_CITATION_COLUMNS = {"citationid": "BIGINT", "citingcorpusid": "BIGINT", "ci
 SHARD_SUFFIXES = (".gz", ".jsonl", ".json", ".ndjson")
 
 
-def shards(root: Path, dataset: str) -> list[str]:
+_PARTITION = re.compile(r"updated_date=(\d{4}-\d{2}-\d{2})")
+
+
+def partition_of(path: str) -> str | None:
+    """The ``updated_date`` partition a snapshot file lies in (None: not partitioned)."""
+    m = _PARTITION.search(path)
+    return m.group(1) if m else None
+
+
+def shards(root: Path, dataset: str, after: str | None = None) -> list[str]:
     """The shard files of one dataset under ``root`` (``<root>/<dataset>/`` or, for the OpenAlex
-    snapshot, ``<root>/data/<dataset>/``, partitions included), sorted; none is an error naming the folder."""
+    snapshot, ``<root>/data/<dataset>/``, partitions included), sorted; with ``after`` (a date),
+    only the partitions written after it (an unpartitioned file is always read). No shard at
+    all is an error naming the folder; none after ``after`` is an empty list."""
     for folder in (root / dataset, root / "data" / dataset):
         if folder.is_dir():
             files = sorted(str(p) for p in folder.rglob("*") if p.is_file() and p.name.endswith(SHARD_SUFFIXES))
             if files:
-                return files
+                return [f for f in files if after is None or (partition_of(f) or "9999") > after]
     raise InputError(f"{root}: no {dataset} shards (expected {root / dataset}/*.gz or {root / 'data' / dataset}/*/*.gz)")
+
+
+def latest_partition(root: Path, dataset: str) -> str | None:
+    """The newest ``updated_date`` partition of a snapshot dataset (None: not partitioned)."""
+    dates = [d for f in shards(root, dataset) if (d := partition_of(f))]
+    return max(dates) if dates else None
 
 
 def _connect():  # noqa: ANN202 (duckdb loads only when a bulk dataset is read)
@@ -101,16 +119,20 @@ def s2ag_citations(root: Path, citing: Iterable[int]) -> pl.DataFrame:
         con.close()
 
 
-def openalex_entities(root: Path, dataset: str, key: str, wanted: Iterable[str], lower: bool = False) -> pl.DataFrame:
+def openalex_entities(root: Path, dataset: str, key: str, wanted: Iterable[str], lower: bool = False,
+                      after: str | None = None) -> pl.DataFrame:
     """OpenAlex snapshot entities of ``dataset`` (``works``, ``authors``) whose ``key`` (``doi``,
     ``id``) is one of ``wanted`` (compared in lower case with ``lower``): ``key`` and ``entity``,
     the whole line as JSON text, for the API's parsers. Later partitions win: an entity that
-    changed is in the newest ``updated_date`` it was written to."""
+    changed is in the newest ``updated_date`` it was written to. ``after``: only the partitions
+    written after that date (a day-later run reads what changed since the last one)."""
+    files = shards(root, dataset, after)
+    if not files:
+        return pl.DataFrame(schema={"key": pl.Utf8, "entity": pl.Utf8})
     con = _connect()
     try:
         con.register("wanted", pl.DataFrame({"k": sorted(set(wanted))}, schema={"k": pl.Utf8}))
         field = f"lower(json->>'{key}')" if lower else f"json->>'{key}'"
-        files = shards(root, dataset)
         return con.sql(
             f"""SELECT k AS key, arg_max(json::VARCHAR, filename) AS entity
                 FROM (SELECT {field} AS k, json, filename

@@ -67,6 +67,15 @@ class RunsSlice(Slice):
             self._exec("UPDATE runs SET parameters = ? WHERE run_id = ?",
                        [json.dumps(params, default=str, sort_keys=True), run_id])
 
+    def last_completed_parameter(self, flow: str, key: str) -> Any:
+        """``key`` of the parameters of the latest completed run of ``flow`` that recorded it
+        (None: none did): what a run found out, for the next run to start from."""
+        rows = self._exec(
+            "SELECT json_extract(parameters, ?)::VARCHAR FROM runs WHERE flow = ? AND status = 'completed' "
+            "AND json_extract(parameters, ?) IS NOT NULL ORDER BY started_at DESC LIMIT 1",
+            [f"$.{key}", flow, f"$.{key}"])
+        return json.loads(rows[0][0]) if rows and rows[0][0] is not None else None
+
     def set_run_status(self, run_id: str, status: str) -> None:
         """A live run's state changes: ``waiting`` for a curator (it lets go of the warehouse
         meanwhile, and a new run must not take it for crashed), ``running`` again once answered."""

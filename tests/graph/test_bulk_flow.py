@@ -88,3 +88,48 @@ def test_openalex_snapshot_and_api_give_the_same_graph(settings, replay, tmp_pat
     for name in ("paper_topics", "author_affiliations", "paper_authorships"):
         cols = [c for c in api[name].columns if c not in ("fetched_at", "run_id", "updated_at")]
         assert api[name].select(cols).sort(cols).equals(bulk[name].select(cols).sort(cols)), name
+
+
+def test_a_day_later_reads_only_the_snapshots_new_partitions(settings, replay, tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from revbench.flows.graph_bulk import read_bulk
+    from revbench.replay.snapshot import write_snapshot
+    from revbench.synth.world import grow_world
+    from revbench.warehouse.bulk import latest_partition
+
+    world, snap = tmp_path / "world", tmp_path / "openalex"
+    week_world(world, n_papers=30, seed=7)
+    write_snapshot(world, snap)
+    app = replay(world=world)
+    s = on_replay(settings, app).with_overrides(openalex={"enabled": True, "snapshot_dir": snap})
+    ingest_flow.fn(s, START, END, synthetic=True)
+    first = graph_flow.fn(s)
+    through = latest_partition(snap, "works")
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        recorded = wh.runs.last_completed_parameter("graph", "openalex_bulk_through")
+    assert recorded == {"dir": str(snap), "through": through} and first.failed == 0
+
+    manifest = grow_world(world, 1)
+    write_snapshot(world, snap)  # the snapshot's next release: one more partition
+    assert latest_partition(snap, "works") > through
+    grown = on_replay(settings, replay(world=world)).with_overrides(openalex={"enabled": True, "snapshot_dir": snap})
+    ingest_flow.fn(grown, START, END + timedelta(days=1), synthetic=True)
+    new_day = manifest["days"]["papers_per_day"]
+    # only the partitions after the first run's are scanned: the new day's works are found there ...
+    with Warehouse.open(grown.warehouse_path, read_only=True) as wh:
+        after = wh.runs.last_completed_parameter("graph", "openalex_bulk_through")
+        new_ids = sorted(wh.graph.papers_to_fetch("openalex", "references"))
+    assert len(new_ids) == new_day
+    got = read_bulk(grown, "openalex", {"references": new_ids}, after)
+    assert got is not None and {f["arxiv_id"] for f in got.fetches} == set(new_ids)
+    # ... and an older paper's work is not in them (it would be asked over the API)
+    old = read_bulk(grown, "openalex", {"references": [sorted(set(_ids(s)) - set(new_ids))[0]]}, after)
+    assert old is not None and old.fetches == []
+    later = graph_flow.fn(grown)
+    assert later.papers_asked == new_day and later.failed == 0
+
+
+def _ids(s) -> list[str]:  # type: ignore[no-untyped-def]
+    with Warehouse.open(s.warehouse_path, read_only=True) as wh:
+        return wh.graph.paper_identifiers()["arxiv_id"].to_list()
