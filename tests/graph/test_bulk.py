@@ -133,3 +133,16 @@ def test_the_openalex_snapshot_reads_through_the_apis_parser(tmp_path: Path) -> 
     # every author named but absent from the snapshot is a named failure (asked again next run)
     missing = {n.rsplit("/", 1)[-1] for n in named} - {author["id"].rsplit("/", 1)[-1]}
     assert {f["error"].split(":")[0].removeprefix("author ") for f in got.failures} == missing
+
+
+def test_a_world_writes_itself_as_bulk_files_once(tmp_path: Path) -> None:
+    from tests.support.common import run_cli
+
+    code, out, err = run_cli("world", "--out", str(tmp_path / "w"), "--papers", "20", "--no-documents",
+                             "--bulk", str(tmp_path / "bulk"))
+    assert code == 0, err
+    assert "REVBENCH_S2__BULK_DIR" in out and shards(tmp_path / "bulk" / "s2ag", "citations")
+    assert shards(tmp_path / "bulk" / "openalex", "works") and (tmp_path / "bulk" / "openalex" / "data" / "works" / "manifest").is_file()
+    code, out, err = run_cli("world", "--out", str(tmp_path / "w2"), "--papers", "20", "--no-documents",
+                             "--bulk", str(tmp_path / "bulk"))
+    assert code == 2 and "is not empty" in err and not (tmp_path / "w2").exists()

@@ -67,6 +67,7 @@ def world(
     documents: Annotated[bool, typer.Option(help="Also write PDFs and TEI")] = True,
     extra_days: Annotated[int, typer.Option(min=0, help="Growth days after --until, each adding new papers")] = 0,
     graph: Annotated[bool, typer.Option(help="Also draw the scholarly graph (--no-graph: a world as before it)")] = True,
+    bulk: Annotated[Path | None, typer.Option(help="Also write the world as bulk files: DIR/s2ag (S2AG papers and citations) and DIR/openalex (the OpenAlex snapshot), for REVBENCH_S2__BULK_DIR and REVBENCH_OPENALEX__SNAPSHOT_DIR")] = None,
 ) -> None:
     """Generate a SYNTHETIC world (services' answers plus hidden truth)."""
     from revbench.synth.draw import WorldSpec
@@ -76,8 +77,22 @@ def world(
     if u < s:
         raise UsageError(f"--until {until} is before --since {since}")
     check_output_dir(out, "--out")
+    if bulk is not None:
+        check_output_dir(bulk, "--bulk")
+        if bulk.is_dir() and any(bulk.iterdir()):
+            # another world's partitions would stay beside this one's and be read as one snapshot
+            raise UsageError(f"--bulk {bulk} is not empty; give an empty or new folder")
     spec = WorldSpec(n_papers=papers, seed=seed, start=s, end=u, documents=documents, extra_days=extra_days,
                      graph=graph)
     with console.status(f"generating {papers} SYNTHETIC papers"):
         manifest = generate_world(out, spec)
     console.print_json(json.dumps(manifest["counts"]))
+    if bulk is not None:
+        from revbench.replay.snapshot import write_snapshot
+        from revbench.synth.bulk_files import write_s2ag
+
+        with console.status("writing the world as bulk files"):
+            s2ag, snapshot = write_s2ag(out, bulk / "s2ag"), write_snapshot(out, bulk / "openalex")
+        console.print(f"bulk files: {bulk / 's2ag'} ({s2ag['papers']} papers, {s2ag['citations']} citations; "
+                      f"REVBENCH_S2__BULK_DIR), {bulk / 'openalex'} ({snapshot['works']} works in {snapshot['partitions']} "
+                      f"partitions, {snapshot['authors']} authors; REVBENCH_OPENALEX__SNAPSHOT_DIR)", highlight=False)
