@@ -30,7 +30,7 @@ from revbench.flows.common import (
     stage_rows,
     stage_task,
 )
-from revbench.flows.graph_bulk import bulk_dir, left_for_api, read_bulk, record_through, through_key
+from revbench.flows.graph_bulk import bulk_dir, bulk_first, left_for_api
 from revbench.flows.pieces import chunks, map_pieces
 from revbench.flows.results import FlowResult
 from revbench.settings import Settings
@@ -98,11 +98,10 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
     completes; a service that stops answering ends the stage with the finished pieces saved."""
     with stage(run, f"graph-{source}") as st:
         settings = st.settings
-        bulk = read_bulk(settings, source, todo, run.wh.runs.last_completed_parameter("graph", through_key(source)))
+        bulk = bulk_first(run, settings, source, todo)
         if bulk is not None:  # the bulk files first; what they do not hold is asked over the API
             work_ids.update(bulk.work_ids)
             todo = left_for_api(todo, bulk)
-            record_through(run, source, bulk_dir(settings, source))
         ids = sorted(set().union(*todo.values()))
         if ids:
             run.require(source)

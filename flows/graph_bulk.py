@@ -6,6 +6,7 @@ than the last release is still answered, and the stage's notes say which source 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,6 @@ def read_bulk(settings: Settings, source: str, todo: dict[str, list[str]], after
 
 
 def _author_ids(works: Any) -> list[str]:
-    import json
-
     return sorted({a["author"]["id"] for text in works["entity"].to_list()
                    for a in (json.loads(text).get("authorships") or []) if (a.get("author") or {}).get("id")})
 
@@ -76,3 +75,15 @@ def record_through(run: Any, source: str, root: Path | None) -> None:
     through = latest_partition(root, "works")
     if through:
         run.wh.runs.add_run_parameters(run.run_id, {through_key(source): {"dir": str(root), "through": through}})
+
+
+def bulk_first(run: Any, settings: Settings, source: str, todo: dict[str, list[str]]) -> Fetched | None:
+    """:func:`read_bulk` after what the last completed run read (asked only where a bulk folder is
+    configured), and the newest partition recorded on this run."""
+    root = bulk_dir(settings, source)
+    if root is None:
+        return None
+    got = read_bulk(settings, source, todo, run.wh.runs.last_completed_parameter("graph", through_key(source)))
+    if got is not None:
+        record_through(run, source, root)
+    return got

@@ -16,12 +16,13 @@ The solver is :mod:`revbench.evaluation.assignment`, the numbers
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
 
-from revbench.evaluation.assignment import Objective, instance, solve
+from revbench.evaluation.assignment import Objective, solve
 from revbench.evaluation.metrics import bootstrap
 from revbench.evaluation.metrics.assignment_quality import METRICS, paper_totals, values
 from revbench.evaluation.model import Benchmark, MetricValue, Scores, Split
@@ -89,7 +90,7 @@ def _affinities(pairs: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFrame:
 
 def _per_scorer(pairs: pl.DataFrame, ratings: pl.DataFrame, runs: list[Scores], setup: AssignmentSetup, expert_at: float,
                 counts: np.ndarray, n_draws: int) -> dict[str, dict[str, tuple[float | None, np.ndarray]]]:
-    papers = instance(pairs.with_columns(affinity=pl.lit(0.0)), setup.per_paper).papers
+    papers = pairs["paper_id"].unique().sort().to_list()  # the solver's paper order (instance())
     out: dict[str, dict[str, tuple[float | None, np.ndarray]]] = {}
     for s in runs:
         per_draw = []
@@ -100,7 +101,10 @@ def _per_scorer(pairs: pl.DataFrame, ratings: pl.DataFrame, runs: list[Scores], 
         merged: dict[str, tuple[float | None, np.ndarray]] = {}
         for m in METRICS:
             points = [v[m][0] for v in per_draw if v[m][0] is not None]
-            reps = np.nanmean(np.vstack([v[m][1] for v in per_draw]), axis=0) if counts.size else np.zeros(0)
+            with warnings.catch_warnings():
+                # a replicate no draw could measure (no known rating drawn) stays NaN; interval() drops it
+                warnings.simplefilter("ignore", RuntimeWarning)
+                reps = np.nanmean(np.vstack([v[m][1] for v in per_draw]), axis=0) if counts.size else np.zeros(0)
             merged[m] = (float(np.mean(points)) if points else None, reps)
         out[s.scorer] = merged
     return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
@@ -205,7 +205,7 @@ def _judged(df: pl.DataFrame, synthetic: bool) -> tuple[list[dict[str, Any]], li
         mean = ones.group_by("scorer", maintain_order=True).agg(pl.col("value").mean())
         chart = loss_chart([{"scorer": sc, "split": "attack", "loss": v, "loss_low": None, "loss_high": None}
                             for sc, v in mean.iter_rows()], 1.0, "SYNTHETIC" if synthetic else None)
-        chart = Chart(**{**chart.__dict__, "axis": "share of attacked pairs reaching the top k (mean over starting ranks)"})
+        chart = replace(chart, axis="share of attacked pairs reaching the top k (mean over starting ranks)")
     return assignment, attack, chart
 
 
