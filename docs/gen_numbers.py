@@ -286,6 +286,26 @@ def judged_cost(results: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cli_cold(results: Path) -> str:
+    """The one-off commands' cold times (``cli_bench``): the table, and the LR command against the bare baseline."""
+    d = load(results, "cli.json")
+    c, gold = d["cold_evaluate_rate"], d["gold_tpms_bootstrap_in_process"]
+    base, script = c["baseline"], c.get("console_script")
+    met = "met" if c["goal_met"] else "missed"
+    lines = ["| command | in-process | `--track` (temporary server) |", "|---|---|---|",
+             f"| `{c['command'].removeprefix('python -m revbench ')}` | **{c['median_s']:.3f} s** "
+             f"(goal {c['goal_s']}: {met}) | {d['lr_tracked']['median_s']:.1f} s |",
+             f"| `evaluate -b goldstandard=<58 reviewers, 10 draws> -s tpms --bootstrap 1000` | "
+             f"**{gold['median_s']:.2f} s** (target 3.0) | {d['gold_tpms_bootstrap_tracked']['median_s']:.1f} s |",
+             f"| baseline: bare Python, same LR files | {base['median_s']:.3f} s | |", "",
+             f"The in-process LR command is {c['ratio_vs_baseline']}x the bare baseline ({c['median_s']:.3f} s against "
+             f"{base['median_s']:.3f} s, median of {d['repeat']}, load average {c['load_average_1m']} as the timing ended; "
+             f"CPU time {c['cpu_median_s']:.3f} s against {base['cpu_median_s']:.3f} s"
+             + (f"; the console script `revbench`: {script['median_s']:.2f} s" if script else "")
+             + f"); a bare `python -c pass` took {d['python_startup']['median_s']:.3f} s."]
+    return "\n".join(lines) + "\n"
+
+
 def rebuild_product_pools(results: Path) -> str:
     """What the product's pools recall of the LR-bench sample's rated pairs at each tau tried."""
     d = load(results, "rebuild.json").get("product_pools")
@@ -314,7 +334,7 @@ def rebuild_product_pools(results: Path) -> str:
 
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "rebuild-product-pools": rebuild_product_pools,
-    "judged-assignment": judged_assignment, "judged-attack": judged_attack, "judged-cost": judged_cost,
+    "judged-assignment": judged_assignment, "judged-attack": judged_attack, "judged-cost": judged_cost, "cli-cold": cli_cold,
     "demo-readme": demo_readme, "demo-story": demo_story, "demo-timing": demo_timing, "world-realism": world_realism,
     "graph-worth": graph_worth, "graph-worth-points": graph_worth_points, "graph-worth-links": graph_worth_links,
 }

@@ -13,11 +13,8 @@ import polars as pl
 
 from revbench.errors import UsageError
 from revbench.evaluation.assignment_report import assignment_tables, attack_tables, plot_attack, summary_lines
-from revbench.evaluation.assignment_eval import AssignmentSetup, assignment_rows, pool_benchmark
-from revbench.evaluation.attack import AttackSetup, attack_rows, keyword_rewriter, llm_rewriter
 from revbench.evaluation.evaluate import Evaluator, cross_benchmark_average, diversity_absent, with_companions
 from revbench.evaluation.exports import export_formats
-from revbench.evaluation.importers.graph_s2 import with_graphs
 from revbench.evaluation.inputs import label_circularity, load_inputs, warn_training_overlap
 from revbench.evaluation.model import Benchmark, MetricValue, Scores
 from revbench.evaluation.plan import EvaluationPlan, plan_evaluation
@@ -126,6 +123,9 @@ def assignment_metric_rows(run: Run, loaded: list[Benchmark], scored: dict[tuple
     """Every scorer's assignment quality on every benchmark (:mod:`revbench.evaluation.assignment_eval`):
     over the rated candidates from the scores already made, over the pool (where there is one)
     from the scorers run once more on its pairs (a predictions file covers the rated pairs only)."""
+    # Only with --assignment: a plain evaluation never builds an assignment.
+    from revbench.evaluation.assignment_eval import AssignmentSetup, assignment_rows, pool_benchmark
+
     a = run.settings.assignment
     setup = AssignmentSetup(a.reviewers_per_paper, a.max_load, a.objective)
     rows: list[MetricValue] = []
@@ -146,6 +146,9 @@ def assignment_metric_rows(run: Run, loaded: list[Benchmark], scored: dict[tuple
 def attack_metric_rows(run: Run, loaded: list[Benchmark], plan: EvaluationPlan) -> list[MetricValue]:
     """Every scorer attacked by a colluding author and reviewer on every benchmark it scored
     (:mod:`revbench.evaluation.attack`)."""
+    # Only with --attack: a plain evaluation attacks nothing.
+    from revbench.evaluation.attack import AttackSetup, attack_rows, keyword_rewriter, llm_rewriter
+
     a = run.settings.attack
     setup = AttackSetup(tuple(a.start_ranks), a.pairs_per_rank, run.settings.assignment.reviewers_per_paper,
                         tuple(a.min_profiles), a.terms, a.seed)
@@ -287,7 +290,11 @@ def evaluate_flow(
     check_recorded_releases(settings, plan.benchmarks)
     loaded, preds = load_inputs(plan, allow_partial, settings.ratings.profile_max_papers,
                                 settings.warehouse.lock_wait_seconds)
-    loaded = with_graphs(settings, plan.benchmarks, loaded, plan.graph_from)
+    if plan.graph_from is not None:
+        # Only when a graph is asked of S2: graph_s2 brings the client's retry policy (tenacity).
+        from revbench.evaluation.importers.graph_s2 import with_graphs
+
+        loaded = with_graphs(settings, plan.benchmarks, loaded, plan.graph_from)
     warn_training_overlap(plan.scorers, loaded)
     params = dict(benchmarks=benchmarks, scorers=plan.scorers, predictions=predictions or [], baseline=baseline,
                   bootstrap=bootstrap, seed=seed, allow_partial=allow_partial,

@@ -13,7 +13,7 @@ import hashlib
 import os
 import re
 import shutil
-import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,7 +36,9 @@ def no_space(exc: BaseException) -> str | None:
             break
         if isinstance(seen, OSError) and seen.errno in NO_SPACE:
             return seen.strerror or os.strerror(seen.errno)
-        if isinstance(seen, sqlite3.Error) and getattr(seen, "sqlite_errorcode", None) == _SQLITE_FULL:
+        # Only a process that loaded SQLite can hold its error: this check never loads it.
+        sqlite3 = sys.modules.get("sqlite3")
+        if sqlite3 is not None and isinstance(seen, sqlite3.Error) and getattr(seen, "sqlite_errorcode", None) == _SQLITE_FULL:
             return str(seen)
         seen = seen.__cause__ or seen.__context__
     return None

@@ -76,6 +76,21 @@ def _writer_lock(path: Path) -> threading.RLock:
         return _WRITERS.setdefault(key, threading.RLock())
 
 
+class _Stream:
+    """A frame as DuckDB scans it through the Arrow C stream interface, a fresh stream for each
+    scan. Registered as a polars frame, DuckDB converts it with ``to_arrow()``, which loads pyarrow:
+    about 20 ms of a one-off command that writes a few rows and reads none back as frames
+    (``revbench evaluate`` of prediction files)."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self.frame = frame
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        return self.frame.__arrow_c_stream__(requested_schema)
+
+
 def utcnow() -> datetime:
     """Timezone-aware now, the only clock the warehouse stamps rows with."""
     return datetime.now(UTC)
@@ -149,7 +164,7 @@ class WarehouseBase:
     def _register(self, table: Table, df: pl.DataFrame) -> str:
         name = f"_incoming_{table.name}"
         with _interruptible():
-            self.con.register(name, table.conform(df).to_arrow())
+            self.con.register(name, _Stream(table.conform(df)))
         return name
 
     def upsert(self, table: Table, df: pl.DataFrame, only_if: str | None = None,
@@ -170,10 +185,8 @@ class WarehouseBase:
                 + (f" WHERE {only_if}" if only_if else "")
         else:
             action = "DO NOTHING"
-        with self.transaction():
-            self._frame(
-                f"INSERT INTO {_q(table.name)} ({cols}) SELECT {cols} FROM {src} ON CONFLICT ({pk}) {action}"
-            )
+        with self.transaction():  # drained, not read back as a frame: that would load pyarrow for a row count
+            self._exec(f"INSERT INTO {_q(table.name)} ({cols}) SELECT {cols} FROM {src} ON CONFLICT ({pk}) {action}")
         self.con.unregister(src)
         return df.height
 
@@ -194,7 +207,7 @@ class WarehouseBase:
         """Delete rows whose ``column`` is one of ``values``."""
         if not values:
             return
-        self.con.register("_keys", pl.DataFrame({"k": list(values)}).to_arrow())
+        self.con.register("_keys", _Stream(pl.DataFrame({"k": list(values)})))
         with self.transaction():
             self._exec(f"DELETE FROM {_q(table.name)} WHERE {_q(column)} IN (SELECT k FROM _keys)")
         self.con.unregister("_keys")

@@ -182,8 +182,7 @@ class Lifecycle(WarehouseBase):
             with self.transaction():
                 for stmt in m.statements:
                     self._exec(stmt)
-                self._frame(
-                    "INSERT INTO schema_version VALUES (?, ?, ?)", [m.version, utcnow(), m.description]
-                )
+                # Not read back as a frame: that would load pyarrow (DuckDB's .pl()) for a row count.
+                self._exec("INSERT INTO schema_version VALUES (?, ?, ?)", [m.version, utcnow(), m.description])
             applied.append(m.version)
         return applied

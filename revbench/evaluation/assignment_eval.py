@@ -25,9 +25,10 @@ import polars as pl
 from revbench.evaluation.assignment import Objective, solve
 from revbench.evaluation.metrics import bootstrap
 from revbench.evaluation.metrics.assignment_quality import METRICS, paper_totals, values
-from revbench.evaluation.model import Benchmark, MetricValue, Scores, Split
+from revbench.evaluation.model import (SPLIT_ASSIGNMENT_CANDIDATES, SPLIT_ASSIGNMENT_POOL, Benchmark, MetricValue, Scores,
+                                       Split)
 
-CANDIDATES, POOL = "assignment:candidates", "assignment:pool"
+CANDIDATES, POOL = SPLIT_ASSIGNMENT_CANDIDATES, SPLIT_ASSIGNMENT_POOL
 POOL_SPLIT = "assignment_pool"
 """The split of a benchmark's copy whose (unrated) pairs are the pool the scorers score."""
 

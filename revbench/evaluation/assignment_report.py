@@ -7,7 +7,10 @@ from pathlib import Path
 
 import polars as pl
 
-from revbench.evaluation.assignment_eval import CANDIDATES, POOL
+# The split names, not the assignment: every evaluation's report reads these tables (empty
+# without --assignment), and only a judged one needs the assignment's solver and metrics.
+from revbench.evaluation.model import SPLIT_ASSIGNMENT_CANDIDATES as CANDIDATES
+from revbench.evaluation.model import SPLIT_ASSIGNMENT_POOL as POOL
 from revbench.evaluation.report import ReportTable
 
 JUDGED_TITLES = ("· assignment over", "· collusion attack")

@@ -33,6 +33,9 @@ SPLIT_POINTWISE = "pointwise"
 SPLIT_PAPER_CENTRIC = "paper_centric"
 SPLIT_REVIEWER_CENTRIC = "reviewer_centric"
 SPLIT_AVERAGE = "average"
+SPLIT_ASSIGNMENT_CANDIDATES, SPLIT_ASSIGNMENT_POOL = "assignment:candidates", "assignment:pool"
+"""The splits of the assignment's rows (``revbench.evaluation.assignment_eval``): named here so
+that the report reads them without loading the assignment itself."""
 
 UNIT_PAPER, UNIT_REVIEWER, UNIT_ALL = "paper", "reviewer", "all"
 UNITS = (UNIT_PAPER, UNIT_REVIEWER, UNIT_ALL)

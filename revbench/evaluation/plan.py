@@ -14,7 +14,6 @@ from pathlib import Path
 
 from revbench.errors import UsageError
 from revbench.evaluation.exports import file_name
-from revbench.evaluation.importers.graph_s2 import check_graph_from
 from revbench.evaluation.importers.registry import KIND_MODULES
 from revbench.evaluation.scorers.base import Context, make_scorer
 from revbench.settings import Settings
@@ -178,7 +177,12 @@ def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str
             raise PlanError(f"--predictions {p.name!r} is given twice ({seen[key]} and {p.path}); give each a name of its own")
         seen[key] = p.path
     check_export_names(labels, preds)
-    check_graph_from(graph_from, [k for k, _ in benches])
+    if graph_from is not None:
+        # Loaded only when a graph is asked for: graph_s2 brings the S2 client's retry policy
+        # (tenacity, about 10 ms of a one-off evaluate that never reads a graph).
+        from revbench.evaluation.importers.graph_s2 import check_graph_from
+
+        check_graph_from(graph_from, [k for k, _ in benches])
     return EvaluationPlan(benches, specs, preds, check_baseline(settings, baseline, labels, preds), graph_from)
 
 

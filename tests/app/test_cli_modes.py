@@ -105,3 +105,27 @@ def test_with_overrides_validates_and_leaves_the_original(tmp_path: Path) -> Non
         s.with_overrides(http={"max_attempts": 0})
     with pytest.raises(ValueError, match="no setting"):
         s.with_overrides(htp={"timeout_seconds": 2})
+
+
+def test_a_command_named_first_is_built_alone_with_the_same_help_and_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``revbench CMD ...`` builds CMD alone (``revbench.app.cli.command_line``): for every command
+    its help and its refusals (an unknown flag, a flag without its value) are the whole
+    application's; ``--help``, a sub-app and a name that is no command get the whole application."""
+    import typer.main
+
+    from revbench.app import cli
+    from tests.support.common import run_cli
+
+    names = [c.name or typer.main.get_command_name(c.callback.__name__) for c in cli.app.registered_commands]
+    assert "evaluate" in names and len(names) == len(set(names)) > 15
+    for name in names:
+        for args in ([name, "--help"], [name, "--no-such-flag"], [name, "-b"]):
+            lean = run_cli(*args)
+            with monkeypatch.context() as m:
+                m.setattr(cli, "command_line", lambda _args: cli.app)
+                whole = run_cli(*args)
+            assert lean == whole, args
+            assert f"revbench {name}" in lean[1] + lean[2] or f" {name} [OPTIONS]" in lean[1], args
+    assert cli.command_line(["evaluate", "--help"]) is not cli.app
+    for args in ([], ["--help"], ["release", "--help"], ["survey", "send"], ["evaluat"]):
+        assert cli.command_line(args) is cli.app, args

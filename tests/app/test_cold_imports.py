@@ -5,14 +5,18 @@ process, so a heavy import added anywhere on its path, at load or at run time, f
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from revbench.settings import Settings
 from tests.support.cli import cli
+from tests.support.common import settings_env
 
 NEVER = (
     # The tracked mode, the ML stack, plotting, ranking, templates, HTTP and the servers: other
@@ -23,6 +27,9 @@ NEVER = (
     # Loaded only where used: the bootstrap's generator (none with --bootstrap 0) and the Prefect
     # profile's parser (none without a profiles.toml).
     "numpy.random", "tomllib",
+    # DuckDB's frame reads: the warehouse writes its rows through the Arrow C stream, and this
+    # command reads none back as frames.
+    "pyarrow",
 )
 IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$")
 
@@ -55,6 +62,54 @@ def test_a_cold_evaluate_of_rate_predictions_imports_nothing_it_does_not_use(set
     # The run was watched from its start to its end: the command line, the flow, its libraries.
     assert {"revbench.app.cli", "revbench.flows.evaluate", "polars", "duckdb"} <= loaded
     assert sorted(m for m in loaded if any(m == n or m.startswith(n + ".") for n in NEVER)) == []
+
+
+UNTRACKED_NEVER = ("prefect", "torch", "matplotlib", "sklearn", "scipy")
+"""What ``--no-track`` on prediction files must not load, whatever else is configured."""
+MODULES_AT_EXIT = (
+    "import atexit, json, os, runpy, sys\n"
+    "atexit.register(lambda: open(os.environ['MODULES_OUT'], 'w').write(json.dumps(sorted(sys.modules))))\n"
+    "runpy.run_module('revbench', run_name='__main__', alter_sys=True)\n"
+)
+"""``python -m revbench`` that writes, as it exits (the command line runs the exit handlers
+before it ends the process), every module the process loaded."""
+
+
+def modules_at_exit(settings: Settings, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """``revbench ARGS`` in its own process, configured like a user's, with a Prefect API
+    configured (nothing answers there: ``--no-track`` must not even ask), and the modules it
+    had loaded when it ended."""
+    dump = tmp_path / "modules.json"
+    dump.unlink(missing_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REVBENCH_", "PREFECT_"))}
+    env.update(settings_env(settings), MODULES_OUT=str(dump), PREFECT_HOME=str(tmp_path / "prefect"),
+               PREFECT_API_URL="http://127.0.0.1:9/api")
+    out = subprocess.run([sys.executable, "-c", MODULES_AT_EXIT, *args], env=env, capture_output=True, text=True,
+                         timeout=600)
+    return out, set(json.loads(dump.read_text())) if dump.exists() else set()
+
+
+def loaded_of(modules: set[str], families: tuple[str, ...]) -> list[str]:
+    """The modules of ``families`` (a package and its submodules) among ``modules``."""
+    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in families))
+
+
+def test_an_untracked_evaluate_of_rate_predictions_loads_no_tracking_ml_or_plotting(
+        settings: Settings, tmp_path: Path) -> None:
+    pc, rc = write_rate_files(tmp_path)
+    args = ("evaluate", "-p", f"rate_pc={pc}", "-p", f"rate_rc={rc}", "--bootstrap", "0", "--no-track")
+    out, loaded = modules_at_exit(settings, tmp_path, *args)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "rate_pc" in out.stdout and "rate_rc" in out.stdout
+    # Read as the process ended, after the work: the command line, the flow, its libraries.
+    assert {"revbench.app.cli", "revbench.flows.evaluate", "polars", "numpy", "duckdb"} <= loaded
+    assert loaded_of(loaded, UNTRACKED_NEVER) == []
+    assert loaded_of(loaded, NEVER) == []
+    # The same watch sees a library the command does load: asked for the loss plot, it draws
+    # with matplotlib, and this test would name it.
+    out, planted = modules_at_exit(settings, tmp_path, *args, "--plot")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "matplotlib" in loaded_of(planted, UNTRACKED_NEVER)
 
 
 def test_a_prefect_profile_is_read_only_where_there_is_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
