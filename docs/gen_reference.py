@@ -163,11 +163,15 @@ Nothing is downloaded. Every run is offline. A recipe looks in two places:
 1. `<cache dir>/models/<org>__<name>/` (for example `data/cache/models/allenai__specter/`), a folder
    as `save_pretrained` writes it: `config.json`, `model.safetensors` or `pytorch_model.bin`, and
    `tokenizer.json` or `vocab.txt` (an adapter's folder: `adapter_config.json` and `pytorch_adapter.bin`);
-2. the Hugging Face cache (`HF_HOME`, or `HF_HUB_CACHE`), as `huggingface-cli download allenai/specter`
+2. the Hugging Face cache (`HF_HOME`, or `HF_HUB_CACHE`), as `hf download allenai/specter`
    leaves it on a machine with a network.
 
-When neither place has them, `revbench evaluate` stops before any scorer runs. Its one line
-names the recipe, the folders it looked in, and these two ways to provide the files.
+When neither place has them, `revbench evaluate` stops before any scorer runs (and before torch
+loads), with exit status 2. Its one line names the recipe, the folders it looked in, and these
+two ways to provide the files; an ensemble (`specter2+scincl`) names every missing model in that
+one line. Any other Hugging Face name is looked for in the Hugging Face cache alone: revbench
+sets `HF_HUB_OFFLINE=1` unless you set it, so a name not cached stops the run the same way
+(`HF_HUB_OFFLINE=0` lets sentence-transformers download it where there is a network).
 
 ## The files are checked: a recipe is the published model
 

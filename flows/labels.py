@@ -20,7 +20,9 @@ from revbench.evaluation.importers.weak import GRAPH_FRAMES, write_weak
 from revbench.flows.common import publish_markdown, publish_table, revbench_flow
 from revbench.flows.results import FlowResult
 from revbench.settings import Settings
-from revbench.tasks.weak_labels import MIN_AGREEMENT_POSITIVES, Agreement, agreement, label_all_pairs, weak_benchmark
+from revbench.tasks.weak_labels import (
+    MIN_AGREEMENT_POSITIVES, Agreement, agreement, label_all_pairs, no_positive_hint, weak_benchmark,
+)
 
 
 @dataclass(frozen=True)
@@ -52,9 +54,8 @@ def write_labels(settings: Settings, source: str, out: Path, experts: int = 15, 
             raise InputError(f"the warehouse at {path} holds no query papers: sample some with `revbench pools` first")
         built = weak_benchmark(source, frames, experts, negatives, seed)
         if not built.submissions.height:
-            hint = "run `revbench graph` for citations, or " if source == "citations" else ""
-            raise InputError(f"no query paper of the warehouse at {path} has a weak positive from {source} among the "
-                             f"{built.pool} reviewers with more than {experts} papers: {hint}lower --experts")
+            raise InputError(f"no query paper of the warehouse at {path} has a weak positive from {source}: "
+                             f"{no_positive_hint(source, frames, experts, built.pool)}")
         graph: dict[str, pl.DataFrame] = {}  # as the warehouse benchmark: a warehouse without a graph gives a benchmark without one
         if wh.graph.has_graph():
             papers = sorted(set(built.submissions["paper_id"]) | set(built.profiles["paper_id"]))

@@ -319,11 +319,13 @@ def refresh_stage(settings: Settings, refresh_id: str, position: int, stage: str
 
 @revbench_flow("refresh")
 def refresh_flow(settings: Settings, stages: list[str] | None = None, synthetic: bool = False,
-                 today: date | None = None) -> RefreshResult:
+                 today: date | None = None, recorded_as: str = "refresh") -> RefreshResult:
     """Run ``stages`` (default REVBENCH_REFRESH__STAGES) in order, each skipped when its inputs
     did not change; a stage that fails stops the refresh (later stages need its output). Stages
     that fetch from real services refuse, before any work, a data folder of the demo's SYNTHETIC
-    world (or a ``synthetic`` one) unless REVBENCH_MIX_WORLDS (``revbench.worlds``)."""
+    world (or a ``synthetic`` one) unless REVBENCH_MIX_WORLDS (``revbench.worlds``). The run is
+    recorded under ``recorded_as``: a flow that runs the refresh as its body (the ratings pull)
+    names itself, so ``revbench status`` says which flow ran."""
     chosen = [s for s in STAGE_NAMES if s in (stages if stages is not None else settings.refresh.stages)]
     unknown = sorted(set(stages or []) - set(STAGE_NAMES))
     if unknown:
@@ -352,7 +354,7 @@ def refresh_flow(settings: Settings, stages: list[str] | None = None, synthetic:
         raise
     finally:
         with _session(settings) as wh:
-            wh.runs.record_run(refresh_id, "refresh", {"stages": chosen, "since": since, "until": until}, code_version(),
+            wh.runs.record_run(refresh_id, recorded_as, {"stages": chosen, "since": since, "until": until}, code_version(),
                           started, status, error)
         _publish(refresh_id, done, since, until, status)
     return RefreshResult(refresh_id, since.isoformat(), until.isoformat(), status, done)

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from revbench.schemas.release import PUBLICATION_DOCS, RELEASE_TABLES
+from revbench.schemas.model import Table
+from revbench.schemas.release import GRAPH_TABLES, PUBLICATION_DOCS, RELEASE_TABLES
 from revbench.templates import render
 
 CARD_TEMPLATE = "release/card.md.j2"
@@ -53,21 +55,33 @@ def croissant_description(version: str, pointwise: int, synthetic: bool) -> str:
 def _type_name(dtype: pl.DataType) -> str:
     if isinstance(dtype, pl.List):
         return "list of {" + ", ".join(dtype.inner.to_schema()) + "}"  # type: ignore[attr-defined]
-    return {pl.Utf8: "string", pl.Int64: "int64"}.get(dtype, str(dtype))  # type: ignore[call-overload]
+    names = {pl.Utf8: "string", pl.Int64: "int64", pl.Float64: "float64", pl.Boolean: "bool"}
+    return names.get(dtype, str(dtype))  # type: ignore[call-overload]
 
 
-def field_docs() -> list[dict[str, Any]]:
-    """Every table of a release with its description, key and fields (``name, type, doc``); a
-    reviewer's publications are listed field by field as ``publications[].<field>``."""
+def card_tables(files: list[dict[str, Any]]) -> tuple[Table, ...]:
+    """The tables a release's card describes and names as configurations: every table a release
+    always holds, and each graph table whose parquet file is among ``files`` (a release built
+    without a graph has none), so every table the card lists loads by its ``config_name``."""
+    paths = {f["path"] for f in files}
+    return RELEASE_TABLES + tuple(t for t in GRAPH_TABLES if f"data/{t.name}.parquet" in paths)
+
+
+def field_docs(tables: tuple[Table, ...] = RELEASE_TABLES, rows: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Each of ``tables`` with its description, key, fields (``name, type, doc``) and ``rows``
+    (None where not given); a reviewer's publications are listed field by field as
+    ``publications[].<field>``. A table of no rows is described but named no configuration:
+    ``datasets`` refuses to load one."""
     out = []
-    for t in RELEASE_TABLES:
+    for t in tables:
         fields = []
         for c in t.columns:
             fields.append({"name": c.name, "type": _type_name(c.dtype), "doc": c.doc})
             if isinstance(c.dtype, pl.List):
                 fields += [{"name": f"{c.name}[].{k}", "type": _type_name(v), "doc": PUBLICATION_DOCS[k]}
                            for k, v in c.dtype.inner.to_schema().items()]  # type: ignore[attr-defined]
-        out.append({"name": t.name, "doc": t.doc, "key": list(t.primary_key), "fields": fields})
+        out.append({"name": t.name, "doc": t.doc, "key": list(t.primary_key), "fields": fields,
+                    "rows": (rows or {}).get(t.name)})
     return out
 
 
@@ -122,11 +136,12 @@ def render_card(*, name: str, version: str, parent: str | None, license: str, sy
                 audit_strings: int, levels: list[dict[str, Any]], statistics: str, figure: str | None,
                 size_category: str, citation: str, related: list[str] | None = None) -> tuple[str, str]:
     """The dataset card of a release and the card template's version."""
+    rows = {Path(f["path"]).stem: f["rows"] for f in files if f["path"].startswith("data/")}
     return render(CARD_TEMPLATE, name=name, version=version, title=title(name, version, synthetic), parent=parent,
                   license=license, synthetic=synthetic, notice=SYNTHETIC_NOTICE, curators=curators.line(),
                   collection=collection, response_rate=rate(collection["invitations_answered"],
                                                             collection["invitations_sent"]),
-                  counts=counts, files=files, tables=field_docs(), profile_years=profile_years,
+                  counts=counts, files=files, tables=field_docs(card_tables(files), rows), profile_years=profile_years,
                   audit_strings=audit_strings, levels=levels, statistics=statistics, figure=figure,
                   size_category=size_category, citation=citation,
                   related=related if related is not None else related_citations(()))

@@ -140,6 +140,25 @@ def weak_benchmark(source: str, frames: dict[str, pl.DataFrame], experts: int, n
     return WeakLabels(subs, profiles, labels.sort("paper_id", "reviewer_id").cast(LABELS_SCHEMA), ids.len())
 
 
+def no_positive_hint(source: str, frames: dict[str, pl.DataFrame], experts: int, pool: int) -> str:
+    """Why no query paper has a weak positive from ``source`` in a pool of ``pool`` reviewers with
+    more than ``experts`` papers, and what to change: an empty pool names the most prolific
+    author's count (a small world has nobody above exHarmony's 15), missing citations name
+    ``revbench graph``."""
+    if not pool:
+        counts = frames["authorship"].group_by("reviewer_id").agg(pl.col("paper_id").n_unique().alias("n"))
+        most = int(counts["n"].max() or 0) if counts.height else 0
+        if most <= experts:
+            lower = f"pass --experts {most - 1} or lower" if most > 1 else "pass --experts 0"
+            return f"no author has more than {experts} corpus papers (the most prolific has {most}): {lower}"
+        return (f"the authors with more than {experts} corpus papers have none left once the query papers are held "
+                "out: lower --experts")
+    if source == "citations" and not frames["cites"].height:
+        return "the warehouse holds no citation between two of its papers: run `revbench graph` first"
+    which = "wrote a query paper" if source == "authorship" else "wrote a paper a query paper cites"
+    return f"none of the {pool} reviewers with more than {experts} corpus papers {which}: lower --experts"
+
+
 def label_all_pairs(source: str, frames: dict[str, pl.DataFrame], experts: int) -> pl.DataFrame:
     """``reviewer_id, paper_id, label`` for every kept rating whose reviewer is in the expert pool
     and whose paper is a query paper: 1 where the pair is a weak positive, else 0."""

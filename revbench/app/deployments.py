@@ -79,7 +79,7 @@ def ratings_pull() -> dict[str, Any]:
         # the curator sees it.
         log.warning("reminders failed (%s: %s); pulling the answers all the same", type(exc).__name__, exc)
         reminders, failure = f"failed: {type(exc).__name__}: {exc}", exc
-    out = refresh_flow.fn(settings, stages=["ratings"])
+    out = refresh_flow.fn(settings, stages=["ratings"], recorded_as=RATINGS_FLOW)
     if failure is not None:
         raise failure
     return {**asdict(out), "reminders": reminders}

@@ -57,13 +57,13 @@ def check_model(name: str, what: str, runtime: Runtime = "torch", root: Path | N
     there, or files that are not the published model its recipe names (unless ``stand_ins``),
     stop a run before any work, with one line naming ``what`` asked for it."""
     from revbench.errors import UsageError
-    from revbench.ml.recipes import missing_line
+    from revbench.ml.presence import absent_line
 
+    line = absent_line([name], root / MODELS_SUBDIR if root else None)  # before torch loads, and in one line
+    if line:
+        raise UsageError(line)
     try:
         ref = _ref(name, runtime, root)
-        line = missing_line(ref.recipe, root / MODELS_SUBDIR if root else None) if ref.recipe is not None else None
-        if line:
-            raise UsageError(line)
         check_identity(ref, stand_ins)
         model_for(ref, runtime, root)
     except UsageError:

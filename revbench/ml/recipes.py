@@ -138,7 +138,7 @@ def _complete(folder: Path, adapter: bool = False) -> bool:
             and any((folder / f).is_file() for f in TOKENIZER_FILES))
 
 
-def _hf_cached(repo: str) -> Path | None:
+def hf_cached(repo: str) -> Path | None:
     """The newest snapshot of ``repo`` in the Hugging Face cache, without asking the network."""
     try:
         from huggingface_hub import snapshot_download
@@ -167,7 +167,7 @@ def locate(repo: str, models_dir: Path | None, adapter: bool = False) -> Path | 
     if key in _FOUND and _complete(_FOUND[key], adapter):  # asked on every cache lookup of a recipe's vectors
         return _FOUND[key]
     candidates = [models_dir / repo.replace("/", "__")] if models_dir is not None else []
-    cached = _hf_cached(repo)
+    cached = hf_cached(repo)
     if cached is not None:
         candidates.append(cached)
     found = next((c for c in candidates if _complete(c, adapter)), None)
@@ -182,8 +182,9 @@ def looked_in(repo: str, models_dir: Path | None) -> str:
     return " or ".join([*where, f"{_hf_cache_dir()} (models--{repo.replace('/', '--')})"])
 
 
-def missing_line(r: Recipe, models_dir: Path | None) -> str | None:
-    """One line naming what of recipe ``r`` is not on this machine and how to provide it; None when
+def missing_parts(r: Recipe, models_dir: Path | None) -> tuple[str, list[str]] | None:
+    """What of recipe ``r`` is not on this machine, in words (``specter2 (title + [SEP] + abstract,
+    ...): allenai/specter2_base (...) not in ...``), and the repositories to download; None when
     everything is there (the packaged MiniLM always is)."""
     if r.name == "minilm":
         return None
@@ -192,9 +193,29 @@ def missing_line(r: Recipe, models_dir: Path | None) -> str | None:
         return None
     what = "; ".join(f"{repo} ({'the adapter files ' + ', '.join(ADAPTER_FILES) if ad else 'config.json, weights, tokenizer'}) "
                      f"not in {looked_in(repo, models_dir)}" for repo, ad in lacking)
-    return (f"model {r.name} ({r.input}, {r.max_tokens} tokens, {r.pooling.upper() if r.pooling == 'cls' else r.pooling} "
-            f"pooling): {what}; download it where there is a network (huggingface-cli download REPO) and copy the "
-            "Hugging Face cache here (HF_HOME), or put the files in that folder")
+    pooling = r.pooling.upper() if r.pooling == "cls" else r.pooling
+    return f"{r.name} ({r.input}, {r.max_tokens} tokens, {pooling} pooling): {what}", [repo for repo, _ in lacking]
+
+
+def fetch_advice(repos: Sequence[str], folders: bool = True, hub: bool = False) -> str:
+    """How to bring ``repos`` onto an offline machine, for the end of a line saying they are missing:
+    the download and the cache to copy; with ``folders``, the folders a recipe also looks in; with
+    ``hub``, the variable that lets a hub name download where this machine has a network."""
+    it, folder = ("it", "that folder") if len(repos) == 1 else ("them", "those folders")
+    commands = "; ".join(f"hf download {repo}" for repo in repos)
+    out = f"download {it} where there is a network ({commands}) and copy the Hugging Face cache here (HF_HOME)"
+    if folders:
+        out += f", or put the files in {folder}"
+    if hub:
+        out += "; with a network here, HF_HUB_OFFLINE=0 lets a hub name download"
+    return out
+
+
+def missing_line(r: Recipe, models_dir: Path | None) -> str | None:
+    """One line naming what of recipe ``r`` is not on this machine and how to provide it; None when
+    everything is there (the packaged MiniLM always is)."""
+    parts = missing_parts(r, models_dir)
+    return None if parts is None else f"model {parts[0]}; {fetch_advice(parts[1])}"
 
 
 def _differences(path: Path, published: tuple[tuple[str, object], ...]) -> list[str]:

@@ -6,6 +6,7 @@ only when unattended sending is configured, and a failed wave never keeps answer
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from revbench.app.deployments import BACKUP_FLOW, DEPLOYMENT, RATINGS_FLOW, REFR
 from revbench.replay.server import free_port
 from revbench.settings import ScheduleSettings, Settings
 from revbench.warehouse import Warehouse
+from tests.support.common import run_cli
 from tests.support.processes import clean_env, prefect_server_process, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,10 +137,10 @@ def test_serve_schedules_runs_and_stops_cleanly(scheduler_api: str, tmp_path: Pa
             assert run.state is not None and run.state.is_completed(), (run.state, log.read_text())
             assert proc.poll() is None, log.read_text()
 
-        # The run was a refresh of this data dir, recorded under the flow run's id.
+        # The run was a refresh of this data dir, recorded under the flow run's id and the flow that ran.
         with Warehouse.open(tmp_path / "data" / "warehouse.duckdb", read_only=True, lock_wait=30) as wh:
             runs = {r["run_id"]: r for r in wh.runs.latest_runs(50).to_dicts()}
-        assert runs[str(run.id)]["flow"] == "refresh" and runs[str(run.id)]["status"] == "completed"
+        assert runs[str(run.id)]["flow"] == RATINGS_FLOW and runs[str(run.id)]["status"] == "completed"
 
         assert stop(proc, signal.SIGINT, log) == 0, log.read_text()
         out = log.read_text()
@@ -267,7 +269,11 @@ def test_failed_reminders_still_pull_the_answers(monkeypatch: pytest.MonkeyPatch
         dep.ratings_pull.fn()  # in this process, without the engine: the same body a served run executes
     with Warehouse.open(tmp_path / "data" / "warehouse.duckdb", read_only=True) as wh:
         runs = wh.runs.latest_runs(5).to_dicts()
-    assert [(r["flow"], r["status"]) for r in runs] == [("refresh", "completed")]
+    # Recorded, and shown by `revbench status`, as the flow that ran: the ratings pull, not a refresh.
+    assert [(r["flow"], r["status"]) for r in runs] == [(RATINGS_FLOW, "completed")]
+    code, out, err = run_cli("status", "--json")
+    assert code == 0, err
+    assert [(r["run_id"], r["flow"]) for r in json.loads(out)["runs"]] == [(runs[0]["run_id"], "ratings-pull")]
 
 
 def test_the_backup_is_served_unless_its_cron_is_empty() -> None:

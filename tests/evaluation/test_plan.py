@@ -61,7 +61,9 @@ def test_bad_requests_name_the_flag(settings: Settings, files, benchmarks, score
     (["tpms"], ["TPMS_d2={p}"], ["--predictions TPMS_d2=", "--scorer 'tpms'", "named 'TPMS_d2'"]),  # a draw's file
 ])
 def test_names_that_become_one_export_file_name_are_an_error(settings: Settings, files, scorers, predictions,
-                                                             needles) -> None:
+                                                             needles, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Downloads on: a hub name not cached (org/m) is then no refusal of its own, and the plan loads no model.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     fmt = {k: str(v) for k, v in files.items()}
     with pytest.raises(PlanError, match="would both write export files named") as e:
         plan_evaluation(settings, [f"goldstandard={files['gold']}"], scorers, [p.format(**fmt) for p in predictions])

@@ -49,7 +49,7 @@ def card(synthetic: bool) -> tuple[str, str]:
 @pytest.mark.parametrize("synthetic", [True, False])
 def test_the_card_says_synthetic_exactly_when_the_world_was(synthetic: bool) -> None:
     text, version = card(synthetic)
-    assert version == template_version(card_text.CARD_TEMPLATE) and version.startswith("5-")
+    assert version == template_version(card_text.CARD_TEMPLATE) and version.startswith("6-")
     meta, lines = front_matter(text), body_lines(text)
     assert lines[0] == f"# {'SYNTHETIC ' if synthetic else ''}bench v2" and meta["pretty_name"] == lines[0][2:]
     # What the audit protects and what no audit can: publication lists are linkable to their authors.
@@ -91,6 +91,25 @@ def test_the_citation_names_no_made_up_address_and_cites_the_benchmarks_a_corpus
     assert card_text.related_citations(["lrbench"]) == card_text.related_citations([])
     for entry in related:
         assert entry.count("{") == entry.count("}") and "eprint = {" in entry
+
+
+def test_every_table_the_card_lists_is_a_configuration_with_its_fields() -> None:
+    from revbench.schemas.release import GRAPH_TABLES
+
+    files = [{"path": f"data/{t.name}.parquet", "rows": 5, "doc": t.doc} for t in RELEASE_TABLES + GRAPH_TABLES]
+    files[-1]["rows"] = 0  # no co-authors among the reviewers: datasets would refuse that configuration
+    curators = card_text.Curators("the survey team")
+    text, _ = card_text.render_card(
+        name="bench", version="v2", parent=None, license="cc-by-4.0", synthetic=True, curators=curators,
+        collection=COLLECTION, counts=COUNTS, files=files, profile_years=2, audit_strings=9, levels=[], statistics="",
+        figure=None, size_category="n<1K", citation=card_text.citation("bench", "v2", True, curators, 2026, ""))
+    assert assert_configs_cover_the_listed_tables(text)[-3:] == [t.name for t in GRAPH_TABLES[:3]]
+    assert "config_name: graph_coauthors" not in text
+    for t in GRAPH_TABLES:
+        assert f"### `{t.name}`" in text and all(f"| `{c.name}` |" in text for c in t.columns), t.name
+    assert "| `is_influential` | bool |" in text and "| `score` | float64 |" in text
+    # Without the graph's files (a release built before the graph stage) the card names none of them.
+    assert not any(c["config_name"].startswith("graph_") for c in front_matter(card(True)[0])["configs"])
 
 
 def assert_every_field_described(text: str) -> None:
@@ -136,9 +155,23 @@ def test_a_release_of_the_synthetic_world_says_so_everywhere_and_loads_by_its_ca
     run_card_snippets(text, d, tmp_path)
 
 
-def run_card_snippets(text: str, release: Path, tmp_path: Path) -> None:
+def assert_configs_cover_the_listed_tables(text: str) -> list[str]:
+    """Every parquet file with rows the card's Contents lists is a configuration of its YAML, by
+    its own name and file (``load_dataset(folder, "graph_citations")`` finds it), and an empty one
+    is said to be none; returns the names."""
+    listed = dict(re.findall(r"^\| `data/(\w+)\.parquet` \| (\d+) \|", text, re.M))
+    configs = {c["config_name"]: c["data_files"] for c in front_matter(text)["configs"]}
+    assert configs == {name: f"data/{name}.parquet" for name, n in listed.items() if n != "0"}, (sorted(configs), listed)
+    for name in (name for name, n in listed.items() if n == "0"):
+        assert "Empty in this release, so it is no configuration" in text.split(f"### `{name}`", 1)[1].split("###", 1)[0]
+    return list(configs)
+
+
+def run_card_snippets(text: str, release: Path, tmp_path: Path, sql_rows: bool = True) -> None:
     """Every snippet of the card's Loading section runs as written from the release folder, and
-    from another folder with the one line that names the release changed to its path."""
+    from another folder with the one line that names the release changed to its path; the
+    ``datasets`` snippet loads every configuration the card names, with its name put in. With
+    ``sql_rows`` the DuckDB query must find rows (a release of no paper-centric tuple has none)."""
     import subprocess
     import sys
 
@@ -151,8 +184,12 @@ def run_card_snippets(text: str, release: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(exist_ok=True)
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_DATASETS_CACHE": str(tmp_path / "hf-cache")}
+    assert all(code.count('Path(".")') == 1 for code in python)
+    shown = re.search(r'load_dataset\(.*?"(\w+)", split="train"\)', python[0])
+    configs = assert_configs_cover_the_listed_tables(text)
+    assert shown and shown.group(1) in configs, python[0]  # by a config_name the card has, not by a data file
+    python[0] = "\n".join(python[0].replace(f'"{shown.group(1)}"', f'"{name}"') for name in configs)
     for code in python:
-        assert code.count('Path(".")') == 1
         for cwd, source in ((release, code), (elsewhere, code.replace('Path(".")', f"Path({str(release)!r})"))):
             done = subprocess.run([sys.executable, "-c", source], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
             assert done.returncode == 0, (cwd, done.stderr[-2000:])
@@ -167,4 +204,4 @@ def run_card_snippets(text: str, release: Path, tmp_path: Path) -> None:
                 rows = con.execute(stmt).fetchall()
         finally:
             os.chdir(old)
-        assert rows, cwd
+        assert rows or not sql_rows, cwd

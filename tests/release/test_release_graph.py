@@ -28,6 +28,7 @@ from revbench.settings import Settings
 from revbench.synth.graph_files import read_graph
 from revbench.tasks.release import release_id
 from revbench.warehouse import Warehouse
+from tests.release.test_release_card import assert_configs_cover_the_listed_tables, run_card_snippets
 from tests.support.cli import evaluate_cli
 from tests.support.common import on_replay
 from tests.support.evaluation import rate_cited_authors
@@ -105,6 +106,11 @@ def test_a_release_carries_the_graph_verified_audited_and_read_back(  # type: ig
     keys = pl.read_parquet(folder / "data" / "graph_institutions.parquet")["institution_key"]
     assert keys.len() > 0 and all(re.fullmatch(r"ror:\w{9}|i_[0-9a-f]{16}", k) for k in keys)  # ids, never a name
     assert "graph_citations" in (folder / "CHANGES.md").read_text()
+    # The card names each graph file it lists as a configuration; its snippets load them all, from
+    # inside the folder and from elsewhere.
+    text = (folder / "README.md").read_text()
+    assert {"graph_citations", "graph_coauthors"} <= set(assert_configs_cover_the_listed_tables(text))
+    run_card_snippets(text, folder, tmp_path, sql_rows=False)  # the query finds no paper-centric tuple of this small world
 
     b_rel, b_wh = load_release(folder), load_warehouse(s.warehouse_path)
     assert b_rel.graph is not None and b_wh.graph is not None

@@ -130,22 +130,33 @@ class Scorer(ABC):
         """``reviewer_id, paper_id, score`` for the ``needed`` pairs under profile draw ``draw``."""
 
 
-def checked_ref(context: Context, model: str) -> ModelRef:
-    """``model`` resolved once into the files its vectors are of, refused in one line (before any
-    scorer has spent its time) when a recipe's weights are missing or are not the published model
-    (unless ``REVBENCH_EMBED__STAND_INS`` declares stand-ins)."""
+def checked_refs(context: Context, models: list[str]) -> dict[str, ModelRef]:
+    """Each of ``models`` resolved once into the files its vectors are of, refused in one line
+    (before any scorer has spent its time, and before torch loads) naming every model whose files
+    are not here (:func:`revbench.ml.presence.absent_line`: a recipe's weights, a hub name not
+    cached while downloads are off), or files that are not a recipe's published model (unless
+    ``REVBENCH_EMBED__STAND_INS`` declares stand-ins)."""
     from revbench.errors import UsageError
     from revbench.ml.backends import runtime_for
     from revbench.ml.models import check_identity, model_ref
-    from revbench.ml.recipes import MODELS_SUBDIR, missing_line
+    from revbench.ml.presence import absent_line
+    from revbench.ml.recipes import MODELS_SUBDIR
 
     s = context.settings
-    ref = model_ref(model, runtime_for(s.embed.backend, s.cache_dir, model), models_dir=s.cache_dir / MODELS_SUBDIR)
-    line = missing_line(ref.recipe, s.cache_dir / MODELS_SUBDIR) if ref.recipe is not None else None
+    line = absent_line(models, s.cache_dir / MODELS_SUBDIR)  # all of them at once: an ensemble names both
     if line:
         raise UsageError(line)
-    check_identity(ref, s.embed.stand_ins)  # a random BERT where a recipe looks is not that recipe
-    return ref
+    refs: dict[str, ModelRef] = {}
+    for model in models:
+        refs[model] = ref = model_ref(model, runtime_for(s.embed.backend, s.cache_dir, model),
+                                      models_dir=s.cache_dir / MODELS_SUBDIR)
+        check_identity(ref, s.embed.stand_ins)  # a random BERT where a recipe looks is not that recipe
+    return refs
+
+
+def checked_ref(context: Context, model: str) -> ModelRef:
+    """``model`` resolved and checked as :func:`checked_refs` does."""
+    return checked_refs(context, [model])[model]
 
 
 def model_stamp(refs: list[ModelRef]) -> str:

@@ -12,7 +12,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from revbench.evaluation.model import SCORES_SCHEMA, Benchmark
 from revbench.evaluation.scorers import clustering
 from revbench.evaluation.scorers.base import (
-    Context, Params, Scorer, check_pooling, checked_ref, model_stamp, model_text, pair_entries, pooled_scores,
+    Context, Params, Scorer, check_pooling, checked_refs, model_stamp, model_text, pair_entries, pooled_scores,
     submissions_of,
 )
 from revbench.ml.models import DEFAULT_MODEL
@@ -100,7 +100,7 @@ class Embedding(Scorer):
 
     def __init__(self, params: Params, context: Context):
         super().__init__(params, context)
-        self.refs: dict[str, ModelRef] = {m: checked_ref(context, m) for m in ensemble_parts(self.params.model)}  # type: ignore[attr-defined]
+        self.refs: dict[str, ModelRef] = checked_refs(context, ensemble_parts(self.params.model))  # type: ignore[attr-defined]
         """Each model of the scorer, resolved once: the files its vectors and its spec are of."""
 
     @property
