@@ -30,7 +30,7 @@ from revbench.flows.common import (
     stage_rows,
     stage_task,
 )
-from revbench.flows.graph_bulk import bulk_dir, bulk_first, left_for_api
+from revbench.flows.graph_bulk import bulk_dir, bulk_first, bulk_lines
 from revbench.flows.pieces import chunks, map_pieces
 from revbench.flows.results import FlowResult
 from revbench.settings import Settings
@@ -98,10 +98,10 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
     completes; a service that stops answering ends the stage with the finished pieces saved."""
     with stage(run, f"graph-{source}") as st:
         settings = st.settings
-        bulk = bulk_first(run, settings, source, todo)
-        if bulk is not None:  # the bulk files first; what they do not hold is asked over the API
+        first = bulk_first(run, settings, source, todo)  # the bulk files first; what they do not hold is asked over the API
+        bulk, todo = first.got, first.left
+        if bulk is not None:
             work_ids.update(bulk.work_ids)
-            todo = left_for_api(todo, bulk)
         ids = sorted(set().union(*todo.values()))
         if ids:
             run.require(source)
@@ -139,8 +139,7 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
                            "down": down, "answered": sorted(answered),
                            "asked": {k: len(v) for k, v in todo.items()},
                            "text_cleaned": cleaned, "truncated": truncated,
-                           "bulk": None if bulk is None else {"dir": str(bulk_dir(settings, source)),
-                                                              "answered": len({f["arxiv_id"] for f in bulk.fetches})}}
+                           "bulk": first.notes}
     return st.result
 
 
@@ -220,7 +219,7 @@ def graph_flow(settings: Settings) -> GraphResult:
             fetched.append(fetch_stage(run, source, mine, index, work_ids))
             if fetched[-1].notes["down"]:
                 notes.append(f"{source} stopped answering: {fetched[-1].notes['down']}")
-            notes += hostile_notes(source, fetched[-1].notes)
+            notes += hostile_notes(source, fetched[-1].notes) + bulk_lines(source, fetched[-1].notes["bulk"])
         resolved = resolve_stage(run, papers, index, work_ids)
         coverage = run.wh.graph.graph_coverage()
         # How this run's papers' references stand now, the re-resolution included; GROBID's lists

@@ -4,11 +4,17 @@ DuckDB's JSON reader (no unpacking, no whole-file loads), filtered to the corpus
 
 Layouts, as the providers publish them:
 
-- S2AG (the Datasets API's downloads): ``<root>/papers/*`` and ``<root>/citations/*``, each a set
-  of JSON Lines shards, gzipped or not. Keys are lower case (``corpusid``, ``externalids``,
-  ``s2fieldsofstudy``; ``citingcorpusid``, ``citedcorpusid``, ``isinfluential``, ``contexts``,
-  ``intents``). Every key is optional: one a shard lacks reads as null, and a ``contexts`` or
-  ``intents`` of JSON ``null`` stays null (unknown), never an empty list.
+- S2AG (the Datasets API's downloads): ``<root>/<release_id>/papers/*`` and
+  ``<root>/<release_id>/citations/*`` (a release as ``/release/{id}/dataset/{name}`` lists its
+  files), or ``<root>/papers/*`` and ``<root>/citations/*`` alone (one release, its id unknown),
+  each a set of JSON Lines shards, gzipped or not; the incremental diffs between releases (as
+  ``/diffs/{start}/to/{end}/{name}`` lists them, one ``update_files`` and ``delete_files`` list
+  per increment ``from_release`` -> ``to_release``) under
+  ``<root>/diffs/<from_release>_<to_release>/<name>/updates/*`` and ``.../deletes/*``. Keys are
+  lower case (``corpusid``, ``externalids``, ``s2fieldsofstudy``; ``citationid``,
+  ``citingcorpusid``, ``citedcorpusid``, ``isinfluential``, ``contexts``, ``intents``). Every key
+  is optional: one a shard lacks reads as null, and a ``contexts`` or ``intents`` of JSON
+  ``null`` stays null (unknown), never an empty list.
 - OpenAlex snapshot: ``<root>/data/works/updated_date=YYYY-MM-DD/*.gz`` and the same for
   ``authors`` (a ``<root>/works/...`` layout without ``data/`` reads too); each line one entity
   in the API's own shape, so the API's parsers read it unchanged.
@@ -20,8 +26,10 @@ SQL, so it lives in ``warehouse/``); the graph stage hands the rows to its tasks
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -33,7 +41,22 @@ S2AG_PAPER_COLUMNS = {"corpusid": "BIGINT", "externalids": "JSON", "url": "VARCH
 S2AG_CITATION_COLUMNS = {"citationid": "BIGINT", "citingcorpusid": "BIGINT", "citedcorpusid": "BIGINT",
                          "isinfluential": "BOOLEAN", "contexts": "JSON", "intents": "JSON"}
 """Every key of an S2AG ``citations`` row."""
+S2AG_PAPER_SELECT = ("corpusid, externalids->>'ArXiv' AS arxiv, externalids::VARCHAR AS externalids, url, title, year, "
+                     "s2fieldsofstudy::VARCHAR AS s2fieldsofstudy, publicationtypes::VARCHAR AS publicationtypes")
+"""An S2AG ``papers`` row as the graph reads it: the scanned keys, JSON ones as text, and ``arxiv``."""
+S2AG_CITATION_SELECT = ("citationid, citingcorpusid, citedcorpusid, isinfluential, contexts::VARCHAR AS contexts, "
+                        "intents::VARCHAR AS intents")
+"""An S2AG ``citations`` row as the graph reads it (``contexts`` and ``intents`` as JSON text)."""
 SHARD_SUFFIXES = (".gz", ".jsonl", ".json", ".ndjson")
+DIFFS = "diffs"
+"""The folder of S2AG's incremental diffs under a bulk folder."""
+Mapper = Callable[[Callable[..., Any], list[tuple[Any, ...]], str], Iterable[Any]]
+"""Runs ``fn(*piece)`` for every piece (named for the log) and yields what each returns, in any order."""
+
+
+def serial(fn: Callable[..., Any], pieces: list[tuple[Any, ...]], name: str) -> Iterable[Any]:
+    """The pieces one after another, here."""
+    return [fn(*p) for p in pieces]
 
 
 _PARTITION = re.compile(r"updated_date=(\d{4}-\d{2}-\d{2})")
@@ -58,6 +81,40 @@ def shards(root: Path, dataset: str, after: str | None = None) -> list[str]:
     raise InputError(f"{root}: no {dataset} shards (expected {root / dataset}/*.gz or {root / 'data' / dataset}/*/*.gz)")
 
 
+def s2ag_releases(root: Path) -> list[str]:
+    """The S2AG releases under ``root`` (``<root>/<release_id>/papers/``), oldest first; none
+    where ``root`` holds one release alone (``<root>/papers/``)."""
+    if not root.is_dir() or (root / "papers").is_dir():
+        return []
+    return sorted(d.name for d in root.iterdir() if d.is_dir() and d.name != DIFFS and (d / "papers").is_dir())
+
+
+def s2ag_diff_chain(root: Path, start: str) -> list[tuple[str, str, Path]]:
+    """The increments under ``<root>/diffs/`` that lead on from release ``start``, in order
+    (``from_release``, ``to_release``, folder): each the one from where the last ended, the
+    furthest where two start at one release; empty where none starts at ``start``."""
+    steps: dict[str, list[tuple[str, Path]]] = {}
+    if (root / DIFFS).is_dir():
+        for d in sorted((root / DIFFS).iterdir()):
+            frm, sep, to = d.name.partition("_")
+            if d.is_dir() and sep and frm and to > frm:
+                steps.setdefault(frm, []).append((to, d))
+    chain: list[tuple[str, str, Path]] = []
+    at = start
+    while at in steps:
+        to, folder = max(steps[at])
+        chain.append((at, to, folder))
+        at = to
+    return chain
+
+
+def diff_shards(diff: Path, dataset: str, kind: str) -> list[str]:
+    """The shards of one dataset's ``updates`` or ``deletes`` in an increment's folder (none: an
+    increment that changed nothing of it)."""
+    folder = diff / dataset / kind
+    return sorted(str(p) for p in folder.rglob("*") if p.is_file() and p.name.endswith(SHARD_SUFFIXES)) if folder.is_dir() else []
+
+
 def latest_partition(root: Path, dataset: str) -> str | None:
     """The newest ``updated_date`` partition of a snapshot dataset (None: not partitioned)."""
     dates = [d for f in shards(root, dataset) if (d := partition_of(f))]
@@ -79,6 +136,9 @@ def _columns(columns: dict[str, str]) -> str:
 
 
 def _scan(files: list[str], columns: dict[str, str]) -> str:
+    """A FROM item reading ``files`` with ``columns``; no file at all reads as no rows of them."""
+    if not files:
+        return "(SELECT " + ", ".join(f"NULL::{t} AS {k}" for k, t in columns.items()) + " LIMIT 0)"
     # ignore_errors: a malformed line (a truncated shard's last) is skipped, not the whole shard
     return (f"read_json({_files(files)}, format='newline_delimited', compression='auto_detect', "
             f"columns={_columns(columns)}, ignore_errors=true)")
@@ -93,8 +153,7 @@ def s2ag_papers(root: Path, arxiv_ids: Iterable[str] = (), corpus_ids: Iterable[
         con.register("wanted_arxiv", pl.DataFrame({"id": sorted(set(arxiv_ids))}, schema={"id": pl.Utf8}))
         con.register("wanted_corpus", pl.DataFrame({"id": sorted(set(corpus_ids))}, schema={"id": pl.Int64}))
         return con.sql(
-            f"""SELECT corpusid, externalids->>'ArXiv' AS arxiv, externalids::VARCHAR AS externalids, url, title, year,
-                       s2fieldsofstudy::VARCHAR AS s2fieldsofstudy, publicationtypes::VARCHAR AS publicationtypes
+            f"""SELECT {S2AG_PAPER_SELECT}
                 FROM {_scan(shards(root, 'papers'), S2AG_PAPER_COLUMNS)}
                 WHERE externalids->>'ArXiv' IN (SELECT id FROM wanted_arxiv)
                    OR corpusid IN (SELECT id FROM wanted_corpus)
@@ -110,8 +169,7 @@ def s2ag_citations(root: Path, citing: Iterable[int]) -> pl.DataFrame:
     try:
         con.register("citing", pl.DataFrame({"id": sorted(set(citing))}, schema={"id": pl.Int64}))
         return con.sql(
-            f"""SELECT citationid, citingcorpusid, citedcorpusid, isinfluential, contexts::VARCHAR AS contexts,
-                       intents::VARCHAR AS intents
+            f"""SELECT {S2AG_CITATION_SELECT}
                 FROM {_scan(shards(root, 'citations'), S2AG_CITATION_COLUMNS)}
                 WHERE citingcorpusid IN (SELECT id FROM citing)
                 ORDER BY citingcorpusid, citationid""").pl()
@@ -119,26 +177,42 @@ def s2ag_citations(root: Path, citing: Iterable[int]) -> pl.DataFrame:
         con.close()
 
 
+def openalex_piece(file: str, key: str, wanted: str, lower: bool = False, threads: int = 1) -> pl.DataFrame:
+    """One snapshot file's entities whose ``key`` is one of ``wanted`` (a parquet file of ``k``;
+    compared in lower case with ``lower``): ``key``, ``entity`` (the line as JSON text), ``file``."""
+    con = _connect()
+    try:
+        con.execute(f"SET threads = {max(1, threads)}")
+        field = f"lower(json->>'{key}')" if lower else f"json->>'{key}'"
+        return con.sql(
+            f"""SELECT k AS key, json::VARCHAR AS entity, filename AS file
+                FROM (SELECT {field} AS k, json, filename
+                      FROM read_ndjson_objects({_files([file])}, compression='auto_detect', filename=true,
+                                               ignore_errors=true))
+                WHERE k IN (SELECT k FROM read_parquet({_files([wanted])}))""").pl()
+    finally:
+        con.close()
+
+
 def openalex_entities(root: Path, dataset: str, key: str, wanted: Iterable[str], lower: bool = False,
-                      after: str | None = None) -> pl.DataFrame:
+                      after: str | None = None, mapper: Mapper = serial, threads: int = 1,
+                      work: Path | None = None) -> pl.DataFrame:
     """OpenAlex snapshot entities of ``dataset`` (``works``, ``authors``) whose ``key`` (``doi``,
     ``id``) is one of ``wanted`` (compared in lower case with ``lower``): ``key`` and ``entity``,
     the whole line as JSON text, for the API's parsers. Later partitions win: an entity that
     changed is in the newest ``updated_date`` it was written to. ``after``: only the partitions
-    written after that date (a day-later run reads what changed since the last one)."""
+    written after that date (a day-later run reads what changed since the last one). One piece
+    per file (:func:`openalex_piece`, run by ``mapper``); the keys they look for are written
+    once to a file under ``work`` (a folder the pieces see; default: the system's temporary one)."""
     files = shards(root, dataset, after)
-    if not files:
-        return pl.DataFrame(schema={"key": pl.Utf8, "entity": pl.Utf8})
-    con = _connect()
-    try:
-        con.register("wanted", pl.DataFrame({"k": sorted(set(wanted))}, schema={"k": pl.Utf8}))
-        field = f"lower(json->>'{key}')" if lower else f"json->>'{key}'"
-        return con.sql(
-            f"""SELECT k AS key, arg_max(json::VARCHAR, filename) AS entity
-                FROM (SELECT {field} AS k, json, filename
-                      FROM read_ndjson_objects({_files(files)}, compression='auto_detect', filename=true,
-                                               ignore_errors=true))
-                WHERE k IN (SELECT k FROM wanted)
-                GROUP BY k ORDER BY k""").pl()
-    finally:
-        con.close()
+    out = pl.DataFrame(schema={"key": pl.Utf8, "entity": pl.Utf8, "file": pl.Utf8})
+    if files:
+        if work is not None:
+            work.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=work) as tmp:
+            keys = Path(tmp) / "wanted.parquet"
+            pl.DataFrame({"k": sorted(set(wanted))}, schema={"k": pl.Utf8}).write_parquet(keys)
+            frames = list(mapper(openalex_piece, [(f, key, str(keys), lower, threads) for f in files], f"openalex-{dataset}"))
+        out = pl.concat([out, *frames])
+    return (out.sort(["key", "file"]).group_by("key", maintain_order=True).agg(pl.col("entity").last())
+            .select("key", "entity"))

@@ -98,6 +98,25 @@ class GraphSlice(ResolveQueries):
             self.con.unregister("_retopiced")
             self.con.unregister("_repeopled")
 
+    def forget_answers(self, arxiv_ids: Sequence[str], source: str) -> None:
+        """Drop what ``source`` answered for ``arxiv_ids`` (their references, the topics of its
+        schemes, their authorships, the record that they were asked), atomically: a paper its bulk
+        files no longer hold is then one never asked, so it is asked again."""
+        if not arxiv_ids:
+            return
+        schemes = list(SCHEMES_OF_SOURCE.get(source, ()))
+        self.con.register("_forgotten", pl.DataFrame({"k": list(arxiv_ids)}, schema={"k": pl.Utf8}).to_arrow())
+        try:
+            with self.transaction():
+                self._exec("DELETE FROM citations WHERE source = ? AND citing_arxiv_id IN (SELECT k FROM _forgotten)", [source])
+                if schemes:
+                    self._exec("DELETE FROM paper_topics WHERE list_contains(?, scheme) AND arxiv_id IN (SELECT k FROM _forgotten)",
+                               [schemes])
+                self._exec("DELETE FROM paper_authorships WHERE source = ? AND arxiv_id IN (SELECT k FROM _forgotten)", [source])
+                self._exec("DELETE FROM graph_fetches WHERE source = ? AND arxiv_id IN (SELECT k FROM _forgotten)", [source])
+        finally:
+            self.con.unregister("_forgotten")
+
     @staticmethod
     def _one_per_institution(institutions: pl.DataFrame) -> pl.DataFrame:
         """One row per key, as the merge makes of successive answers: the last value given of each

@@ -48,13 +48,43 @@ def ingest(
                                        default=str))
 
 
+BULK_KINDS = {"s2ag": "s2.bulk_dir", "openalex": "openalex.snapshot_dir"}
+"""``--from KIND=DIR``: the setting each kind of bulk folder stands for in one graph run."""
+
+
+def parse_bulk_from(items: list[str]) -> dict[str, Path]:
+    """``--from KIND=DIR`` (repeatable) as settings overrides (``{"s2.bulk_dir": DIR}``), checked
+    before any work: a kind other than s2ag or openalex, a folder that does not exist, or a kind
+    given twice is one line naming the flag."""
+    out: dict[str, Path] = {}
+    for item in items:
+        kind, eq, path = (part.strip() for part in item.partition("="))
+        if not eq or not kind or not path:
+            raise UsageError(f"--from {item!r} is not KIND=DIR (KIND: {' or '.join(BULK_KINDS)})")
+        if kind not in BULK_KINDS:
+            raise UsageError(f"--from {item!r}: KIND is {' or '.join(BULK_KINDS)}, not {kind!r}")
+        folder = Path(path).expanduser()
+        if not folder.is_dir():
+            raise UsageError(f"--from {item!r}: {folder} is not a folder")
+        if BULK_KINDS[kind] in out:
+            raise UsageError(f"--from {kind}= is given twice ({out[BULK_KINDS[kind]]} and {folder})")
+        out[BULK_KINDS[kind]] = folder
+    return out
+
+
 @fetching(("graph",), flag=False)
 def graph(
     openalex: Annotated[bool | None, typer.Option("--openalex/--no-openalex", help="Ask OpenAlex too (default: REVBENCH_OPENALEX__ENABLED)")] = None,
+    bulk_from: Annotated[list[str], typer.Option("--from", metavar="KIND=DIR", help="KIND=DIR, repeatable: read the graph from bulk files in DIR before the API, for this run (s2ag: Semantic Scholar's datasets, as REVBENCH_S2__BULK_DIR; openalex: the OpenAlex snapshot, as REVBENCH_OPENALEX__SNAPSHOT_DIR, and OpenAlex asked)")] = [],  # noqa: B006
     track: Track = None,
 ) -> None:
     """Fetch references, topics and affiliations for papers not asked yet, and resolve cited works to our papers."""
-    settings = setup(**({"openalex.enabled": openalex} if openalex is not None else {}))
+    folders = parse_bulk_from(bulk_from)
+    if openalex is False and BULK_KINDS["openalex"] in folders:
+        raise UsageError("--from openalex=... reads OpenAlex's snapshot; --no-openalex turns OpenAlex off: give one")
+    if BULK_KINDS["openalex"] in folders:
+        openalex = True
+    settings = setup(**({"openalex.enabled": openalex} if openalex is not None else {}), **folders)
     from revbench.flows.graph import graph_flow
 
     print_graph(graph_flow.run(settings, track=resolve_track(track, long_flow=True)))

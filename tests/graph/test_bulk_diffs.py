@@ -1,0 +1,146 @@
+"""S2AG's incremental diffs: what the graph stage keeps of a release (every paper's graph keys,
+the corpus papers covered, their citations) brought to the next release by an increment is what
+reading that release whole gives; applying it again gives the same; deletes remove (a citation
+by its id or, without one, by its two corpus ids; a paper with what it covered); the papers an
+increment did not touch are not given again. Built from the published format (the Datasets
+API's ``update_files`` and ``delete_files`` of each increment: rows of the dataset's own shape,
+deletes carrying the keys)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from revbench.synth.bulk_files import revise, s2ag_rows, write_s2ag
+from revbench.tasks.graph_bulk import s2ag_fetched
+from revbench.warehouse.bulk import s2ag_diff_chain, s2ag_releases
+from revbench.warehouse.bulk_diffs import apply_diff
+from revbench.warehouse.bulk_state import build_state, covered_ids, part, state_rows
+from tests.support.worlds import week_world
+
+R0, R1, R2 = "2026-09-08", "2026-09-15", "2026-09-22"
+SHA = "https://www.semanticscholar.org/paper/"
+
+
+def _shard(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+
+
+PARTS = ("papers", "covered", "citations")
+
+
+def _tables(state: Path) -> dict[str, pl.DataFrame]:
+    out = {}
+    con = duckdb.connect()
+    for name in PARTS:
+        df = con.sql(f"SELECT * FROM {part(state, name)}").pl()
+        out[name] = df.sort(df.columns)
+    return out
+
+
+def _same(a: Path, b: Path) -> None:
+    ta, tb = _tables(a), _tables(b)
+    for name in PARTS:
+        assert ta[name].equals(tb[name]), name
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> tuple[Path, Path, list[str]]:
+    """A world written as release R0, then (the same world, S2's corrections applied) as R1 with
+    the increment R0 -> R1; and its corpus."""
+    w, root = tmp_path / "world", tmp_path / "s2ag"
+    week_world(w, n_papers=24, seed=3)
+    write_s2ag(w, root, release=R0)
+    counts = write_s2ag(w, root, release=R1, since=R0, revised=True)
+    assert counts["papers_updates"] and counts["papers_deletes"] and counts["citations_updates"] and counts["citations_deletes"]
+    return w, root, pl.read_parquet(w / "s2_papers.parquet")["arxiv_id"].to_list()
+
+
+def test_an_increment_gives_what_the_release_read_whole_gives(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    w, root, corpus = world
+    assert s2ag_releases(root) == [R0, R1] and [(f, t) for f, t, _ in s2ag_diff_chain(root, R0)] == [(R0, R1)]
+    state = tmp_path / "state"
+    build_state(root / R0, state / R0, corpus)
+    changed, dropped = apply_diff(state / R0, root / "diffs" / f"{R0}_{R1}", state / R1, corpus)
+    build_state(root / R1, state / "whole", corpus)
+    _same(state / R1, state / "whole")
+    # the answers too, paper by paper
+    for s in (state / R1, state / "whole"):
+        assert covered_ids(s) == covered_ids(state / "whole")
+    ids = covered_ids(state / R1)
+    a, b = (s2ag_fetched(ids, *state_rows(s, ids)) for s in (state / R1, state / "whole"))
+    assert a.citations == b.citations and a.topics == b.topics and a.fetches == b.fetches
+    # only the papers S2's corrections touched are given again (the world did not grow)
+    before, after = s2ag_rows(w), revise(s2ag_rows(w))
+    corpus_rows = sorted((p for p in before["papers"] if p["publicationtypes"]), key=lambda p: p["externalids"]["ArXiv"])
+    assert dropped == [corpus_rows[1]["externalids"]["ArXiv"]]
+    assert set(changed) == _touched(before, after) and 0 < len(changed) < len(ids)
+
+
+def _touched(before: dict, after: dict) -> set[str]:
+    """The corpus papers of ``after`` whose row, citations or cited papers differ from ``before``."""
+    rows = [{p["corpusid"]: p for p in r["papers"]} for r in (before, after)]
+    edited = {k for k in rows[0].keys() | rows[1].keys() if rows[0].get(k) != rows[1].get(k)}
+    cites: list[dict[int, list[dict]]] = [{}, {}]
+    for i, r in enumerate((before, after)):
+        for c in r["citations"]:
+            cites[i].setdefault(c["citingcorpusid"], []).append(c)
+    return {p["externalids"]["ArXiv"] for cid, p in rows[1].items() if p["publicationtypes"]
+            and (cid in edited or cites[0].get(cid) != cites[1].get(cid)
+                 or any(c["citedcorpusid"] in edited for c in cites[1].get(cid, [])))}
+
+
+def test_applying_an_increment_again_gives_the_same(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _, root, corpus = world
+    state = tmp_path / "state"
+    build_state(root / R0, state / R0, corpus)
+    first = apply_diff(state / R0, root / "diffs" / f"{R0}_{R1}", state / R1, corpus)
+    again = apply_diff(state / R0, root / "diffs" / f"{R0}_{R1}", state / "again", corpus)
+    assert first == again
+    _same(state / R1, state / "again")
+    # and an increment with nothing in it changes nothing
+    (root / "diffs" / f"{R1}_{R2}").mkdir()
+    assert apply_diff(state / R1, root / "diffs" / f"{R1}_{R2}", state / R2, corpus) == ([], [])
+    _same(state / R1, state / R2)
+
+
+def test_deletes_remove_and_updates_replace(tmp_path: Path) -> None:
+    root, state = tmp_path / "s2ag", tmp_path / "state"
+    papers = [{"corpusid": 1, "externalids": {"ArXiv": "2101.00001"}, "url": SHA + "a" * 40, "title": "A", "year": 2021},
+              {"corpusid": 2, "externalids": {"ArXiv": "2101.00002"}, "url": SHA + "b" * 40, "title": "B", "year": 2021},
+              {"corpusid": 9, "externalids": {"DOI": "10.1234/x"}, "url": SHA + "c" * 40, "title": "Cited", "year": 2001}]
+    cites = [{"citationid": 11, "citingcorpusid": 1, "citedcorpusid": 9, "isinfluential": False},
+             {"citationid": 12, "citingcorpusid": 1, "citedcorpusid": 2, "isinfluential": True},
+             {"citationid": None, "citingcorpusid": 2, "citedcorpusid": 9, "isinfluential": None},
+             {"citationid": 21, "citingcorpusid": 2, "citedcorpusid": 1, "isinfluential": None}]
+    _shard(root / R0 / "papers" / "p.jsonl.gz", papers)
+    _shard(root / R0 / "citations" / "c.jsonl.gz", cites)
+    diff = root / "diffs" / f"{R0}_{R1}"
+    # paper 9 retitled; a paper new to S2 (and to the corpus) with its citation; paper 2 deleted;
+    # citation 12 deleted by its id, the id-less one by its corpus ids; 11 updated
+    _shard(diff / "papers" / "updates" / "u.jsonl.gz", [{**papers[2], "title": "Cited, retitled"},
+                                                        {"corpusid": 3, "externalids": {"ArXiv": "2101.00003"}, "title": "C"}])
+    _shard(diff / "papers" / "deletes" / "d.jsonl.gz", [{"corpusid": 2}])
+    _shard(diff / "citations" / "updates" / "u.jsonl.gz", [{**cites[0], "isinfluential": True},
+                                                           {"citationid": 31, "citingcorpusid": 3, "citedcorpusid": 9}])
+    _shard(diff / "citations" / "deletes" / "d.jsonl.gz", [{"citationid": 12}, {"citingcorpusid": 2, "citedcorpusid": 9}])
+    corpus = ["2101.00001", "2101.00002", "2101.00003"]
+    build_state(root / R0, state / R0, corpus)
+    assert covered_ids(state / R0) == ["2101.00001", "2101.00002"]
+    changed, dropped = apply_diff(state / R0, diff, state / R1, corpus)
+    assert changed == ["2101.00001", "2101.00003"] and dropped == ["2101.00002"]
+    t = _tables(state / R1)
+    assert sorted(t["papers"]["corpusid"].to_list()) == [1, 3, 9]
+    assert t["papers"].filter(pl.col("corpusid") == 9)["title"].to_list() == ["Cited, retitled"]
+    assert t["citations"].select("citationid", "citingcorpusid", "isinfluential").rows() == [(11, 1, True), (31, 3, None)]
+    got = s2ag_fetched(corpus, *state_rows(state / R1, corpus))
+    refs = {r["citing_arxiv_id"]: r for r in got.citations}
+    assert refs["2101.00001"]["cited_title"] == "Cited, retitled" and refs["2101.00001"]["is_influential"] is True
+    assert refs["2101.00003"]["cited_doi"] == "10.1234/x"
+    assert not any(f["found"] for f in got.fetches if f["arxiv_id"] == "2101.00002")
