@@ -16,7 +16,10 @@ turn with the baseline and the console script so that the machine's other load w
 three alike; it keeps each one's CPU time (user + system) too, which other processes on a
 shared machine disturb less than the wall time.
 
-    .venv/bin/python -m benchmarks.cli_bench [--repeat 5]
+    .venv/bin/python -m benchmarks.cli_bench [--repeat 5] [--rate-script PATH]
+
+``--rate-script`` times RATE's own ``evaluation_script.py`` (its public repository, kept outside
+this one) in the same turns, on the same two files (``--pred_paths``).
 """
 
 from __future__ import annotations
@@ -145,10 +148,14 @@ def interleaved(cmds: dict[str, list[str]], env: dict[str, str], cwd: Path, repe
                 "max_s": round(max(wall[k]), 3), "cpu_median_s": round(statistics.median(cpu[k]), 3)} for k in cmds}
 
 
-def cold_evaluate(work: Path, env: dict[str, str], pc: Path, rc: Path, repeat: int) -> dict[str, Any]:
-    """The cold ``revbench evaluate`` of RATE's files against the bare baseline, in turn (see the module)."""
+def cold_evaluate(work: Path, env: dict[str, str], pc: Path, rc: Path, repeat: int,
+                  rate_script: Path | None = None) -> dict[str, Any]:
+    """The cold ``revbench evaluate`` of RATE's files against the bare baseline (and RATE's own
+    ``evaluation_script.py`` where given), in turn (see the module)."""
     args = ["evaluate", "-p", f"rate_pc={pc}", "-p", f"rate_rc={rc}", "--bootstrap", "0"]
     cmds = {"baseline": [sys.executable, "-c", BASELINE, str(pc), str(rc)], "module": [sys.executable, "-m", "revbench", *args]}
+    if rate_script is not None:
+        cmds["rate_script"] = [sys.executable, str(rate_script), "--pred_paths", str(pc), str(rc)]
     script = Path(sys.executable).parent / "revbench"
     if script.exists():
         cmds["script"] = [str(script), *args]
@@ -164,6 +171,8 @@ def cold_evaluate(work: Path, env: dict[str, str], pc: Path, rc: Path, repeat: i
         "ratio_vs_baseline": round(ev["median_s"] / base["median_s"], 1),
         "cpu_ratio_vs_baseline": round(ev["cpu_median_s"] / base["cpu_median_s"], 1),
         "console_script": t.get("script"),
+        "rate_script": t.get("rate_script"),
+        "ratio_vs_rate_script": round(ev["median_s"] / t["rate_script"]["median_s"], 2) if "rate_script" in t else None,
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
 
@@ -172,7 +181,12 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--track-repeat", type=int, default=3)
+    p.add_argument("--rate-script", type=Path,
+                   help="RATE's evaluation_script.py (github.com/Gnociew/RATE-Reviewer-Assignment; not part of this "
+                        "repository), timed in turn on the same files")
     a = p.parse_args()
+    if a.rate_script is not None and not a.rate_script.is_file():
+        p.error(f"--rate-script {a.rate_script}: no such file")
     revbench = [sys.executable, "-m", "revbench"]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -182,7 +196,7 @@ def main() -> None:
         env.update(REVBENCH_DATA_DIR=str(work / "data"), PREFECT_HOME=str(work / "prefect"))
         lr_cmd = ["evaluate", "-p", f"rate_pc={pc}", "-p", f"rate_rc={rc}", "--bootstrap", "0"]
         gold_cmd = ["evaluate", "-b", f"goldstandard={gold}", "-s", "tpms", "--bootstrap", "1000"]
-        cold = cold_evaluate(work, env, pc, rc, a.repeat)
+        cold = cold_evaluate(work, env, pc, rc, a.repeat, a.rate_script)
         result = {
             "when": datetime.now(UTC).isoformat(timespec="seconds"),
             "machine": f"{os.cpu_count()} cores, python {sys.version.split()[0]}",

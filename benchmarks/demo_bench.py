@@ -4,7 +4,7 @@ printed (lines, the widest line) and the numbers it reported (``data/reports/dem
 The README and Getting started quote these numbers; ``docs/gen_numbers.py`` renders them from
 ``benchmarks/results/demo.json`` into the pages, so the pages say what the last run printed.
 
-    .venv/bin/python -m benchmarks.demo_bench                 # about 3 to 4 minutes on two cores
+    .venv/bin/python -m benchmarks.demo_bench                 # about 3 to 5 minutes on two cores
     .venv/bin/python -m benchmarks.demo_bench --work /tmp/demo-bench
 """
 
@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -26,9 +27,15 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 
 
+PATH_OR_URL = re.compile(r"\S*/\S*")
+"""A word with a slash: a path or a URL, which a log keeps whole however long."""
+
+
 def one_run(env: dict[str, str], log: Path) -> dict[str, Any]:
     """``revbench demo`` as ``make demo`` runs it (tracked, on a temporary Prefect server): wall
-    time, lines printed and the widest (a terminal of 80 columns; in a log nothing wraps)."""
+    time, lines printed, the widest (a terminal of 80 columns; in a log nothing wraps) and the
+    widest once its paths and URLs are taken out, and the lines of its full output
+    (``data/reports/demo.txt``)."""
     t0 = time.monotonic()
     with log.open("w") as f:
         done = subprocess.run([str(ROOT / ".venv" / "bin" / "revbench"), "demo"], env=env, stdout=f,
@@ -38,8 +45,10 @@ def one_run(env: dict[str, str], log: Path) -> dict[str, Any]:
     lines = log.read_text(errors="replace").splitlines()
     if done.returncode:
         raise SystemExit(f"revbench demo failed (exit {done.returncode}); {log}:\n" + "\n".join(lines[-8:]))
+    full = Path(env["REVBENCH_DATA_DIR"]) / "reports" / "demo.txt"
     return {"seconds": round(seconds, 1), "lines": len(lines), "widest": max((len(x) for x in lines), default=0),
-            "load_after": round(load, 1)}
+            "widest_text": max((len(PATH_OR_URL.sub("", x)) for x in lines), default=0),
+            "full_lines": len(full.read_text().splitlines()) if full.exists() else None, "load_after": round(load, 1)}
 
 
 def save_realism(report: Path, out: Path, run: dict[str, Any]) -> None:

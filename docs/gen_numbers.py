@@ -111,11 +111,15 @@ def demo_story(results: Path) -> str:
 def demo_timing(results: Path) -> str:
     """Getting started's line on how long the demo takes."""
     d = load(results, "demo.json")
+    first, second = d["first"], d["second"]
+    widest = (f", the widest {first['widest_text']} characters outside paths and URLs" if "widest_text" in first
+              else f", the widest {first['widest']} characters")
+    full = f"; its full output, {_n(first['full_lines'])} lines, went to `data/reports/demo.txt`" if first.get("full_lines") else ""
     return (f"Measured by `python -m benchmarks.demo_bench` ({d['when'][:10]}, {d['machine']}; "
             f"`benchmarks/results/demo.json`): a first `make demo` in a fresh folder took "
-            f"{d['first']['seconds']:.0f} s and printed {_n(d['first']['lines'])} lines; the second "
-            f"{d['second']['seconds']:.0f} s ({_n(d['second']['lines'])} lines, "
-            f"{d['second']['invitations_sent']} invitations sent). Building `.venv` the first time takes about "
+            f"{first['seconds']:.0f} s and printed {_n(first['lines'])} lines at 80 columns{widest}{full}; the "
+            f"second {second['seconds']:.0f} s ({_n(second['lines'])} lines, "
+            f"{second['invitations_sent']} invitations sent). Building `.venv` the first time takes about "
             "4 minutes more.\n")
 
 
@@ -297,12 +301,22 @@ def cli_cold(results: Path) -> str:
              f"(goal {c['goal_s']}: {met}) | {d['lr_tracked']['median_s']:.1f} s |",
              f"| `evaluate -b goldstandard=<58 reviewers, 10 draws> -s tpms --bootstrap 1000` | "
              f"**{gold['median_s']:.2f} s** (target 3.0) | {d['gold_tpms_bootstrap_tracked']['median_s']:.1f} s |",
-             f"| baseline: bare Python, same LR files | {base['median_s']:.3f} s | |", "",
+             f"| baseline: bare Python, same LR files | {base['median_s']:.3f} s | |",
+             *([f"| RATE's `evaluation_script.py --pred_paths`, same files | {c['rate_script']['median_s']:.3f} s | |"]
+               if c.get("rate_script") else []), "",
              f"The in-process LR command is {c['ratio_vs_baseline']}x the bare baseline ({c['median_s']:.3f} s against "
              f"{base['median_s']:.3f} s, median of {d['repeat']}, load average {c['load_average_1m']} as the timing ended; "
              f"CPU time {c['cpu_median_s']:.3f} s against {base['cpu_median_s']:.3f} s"
              + (f"; the console script `revbench`: {script['median_s']:.2f} s" if script else "")
              + f"); a bare `python -c pass` took {d['python_startup']['median_s']:.3f} s."]
+    if c.get("rate_script"):
+        r = c["rate_script"]
+        verdict = "no slower than" if c["median_s"] <= r["median_s"] else f"{c['ratio_vs_rate_script']}x"
+        lines += ["", f"Against RATE's own `evaluation_script.py` on the same two files, timed in the same turns "
+                  f"(`--rate-script`): {c['median_s']:.3f} s against {r['median_s']:.3f} s, {verdict} it "
+                  f"(CPU time {c['cpu_median_s']:.3f} s against {r['cpu_median_s']:.3f} s)."]
+    else:
+        lines += ["", "RATE's own `evaluation_script.py` was not timed in this run (`--rate-script PATH` times it)."]
     return "\n".join(lines) + "\n"
 
 
@@ -332,8 +346,48 @@ def rebuild_product_pools(results: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _same(t: dict[str, Any]) -> str:
+    if t["same"]:
+        return "the same"
+    return f"{_n(t['only_api'])} rows only over the API, {_n(t['only_bulk'])} only from the files"
+
+
+def bulk_graph(results: Path) -> str:
+    """The graph stage from bulk files against the same stage over the APIs (``bulk_bench``)."""
+    d = load(results, "bulk.json")
+    api, bulk, later = d.get("api"), d.get("bulk"), d.get("day_later")
+    lines = [f"Measured {d['when'][:10]} ({d['machine']}; `{d['command']}`): a SYNTHETIC world of "
+             f"{_n(d['world']['papers'])} papers and {_n(d['world']['references'])} references, {_n(d['corpus_papers'])} "
+             f"of them in the corpus; the files took {d.get('files_written_s', 0):.0f} s to write "
+             f"(S2AG {d.get('files_mb', {}).get('s2ag', 0):.0f} MB, the OpenAlex snapshot "
+             f"{d.get('files_mb', {}).get('openalex', 0):.0f} MB, gzipped).", "",
+             "| graph stage | seconds | CPU seconds | peak memory | papers asked over HTTP | requests | load average |",
+             "|---|---|---|---|---|---|---|"]
+    for name, r in (("over the APIs", api), ("from the bulk files", bulk), ("a day later, bulk", later)):
+        if r:
+            req = ", ".join(f"{k} {_n(v)}" for k, v in sorted(r.get("requests", {}).items())) or "0"
+            cpu = f"{r['cpu_s']:.0f}" if "cpu_s" in r else "-"
+            avg = " to ".join(f"{x:.1f}" for x in r["load_average_1m"]) if "load_average_1m" in r else "-"
+            lines.append(f"| {name} | {r['seconds']:.0f} | {cpu} | {r['peak_rss_mb'] / 1024:.1f} GB | "
+                         f"{_n(r['papers_asked'])} | {req} | {avg} |")
+    lines.append("")
+    if "bulk_over_api" in d:
+        goal = "at most a tenth: met" if d["bulk_over_api"] <= 0.1 else "the goal is at most a tenth: missed"
+        lines.append(f"The bulk path took {d['bulk_over_api']:.1%} of the API path's time ({goal}).")
+    if "day_later_over_bulk" in d:
+        goal = "at most 5%: met" if d["day_later_over_bulk"] <= 0.05 else "the goal is at most 5%: missed"
+        lines.append(f"A day later ({_n(later['new_papers'])} new papers) took {d['day_later_over_bulk']:.1%} of the "
+                     f"first bulk run ({goal}).")
+    same = d.get("same_tables")
+    if same:
+        cells = [f"{name} {_same(t)} ({_n(t['api_rows'])} rows)" for name, t in same.items() if isinstance(t, dict)]
+        lines.append("The tables, row for row (every column but " + ", ".join(f"`{c}`" for c in same["columns_not_compared"])
+                     + "): " + "; ".join(cells) + ".")
+    return "\n".join(lines) + "\n"
+
+
 RENDERERS: dict[str, Callable[[Path], str]] = {
-    "rebuild-product-pools": rebuild_product_pools,
+    "rebuild-product-pools": rebuild_product_pools, "bulk-graph": bulk_graph,
     "judged-assignment": judged_assignment, "judged-attack": judged_attack, "judged-cost": judged_cost, "cli-cold": cli_cold,
     "demo-readme": demo_readme, "demo-story": demo_story, "demo-timing": demo_timing, "world-realism": world_realism,
     "graph-worth": graph_worth, "graph-worth-points": graph_worth_points, "graph-worth-links": graph_worth_links,

@@ -35,6 +35,9 @@ from revbench.warehouse.holder import clear_holder, clear_waiting, drop_stray_de
 from revbench.warehouse.lifecycle import held_here
 
 log = logging.getLogger("revbench.flows")
+RUN_LOG_ONLY = {"run_log_only": True}
+"""``extra`` of a log line its command prints itself (the flow's result carries it): the line goes
+to the run's log in the Prefect UI, not a second time to the terminal (``prepare_process``)."""
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -443,11 +446,14 @@ def publish_table(key: str, rows: list[dict[str, Any]], description: str) -> Non
 
 
 def publish_markdown(key: str, markdown: str, description: str) -> None:
-    """A markdown artifact in a tracked run (nothing in-process)."""
+    """A markdown artifact in a tracked run (nothing in-process), its tables narrowed to fit the
+    Prefect UI's page (:func:`~revbench.flows.artifact_markdown.narrow_tables`)."""
     if prefect_active():
         from prefect.artifacts import create_markdown_artifact
 
-        create_markdown_artifact(markdown, key=key, description=description)
+        from revbench.flows.artifact_markdown import narrow_tables
+
+        create_markdown_artifact(narrow_tables(markdown), key=key, description=description)
 
 
 def stage_rows(results: list[StageResult]) -> list[dict[str, Any]]:

@@ -211,8 +211,8 @@ def wait_for_curator(run: Run, form: Any, waiting: Waiting) -> Any:
     if watcher.note is not None:  # recorded first, so it stands even if the form was answered too
         run.wh.runs.set_run_status(run.run_id, "running")
         n = watcher.note
-        say(f"no longer waits: {n.get('what')} by {n.get('by')} (run {n.get('run_id')}); this run finishes with "
-            "that decision")
+        # `what` names who decided already ("release v2 rejected by ada").
+        say(f"no longer waits: {n.get('what')} (run {n.get('run_id')}); this run finishes with that decision")
         return DecidedElsewhere(str(n.get("by")), str(n.get("run_id")), str(n.get("what")), dict(n.get("facts") or {}))
     if expired:
         text = (f"{run.flow} run {run.run_id}: nobody answered within {waiting.timeout_seconds} s ({waiting.what}); "

@@ -21,6 +21,7 @@ from revbench.evaluation.plan import EvaluationPlan, plan_evaluation
 from revbench.evaluation.report import ReportTable, plot_loss, report_tables, results_frame
 from revbench.evaluation.scorers import Context, make_scorer
 from revbench.evaluation.separation import Separation, separation_rows, separation_table, split_separations
+from revbench.flows.artifact_markdown import evaluation_markdown
 from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage
 from revbench.flows.pieces import map_pieces
 from revbench.flows.results import ConfiguredEvaluation, FlowResult
@@ -248,7 +249,9 @@ def finish_report(run_id: str, loaded: list[Benchmark], df: pl.DataFrame, stored
     png = write_report(report, df, md, rows_out, same_as, plot, json_out, sep_rows)
     if plot and attack:
         plot_attack(df, report / "attack.png")
-    publish_markdown("evaluation-report", md, "Loss and accuracy per split (best in bold)")
+    # In the UI's narrow page the scorer pairs come one table per split (report.md keeps one table).
+    publish_markdown("evaluation-report", evaluation_markdown(tables, warn),
+                     "Loss and accuracy per split (best in bold; 95% intervals under the values)")
     publish_table("evaluation-results", df.filter(pl.col("metric").is_in(["loss", "accuracy"])).to_dicts(),
                   "Loss and accuracy with 95% intervals")
     publish_table("evaluation-separation", sep_rows, "Scorer pairs: paired loss difference, 95% CI, tuples needed")

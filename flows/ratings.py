@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from revbench.errors import UsageError
-from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
+from revbench.flows.common import RUN_LOG_ONLY, Run, flow_run, publish_markdown, publish_table, revbench_flow, stage, stage_task
 from revbench.flows.curator import DecidedElsewhere, Waiting, decision_made, mark_outcome, wait_for_curator
 from revbench.flows.opt_outs import opt_out_stage
 from revbench.flows.pieces import prefect_active
@@ -158,13 +158,16 @@ def flags_markdown(flags: pl.DataFrame, ratings: pl.DataFrame, titles: Mapping[s
     its title and linked id (``titles``: arXiv id -> title)."""
     if flags.height == 0:
         return "No flags."
-    # The papers come first and the long flag id (what `decisions` names) last: the UI's table
-    # is as wide as its panel, and a curator reads the evidence before the reference.
-    lines = ["| annotator | rule | ratings in doubt | evidence | flag |", "|---|---|---|---|---|"]
+    # Two columns: the Prefect UI's cells never wrap and leave a table about 710 pixels at 1,280,
+    # so the annotator, the flag's id (what `decisions` names: the rule and whom it flags) and the
+    # evidence share one cell, and the papers the other; the artifact's tables are wrapped besides.
+    lines = ["Each flag: the annotator in bold, the flag's id and its evidence; beside it the ratings in doubt.", "",
+             "| flag | ratings in doubt |", "|---|---|"]
     for g in forms.flag_groups(flags, ratings, titles):
         for f in g["flags"]:
             shown = "<br>".join(forms.paper_line(x).replace("|", "\\|") for x in f["papers"])
-            lines.append(f"| {g['respondent']} | {f['rule']} | {shown} | {f['statistic']} | `{f['flag_id']}` |")
+            evidence = f["statistic"].replace("|", "\\|")
+            lines.append(f"| **{g['respondent']}**<br>`{f['flag_id']}`<br>{evidence} | {shown} |")
     return "\n".join(lines)
 
 
@@ -319,7 +322,7 @@ def ratings_flow(settings: Settings, decide: str | None = None, curator: str = "
         before = run.wh.survey.opted_out_emails()
         opted_out = opt_out_stage(run, store)
         found = dataclasses.replace(pulled.found, opt_outs=len(opted_out - before))
-        log.info("%s", found.line())
+        log.info("%s", found.line(), extra=RUN_LOG_ONLY)  # `revbench ratings` prints it
         flags = flag_stage(run, pulled)
         # Asked from the flow itself: Prefect pauses flow runs, not task runs.
         earlier = run.wh.read(FLAG_DECISIONS)

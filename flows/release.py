@@ -27,7 +27,7 @@ import polars as pl
 
 from revbench.errors import RevbenchError, UsageError
 from revbench.files import write_atomic
-from revbench.flows.common import Run, code_version, flow_run, publish_markdown, publish_table, revbench_flow, stage
+from revbench.flows.common import RUN_LOG_ONLY, Run, code_version, flow_run, publish_markdown, publish_table, revbench_flow, stage
 from revbench.flows.curator import DecidedElsewhere, Waiting, decision_made, mark_outcome, wait_for_curator
 from revbench.flows.pieces import prefect_active
 from revbench.flows.results import ConfiguredEvaluation, FlowResult
@@ -184,7 +184,7 @@ def release_flow(settings: Settings, version: str | None = None, replace: bool =
         same = None if force else _unchanged_since(draft)
         if same is not None:
             log.info("nothing changed since the published release %s: no release built, none put to a curator "
-                     "(--force builds one anyway)", same)
+                     "(--force builds one anyway)", same, extra=RUN_LOG_ONLY)  # `revbench release` prints it
             return _result(root / same, run.run_id, status=None, decided_by=None, unchanged=True)
         strings = _audit_stage(run, draft)
         _write_stage(run, version, draft, strings)

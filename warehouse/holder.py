@@ -159,9 +159,9 @@ def describe_waiting(info: dict[str, Any]) -> str:
     gone = "" if info.get("alive", True) else " (its process is gone: nobody will act on an answer)"
     decided = info.get("decided")
     if decided:
+        # `what` names who decided already ("release v3 rejected by ada").
         return (f"{info.get('flow')} run {info.get('run_id')} no longer waits: {decided.get('what')} "
-                f"(by {decided.get('by')}, run {decided.get('run_id')}, at {decided.get('at')}); it finishes with "
-                f"that decision{gone}")
+                f"(run {decided.get('run_id')}, at {decided.get('at')}); it finishes with that decision{gone}")
     return "\n".join([
         f"{info.get('flow')} run {info.get('run_id')} waits for {info.get('what')}{gone}",
         # The address on a line of its own: a log folded at 80 columns would break it in two.

@@ -56,7 +56,7 @@ def ui(
                             start_new_session=True)
     marker = home / UI_MARKER
     try:
-        _serve(proc, api, marker, f"(the runs of {settings.data_dir}, PREFECT_HOME={home}; telemetry off)")
+        _serve(proc, api, marker, f"(the runs of {settings.data_dir.resolve()}, PREFECT_HOME={home}; telemetry off)")
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) is how the UI is closed: no error
         stop(proc)
         console.print("Stopped the Prefect UI; commands on this data folder start their own server again.")

@@ -87,8 +87,8 @@ def demo_warehouse_for(settings: Settings, manifest: dict[str, Any]) -> None:
         aside.mkdir(parents=True)
         for p in held:
             p.rename(aside / p.name)
-        console.print(f"the demo world or the demo's pool settings changed; the previous demo warehouse, survey store "
-                      f"and releases were moved to {aside}")
+        console.tell(f"the demo world or the demo's pool settings changed; the previous demo warehouse, survey store "
+                     f"and releases were moved to {aside}")
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     marker.write_text(key)
 
@@ -154,9 +154,10 @@ def print_scanners(panel: dict[str, int], links: int | None = None) -> None:
         f"({which}, HEAD and GET, before the person), {panel['scanner_recorded']} recorded anything.")
 
 
-def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, track: bool) -> dict[str, Any]:
+def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, track: bool, story: Any) -> dict[str, Any]:
     """Round 1's invitations through a local SMTP server, the survey server, and a SYNTHETIC
-    panel that reads the emails and follows their links; its numbers for ``reports/demo.json``."""
+    panel that reads the emails and follows their links (told to ``story``, a
+    ``demo_story.Story``); its numbers for ``reports/demo.json``."""
     from revbench.synth.respondents import answer
 
     wave, panel, counts, _ = survey_round(settings, lambda messages, recorded: answer(
@@ -170,14 +171,15 @@ def run_survey_round(settings: Settings, truth: Any, corpus: Any, seed: int, tra
         f"{counts.get('ratings', 0)} ratings from {counts.get('invitations with answers', 0)} invitations, "
         f"{counts.get('skipped papers', 0)} skips, {counts.get('opted out', 0)} opt-outs.")
     print_scanners(panel)
+    story.survey(wave.sent, panel)
     return {"sent": wave.sent, **{k: v for k, v in panel.items() if isinstance(v, int)}}
 
 
-def run_ratings(settings: Settings, track: bool) -> dict[str, Any]:
+def run_ratings(settings: Settings, track: bool, story: Any) -> tuple[dict[str, Any], Path | None]:
     """The ratings flow on the survey's answers (flags decided by the demo's policy), with the
-    flags judged against the panel's planted low-effort respondents, then the evaluation of
-    trivial, tpms, bm25, embedding, citation, topic (and cof) on the demo's own benchmark; its numbers
-    for ``reports/demo.json``."""
+    flags judged against the panel's planted low-effort respondents, then the evaluation of the
+    demo's scorers on its own benchmark (told to ``story``); its numbers for ``reports/demo.json``
+    and the evaluation's report folder."""
     import polars as pl
 
     from revbench.flows.ratings import ratings_flow
@@ -198,9 +200,11 @@ def run_ratings(settings: Settings, track: bool) -> dict[str, Any]:
     (settings.data_dir / "reports" / "ratings").mkdir(parents=True, exist_ok=True)
     (settings.data_dir / "reports" / "ratings" / "flag_quality.json").write_text(json.dumps(quality, indent=1))
     print_ratings(out, quality)
+    story.ratings(out, quality)
     from revbench.flows.ratings import COUNTS
 
-    return {"counts": {field: getattr(out, field) for _, field in COUNTS}, "flags": quality}
+    return ({"counts": {field: getattr(out, field) for _, field in COUNTS}, "flags": quality},
+            Path(out.evaluation.report_dir) if out.evaluation else None)
 
 
 def print_encodes() -> None:
@@ -283,8 +287,20 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
              cassettes: Path | None = None, citation_link: float = 1.0) -> None:
     """Generate (or reuse) the world, serve it, and run ingest, disambiguation (the offline
     fallback, then the LLM), pools, a survey round answered by a SYNTHETIC panel, the ratings with
-    their evaluation, and a release, printing each stage's outcome and its audit against the truth.
-    Recorded answers in ``cassettes`` are given before the world's (see ``revbench.replay.cassettes``)."""
+    their evaluation, and a release, each stage audited against the truth. The screen gets a short
+    account (``revbench.app.demo_story``); every stage's full output goes to ``reports/demo.txt``
+    (and the screen too with ``-v``). Recorded answers in ``cassettes`` are given before the
+    world's (see ``revbench.replay.cassettes``)."""
+    from revbench.app.demo_story import Story, told
+    from revbench.app.entry import VERBOSE
+
+    story = Story(VERBOSE[0])
+    with told(story, settings.data_dir / "reports" / "demo.txt", VERBOSE[0], track):
+        _run_demo(story, settings, papers, seed, replay, track, cassettes, citation_link)
+
+
+def _run_demo(story: Any, settings: Settings, papers: int, seed: int, replay: ReplaySettings, track: bool,
+              cassettes: Path | None, citation_link: float) -> None:
     from revbench.flows.disambiguate import disambiguate_flow
     from revbench.flows.graph import graph_flow
     from revbench.flows.ingest import ingest_flow
@@ -315,19 +331,29 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
         f"[yellow]SYNTHETIC[/] demo world: {c['papers']} papers, {c['mentions']} mentions, "
         f"{c['persons']} people, {c['bad_records']} deliberately bad records -> {world_dir}"
     )
+    story.world(world_dir.name, c, replay.fault_rate)
     with spawn_replay(world_dir, replay, fixtures_dir=cassettes) as base:
         console.print(f"replay server on {base} (faults: {replay.fault_rate:.0%} of requests, all transient)")
         s = demo_settings(settings, base)
         s = s.with_overrides(ratings={"evaluate_scorers": demo_scorers(s.ratings.evaluate_scorers)})
-        print_ingest_summary(ingest_flow.run(s, DEMO_SINCE, DEMO_UNTIL, synthetic=True, track=track))
+        ingested = ingest_flow.run(s, DEMO_SINCE, DEMO_UNTIL, synthetic=True, track=track)
+        print_ingest_summary(ingested)
+        story.ingest(ingested)
         # The world serves OpenAlex too: its affiliations with years are what the institution COI reads.
         s = s.with_overrides(openalex={"enabled": True})
-        print_graph(graph_flow.run(s, track=track))
+        graphed = graph_flow.run(s, track=track)
+        print_graph(graphed)
+        story.graph(graphed)
+        # Nothing fetched: the same mentions and graph, so the same authors and pools as last time.
+        fetched_nothing = not story.new_work
+        deciders = []
         for decider in ("fallback", "llm"):
             dis = disambiguate_flow.run(s.with_overrides(disambiguate={"use_llm": decider == "llm"}), track=track)
             with Warehouse.open(s.warehouse_path, read_only=True, lock_wait=s.warehouse.lock_wait_seconds) as wh:
                 links = wh.read(AUTHOR_LINKS)
-            print_disambiguation(dis, disambiguation_quality(truth, links))
+            deciders.append((dis, disambiguation_quality(truth, links)))
+            print_disambiguation(*deciders[-1])
+        story.authors(deciders, fetched_nothing)
         stats = pools_flow.run(s.with_overrides(pools=DEMO_POOLS), round=1, track=track)
     with Warehouse.open(s.warehouse_path, read_only=True, lock_wait=s.warehouse.lock_wait_seconds) as wh:
         assignments = wh.pools.read_round(ASSIGNMENTS, stats.round)
@@ -338,33 +364,45 @@ def run_demo(settings: Settings, papers: int, seed: int, replay: ReplaySettings,
         corpus = wh.ingest.corpus_papers()
     audit = coi_violations(truth, assignments, links)
     print_pools(stats, audit, planted=planted)
+    story.pools(stats, audit, planted, fetched_nothing)
     facts: dict[str, Any] = {
         "papers": papers, "seed": seed, "world": {**c, "spec_key": manifest["spec_key"], "format": manifest.get("format")},
+        "ingest": {"fetched": next((x["rows_out"] for x in ingested.stages if x["stage"] == "crawl"), 0),
+                   **ingested.totals},
+        "graph": {"papers_asked": graphed.papers_asked, "references_saved": graphed.references_saved,
+                  "coverage": {x["source"]: x["papers_with_references"] for x in graphed.coverage["sources"]}},
+        "authors": [{"decider": d.decider, "mentions": d.mentions, "merges": sum(d.merges.values()), "authors": d.authors,
+                     "llm_calls": d.llm_calls, "precision": q["pairwise_precision"], "recall": q["pairwise_recall"]}
+                    for d, q in deciders],
         "pools": {"queries": stats.queries, "invitations": stats.assignments, "candidates": stats.invited_candidates,
                   "exclusions": stats.exclusions, "coi_audit": audit,
                   "planted": [{"kind": p["kind"], "caught": p["caught"], "reasons": p.get("reasons", [])} for p in planted],
                   "invitations_by_path": stats.invitations_by_path},
-        "survey": run_survey_round(s, truth, corpus, seed, track), "ratings": run_ratings(s, track)}
+        "survey": run_survey_round(s, truth, corpus, seed, track, story)}
+    facts["ratings"], report_dir = run_ratings(s, track, story)
     from revbench.flows.release import release_flow
 
     # The demo's curator publishes what the audit passed.
     key = demo_key(settings, "release", derived_from=manifest["spec_key"])
-    print_release(release_flow.run(s.with_overrides(release={"id_key": key, "auto_approve": True}),
-                                   only_if_changed=True, track=track))
+    released = release_flow.run(s.with_overrides(release={"id_key": key, "auto_approve": True}), only_if_changed=True,
+                                track=track)
+    print_release(released)
+    story.release(released)
+    facts["release"] = {"version": released.version, "built": not released.unchanged, "status": released.status}
     # Weak labels from the citations (exHarmony): the demo world's people write a few papers each,
     # so its experts are those with more than 3 (exHarmony's 15 is for a real corpus).
     from revbench.flows.labels import write_labels
 
     labels = write_labels(s, "citations", Path(s.data_dir) / "weak-citations", experts=DEMO_EXPERTS)
     print_labels(labels)
+    story.labels(labels)
     print_encodes()
+    story.embeddings()
     realism = print_realism(settings, world_dir)
+    facts["evaluation"] = story.evaluation(report_dir) if report_dir else {}
+    story.realism(realism)
     seconds = time.monotonic() - t0
     a = labels.agreement
     write_demo_facts(settings, {**facts, "labels": {"positives": a.n_positive, "pairs": a.n_pairs, "kendall_tau": a.kendall_tau,
                                                     "auc": a.auc}, "realism": realism, "seconds": round(seconds, 1)})
-    console.print(f"demo finished in {seconds:.0f} s; run it again for a cheap refresh.")
-    if track:
-        # `revbench ui`, not a bare `prefect server start`: commands run meanwhile then use its server
-        # instead of starting a second one on the same database.
-        console.print("Flow runs and artifacts: .venv/bin/revbench ui (or `make ui`), then open http://127.0.0.1:4200")
+    story.ending(seconds, settings.data_dir, track)

@@ -253,12 +253,14 @@ def prefect_home(settings: Settings) -> Path:
     return Path(given).expanduser().resolve() if given else (settings.data_dir / "prefect").resolve()
 
 
-def prepare_process(settings: Settings, prefect: bool = True, find_ui: bool = True) -> None:
+def prepare_process(settings: Settings, prefect: bool = True, find_ui: bool = True, run_lines: bool = True) -> None:
     """Third-party defaults and logging, before anything imports Prefect or GX (they read their
     settings at import). A variable the user already set wins. Without ``prefect`` (the survey
     server, which never talks to it) no Prefect home is made: it may write its store folder alone.
     With ``find_ui`` and no Prefect API configured, a Prefect server already serving the home's
-    database (``revbench ui``) becomes this process's API: a second server on it would fight it."""
+    database (``revbench ui``) becomes this process's API: a second server on it would fight it.
+    Without ``run_lines`` (the demo's short account) Prefect's console lines (a flow run began, a
+    task run finished, its temporary server started) stay in the Prefect UI unless ``-v``."""
     defaults = {
         "PREFECT_HOME": str(prefect_home(settings)),
         # The temporary Prefect server cold-starts in ~20 s on two cores; its default timeout is shorter.
@@ -284,6 +286,9 @@ def prepare_process(settings: Settings, prefect: bool = True, find_ui: bool = Tr
         # services log a failed batch as an ERROR with a traceback, then retry it ("1 to retry, 0
         # dropped"). A request it truly fails reaches the client, which says so in one line.
         defaults["PREFECT_SERVER_LOGGING_LEVEL"] = "CRITICAL"
+        if not run_lines:
+            # The console handler only: the API handler still sends every line to the run's log.
+            defaults["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "ERROR"
     for key, value in defaults.items():
         os.environ.setdefault(key, value)
     # Prefect creates its home but not the folders above it.
@@ -318,9 +323,16 @@ def prepare_process(settings: Settings, prefect: bool = True, find_ui: bool = Tr
             plain = _StderrHandler()
             plain.setFormatter(logging.Formatter("%(levelname)-8s %(message)s"))
             log.addHandler(plain)
+        for handler in log.handlers:
+            handler.addFilter(_not_run_log_only)
         log.propagate = False
     for name in QUIET_LIBRARIES:
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _not_run_log_only(record: logging.LogRecord) -> bool:
+    """Keeps off the terminal a line the command prints itself (``flows.common.RUN_LOG_ONLY``)."""
+    return not getattr(record, "run_log_only", False)
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]

@@ -88,18 +88,38 @@ def write_results_page(settings: Settings, out: Path, pairs: list[Pairs]) -> Non
                   "offline)")
 
 
+DERIVED = ("warehouse", "weak")
+"""Benchmarks built from this warehouse's corpus (its own benchmark, its weak labels): SYNTHETIC
+when that corpus is."""
+
+
 def synthetic_versions(settings: Settings, results: pl.DataFrame, corpus_synthetic: bool) -> set[tuple[str, str]]:
     """The (benchmark, version) pairs of ``results`` built from SYNTHETIC data: a release whose
-    manifest says so (or, when its folder is gone, any release of a warehouse whose ingest read a
-    simulated world). Benchmarks read from elsewhere (the gold standard, LR-bench) are not."""
-    out = set()
-    for (version,) in results.filter(pl.col("benchmark") == "release").select("version").unique().iter_rows():
+    manifest says so (or, where its folder is gone or its manifest predates the flag, any release
+    of a warehouse whose ingest read a simulated world), the LR-bench reading of such a release's
+    folder (known by its version), this warehouse's own benchmark and the weak benchmark built
+    from it when its ingest read a simulated world, and a cross-benchmark average (``all``) with
+    any of these among its parts. Benchmarks read from elsewhere (the gold standard, LR-bench
+    itself, OpenReview) are not."""
+    from revbench.evaluation.importers.lrbench import lrbench_version
+
+    def release_synthetic(folder: Path) -> bool:
         try:
-            flag = json.loads((settings.releases_dir / version / "manifest.json").read_text()).get("synthetic")
+            flag = json.loads((folder / "manifest.json").read_text()).get("synthetic")
         except (OSError, ValueError, AttributeError):
             flag = None
-        if flag is True or (flag is None and corpus_synthetic):
-            out.add(("release", version))
+        return flag is True or (flag is None and corpus_synthetic)
+
+    keys = set(results.select("benchmark", "version").unique().iter_rows())
+    out = {(b, v) for b, v in keys
+           if (b == "release" and release_synthetic(settings.releases_dir / v)) or (b in DERIVED and corpus_synthetic)}
+    lr = {v for b, v in keys if b == "lrbench"}
+    if lr and settings.releases_dir.is_dir():
+        # A release's JSON read back as LR-bench (`-b lrbench=data/releases/v1`) carries the release's data.
+        releases = [f for f in sorted(settings.releases_dir.iterdir()) if (f / "manifest.json").is_file()]
+        out |= {("lrbench", v) for f in releases if release_synthetic(f) and (v := lrbench_version(f)) in lr}
+    # The cross-benchmark average's version names its parts: "lrbench@<version>+weak@<version>".
+    out |= {(b, v) for b, v in keys if b == "all" and any(tuple(p.split("@", 1)) in out for p in v.split("+"))}
     return out
 
 

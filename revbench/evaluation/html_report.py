@@ -7,12 +7,14 @@ charts is computed here so that the template only draws it."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
 
+from revbench.evaluation.evaluate import AVERAGED, OWN_COVERAGE, PAIR_METRICS
 from revbench.evaluation.model import SPLIT_AVERAGE
 from revbench.templates import render, version
 
@@ -21,6 +23,9 @@ TEMPLATE = "reports/results.html.j2"
 # folded table beneath it.
 HEADLINE = ("loss", "accuracy", "easy_accuracy", "hard_accuracy")
 SPLIT_ORDER = ("average", "pointwise", "paper_centric", "reviewer_centric")
+DIFFERENCE = " - "
+"""In a scorer's name, a paired difference to the baseline (``bm25 - tpms``): a row of its own
+table, never a scorer of the main table or the chart."""
 
 # Chart geometry in SVG user units (a label's width is estimated from its length at 12px).
 LABEL_W, PLOT_W, ROW_H, TOP, BOTTOM, CHAR_W = 160, 440, 24, 8, 34, 7
@@ -80,6 +85,12 @@ class Section:
     attack: list[dict[str, Any]] = field(default_factory=list)
     """Each scorer's collusion attack success by starting rank (``--attack``), one row per minimum profile."""
     attack_chart: Chart | None = None
+    differences: list[dict[str, Any]] = field(default_factory=list)
+    """The paired differences to the baseline (``bm25 - tpms``), rows as the main table's."""
+    repeats: dict[str, str] = field(default_factory=dict)
+    """``split -> the split it repeats``, left out of every table of the section."""
+    other_tables: list[dict[str, Any]] = field(default_factory=list)
+    """The other metrics, one table per cutoff (:func:`other_tables`)."""
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -133,29 +144,55 @@ def loss_chart(rows: list[dict[str, Any]], top: float | None = None, stamp: str 
 
 
 def duplicate_splits(df: pl.DataFrame) -> dict[str, str]:
-    """``split -> the earlier split it repeats``: splits (other than the average) whose every row
-    (scorer, metric, value, interval, pairs, coverage) equals an earlier split's, as pointwise and
-    reviewer-centric do when every reviewer rated every paper of theirs."""
+    """``split -> the earlier split it repeats``: splits (other than the average) whose pair metrics
+    (loss and the accuracies: scorer, value, interval, pairs, coverage) equal an earlier split's,
+    and whose other rows, if any, the earlier split has too. Pointwise and reviewer-centric hold the
+    same pairs when every reviewer rated every paper of theirs; the evaluation then copies the pair
+    metrics under both names, while the ranking metrics exist for the pointwise split alone."""
     cols = ["scorer", "metric", "value", "ci_low", "ci_high", "n", "coverage"]
-    seen: dict[tuple[Any, ...], str] = {}
+    kept: list[tuple[str, tuple[Any, ...], set[tuple[Any, ...]]]] = []
     out: dict[str, str] = {}
     for split in sorted(set(df["split"].to_list()) - {SPLIT_AVERAGE}, key=_split_key):
         rows = df.filter(pl.col("split") == split).select(cols).sort("scorer", "metric")
-        key = tuple(rows.iter_rows())
-        if key in seen:
-            out[split] = seen[key]
+        pair = tuple(rows.filter(pl.col("metric").is_in(PAIR_METRICS)).iter_rows())
+        rest = set(rows.filter(~pl.col("metric").is_in(PAIR_METRICS)).iter_rows())
+        earlier = next((k for k, p, r in kept if pair and p == pair and rest <= r), None)
+        if earlier is None:
+            kept.append((split, pair, rest))
         else:
-            seen[key] = split
+            out[split] = earlier
     return out
+
+
+def _repeated_by(repeats: Mapping[str, str]) -> dict[str, list[str]]:
+    """``kept split -> the splits that repeat it``, from :func:`duplicate_splits`'s answer."""
+    return {kept: [d for d, k in repeats.items() if k == kept] for kept in set(repeats.values())}
+
+
+def distinct_averages(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """``df`` (one version's rows, its repeated splits left out) with each average row of loss or
+    accuracy that counted a repeated split (its ``n``, the splits averaged, exceeds the distinct
+    splits: evaluations made before repeated splits were recognised) taken again over the
+    distinct splits, and the scorers so corrected."""
+    parts = df.filter(pl.col("metric").is_in(AVERAGED) & (pl.col("split") != SPLIT_AVERAGE)
+                      & ~pl.col("split").str.ends_with(OWN_COVERAGE) & pl.col("value").is_not_null())
+    means = parts.group_by("scorer", "metric").agg(pl.col("value").mean().alias("_mean"), pl.len().alias("_k"))
+    joined = df.join(means, on=["scorer", "metric"], how="left")
+    redo = (pl.col("split") == SPLIT_AVERAGE) & pl.col("_k").is_not_null() & (pl.col("n") > pl.col("_k"))
+    fixed = sorted(set(joined.filter(redo)["scorer"].to_list()))
+    out = joined.with_columns(value=pl.when(redo).then(pl.col("_mean")).otherwise(pl.col("value")),
+                              n=pl.when(redo).then(pl.col("_k")).otherwise(pl.col("n")))
+    return out.drop("_mean", "_k"), fixed
 
 
 def _pairs_label(n: int | None, split: str, scorer: str, df: pl.DataFrame) -> str:
     """The Pairs cell: a split's rated pairs; for the average, the pairs of the splits it averages
-    (its own ``n`` counts splits, not pairs)."""
+    (its own ``n`` counts splits, not pairs), from ``df`` without the repeated splits, so a pair is
+    counted once."""
     if split != SPLIT_AVERAGE:
         return "–" if n is None else f"{n:,}"
     parts = (df.filter((pl.col("scorer") == scorer) & (pl.col("metric") == "loss") & (pl.col("split") != SPLIT_AVERAGE)
-                       & ~pl.col("split").str.ends_with(":own_coverage") & pl.col("value").is_not_null())
+                       & ~pl.col("split").str.ends_with(OWN_COVERAGE) & pl.col("value").is_not_null())
              .unique("split"))
     if parts.is_empty():
         return "–"
@@ -209,24 +246,45 @@ def _judged(df: pl.DataFrame, synthetic: bool) -> tuple[list[dict[str, Any]], li
     return assignment, attack, chart
 
 
-def _section(i: int, benchmark: str, version_: str, df: pl.DataFrame, run_urls: Mapping[str, str],
-             top: float, synthetic: bool = False) -> Section:
-    judged = _judged(df, synthetic)
-    full, df = df, df.filter(~pl.col("split").str.contains(JUDGED))
-    rows: list[dict[str, Any]] = []
-    other = sorted(set(df["metric"].to_list()) - set(HEADLINE))
-    repeats = duplicate_splits(df)
-    shown = df.filter(~pl.col("split").is_in(list(repeats)))
+def _header_parts(metric: str) -> list[str]:
+    """A metric's header in pieces a browser may break between (``Institution|Diversity``,
+    ``Recall_|hard``), the cutoff left to the table's caption: the columns stay narrow."""
+    name = re.sub(r"@\d+$", "", metric)
+    return [p for p in re.split(r"(?<=_)|(?<=[a-z])(?=[A-Z])", name) if p]
+
+
+def other_tables(rows: list[dict[str, Any]], other: list[str]) -> list[dict[str, Any]]:
+    """The metrics beside the headline ones (``other``, each row's ``other`` in that order) as one
+    table per cutoff (``NDCG@5`` with the ``@5`` metrics; those without one first), each with the
+    rows that have a value in it: ``cutoff`` (None: none), ``headers`` (metric, header pieces),
+    ``rows`` (scorer, split, cells). One table of every metric would be far wider than the page."""
+    groups: dict[str | None, list[int]] = {}
+    for i, m in enumerate(other):
+        cut = re.search(r"@(\d+)$", m)
+        groups.setdefault(cut.group(1) if cut else None, []).append(i)
+    out = []
+    for cutoff in sorted(groups, key=lambda c: -1 if c is None else int(c)):
+        idx = groups[cutoff]
+        body = [{"scorer": r["scorer"], "split": r["split"], "cells": [r["other"][i] for i in idx]} for r in rows]
+        out.append({"cutoff": cutoff, "headers": [(other[i], _header_parts(other[i])) for i in idx],
+                    "rows": [b for b in body if any(v != "–" for v in b["cells"])]})
+    return [t for t in out if t["rows"]]
+
+
+def _table_rows(shown: pl.DataFrame, other: list[str], also: Mapping[str, list[str]]) -> list[dict[str, Any]]:
+    """One display row per (scorer, split) of ``shown`` (no repeated split): the headline metrics
+    with intervals, the ``other`` metrics, pairs and coverage; a split others repeat is named
+    with them (``pointwise = reviewer_centric``)."""
     by_key = {(r["scorer"], r["split"], r["metric"]): r for r in shown.iter_rows(named=True)}
-    pairs = sorted({(r["scorer"], r["split"]) for r in by_key.values()}, key=lambda p: (p[0], _split_key(p[1])))
-    also = {kept: [s for s, k in repeats.items() if k == kept] for kept in set(repeats.values())}
-    for scorer, split in pairs:
+    keys = sorted({(r["scorer"], r["split"]) for r in by_key.values()}, key=lambda p: (p[0], _split_key(p[1])))
+    rows = []
+    for scorer, split in keys:
         cells = {m: by_key.get((scorer, split, m)) for m in (*HEADLINE, *other)}
         any_row = next(c for c in cells.values() if c is not None)
         loss = cells["loss"] or {}
         rows.append({
             "scorer": scorer, "split": " = ".join([split, *also.get(split, [])]),
-            "n": _pairs_label(any_row["n"], split, scorer, df),
+            "n": _pairs_label(any_row["n"], split, scorer, shown),
             "coverage": _share(any_row["coverage"]),
             "partial": any_row["coverage"] is not None and any_row["coverage"] < 1,
             "loss": loss.get("value"), "loss_low": loss.get("ci_low"), "loss_high": loss.get("ci_high"),
@@ -234,15 +292,33 @@ def _section(i: int, benchmark: str, version_: str, df: pl.DataFrame, run_urls: 
                          for m, c in ((m, cells[m]) for m in HEADLINE)],
             "other": [_fmt(cells[m]["value"]) if cells[m] else "–" for m in other],
         })
+    return rows
+
+
+def _section(i: int, benchmark: str, version_: str, df: pl.DataFrame, run_urls: Mapping[str, str],
+             top: float, synthetic: bool = False) -> Section:
+    judged = _judged(df, synthetic)
+    full, df = df, df.filter(~pl.col("split").str.contains(JUDGED))
+    repeats = duplicate_splits(df)
+    shown, corrected = distinct_averages(df.filter(~pl.col("split").is_in(list(repeats))))
+    is_difference = pl.col("scorer").str.contains(DIFFERENCE, literal=True)
+    other = sorted(set(shown.filter(~is_difference)["metric"].to_list()) - set(HEADLINE))
+    also = _repeated_by(repeats)
+    rows = _table_rows(shown.filter(~is_difference), other, also)
     runs = [{"run_id": rid, "url": run_urls.get(rid), "scorers": ", ".join(g["scorer"].unique().sort().to_list())}
             for (rid,), g in full.sort("evaluated_at", "scorer").group_by("run_id", maintain_order=True)]
     status = full["release_status"].drop_nulls()
-    notes = [f"{' and '.join(dup)}: the same pairs and results as {kept}, so shown once, as \"{kept} = {' = '.join(dup)}\""
-             for kept, dup in sorted(also.items())]
+    notes = [f"{' and '.join(dup)}: the same pairs and results as {kept}, so shown once, as \"{kept} = {' = '.join(dup)}\", "
+             "and counted once in the average and its pairs" for kept, dup in sorted(also.items())]
+    if corrected:
+        notes.append(f"The average of {', '.join(corrected)} is taken here over the distinct splits (the evaluation, "
+                     "older than this page, counted a repeated split twice)")
     return Section(f"b{i}", benchmark, version_, status[0] if status.len() else None,
                    f"{full['evaluated_at'].min():%Y-%m-%d %H:%M} UTC", rows, other,
                    loss_chart(rows, top, "SYNTHETIC" if synthetic else None), runs, synthetic=synthetic, same_splits=notes,
-                   assignment=judged[0], attack=judged[1], attack_chart=judged[2])
+                   assignment=judged[0], attack=judged[1], attack_chart=judged[2],
+                   differences=_table_rows(shown.filter(is_difference), [], also), repeats=repeats,
+                   other_tables=other_tables(rows, other))
 
 
 def sections(results: pl.DataFrame, run_urls: Mapping[str, str],
@@ -252,7 +328,8 @@ def sections(results: pl.DataFrame, run_urls: Mapping[str, str],
     (benchmark, version) pairs whose data is SYNTHETIC."""
     out = []
     # One axis for every chart, so that versions compare at a glance.
-    loss = results.filter((pl.col("metric") == "loss") & ~pl.col("split").str.contains(JUDGED))
+    loss = results.filter((pl.col("metric") == "loss") & ~pl.col("split").str.contains(JUDGED)
+                          & ~pl.col("scorer").str.contains(DIFFERENCE, literal=True))
     top = _nice_top(max((v for c in ("value", "ci_low", "ci_high") for v in loss[c].drop_nulls().to_list()), default=1.0))
     keys = results.select("benchmark", "version").unique(maintain_order=True).iter_rows()
     for i, (benchmark, version_) in enumerate(keys, start=1):
@@ -264,10 +341,13 @@ def sections(results: pl.DataFrame, run_urls: Mapping[str, str],
 def overview(secs: list[Section]) -> list[dict[str, Any]]:
     """Per benchmark, the loss of each scorer (rows) on each version (columns), split by split:
     ``benchmark, versions, rows`` with rows ``scorer, split, cells`` (value and interval, or None
-    where the scorer was not evaluated on that version)."""
+    where the scorer was not evaluated on that version). Only benchmarks with two versions or more:
+    one version's column would repeat its own section's table."""
     out = []
     for benchmark in dict.fromkeys(s.benchmark for s in secs):
         mine = [s for s in secs if s.benchmark == benchmark]
+        if len(mine) < 2:
+            continue
         cells = {(r["scorer"], r["split"], s.anchor): (_fmt(r["loss"]), _interval(r["loss_low"], r["loss_high"]))
                  for s in mine for r in s.rows}
         keys = sorted({(sc, sp) for sc, sp, _ in cells}, key=lambda k: (k[0], _split_key(k[1])))
@@ -317,9 +397,16 @@ def results_page(results: pl.DataFrame, run_urls: Mapping[str, str], generated_a
     which the page says at its top, in their sections and across their charts."""
     secs = sections(results, run_urls, synthetic)
     for s in secs:
-        s.separation = (separation or {}).get((s.benchmark, s.version))
+        sep = (separation or {}).get((s.benchmark, s.version))
+        if sep is not None:
+            # The scorer pairs are named by split as the tables are: a repeated split's pairs (an
+            # older report's) are left out, the split it repeats named with it.
+            also = _repeated_by(s.repeats)
+            sep = {**sep, "rows": [{**r, "split": " = ".join([r["split"], *also.get(r["split"], [])])}
+                                   for r in sep["rows"] if r["split"] not in s.repeats]}
+        s.separation = sep
+    scorers = results.filter(~pl.col("scorer").str.contains(DIFFERENCE, literal=True))["scorer"]
     return render(TEMPLATE, sections=secs, overview=overview(secs), template_version=version(TEMPLATE),
-                  generated_at=generated_at,
-                  revbench_version=revbench_version, headline=HEADLINE,
-                  n_benchmarks=len({s.benchmark for s in secs}), n_scorers=results["scorer"].n_unique(),
+                  generated_at=generated_at, revbench_version=revbench_version, headline=HEADLINE,
+                  n_benchmarks=len({s.benchmark for s in secs}), n_scorers=scorers.n_unique(),
                   n_runs=results["run_id"].n_unique(), any_synthetic=any(x.synthetic for x in secs))

@@ -110,3 +110,33 @@ def test_gx_s_temporary_folder_note_is_hidden_though_gx_sets_its_logger_to_info(
         gx.setLevel(level)
         gx.removeHandler(handler)
     assert seen == ["a warning of GX's own"]
+
+
+def test_the_demo_leaves_prefects_run_lines_to_its_ui_unless_verbose(
+        settings, own_process: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", raising=False)
+    monkeypatch.setattr(entry, "VERBOSE", [False])
+    entry.prepare_process(settings)
+    assert "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL" not in os.environ  # every other command: as before
+    entry.prepare_process(settings, run_lines=False)
+    assert os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] == "ERROR"  # the console handler; the API's keeps all
+    monkeypatch.delenv("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL")
+    monkeypatch.setattr(entry, "VERBOSE", [True])
+    entry.prepare_process(settings, run_lines=False)
+    assert "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL" not in os.environ
+
+
+def test_a_line_its_command_prints_is_not_logged_to_the_terminal_as_well(
+        settings, own_process: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from revbench.flows.common import RUN_LOG_ONLY
+
+    log = logging.getLogger("revbench")
+    monkeypatch.setattr(log, "handlers", [])
+    monkeypatch.setattr(log, "propagate", log.propagate)
+    monkeypatch.setattr(log, "level", log.level)
+    monkeypatch.setattr(entry, "VERBOSE", [False])
+    entry.prepare_process(settings, prefect=False)
+    logging.getLogger("revbench.ratings").info("survey store epoch e1: 0 new answers", extra=RUN_LOG_ONLY)
+    logging.getLogger("revbench.ratings").info("a line for the terminal")
+    err = capsys.readouterr().err
+    assert "a line for the terminal" in err and "survey store epoch" not in err

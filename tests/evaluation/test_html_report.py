@@ -13,6 +13,7 @@ from revbench.evaluation.html_report import (
     PLOT_W,
     TEMPLATE,
     loss_chart,
+    other_tables,
     overview,
     results_page,
     sections,
@@ -160,3 +161,89 @@ def test_assignment_and_attack_get_tables_and_a_chart_of_their_own() -> None:
     assert "SYNTHETIC: Collusion attack success" in page
     main = page.split("The assignment each scorer yields")[0].split('id="b2"')[-1]
     assert "assignment:candidates</td>" not in main and "attack:start" not in main
+
+
+def _lr_shaped(stale_average: bool = False) -> pl.DataFrame:
+    """One version as the evaluation writes LR-bench-shaped data: reviewer-centric holds the
+    pointwise pairs (the pair metrics copied under both names), only pointwise has ranking metrics,
+    and each scorer has a paired difference to the baseline tpms. ``stale_average``: the average as
+    an evaluation older than the recognition of repeated splits wrote it (three splits, one twice)."""
+    when = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+    out = []
+
+    def add(split: str, scorer: str, metric: str, value: float, n: int, ci: bool = True) -> None:
+        out.append(dict(benchmark="warehouse", version="w1", split=split, scorer=scorer, metric=metric, value=value,
+                        ci_low=value - 0.02 if ci else None, ci_high=value + 0.02 if ci else None, n=n, coverage=1.0,
+                        run_id="run-1", evaluated_at=when, release_status=None))
+
+    for scorer, base in (("bm25", 0.30), ("tpms", 0.25)):
+        for split, loss, n in (("pointwise", base, 120), ("reviewer_centric", base, 120), ("paper_centric", base + 0.06, 80)):
+            add(split, scorer, "loss", loss, n)
+            add(split, scorer, "accuracy", 1 - loss, n)
+        add("pointwise", scorer, "NDCG@10", base + 0.4, 30, ci=False)
+        splits = [base, base + 0.06] + ([base] if stale_average else [])
+        add("average", scorer, "loss", sum(splits) / len(splits), len(splits), ci=False)
+    for split in ("pointwise", "reviewer_centric", "paper_centric"):
+        add(split, "bm25 - tpms", "loss", 0.05, 120 if split != "paper_centric" else 80)
+    return pl.DataFrame(out)
+
+
+def test_real_shaped_repeated_splits_are_shown_once_and_counted_once() -> None:
+    (sec,) = sections(_lr_shaped(), {})
+    assert sorted({r["split"] for r in sec.rows}) == ["average", "paper_centric", "pointwise = reviewer_centric"]
+    assert sec.repeats == {"reviewer_centric": "pointwise"} and "counted once" in sec.same_splits[0]
+    average = {r["scorer"]: r for r in sec.rows if r["split"] == "average"}
+    assert average["bm25"]["n"] == "200 in 2 splits"  # 120 + 80 distinct pairs, not 120 + 120 + 80
+    assert average["bm25"]["headline"][0][1] == "0.330"  # the evaluation's own average, untouched
+    merged = next(r for r in sec.rows if r["scorer"] == "tpms" and r["split"].startswith("pointwise"))
+    assert merged["other"] == ["0.650"]  # pointwise's ranking metric stays on the merged row
+
+
+def test_an_average_that_counted_a_repeated_split_is_taken_again() -> None:
+    (sec,) = sections(_lr_shaped(stale_average=True), {})
+    average = {r["scorer"]: r for r in sec.rows if r["split"] == "average"}
+    assert average["bm25"]["headline"][0][1] == "0.330" and average["tpms"]["headline"][0][1] == "0.280"
+    assert any("bm25, tpms is taken here over the distinct splits" in n for n in sec.same_splits)
+
+
+def test_paired_differences_are_a_table_of_their_own_not_scorers() -> None:
+    (sec,) = sections(_lr_shaped(), {})
+    assert {r["scorer"] for r in sec.rows} == {"bm25", "tpms"}
+    assert [b.label for b in sec.chart.bars if " - " in b.label] == []
+    assert [(r["scorer"], r["split"]) for r in sec.differences] == [("bm25 - tpms", "pointwise = reviewer_centric"),
+                                                                    ("bm25 - tpms", "paper_centric")]
+    assert all(" - " not in r["scorer"] for b in overview([sec]) for r in b["rows"])
+    page, _ = results_page(_lr_shaped(), {}, "now", "0.1.0")
+    assert "2 scorers" in page and page.count('<table class="differences">') == 1
+    chart = page.split('<svg class="loss-chart"')[1].split("</svg>")[0]
+    assert "bm25 - tpms" not in chart
+
+
+def test_scorer_pairs_of_a_repeated_split_are_named_as_the_tables_name_it() -> None:
+    pairs = [dict(benchmark="warehouse", split=split, scorer_a="tpms", scorer_b="bm25", value=-0.05, ci_low=-0.08,
+                  ci_high=-0.01, order_holds=0.99, n=120, separated=True, more_needed=None)
+             for split in ("pointwise", "reviewer_centric", "paper_centric")]
+    sep = separation_by_version(pairs, [dict(benchmark="warehouse", benchmark_version="w1", run_id="run-1")], {})
+    page, _ = results_page(_lr_shaped(), {}, "now", "0.1.0", sep)
+    table = page.split('<table class="separation">')[1].split("</table>")[0]
+    assert table.count("<tr><td>tpms</td>") == 2 and "<td>pointwise = reviewer_centric</td>" in table
+    assert "<td>reviewer_centric</td>" not in table
+
+
+def test_the_other_metrics_come_one_table_per_cutoff_with_breakable_headers() -> None:
+    rows_ = [{"scorer": "tpms", "split": "pointwise", "other": ["0.9", "0.5", "0.6", "0.7"]},
+             {"scorer": "tpms", "split": "average", "other": ["–", "–", "–", "–"]}]
+    tables = other_tables(rows_, ["InstitutionDiversity@10", "NDCG@5", "Recall_hard@10", "coverage_gap"])
+    assert [t["cutoff"] for t in tables] == [None, "5", "10"]
+    assert tables[2]["headers"] == [("InstitutionDiversity@10", ["Institution", "Diversity"]),
+                                    ("Recall_hard@10", ["Recall_", "hard"])]
+    assert tables[2]["rows"] == [{"scorer": "tpms", "split": "pointwise", "cells": ["0.9", "0.6"]}]  # no all-dash row
+    page, _ = results_page(_lr_shaped(), {}, "now", "0.1.0")
+    assert "At the top 10 of each list (@10)" in page and 'title="NDCG@10">NDCG</th>' in page
+
+
+def test_a_benchmark_of_one_version_has_no_overview_column_of_its_own() -> None:
+    assert overview(sections(_lr_shaped(), {})) == []
+    page, _ = results_page(_lr_shaped(), {}, "now", "0.1.0")
+    assert 'id="overview"' not in page
+    assert 'id="overview"' in results_page(rows(), {}, "now", "0.1.0")[0]  # two versions: side by side

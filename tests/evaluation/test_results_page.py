@@ -1,11 +1,16 @@
 """``revbench report --html DIR``: one line for a folder it cannot write or a warehouse without
 results; otherwise a page that Debian's chromium opens from file:// with the network cut off,
-showing every scorer's row and loss error bars (its screenshot goes into the docs)."""
+showing every scorer's row and loss error bars, whose tables stay inside the page at 1,280 pixels
+(a wide one scrolls within its own box). The docs' screenshot is of a demo run's page
+(``make screenshots``)."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +23,41 @@ from tests.support.cli import one_line_error
 from tests.support.common import run_cli
 
 TOPICS = ["retrieval", "graphs", "vision", "speech"]
+WIDTH = 1280
+"""The narrowest desktop window the page is made for: nothing may overflow it."""
+
+OVERFLOW = """() => {
+  const width = document.documentElement.clientWidth, out = [];
+  if (document.documentElement.scrollWidth > width) out.push(`the page scrolls sideways: ${document.documentElement.scrollWidth}px`);
+  for (const t of document.querySelectorAll('table')) {
+    const box = t.closest('.wide');
+    if (!box) { out.push(`table.${t.className} has no scroll box`); continue; }
+    const r = box.getBoundingClientRect(), scrolls = ['auto', 'scroll'].includes(getComputedStyle(box).overflowX);
+    if (r.left < 0 || r.right > width) out.push(`the box of table.${t.className} reaches ${r.right}px`);
+    if (!scrolls && t.getBoundingClientRect().right > r.right + 0.5) out.push(`table.${t.className} spills out of its box`);
+  }
+  for (const e of document.querySelectorAll('body *')) {
+    if (e.closest('.wide')) continue;
+    const r = e.getBoundingClientRect();
+    if (r.width && r.right > width + 0.5) out.push(`${e.tagName.toLowerCase()}.${e.className} reaches ${r.right}px`);
+  }
+  return out;
+}"""
+"""What overflows the window sideways, in words (nothing, as it should be): every table inside a
+scroll box (``.wide``) that itself stays inside, and nothing outside such a box wider than the window."""
+
+HIDDEN = """() => [...document.querySelectorAll('.wide')].filter(b => b.scrollWidth > b.clientWidth + 1)
+  .map(b => b.firstElementChild.className)"""
+"""The tables whose box scrolls (some columns out of sight until scrolled to)."""
+
+
+def fits(page) -> None:  # type: ignore[no-untyped-def]
+    """Every folded table opened, nothing overflows the window (:data:`OVERFLOW`), and the tables
+    of scorers, differences and pairs show every column without scrolling (the coverage column
+    last of all)."""
+    page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+    assert page.evaluate(OVERFLOW) == []
+    assert not {"results", "differences", "separation"} & set(page.evaluate(HIDDEN))
 
 
 def test_a_file_or_an_unwritable_folder_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,8 +117,7 @@ def browser() -> Iterator[object]:
 
 
 @pytest.mark.slow
-def test_the_page_opens_offline_from_a_file(evaluated: Settings, browser, tmp_path: Path,
-                                            request: pytest.FixtureRequest) -> None:
+def test_the_page_opens_offline_from_a_file(evaluated: Settings, browser, tmp_path: Path) -> None:
     stray = tmp_path / "elsewhere"  # a report folder of a version this warehouse never evaluated
     stray.mkdir()
     (stray / "results.json").write_text(json.dumps([{"benchmark": "openreview", "benchmark_version": "0ther", "run_id": "x"}]))
@@ -90,7 +129,7 @@ def test_the_page_opens_offline_from_a_file(evaluated: Settings, browser, tmp_pa
                            "version.")
     index = tmp_path / "share" / "index.html"
 
-    context = browser.new_context(viewport={"width": 1100, "height": 900})  # type: ignore[attr-defined]
+    context = browser.new_context(viewport={"width": WIDTH, "height": 900})  # type: ignore[attr-defined]
     attempted: list[str] = []
 
     def cut_off(route) -> None:  # type: ignore[no-untyped-def]
@@ -115,17 +154,46 @@ def test_the_page_opens_offline_from_a_file(evaluated: Settings, browser, tmp_pa
     box = bars.first.bounding_box()
     assert box is not None and box["width"] > 1  # a visible whisker, not a point
     assert first.locator("ul.runs li").count() == 1 and "run " in first.locator("ul.runs li").inner_text()
-    assert page.locator(".template-version").inner_text().startswith("3-")
+    assert page.locator(".template-version").inner_text().startswith("4-")
     pairs = first.locator("table.separation tbody tr")  # the scorer pairs of the first version's report folder
     assert pairs.count() == 10 and sections.nth(1).locator("table.separation").count() == 0
     assert first.locator("table.separation").get_by_text("separated", exact=True).count() >= 1
 
-    shots = request.config.getoption("--screenshots")
-    if shots:  # relative to where pytest was started (each test runs in its own folder)
-        end = first.bounding_box()  # the overview and the first version: the second only repeats the layout
-        page.screenshot(path=str(request.config.invocation_params.dir / shots / "results-page.png"), full_page=True,
-                        clip={"x": 0, "y": 0, "width": 1100, "height": end["y"] + end["height"] + 16})
+    fits(page)
     assert attempted == []
+    context.close()
+
+
+@pytest.mark.slow
+def test_the_demo_s_page_fits_the_window_and_is_the_docs_picture(browser, tmp_path: Path,
+                                                                 request: pytest.FixtureRequest) -> None:
+    """The page of a whole demo run (the warehouse and its release, every scorer, the scorer pairs):
+    a split repeated shown once, both benchmarks SYNTHETIC, no table out of the window at 1,280
+    pixels. It runs the demo (a few minutes), so only when the screenshots are taken."""
+    shots = request.config.getoption("--screenshots")
+    if not shots:
+        pytest.skip("runs the whole demo: `make screenshots` runs it, and saves the docs' picture of its page")
+    revbench = Path(sys.executable).parent / "revbench"
+    done = subprocess.run([str(revbench), "demo", "--no-track"], cwd=tmp_path, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    data = Path(os.environ["REVBENCH_DATA_DIR"])
+    folders = [data / "reports" / "warehouse", *sorted((data / "reports" / "releases").iterdir())]
+    code, out, err = run_cli("report", "--html", str(tmp_path / "share"),
+                             *(a for f in folders for a in ("--evaluation-report", str(f))))
+    assert code == 0, out + err
+    context = browser.new_context(viewport={"width": WIDTH, "height": 900})  # type: ignore[attr-defined]
+    page = context.new_page()
+    page.goto((tmp_path / "share" / "index.html").as_uri())
+    titles = page.locator("section.benchmark h2")
+    assert titles.count() >= 2 and all("SYNTHETIC" in t for t in titles.all_inner_texts())
+    assert page.locator("p.same-splits").count() >= 1  # the demo's pointwise and reviewer-centric hold the same pairs
+    assert page.locator("table.results").first.get_by_role("cell", name="pointwise = reviewer_centric").count() >= 1
+    first = page.locator("section.benchmark").first
+    chart = first.locator("svg.loss-chart").first.bounding_box()
+    # The top of the page and the first version down to its loss chart: the rest repeats the layout.
+    page.screenshot(path=str(request.config.invocation_params.dir / shots / "results-page.png"), full_page=True,
+                    clip={"x": 0, "y": 0, "width": WIDTH, "height": chart["y"] + chart["height"] + 16})
+    fits(page)
     context.close()
 
 

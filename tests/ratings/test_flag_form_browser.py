@@ -83,8 +83,8 @@ def test_a_curator_sees_each_flagged_paper_by_title_in_the_prefect_ui(prefect_ui
                 page.goto(f"{ui}/artifacts/artifact/{_flags_artifact(run_id)}")  # rendered, as the run lists it
                 page.get_by_text(titles[0], exact=False).first.wait_for(timeout=30_000)
                 assert page.locator("a[href*='arxiv.org/abs/']").count() >= 1
-                if shots:  # wide: the UI's table keeps each cell on one line
-                    page.set_viewport_size({"width": 1900, "height": 600})
+                if shots:  # the flags narrowed to the UI's page at the width the docs promise (1,280 pixels)
+                    page.set_viewport_size({"width": 1280, "height": 900})
                     page.screenshot(path=str(shots / "ratings-flags-artifact.png"))
         finally:
             if runner.is_alive() and run_id is not None:

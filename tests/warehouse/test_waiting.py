@@ -77,8 +77,9 @@ def test_a_decision_made_elsewhere_is_noted_for_its_waiting_run_and_status_stops
     assert write_decision(db, "a", note) and not write_decision(db, "gone", note)  # only a run that waits is told
     assert read_decision(db, "a") is not None and read_decision(db, "b") is None
     a, b = read_waiting(db)
-    assert describe_waiting(a) == ("release run a no longer waits: release v3 rejected by curator ada (by curator ada, "
-                                   f"run c, at {a['decided']['at']}); it finishes with that decision")
+    # Who decided is said once ("rejected by curator ada", not "... by curator ada (by curator ada").
+    assert describe_waiting(a) == ("release run a no longer waits: release v3 rejected by curator ada "
+                                   f"(run c, at {a['decided']['at']}); it finishes with that decision")
     assert "waits for" not in describe_waiting(a) and "waits for" in describe_waiting(b)
     clear_waiting(db, "a")  # the run read its note and stopped waiting: both files go
     assert [w["run_id"] for w in read_waiting(db)] == ["b"] and read_decision(db, "a") is None

@@ -47,7 +47,7 @@ def demo(
         prepare_process(settings)
         run_rebuild(settings, source, seed, replay, track=resolve_track(track, long_flow=True))
         return
-    prepare_process(settings)
+    prepare_process(settings, run_lines=False)  # the demo tells its own short story
     from revbench.app.demo import run_demo
 
     if cassettes is not None:

@@ -147,6 +147,14 @@ def _lr_tuples(items: Any, path: Path, scale: tuple[float, float],
     return tuples, papers, profiles
 
 
+def lrbench_version(path: Path) -> str | None:
+    """The version :func:`load_lrbench` gives the folder ``path`` (None without its evaluation
+    files), read without parsing them: the results page knows a SYNTHETIC release's LR-bench
+    reading by it."""
+    files = [f for stem in ("evaluations_pc", "evaluations_rc") if (f := _lr_file(path, stem)) is not None]
+    return files_digest(*files) if files else None
+
+
 @benchmark_kind("lrbench")
 def load_lrbench(path: Path, strict: bool = False) -> Benchmark:
     """LR-bench: ``evaluations_pc.json`` and/or ``evaluations_rc.json`` (anchor, positive,

@@ -1,0 +1,343 @@
+"""The graph stage from bulk files against the same stage over the APIs, same world, same run.
+
+A SYNTHETIC world of ``--papers`` papers (160k: LR-bench's size; no PDFs, the graph stage reads
+none) is written as Semantic Scholar's S2AG datasets (papers, citations) and as the OpenAlex
+snapshot (works and authors by ``updated_date``), and served by the replay server as the two
+APIs. The corpus (the world's arXiv listing, as the ingest would leave it: the graph stage reads
+each paper's arXiv id, DOI, title and year) is loaded once into a template warehouse, copied for
+each path. Then, each in a process of its own so each has its own peak memory:
+
+- ``api``: the graph stage asking Semantic Scholar and OpenAlex over HTTP, as without files;
+- ``bulk``: the same stage with ``s2.bulk_dir`` and ``openalex.snapshot_dir`` set: the files are
+  scanned in place by DuckDB, the APIs asked only for what the files lack;
+- ``day_later``: the world grown by a day, the corpus given the day's papers, the snapshot's new
+  partition and S2AG's next release written, and the bulk warehouse's graph stage run again.
+
+The two first runs' tables (citations, topics, authorships, affiliations) are compared row for
+row on the columns both sources fill. Peak memory is the stage process's resident set, sampled.
+
+    .venv/bin/python -m benchmarks.bulk_bench [--papers 160000] [--phases api,bulk,day_later] [--resume]
+
+Results go to ``benchmarks/results/bulk[-<n>k].json``, written after each phase (``--resume``
+keeps the phases already measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+FIRST_RELEASE, NEXT_RELEASE = "2026-10-31", "2026-11-01"
+PARTS = 8
+CORRECTED_EVERY = 1009
+"""S2AG's releases come in shards (about 30 files a dataset); 8 here, so the scan runs in pieces."""
+COMPARED = ("citations", "paper_topics", "paper_authorships", "author_affiliations")
+# What only the API's answers carry (S2AG holds no title for a reference S2 could not place) and
+# what each run stamps: left out of the row-for-row comparison, and named in the results.
+NOT_COMPARED = ("cited_title", "run_id", "fetched_at", "updated_at", "loaded_at", "match_keys")
+
+
+def _tag(xml: str, name: str) -> str:
+    m = re.search(rf"<{name}>(.*?)</{name}>", xml, re.S)
+    return m.group(1).strip() if m else ""
+
+
+def corpus_frames(world: Path, only: set[str] | None = None) -> tuple[Any, Any, Any]:
+    """The world's papers as the ingest would load them (latest version), with no mentions and no
+    rejects: the graph stage reads the papers alone."""
+    import polars as pl
+
+    from revbench.schemas.tables import MENTIONS, PAPERS, REJECTS
+
+    arxiv = pl.read_parquet(world / "arxiv.parquet")
+    now = datetime.now(UTC)
+    rows = []
+    for r in arxiv.iter_rows(named=True):
+        if only is not None and r["arxiv_id"] not in only:
+            continue
+        v = max(r["versions"], key=lambda x: x["version"])
+        entry = v["entry"]
+        title, abstract = _tag(entry, "title"), _tag(entry, "summary")
+        if not title or not abstract:  # the world's deliberately bad records: the ingest rejects them
+            continue
+        published = min(x["date"] for x in r["versions"])
+        rows.append({
+            "arxiv_id": r["arxiv_id"], "version": v["version"], "title": title, "abstract": abstract,
+            "primary_category": r["primary_category"], "categories": r["categories"], "published": published,
+            "updated": v["date"], "year": published.year, "s2_paper_id": None,
+            "pdf_sha256": hashlib.sha256(r["arxiv_id"].encode()).hexdigest(), "pdf_title": title,
+            "title_similarity": 1.0, "n_authors": max(1, entry.count("<author>")), "input_hash": "bulk-bench",
+            "run_id": None, "loaded_at": now, "orphan_affiliations": None, "journal_ref": None,
+            "doi": _tag(entry, "arxiv:doi") or None})
+    papers = pl.DataFrame(rows, schema=PAPERS.polars_schema) if rows else PAPERS.empty()
+    return papers, MENTIONS.empty(), REJECTS.empty()
+
+
+def load_corpus(world: Path, warehouse: Path, only: set[str] | None = None) -> int:
+    """Load the world's papers into ``warehouse``; the number loaded."""
+    from revbench.warehouse import Warehouse
+
+    papers, mentions, rejects = corpus_frames(world, only)
+    with Warehouse.open(warehouse) as wh:
+        wh.ingest.load_corpus(papers, mentions, rejects)
+    return papers.height
+
+
+def _settings(data: Path, base: str, s2ag: Path | None, snapshot: Path | None) -> Any:
+    from revbench.replay.server import replay_overrides
+    from revbench.settings import Settings
+
+    services = replay_overrides(base)
+    services["openalex"] = {**services["openalex"], "enabled": True,
+                            **({"snapshot_dir": snapshot} if snapshot else {})}
+    if s2ag:
+        services["s2"] = {**services["s2"], "bulk_dir": s2ag}
+    return Settings(data_dir=data).with_overrides(**services, warehouse={"memory_limit": "8GB"})
+
+
+def child_main(a: argparse.Namespace) -> None:
+    """One graph stage in this process; prints one JSON line."""
+    import psutil
+
+    from revbench.flows.graph import graph_flow
+
+    s = _settings(Path(a.data), a.base, Path(a.s2ag) if a.s2ag else None, Path(a.snapshot) if a.snapshot else None)
+    peak = {"rss": 0.0}
+    done = threading.Event()
+
+    def sample() -> None:
+        me = psutil.Process()
+        while not done.wait(0.2):
+            peak["rss"] = max(peak["rss"], me.memory_info().rss / 2**20)
+
+    threading.Thread(target=sample, daemon=True).start()
+    t = time.perf_counter()
+    out = graph_flow.fn(s)
+    seconds = time.perf_counter() - t
+    done.set()
+    print(json.dumps({"seconds": round(seconds, 1), "peak_rss_mb": round(peak["rss"]),
+                      "papers_asked": out.papers_asked, "failed": out.failed, "coverage": out.coverage}, default=str))
+
+
+def run_child(data: Path, base: str, s2ag: Path | None, snapshot: Path | None) -> dict[str, Any]:
+    """The graph stage in a child process; its JSON line, with the replay's requests it made."""
+    before = replay_requests(base)
+    cmd = [sys.executable, "-m", "benchmarks.bulk_bench", "--child", "--data", str(data), "--base", base]
+    cmd += ["--s2ag", str(s2ag)] if s2ag else []
+    cmd += ["--snapshot", str(snapshot)] if snapshot else []
+    load0, r0 = os.getloadavg()[0], resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode:
+        raise SystemExit(f"graph stage failed ({data}):\n{proc.stderr[-3000:]}")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    after = replay_requests(base)
+    # The machine is shared: its load at each end, and the stage's own CPU time, which others' load disturbs less.
+    out["load_average_1m"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+    out["cpu_s"] = round(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, 1)
+    out["requests"] = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) - before.get(k, 0)}
+    return out
+
+
+def replay_requests(base: str) -> dict[str, int]:
+    """What the replay server has served, by service."""
+    import httpx
+
+    return httpx.get(f"{base}/_replay/stats", timeout=30).json().get("served", {})
+
+
+def compare(api: Path, bulk: Path) -> dict[str, Any]:
+    """The graph tables of the two warehouses, row for row on the columns both paths fill."""
+    import polars as pl
+
+    from revbench.schemas import graph
+    from revbench.warehouse import Warehouse
+
+    tables = {t.name: t for t in (graph.CITATIONS, graph.PAPER_TOPICS, graph.PAPER_AUTHORSHIPS, graph.AUTHOR_AFFILIATIONS)}
+    frames = []
+    for path in (api, bulk):
+        with Warehouse.open(path, read_only=True) as wh:
+            frames.append({n: wh.read(t) for n, t in tables.items()})
+    out: dict[str, Any] = {}
+    for name in COMPARED:
+        a, b = frames[0][name], frames[1][name]
+        cols = [c for c in a.columns if c not in NOT_COMPARED and a.schema[c] != pl.Object]
+        # Rows as hashes, compared as multisets: millions of rows fit where tuples of them would not.
+        ha, hb = (f.select(cols).with_columns(pl.col(pl.List(pl.Utf8)).list.sort()).hash_rows(seed=0)
+                  .value_counts(name="n") for f in (a, b))
+        both = ha.join(hb, on=ha.columns[0], how="full", coalesce=True, suffix="_b").fill_null(0).cast({"n": pl.Int64, "n_b": pl.Int64})
+        only_a = int((both["n"] - both["n_b"]).clip(lower_bound=0).sum())
+        only_b = int((both["n_b"] - both["n"]).clip(lower_bound=0).sum())
+        out[name] = {"api_rows": a.height, "bulk_rows": b.height, "only_api": only_a, "only_bulk": only_b,
+                     "same": only_a == 0 and only_b == 0 and a.height == b.height}
+    out["columns_not_compared"] = list(NOT_COMPARED)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--papers", type=int, default=160_000)
+    p.add_argument("--phases", default="api,bulk,day_later")
+    p.add_argument("--work", type=Path, default=Path("data/bench/bulk"))
+    p.add_argument("--resume", action="store_true", help="keep the work folder and the phases already measured")
+    p.add_argument("--out", type=Path)
+    p.add_argument("--child", action="store_true")
+    for name in ("--data", "--base", "--s2ag", "--snapshot"):
+        p.add_argument(name)
+    a = p.parse_args()
+    if a.child:
+        child_main(a)
+        return
+    phases = [x.strip() for x in a.phases.split(",") if x.strip()]
+    if bad := set(phases) - {"api", "bulk", "day_later"}:
+        p.error(f"--phases: unknown {', '.join(sorted(bad))} (api, bulk, day_later)")
+    run(a, phases)
+
+
+def run(a: argparse.Namespace, phases: list[str]) -> None:
+    from revbench.replay import spawn_replay
+    from revbench.replay.snapshot import write_snapshot
+    from revbench.settings import ReplaySettings
+    from revbench.synth.bulk_files import write_s2ag
+    from revbench.synth.draw import WorldSpec
+    from revbench.synth.world import ensure_world
+
+    out_file = a.out or RESULTS / ("bulk.json" if a.papers == 160_000 else f"bulk-{a.papers // 1000}k.json")
+    result: dict[str, Any] = json.loads(out_file.read_text()) if a.resume and out_file.exists() else {}
+    if not a.resume:
+        shutil.rmtree(a.work, ignore_errors=True)
+    a.work.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        out_file.parent.mkdir(parents=True, exist_ok=True)
+        out_file.write_text(json.dumps(result, indent=2) + "\n")
+
+    world, s2ag, snap = a.work / "world", a.work / "s2ag", a.work / "openalex"
+    if "world" not in result:
+        t = time.perf_counter()
+        manifest = ensure_world(a.work / f"world-base-{a.papers // 1000}k", WorldSpec(n_papers=a.papers, seed=11, documents=False))
+        gen = time.perf_counter() - t
+        shutil.rmtree(world, ignore_errors=True)
+        shutil.copytree(a.work / f"world-base-{a.papers // 1000}k", world)
+        template = a.work / "template" / "warehouse.duckdb"
+        template.parent.mkdir(parents=True, exist_ok=True)
+        loaded = load_corpus(world, template)
+        result.update({
+            "when": datetime.now(UTC).isoformat(timespec="seconds"), "machine": f"{os.cpu_count()} cores",
+            "command": f"python -m benchmarks.bulk_bench --papers {a.papers}",
+            "world": {k: manifest["counts"].get(k) for k in ("papers", "references", "paper_topics", "affiliations")},
+            "corpus_papers": loaded, "world_generation_s": round(gen, 1)})
+        save()
+    if "files" not in result and {"bulk", "day_later"} & set(phases):
+        # Written when a phase reads them (the API phase needs none): the world as S2AG and the snapshot.
+        shutil.rmtree(s2ag, ignore_errors=True)
+        shutil.rmtree(snap, ignore_errors=True)
+        t = time.perf_counter()
+        result["files"] = {"s2ag": write_s2ag(world, s2ag, release=FIRST_RELEASE, parts=PARTS),
+                           "openalex": write_snapshot(world, snap)}
+        result["files_written_s"] = round(time.perf_counter() - t, 1)
+        result["files_mb"] = {k: round(sum(f.stat().st_size for f in d.rglob("*") if f.is_file()) / 2**20, 1)
+                              for k, d in (("s2ag", s2ag), ("openalex", snap))}
+        save()
+    replay = ReplaySettings(timeout_delay_seconds=1.0, retry_after_seconds=0)
+    for phase in phases:
+        if phase in result:
+            if phase == "bulk" and "api" in result and "same_tables" not in result and "day_later" not in result:
+                result["same_tables"] = compare(a.work / "api" / "warehouse.duckdb", a.work / "bulk" / "warehouse.duckdb")
+                result["bulk_over_api"] = round(result["bulk"]["seconds"] / result["api"]["seconds"], 4)
+                save()
+            continue
+        print(f"{phase}:", flush=True)
+        data = a.work / ("bulk" if phase == "day_later" else phase)
+        if phase == "day_later":
+            result[phase] = day_later(a, world, s2ag, snap, data, replay)
+        else:
+            shutil.rmtree(data, ignore_errors=True)
+            data.mkdir(parents=True)
+            shutil.copy(a.work / "template" / "warehouse.duckdb", data / "warehouse.duckdb")
+            with spawn_replay(world, replay) as base:
+                result[phase] = run_child(data, base, s2ag if phase == "bulk" else None, snap if phase == "bulk" else None)
+        save()
+        if phase == "bulk" and "api" in result:
+            # Compared right after the bulk run, before a day later changes its warehouse.
+            result["same_tables"] = compare(a.work / "api" / "warehouse.duckdb", a.work / "bulk" / "warehouse.duckdb")
+            result["bulk_over_api"] = round(result["bulk"]["seconds"] / result["api"]["seconds"], 4)
+            save()
+    if "day_later" in result and "bulk" in result:
+        result["day_later_over_bulk"] = round(result["day_later"]["seconds"] / result["bulk"]["seconds"], 4)
+        save()
+    print(json.dumps({k: result.get(k) for k in ("bulk_over_api", "day_later_over_bulk", "same_tables")}, indent=2))
+
+
+def day_later(a: argparse.Namespace, world: Path, s2ag: Path, snap: Path, data: Path, replay: Any) -> dict[str, Any]:
+    """A day later: the world grows a day, the files get the snapshot's next partition and S2AG's
+    next release with its diff, the corpus the day's papers, and the bulk path runs again."""
+    import polars as pl
+
+    from revbench.replay import spawn_replay
+    from revbench.replay.snapshot import write_snapshot
+    from revbench.synth.world import grow_world
+
+    before = set(pl.read_parquet(world / "arxiv.parquet")["arxiv_id"].to_list())
+    grown = grow_world(world, 1)
+    t = time.perf_counter()
+    files = {"s2ag": next_release(world, s2ag), "openalex": write_snapshot(world, snap)}
+    written = time.perf_counter() - t
+    new = set(pl.read_parquet(world / "arxiv.parquet")["arxiv_id"].to_list()) - before
+    added = load_corpus(world, data / "warehouse.duckdb", only=new)
+    with spawn_replay(world, replay) as base:
+        out = run_child(data, base, s2ag, snap)
+    return {**out, "new_papers": grown["days"]["papers_per_day"], "corpus_added": added,
+            "files_written_s": round(written, 1), "files": files}
+
+
+def next_release(world: Path, s2ag: Path) -> dict[str, int]:
+    """S2AG's next release and its diff: the first release's rows as they were, the grown world's
+    new papers and their citations added, and S2's corrections (``revise``) applied.
+
+    The generator draws the works of people outside the corpus again when the world grows, so
+    the grown world's rows would differ from the first release's for most of them; S2 does not
+    rewrite a paper's references because others appeared, so the rows the first release held are
+    kept as they were (the drawn-again ones are left out)."""
+    from revbench.synth.bulk_files import KEYS, _read, _write, diff_rows, revise, s2ag_rows
+
+    old = {d: [r for f in sorted((s2ag / FIRST_RELEASE / d).glob("*.jsonl.gz")) for r in _read(f)] for d in KEYS}
+    grown = s2ag_rows(world)
+    held = {d: {r[key] for r in old[d]} for d, key in KEYS.items()}
+    cites = [r for r in grown["citations"] if r["citationid"] not in held["citations"]]
+    # The new papers and those their citations name; not the outside works drawn again
+    wanted = {r["citingcorpusid"] for r in cites} | {r["citedcorpusid"] for r in cites}
+    wanted |= {p["corpusid"] for p in grown["papers"] if p["publicationtypes"]}
+    rows = {"papers": old["papers"] + [p for p in grown["papers"] if p["corpusid"] not in held["papers"]
+                                       and p["corpusid"] in wanted],
+            "citations": old["citations"] + cites}
+    # S2's corrections of a week: a cited paper in a thousand retitled (revise's default, one in
+    # 31, would touch most corpus papers through their references)
+    rows = revise(rows, every=CORRECTED_EVERY)
+    counts: dict[str, int] = {}
+    for dataset, items in rows.items():
+        for i in range(PARTS):
+            _write(s2ag / NEXT_RELEASE / dataset / f"part{i}.jsonl.gz", items[i::PARTS])
+        counts[dataset] = len(items)
+    for dataset, kinds in diff_rows(old, rows).items():
+        for kind, items in kinds.items():
+            _write(s2ag / "diffs" / f"{FIRST_RELEASE}_{NEXT_RELEASE}" / dataset / kind / "part0.jsonl.gz", items)
+            counts[f"{dataset}_{kind}"] = len(items)
+    return counts
+
+
+if __name__ == "__main__":
+    main()
