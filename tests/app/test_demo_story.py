@@ -7,16 +7,16 @@ without Prefect's per-task lines by default and without a line said twice."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from tests.app.test_docs_numbers import gen
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 60
@@ -106,14 +106,6 @@ def test_no_line_is_said_twice(runs: dict[str, subprocess.CompletedProcess[str]]
     said = (runs["verbose"].stdout + runs["verbose"].stderr).lower()
     assert said.count("survey store epoch") == 1, said.count("survey store epoch")
     assert said.count("nothing changed since the published release v1") == 1
-
-
-def gen() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_numbers", ROOT / "docs" / "gen_numbers.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.slow
