@@ -347,9 +347,12 @@ def rebuild_product_pools(results: Path) -> str:
 
 
 def _same(t: dict[str, Any]) -> str:
-    if t["same"]:
-        return "the same"
-    return f"{_n(t['only_api'])} rows only over the API, {_n(t['only_bulk'])} only from the files"
+    rows = ("the same rows" if t["only_api"] == t["only_bulk"] == 0 else
+            f"{_n(t['only_api'])} rows only over the API, {_n(t['only_bulk'])} only from the files")
+    differ = t.get("columns_differing") or {}
+    if not differ:
+        return f"{rows}, every value the same"
+    return f"{rows}; values differing in " + ", ".join(f"`{c}` {_n(n)}" for c, n in differ.items())
 
 
 def bulk_graph(results: Path) -> str:
@@ -381,8 +384,12 @@ def bulk_graph(results: Path) -> str:
     same = d.get("same_tables")
     if same:
         cells = [f"{name} {_same(t)} ({_n(t['api_rows'])} rows)" for name, t in same.items() if isinstance(t, dict)]
-        lines.append("The tables, row for row (every column but " + ", ".join(f"`{c}`" for c in same["columns_not_compared"])
-                     + "): " + "; ".join(cells) + ".")
+        lines.append("The tables of the two runs joined on their keys (the columns each run stamps left out): "
+                     + "; ".join(cells) + ".")
+        why = same.get("s2ag_carries_otherwise") or {}
+        if why:
+            lines.append("Where they may differ on this SYNTHETIC world, and why: " + "; ".join(
+                f"`{c}`: {w}" for c, w in why.items()) + "; a difference in any other column would fail the comparison.")
     return "\n".join(lines) + "\n"
 
 

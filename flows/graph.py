@@ -30,7 +30,7 @@ from revbench.flows.common import (
     stage_rows,
     stage_task,
 )
-from revbench.flows.graph_bulk import bulk_dir, bulk_first, bulk_lines
+from revbench.flows.graph_bulk import bulk_dir, bulk_first, bulk_lines, save_bulk
 from revbench.flows.pieces import chunks, map_pieces
 from revbench.flows.results import FlowResult
 from revbench.settings import Settings
@@ -113,8 +113,8 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
         else:
             pieces = [(settings, list(c)) for c in chunks(ids, size)]
             fn = openalex_piece
-        written: Counter[str] = Counter(_save(run, bulk, papers, work_ids) if bulk else {})
-        answered: set[str] = {f["arxiv_id"] for f in bulk.fetches} if bulk else set()
+        written: Counter[str] = Counter(save_bulk(run, bulk, papers, work_ids) if bulk else {})
+        answered: set[str] = bulk.answered() if bulk else set()
         failures: list[dict[str, Any]] = list(bulk.failures) if bulk else []
         requests, retries, down, cleaned = 0, 0, None, 0
         truncated: list[dict[str, Any]] = []

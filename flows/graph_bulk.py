@@ -14,21 +14,26 @@ partition the last run read (``openalex_bulk_through``)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from revbench.errors import InputError
 from revbench.flows.pieces import map_pieces
 from revbench.settings import Settings
-from revbench.tasks.graph_bulk import openalex_dois, openalex_fetched, s2ag_fetched
-from revbench.tasks.graph_fetch import Fetched
-from revbench.warehouse.bulk import Mapper, openalex_entities, s2ag_diff_chain, s2ag_releases
+from revbench.tasks.graph import PaperIndex
+from revbench.tasks.graph_bulk import Framed, s2ag_framed
+from revbench.tasks.graph_bulk_openalex import author_keys, openalex_dois, openalex_framed
+from revbench.tasks.graph_fetch import resolve_changed
+from revbench.warehouse.bulk import Mapper, s2ag_diff_chain, s2ag_releases
+from revbench.warehouse.bulk_answers import s2ag_answers
 from revbench.warehouse.bulk_diffs import apply_diff
-from revbench.warehouse.bulk_state import build_state, covered_ids, state_ready, state_rows
+from revbench.warehouse.bulk_openalex import snapshot_rows
+from revbench.warehouse.bulk_state import build_state, covered_ids, state_ready
 
 UNVERSIONED = "unversioned"
 """What the stage keeps of an S2AG folder that holds one release without its id (``DIR/papers/``)."""
@@ -60,7 +65,7 @@ def pieces_of(settings: Settings) -> tuple[Mapper, int]:
 
 
 def read_bulk(settings: Settings, source: str, todo: dict[str, list[str]], after: dict[str, str] | None = None
-              ) -> Fetched | None:
+              ) -> Framed | None:
     """The OpenAlex snapshot's answers for ``todo``'s papers, only those it holds (the rest stay
     for the API); None where no snapshot folder is configured. ``after``: what the last completed
     run read of it (``dir``, ``through``): when it is this folder, only the works partitions
@@ -73,31 +78,29 @@ def read_bulk(settings: Settings, source: str, todo: dict[str, list[str]], after
     mapper, threads = pieces_of(settings)
     work = settings.data_dir / "bulk" / "openalex"
     since = after["through"] if after and after.get("dir") == str(root) else None
-    works = openalex_entities(root, "works", "doi", openalex_dois(ids), lower=True, after=since, mapper=mapper,
-                              threads=threads, work=work)
-    authors = openalex_entities(root, "authors", "id", _author_ids(works), mapper=mapper, threads=threads, work=work)
-    return _held(openalex_fetched(ids, works, authors))
+    works = snapshot_rows(root, "works", "doi", openalex_dois(ids), lower=True, after=since, mapper=mapper,
+                          threads=threads, work=work)
+    authors = snapshot_rows(root, "authors", "id", author_keys(works), mapper=mapper, threads=threads, work=work)
+    return openalex_framed(ids, works, authors).held()
 
 
-def _author_ids(works: Any) -> list[str]:
-    return sorted({a["author"]["id"] for text in works["entity"].to_list()
-                   for a in (json.loads(text).get("authorships") or []) if (a.get("author") or {}).get("id")})
-
-
-def left_for_api(todo: dict[str, list[str]], got: Fetched | None) -> dict[str, list[str]]:
+def left_for_api(todo: dict[str, list[str]], got: Framed | None) -> dict[str, list[str]]:
     """``todo`` less the papers the bulk files answered."""
     if got is None:
         return todo
-    held = {f["arxiv_id"] for f in got.fetches}
+    held = got.answered()
     return {kind: [a for a in ids if a not in held] for kind, ids in todo.items()}
 
 
-def _held(got: Fetched) -> Fetched:
-    """``got`` less the papers the files do not hold: no answer, so the API is asked for them."""
-    held = {f["arxiv_id"] for f in got.fetches if f["found"]}
-    got.fetches = [f for f in got.fetches if f["arxiv_id"] in held]
-    got.failures = [f for f in got.failures if f["arxiv_id"] in held]
-    return got
+def save_bulk(run: Any, got: Framed, papers: PaperIndex, work_ids: dict[str, str]) -> dict[str, int]:
+    """Resolve the bulk answer's references and store everything it answered, atomically (the
+    API pieces' ``_save``; the frames come from DuckDB and polars, valid UTF-8 already, so there
+    is nothing to clean; each paper's rows come with its fetch records, so they are ``fresh``)."""
+    cites = resolve_changed(got.citations, papers, work_ids)[1].citations if got.citations.height else None
+    some = (lambda df: df if df is not None and df.height else None)
+    return run.wh.graph.save_graph(citations=some(cites), topics=some(got.topics), institutions=some(got.institutions),
+                                   affiliations=some(got.affiliations), authorships=some(got.authorships),
+                                   fetches=some(got.fetches.with_columns(run_id=pl.lit(run.run_id))), fresh=True)
 
 
 def record_through(run: Any, source: str, root: Path | None) -> None:
@@ -115,7 +118,7 @@ def record_through(run: Any, source: str, root: Path | None) -> None:
 class BulkAnswer:
     """What a source's bulk files answered in one graph run, and what is left for its API."""
 
-    got: Fetched | None
+    got: Framed | None
     left: dict[str, list[str]]
     notes: dict[str, Any] | None = None
 
@@ -133,7 +136,7 @@ def bulk_first(run: Any, settings: Settings, source: str, todo: dict[str, list[s
     got = read_bulk(settings, source, todo, last)
     if got is not None:
         record_through(run, source, root)
-    answered = len({f["arxiv_id"] for f in got.fetches}) if got else 0
+    answered = len(got.answered()) if got else 0
     return BulkAnswer(got, left_for_api(todo, got), {"dir": str(root), "answered": answered})
 
 
@@ -198,7 +201,7 @@ def s2ag_plan(settings: Settings, root: Path, last: dict[str, Any] | None) -> S2
                      "increments after a release the last run read")
 
 
-def s2ag_read(settings: Settings, plan: S2agPlan, corpus: list[str]) -> set[str]:
+def s2ag_read(settings: Settings, plan: S2agPlan, corpus: pl.DataFrame) -> set[str]:
     """Bring what the graph stage keeps up to ``plan``'s release and return the corpus papers
     whose S2 answer is to be given again: every one it covers after a release read whole, those
     an increment changed after increments (none for a folder without release ids: its new papers
@@ -228,17 +231,17 @@ def s2ag_first(run: Any, settings: Settings, root: Path, todo: dict[str, list[st
     plan = s2ag_plan(settings, root, last)
     home = state_root(settings)
     before = set(covered_ids(home / plan.start)) if plan.start else set()
-    ids = s2ag_read(settings, plan, run.wh.graph.paper_identifiers()["arxiv_id"].to_list())
+    ids = s2ag_read(settings, plan, run.wh.graph.paper_identifiers().select("arxiv_id", "title"))
     covered = set(covered_ids(home / plan.kept))
     ids = (ids | set().union(*todo.values())) & covered
-    got = _held(s2ag_fetched(sorted(ids), *state_rows(home / plan.kept, ids)))
+    got = s2ag_framed(sorted(ids), *s2ag_answers(home / plan.kept, ids)).held()
     dropped = sorted(before - covered)
     if dropped:
         run.wh.graph.forget_answers(dropped, "s2")
     if plan.release:
         run.wh.runs.add_run_parameters(run.run_id, {through_key("s2"): {"dir": str(root), "release": plan.release}})
     left = {kind: sorted(set(a) | set(dropped)) for kind, a in left_for_api(todo, got).items()}
-    notes = {"dir": str(root), "answered": len({f["arxiv_id"] for f in got.fetches}), "release": plan.release,
+    notes = {"dir": str(root), "answered": len(got.answered()), "release": plan.release,
              "from_release": plan.start, "whole": plan.whole is not None,
              "increments": [f"{f}_{t}" for f, t, _ in plan.increments], "deleted": dropped}
     return BulkAnswer(got, left, notes)

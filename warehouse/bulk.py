@@ -25,6 +25,7 @@ SQL, so it lives in ``warehouse/``); the graph stage hands the rows to its tasks
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from collections.abc import Callable, Iterable
@@ -125,6 +126,23 @@ def _connect():  # noqa: ANN202 (duckdb loads only when a bulk dataset is read)
     import duckdb
 
     return duckdb.connect()
+
+
+_DATABASES: dict[tuple[int, str], Any] = {}
+
+
+def piece_connection(kind: str, threads: int, setup: str = ""):  # noqa: ANN202
+    """A connection of its own for one piece, to the in-memory DuckDB this process keeps for
+    ``kind`` of piece (``setup`` run once on it): a database's start costs more than a small
+    file's whole scan, and a snapshot has thousands of files."""
+    database = _DATABASES.get((os.getpid(), kind))
+    if database is None:
+        database = _DATABASES[(os.getpid(), kind)] = _connect()
+        if setup:
+            database.execute(setup)
+    con = database.cursor()
+    con.execute(f"SET threads = {max(1, threads)}")
+    return con
 
 
 def _files(files: list[str]) -> str:

@@ -11,10 +11,7 @@ the diff, so a run that applies it again writes the same folder.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
-
-import polars as pl
 
 from revbench.warehouse.bulk import (
     S2AG_CITATION_COLUMNS,
@@ -26,7 +23,7 @@ from revbench.warehouse.bulk import (
     diff_shards,
     serial,
 )
-from revbench.warehouse.bulk_state import begin, copy, part, piece_db, publish, q
+from revbench.warehouse.bulk_state import Corpus, begin, best_cover, copy, part, piece_db, publish, q, register_corpus
 
 _PAPER_KEYS = {"corpusid": "BIGINT"}
 _CITATION_KEYS = {k: S2AG_CITATION_COLUMNS[k] for k in ("citationid", "citingcorpusid", "citedcorpusid")}
@@ -43,7 +40,7 @@ def kept_papers_piece(papers: str, changed: str, out: str, threads: int = 1) -> 
         con.close()
 
 
-def apply_diff(state: Path, diff: Path, out: Path, corpus: Iterable[str], mapper: Mapper = serial, threads: int = 1
+def apply_diff(state: Path, diff: Path, out: Path, corpus: Corpus, mapper: Mapper = serial, threads: int = 1
                ) -> tuple[list[str], list[str]]:
     """The folder of the release an increment (``diff``: its ``papers`` and ``citations``
     updates and deletes) leads to from the one in ``state``, written to ``out``; a corpus paper
@@ -56,7 +53,7 @@ def apply_diff(state: Path, diff: Path, out: Path, corpus: Iterable[str], mapper
     tmp = begin(out)
     con = piece_db(threads)
     try:
-        con.register("corpus", pl.DataFrame({"arxiv": sorted(set(corpus))}, schema={"arxiv": pl.Utf8}))
+        register_corpus(con, corpus)
         _diff_papers(con, state, diff, tmp, mapper, threads)
         _diff_citations(con, state, diff, tmp)
         covered, old_covered = part(tmp, "covered"), part(state, "covered")
@@ -65,7 +62,8 @@ def apply_diff(state: Path, diff: Path, out: Path, corpus: Iterable[str], mapper
                                  OR c.corpusid IN (SELECT citingcorpusid FROM uc UNION SELECT citingcorpusid FROM gone)
                                  OR c.corpusid IN (SELECT citingcorpusid FROM {part(tmp, 'citations')}
                                                    WHERE citedcorpusid IN (SELECT corpusid FROM changed))
-                                 OR c.arxiv NOT IN (SELECT arxiv FROM {old_covered})
+                                 OR NOT EXISTS (SELECT 1 FROM {old_covered} o WHERE o.arxiv = c.arxiv
+                                                AND o.corpusid = c.corpusid)
                               ORDER BY 1""").pl()["arxiv"].to_list()
         dropped = con.sql(f"SELECT arxiv FROM {old_covered} WHERE arxiv NOT IN (SELECT arxiv FROM {covered}) "
                           "ORDER BY 1").pl()["arxiv"].to_list()
@@ -89,17 +87,21 @@ def _diff_papers(con, state: Path, diff: Path, tmp: Path, mapper: Mapper, thread
     parts = sorted((state / "papers").glob("*.parquet"))
     list(mapper(kept_papers_piece, [(str(p), str(tmp / "changed.parquet"), str(tmp / "papers" / p.name), threads)
                                     for p in parts], "s2ag-papers-kept"))
-    copy(con, f"SELECT {S2AG_PAPER_SELECT} FROM {_scan(ups, S2AG_PAPER_COLUMNS)} WHERE corpusid IS NOT NULL",
-         tmp / "papers" / f"diff-{diff.name}.parquet")
-    # a paper the increment adds (one the release did not hold) is covered when the corpus has it
-    con.execute("CREATE TEMP TABLE candidates AS SELECT arxiv, corpusid FROM up WHERE arxiv IN (SELECT arxiv FROM corpus)")
+    added = tmp / "papers" / f"diff-{diff.name}.parquet"
+    copy(con, f"SELECT {S2AG_PAPER_SELECT} FROM {_scan(ups, S2AG_PAPER_COLUMNS)} WHERE corpusid IS NOT NULL", added)
     con.execute(f"CREATE TEMP TABLE kept AS SELECT * FROM {part(state, 'covered')} ANTI JOIN removed USING (corpusid)")
-    copy(con, f"""SELECT * FROM kept UNION ALL
-                  SELECT arxiv, max(corpusid) FROM candidates
-                  WHERE corpusid NOT IN (SELECT corpusid FROM {part(state, 'papers')}
-                                         WHERE corpusid IN (SELECT corpusid FROM candidates))
-                    AND arxiv NOT IN (SELECT arxiv FROM kept)
-                  GROUP BY arxiv""", tmp / "covered.parquet")
+    # A kept paper stays covered as its row is now; a paper the increment adds (one the release did
+    # not hold, so all its citations are in the increment) is covered when the corpus has it and it
+    # is the better record of its arXiv id. A paper the release held uncovered is not: what the
+    # stage keeps has none of its citations.
+    con.execute(f"CREATE TEMP TABLE candidates AS SELECT * FROM read_parquet({q(added)}) "
+                "WHERE arxiv IN (SELECT arxiv FROM corpus)")
+    copy(con, best_cover(f"""SELECT k.arxiv, p.* EXCLUDE (arxiv) FROM kept k JOIN {part(tmp, 'papers')} p USING (corpusid)
+                             UNION ALL BY NAME
+                             SELECT * FROM candidates
+                             WHERE corpusid NOT IN (SELECT corpusid FROM {part(state, 'papers')}
+                                                    WHERE corpusid IN (SELECT corpusid FROM candidates))"""),
+         tmp / "covered.parquet")
 
 
 def _diff_citations(con, state: Path, diff: Path, tmp: Path) -> None:  # noqa: ANN001

@@ -6,8 +6,9 @@ whole, then renamed into place, so a run that stops leaves the last one as it wa
   (:data:`~revbench.warehouse.bulk.S2AG_PAPER_SELECT`: corpus id, arXiv id, external ids, URL,
   title, year, fields of study, publication types), one part per shard read. The cited papers'
   metadata comes from here, and a diff's updated citation may cite any paper, so it holds them all.
-- ``covered.parquet``: the corpus papers the release holds (``arxiv``, ``corpusid``: the highest
-  of an arXiv id S2 lists twice, as the scan keeps), whose citations are kept.
+- ``covered.parquet``: the corpus papers the release holds (``arxiv``, ``corpusid``), whose
+  citations are kept. S2 lists some arXiv ids on two records (the paper, and another work wrongly
+  linked to it); the one kept is the one the API answers ``ARXIV:<id>`` with (:func:`best_cover`).
 - ``citations/*.parquet``: every ``citations`` row a covered paper cites from.
 
 The shards are read one piece per file (:func:`papers_piece`, :func:`citations_piece`, each its
@@ -30,11 +31,16 @@ from revbench.warehouse.bulk import (
     S2AG_PAPER_COLUMNS,
     S2AG_PAPER_SELECT,
     Mapper,
-    _connect,
     _scan,
+    piece_connection,
     serial,
     shards,
 )
+
+Corpus = Iterable[str] | pl.DataFrame
+"""The corpus papers: their arXiv ids, or a frame of ``arxiv_id`` (or ``arxiv``) and ``title``
+(the titles pick between two S2 records of one arXiv id)."""
+
 
 def q(path: Path | str) -> str:
     """``path`` as an SQL string literal."""
@@ -67,11 +73,9 @@ def publish(tmp: Path, state: Path) -> None:
 
 
 def piece_db(threads: int):  # noqa: ANN202
-    """An in-memory DuckDB on ``threads`` threads for one piece."""
-    con = _connect()
+    """A DuckDB connection on ``threads`` threads for one piece."""
     # a COPY streams: no need to keep the scan's order, which would hold it in memory
-    con.execute(f"SET preserve_insertion_order = false; SET threads = {max(1, threads)}")
-    return con
+    return piece_connection("s2ag", threads, "SET preserve_insertion_order = false")
 
 
 def copy(con, query: str, path: Path | str) -> int:  # noqa: ANN001
@@ -100,45 +104,61 @@ def citations_piece(shard: str, covered: str, out: str, threads: int = 1) -> int
         con.close()
 
 
-def build_state(release: Path, state: Path, corpus: Iterable[str], mapper: Mapper = serial, threads: int = 1
+def register_corpus(con, corpus: Corpus) -> None:  # noqa: ANN001
+    """``corpus`` as the table ``corpus`` (``arxiv``, ``title``: null where not given) of ``con``."""
+    if isinstance(corpus, pl.DataFrame):
+        ids = corpus["arxiv_id" if "arxiv_id" in corpus.columns else "arxiv"]
+        titles = corpus["title"] if "title" in corpus.columns else pl.Series([None] * corpus.height, dtype=pl.Utf8)
+        frame = pl.DataFrame({"arxiv": ids, "title": titles}, schema={"arxiv": pl.Utf8, "title": pl.Utf8})
+    else:
+        frame = pl.DataFrame({"arxiv": sorted(set(corpus))}, schema={"arxiv": pl.Utf8}).with_columns(title=pl.lit(None, pl.Utf8))
+    con.register("corpus", frame.drop_nulls("arxiv").unique("arxiv", keep="first", maintain_order=True))
+
+
+def _title_key(column: str) -> str:
+    # case, accents, spaces and punctuation aside: S2 and arXiv spell one title apart in those
+    return f"nullif(regexp_replace(lower(strip_accents({column})), '[^\\p{{L}}\\p{{N}}]+', '', 'g'), '')"
+
+
+def best_cover(contenders: str) -> str:
+    """The covered papers (``arxiv``, ``corpusid``) from ``contenders`` (a FROM item of papers rows
+    with their ``arxiv``): one per corpus paper, the record the API answers ``ARXIV:<id>`` with
+    where S2 lists the id twice. The record whose title is the corpus paper's comes first, then
+    one with publication types (S2 types its papers; a work wrongly linked to an arXiv id is
+    mostly an untyped stub), then the one with the most keys filled, then the highest corpus id,
+    so the choice never depends on the order the rows were read in."""
+    filled = " + ".join(f"(p.{c} IS NOT NULL)::INT" for c in ("externalids", "url", "title", "year", "s2fieldsofstudy",
+                                                            "publicationtypes"))
+    return f"""SELECT arxiv, corpusid FROM (
+                 SELECT p.arxiv, p.corpusid, row_number() OVER (PARTITION BY p.arxiv ORDER BY
+                        coalesce({_title_key('p.title')} = {_title_key('c.title')}, false) DESC,
+                        coalesce(json_type(p.publicationtypes::JSON) = 'ARRAY'
+                                 AND json_array_length(p.publicationtypes::JSON) > 0, false) DESC,
+                        {filled} DESC, p.corpusid DESC) AS rank
+                 FROM ({contenders}) p JOIN corpus c USING (arxiv))
+               WHERE rank = 1"""
+
+
+def build_state(release: Path, state: Path, corpus: Corpus, mapper: Mapper = serial, threads: int = 1
                 ) -> dict[str, int]:
     """The folder of the release in ``release`` (its ``papers`` and ``citations`` shards, one
-    piece per file run by ``mapper``) for the corpus papers ``corpus`` (arXiv ids), written to
-    ``state``; returns the files and rows read into it."""
+    piece per file run by ``mapper``) for the corpus papers ``corpus``, written to ``state``;
+    returns the files and rows read into it."""
     tmp = begin(state)
     papers, citations = shards(release, "papers"), shards(release, "citations")
     n_papers = sum(mapper(papers_piece, [(f, str(tmp / "papers" / f"part-{i:05d}.parquet"), threads)
                                          for i, f in enumerate(papers)], "s2ag-papers"))
     con = piece_db(threads)
     try:
-        con.register("corpus", pl.DataFrame({"arxiv": sorted(set(corpus))}, schema={"arxiv": pl.Utf8}))
-        covered = copy(con, f"SELECT arxiv, max(corpusid) AS corpusid FROM {part(tmp, 'papers')} "
-                            "WHERE arxiv IN (SELECT arxiv FROM corpus) GROUP BY arxiv", tmp / "covered.parquet")
+        register_corpus(con, corpus)
+        covered = copy(con, best_cover(f"SELECT * FROM {part(tmp, 'papers')} WHERE arxiv IN (SELECT arxiv FROM corpus)"),
+                       tmp / "covered.parquet")
     finally:
         con.close()
     n_cites = sum(mapper(citations_piece, [(f, str(tmp / "covered.parquet"), str(tmp / "citations" / f"part-{i:05d}.parquet"),
                                             threads) for i, f in enumerate(citations)], "s2ag-citations"))
     publish(tmp, state)
     return {"files": len(papers) + len(citations), "papers": n_papers, "covered": covered, "citations": n_cites}
-
-
-def state_rows(state: Path, arxiv_ids: Iterable[str]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """What :func:`~revbench.tasks.graph_bulk.s2ag_fetched` reads for the covered papers among
-    ``arxiv_ids``, from a release's folder: their ``papers`` rows, the ``citations`` rows they
-    cite from (by ``citationid`` within a paper, S2's order) and the cited papers' rows."""
-    con = _connect()
-    try:
-        con.register("wanted", pl.DataFrame({"arxiv": sorted(set(arxiv_ids))}, schema={"arxiv": pl.Utf8}))
-        con.execute(f"""CREATE TEMP TABLE mine AS SELECT p.* FROM {part(state, 'papers')} p
-                        JOIN {part(state, 'covered')} c USING (corpusid) WHERE c.arxiv IN (SELECT arxiv FROM wanted)""")
-        con.execute(f"CREATE TEMP TABLE cites AS SELECT * FROM {part(state, 'citations')} "
-                    "WHERE citingcorpusid IN (SELECT corpusid FROM mine)")
-        return (con.sql("SELECT * FROM mine ORDER BY corpusid").pl(),
-                con.sql("SELECT * FROM cites ORDER BY citingcorpusid, citationid").pl(),
-                con.sql(f"SELECT * FROM {part(state, 'papers')} WHERE corpusid IN (SELECT citedcorpusid FROM cites) "
-                        "ORDER BY corpusid").pl())
-    finally:
-        con.close()
 
 
 def covered_ids(state: Path) -> list[str]:

@@ -1,6 +1,6 @@
 """The bulk datasets read in place: S2AG citations losslessly (corpus ids, isinfluential, contexts
 null as unknown), the same rows as the Graph API's answer for the same edges, the real papers
-sample, a truncated shard, and the OpenAlex snapshot through the API's own parser."""
+sample, a truncated shard, and the OpenAlex snapshot giving what the API's own parser gives."""
 
 from __future__ import annotations
 
@@ -13,9 +13,13 @@ import pytest
 
 from revbench.clients import s2_graph
 from revbench.errors import InputError
-from revbench.tasks.graph_bulk import openalex_dois, openalex_fetched, s2ag_fetched
-from revbench.tasks.graph_fetch import Fetched, add_work
-from revbench.warehouse.bulk import openalex_entities, s2ag_citations, s2ag_papers, shards
+from revbench.tasks.graph_bulk import Framed, s2ag_framed
+from revbench.tasks.graph_bulk_openalex import author_keys, openalex_dois, openalex_framed
+from revbench.tasks.graph_fetch import Fetched, add_work, citations_frame
+from revbench.warehouse.bulk import s2ag_papers, shards
+from revbench.warehouse.bulk_answers import s2ag_answers
+from revbench.warehouse.bulk_openalex import snapshot_rows
+from revbench.warehouse.bulk_state import build_state
 
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "external" / "real-responses"
 SHA_CITING, SHA_CITED = "a" * 40, "b" * 40
@@ -57,16 +61,15 @@ def s2ag(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _from_bulk(root: Path, arxiv_ids: list[str]) -> Fetched:
-    papers = s2ag_papers(root, arxiv_ids=arxiv_ids)
-    citations = s2ag_citations(root, papers["corpusid"].to_list())
-    cited = s2ag_papers(root, corpus_ids=citations["citedcorpusid"].drop_nulls().to_list())
-    return s2ag_fetched(arxiv_ids, papers, citations, cited)
+def _from_bulk(root: Path, arxiv_ids: list[str]) -> Framed:
+    state = root.parent / f"{root.name}-state"
+    build_state(root, state, arxiv_ids)
+    return s2ag_framed(arxiv_ids, *s2ag_answers(state, arxiv_ids))
 
 
 def test_s2ag_citations_are_read_losslessly(s2ag: Path) -> None:
     got = _from_bulk(s2ag, ["2101.00001", "2401.99999"])
-    rows = {r["ordinal"]: r for r in got.citations}
+    rows = {r["ordinal"]: r for r in got.citations.to_dicts()}
     assert len(rows) == 3  # the other paper's citation is not the corpus's
     assert rows[0]["cited_s2_id"] == SHA_CITED and rows[0]["cited_arxiv"] == "1706.03762" and rows[0]["cited_year"] == 2017
     assert rows[0]["is_influential"] is True and rows[0]["n_contexts"] is None and rows[0]["intents"] == []
@@ -75,9 +78,9 @@ def test_s2ag_citations_are_read_losslessly(s2ag: Path) -> None:
     # a cited paper the papers dataset lacks keeps its corpus id
     assert json.loads(rows[2]["external_ids"]) == {"CorpusId": "30"} and rows[2]["is_influential"] is True
     assert rows[2]["n_contexts"] == 0
-    found = {(f["arxiv_id"], f["kind"]): f["found"] for f in got.fetches}
+    found = {(f["arxiv_id"], f["kind"]): f["found"] for f in got.fetches.to_dicts()}
     assert found[("2101.00001", "references")] and not found[("2401.99999", "references")]
-    assert {(t["topic"], t["origin"]) for t in got.topics} == {("Computer Science", "s2-fos-model"), ("Mathematics", "external")}
+    assert {(t["topic"], t["origin"]) for t in got.topics.to_dicts()} == {("Computer Science", "s2-fos-model"), ("Mathematics", "external")}
 
 
 def test_bulk_rows_are_the_apis_rows_for_the_same_edges(s2ag: Path) -> None:
@@ -89,7 +92,7 @@ def test_bulk_rows_are_the_apis_rows_for_the_same_edges(s2ag: Path) -> None:
         {"citedPaper": {"paperId": None, "externalIds": {"CorpusId": "30"}}, "isInfluential": True, "contexts": [],
          "intents": []},
     ]
-    assert _from_bulk(s2ag, ["2101.00001"]).citations == s2_graph.reference_rows("2101.00001", api_answer)
+    assert _from_bulk(s2ag, ["2101.00001"]).citations.equals(citations_frame(s2_graph.reference_rows("2101.00001", api_answer)))
 
 
 def test_the_real_papers_sample_and_a_truncated_shard(tmp_path: Path) -> None:
@@ -120,16 +123,20 @@ def test_the_openalex_snapshot_reads_through_the_apis_parser(tmp_path: Path) -> 
     _shard(root / "data" / "works" / "updated_date=2024-01-01" / "part_000.gz", [older])
     _shard(root / "data" / "works" / "updated_date=2024-06-01" / "part_000.gz", [work])
     _shard(root / "data" / "authors" / "updated_date=2024-06-01" / "part_000.gz", [author])
-    works = openalex_entities(root, "works", "doi", openalex_dois(["2101.00001", "2401.99999"]), lower=True)
-    assert works.height == 1 and json.loads(works["entity"][0])["title"] == work["title"]  # the newer partition wins
+    works = snapshot_rows(root, "works", "doi", openalex_dois(["2101.00001", "2401.99999"]), lower=True)
+    # the newer partition wins: the older copy's empty reference list is not read
+    assert works["works"].height == 1 and works["refs"].height == len(work["referenced_works"])
     named = [a["author"]["id"] for a in work["authorships"]]
-    authors = openalex_entities(root, "authors", "id", named)
-    got = openalex_fetched(["2101.00001", "2401.99999"], works, authors)
+    assert author_keys(works) == sorted(set(named))
+    authors = snapshot_rows(root, "authors", "id", named)
+    got = openalex_framed(["2101.00001", "2401.99999"], works, authors)
     api = Fetched("openalex")
     add_work(api, "2101.00001", work, {})
     add_work(api, "2401.99999", None, {})
-    assert got.citations == api.citations and got.topics == api.topics and got.authorships == api.authorships
-    assert len(got.citations) == len(work["referenced_works"])
+    assert got.citations.equals(citations_frame(api.citations))
+    assert got.topics.equals(pl.DataFrame(api.topics).select(got.topics.columns).cast(got.topics.schema))
+    assert got.authorships.to_dicts() == api.authorships
+    assert got.citations.height == len(work["referenced_works"])
     # every author named but absent from the snapshot is a named failure (asked again next run)
     missing = {n.rsplit("/", 1)[-1] for n in named} - {author["id"].rsplit("/", 1)[-1]}
     assert {f["error"].split(":")[0].removeprefix("author ") for f in got.failures} == missing

@@ -17,10 +17,11 @@ import polars as pl
 import pytest
 
 from revbench.synth.bulk_files import revise, s2ag_rows, write_s2ag
-from revbench.tasks.graph_bulk import s2ag_fetched
+from revbench.tasks.graph_bulk import s2ag_framed
 from revbench.warehouse.bulk import s2ag_diff_chain, s2ag_releases
 from revbench.warehouse.bulk_diffs import apply_diff
-from revbench.warehouse.bulk_state import build_state, covered_ids, part, state_rows
+from revbench.warehouse.bulk_answers import s2ag_answers
+from revbench.warehouse.bulk_state import build_state, covered_ids, part
 from tests.support.worlds import week_world
 
 R0, R1, R2 = "2026-09-08", "2026-09-15", "2026-09-22"
@@ -74,8 +75,8 @@ def test_an_increment_gives_what_the_release_read_whole_gives(world, tmp_path: P
     for s in (state / R1, state / "whole"):
         assert covered_ids(s) == covered_ids(state / "whole")
     ids = covered_ids(state / R1)
-    a, b = (s2ag_fetched(ids, *state_rows(s, ids)) for s in (state / R1, state / "whole"))
-    assert a.citations == b.citations and a.topics == b.topics and a.fetches == b.fetches
+    a, b = (s2ag_framed(ids, *s2ag_answers(s, ids)) for s in (state / R1, state / "whole"))
+    assert a.citations.equals(b.citations) and a.topics.equals(b.topics) and a.fetches.equals(b.fetches)
     # only the papers S2's corrections touched are given again (the world did not grow)
     before, after = s2ag_rows(w), revise(s2ag_rows(w))
     corpus_rows = sorted((p for p in before["papers"] if p["publicationtypes"]), key=lambda p: p["externalids"]["ArXiv"])
@@ -139,8 +140,8 @@ def test_deletes_remove_and_updates_replace(tmp_path: Path) -> None:
     assert sorted(t["papers"]["corpusid"].to_list()) == [1, 3, 9]
     assert t["papers"].filter(pl.col("corpusid") == 9)["title"].to_list() == ["Cited, retitled"]
     assert t["citations"].select("citationid", "citingcorpusid", "isinfluential").rows() == [(11, 1, True), (31, 3, None)]
-    got = s2ag_fetched(corpus, *state_rows(state / R1, corpus))
-    refs = {r["citing_arxiv_id"]: r for r in got.citations}
+    got = s2ag_framed(corpus, *s2ag_answers(state / R1, corpus))
+    refs = {r["citing_arxiv_id"]: r for r in got.citations.to_dicts()}
     assert refs["2101.00001"]["cited_title"] == "Cited, retitled" and refs["2101.00001"]["is_influential"] is True
     assert refs["2101.00003"]["cited_doi"] == "10.1234/x"
-    assert not any(f["found"] for f in got.fetches if f["arxiv_id"] == "2101.00002")
+    assert not any(f["found"] for f in got.fetches.to_dicts() if f["arxiv_id"] == "2101.00002")
