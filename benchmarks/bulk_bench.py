@@ -148,11 +148,14 @@ def run_child(data: Path, base: str, s2ag: Path | None, snapshot: Path | None) -
     cmd = [sys.executable, "-m", "benchmarks.bulk_bench", "--child", "--data", str(data), "--base", base]
     cmd += ["--s2ag", str(s2ag)] if s2ag else []
     cmd += ["--snapshot", str(snapshot)] if snapshot else []
-    load0, r0 = os.getloadavg()[0], resource.getrusage(resource.RUSAGE_CHILDREN)
+    load0, r0, t0 = os.getloadavg()[0], resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode:
-        raise SystemExit(f"graph stage failed ({data}):\n{proc.stderr[-3000:]}")
+        # Recorded, not raised: a stage killed for memory (-9) is a result at this size.
+        print(f"graph stage failed ({data}), exit {proc.returncode}:\n{proc.stderr[-3000:]}", flush=True)
+        return {"exit_code": proc.returncode, "seconds": round(time.perf_counter() - t0, 1),
+                "peak_rss_mb": round(r1.ru_maxrss / 1024), "stderr_tail": proc.stderr[-500:]}
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     after = replay_requests(base)
     # The machine is shared: its load at each end, and the stage's own CPU time, which others' load disturbs less.
@@ -202,6 +205,11 @@ def compare(api: Path, bulk: Path) -> dict[str, Any]:
     out["columns_not_compared"] = list(STAMPED)
     out["s2ag_carries_otherwise"] = S2AG_CARRIES_OTHERWISE
     return out
+
+
+def finished(result: dict[str, Any], *phases: str) -> bool:
+    """Whether each of ``phases`` ran to its end (a stage killed for memory did not)."""
+    return all(p in result and "exit_code" not in result[p] for p in phases)
 
 
 def main() -> None:
@@ -272,7 +280,7 @@ def run(a: argparse.Namespace, phases: list[str]) -> None:
     replay = ReplaySettings(timeout_delay_seconds=1.0, retry_after_seconds=0)
     for phase in phases:
         if phase in result:
-            if phase == "bulk" and "api" in result and "same_tables" not in result and "day_later" not in result:
+            if phase == "bulk" and finished(result, "api", "bulk") and "same_tables" not in result and "day_later" not in result:
                 result["same_tables"] = compare(a.work / "api" / "warehouse.duckdb", a.work / "bulk" / "warehouse.duckdb")
                 result["bulk_over_api"] = round(result["bulk"]["seconds"] / result["api"]["seconds"], 4)
                 save()
@@ -288,12 +296,12 @@ def run(a: argparse.Namespace, phases: list[str]) -> None:
             with spawn_replay(world, replay) as base:
                 result[phase] = run_child(data, base, s2ag if phase == "bulk" else None, snap if phase == "bulk" else None)
         save()
-        if phase == "bulk" and "api" in result:
+        if phase == "bulk" and finished(result, "api", "bulk"):
             # Compared right after the bulk run, before a day later changes its warehouse.
             result["same_tables"] = compare(a.work / "api" / "warehouse.duckdb", a.work / "bulk" / "warehouse.duckdb")
             result["bulk_over_api"] = round(result["bulk"]["seconds"] / result["api"]["seconds"], 4)
             save()
-    if "day_later" in result and "bulk" in result:
+    if finished(result, "day_later", "bulk"):
         result["day_later_over_bulk"] = round(result["day_later"]["seconds"] / result["bulk"]["seconds"], 4)
         save()
     print(json.dumps({k: result.get(k) for k in ("bulk_over_api", "day_later_over_bulk", "same_tables")}, indent=2))
