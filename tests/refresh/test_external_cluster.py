@@ -142,7 +142,8 @@ def test_a_worker_lost_mid_run_costs_only_time(small_world, replay, settings: Se
     extracted: the run completes on the other, with the warehouse a threaded run writes."""
     tag = uuid.uuid4().hex
     app = replay(world=small_world)
-    piece = {"ingest": {"commit_every": 10}}
+    # Small pieces, so the run still has several to go when a worker is lost, on a loaded machine too
+    piece = {"ingest": {"commit_every": 4}}
     threaded = on_replay(settings.with_overrides(data_dir=tmp_path / "threads", **piece), app)
     assert cli(threaded, "ingest", "--since", "2026-09-01", "--until", "2026-09-12").returncode == 0
     with external_cluster(tmp_path / "cluster", tag) as cluster:
@@ -158,7 +159,7 @@ def test_a_worker_lost_mid_run_costs_only_time(small_world, replay, settings: Se
                 break
         import time
 
-        time.sleep(2.0)
+        time.sleep(1.0)
         assert proc.poll() is None, "the run ended before a worker could be lost"
         os.killpg(cluster.workers[0].pid, signal.SIGKILL)
         _, err = proc.communicate(timeout=300)
