@@ -188,9 +188,10 @@ class SemanticScholarSettings(Throttled, throttle_recovery_seconds=0.25):
         10_000, ge=1, description="Most papers of one author's publication list read; paging stops there and the cut "
         "is named in the log (prolific real authors list a few thousand).")
     bulk_dir: Path | None = Field(
-        None, description="A folder of Semantic Scholar's bulk datasets (papers/ and citations/, gzipped JSON Lines as the "
-        "Datasets API downloads them), read in place by the graph stage instead of the API; papers it does not hold "
-        "are asked over the API.")
+        None, description="A folder of Semantic Scholar's bulk datasets (a release per folder, <release>/papers/ and "
+        "<release>/citations/, and diffs/<from>_<to>/ between releases, gzipped JSON Lines as the Datasets API downloads "
+        "them; a bare papers/ and citations/ is read whole), read in place by the graph stage instead of the API, a "
+        "later run reading only the diffs after the release it read; papers it does not hold are asked over the API.")
 
 
 class OpenAlexSettings(Throttled, throttle_recovery_seconds=0.05):
