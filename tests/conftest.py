@@ -87,6 +87,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     logging set-up a command-line run installs behind it."""
     for k in [k for k in os.environ if k.startswith("REVBENCH_")]:
         monkeypatch.delenv(k)
+    # A command run in-process (the demo's quiet console) sets it for the process it thinks is its
+    # own; undone after the test, or every later subprocess would run with Prefect's console quiet.
+    monkeypatch.delenv("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("REVBENCH_DATA_DIR", str(tmp_path / "data"))
     import logging
