@@ -25,6 +25,7 @@ keeps the phases already measured).
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -162,7 +164,17 @@ def run_child(data: Path, base: str, s2ag: Path | None, snapshot: Path | None) -
     out["load_average_1m"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
     out["cpu_s"] = round(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, 1)
     out["requests"] = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) - before.get(k, 0)}
+    out["code"] = code_version()  # each phase's own: a long run's phases may start on different commits
     return out
+
+
+def code_version() -> str:
+    """The checkout's commit, marked when files differ from it."""
+    from revbench.flows.common import code_version as version
+
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
+                           cwd=Path(__file__).resolve().parent.parent).stdout.strip()
+    return version() + ("+dirty" if dirty else "")
 
 
 def replay_requests(base: str) -> dict[str, int]:
@@ -331,36 +343,53 @@ def day_later(a: argparse.Namespace, world: Path, s2ag: Path, snap: Path, data: 
 
 def next_release(world: Path, s2ag: Path) -> dict[str, int]:
     """S2AG's next release and its diff: the first release's rows as they were, the grown world's
-    new papers and their citations added, and S2's corrections (``revise``) applied.
+    new papers and their citations added, and S2's corrections (``revision``) applied.
 
     The generator draws the works of people outside the corpus again when the world grows, so
     the grown world's rows would differ from the first release's for most of them; S2 does not
     rewrite a paper's references because others appeared, so the rows the first release held are
-    kept as they were (the drawn-again ones are left out)."""
-    from revbench.synth.bulk_files import KEYS, _read, _write, diff_rows, revise, s2ag_rows
+    kept as they were (the drawn-again ones are left out).
 
-    old = {d: [r for f in sorted((s2ag / FIRST_RELEASE / d).glob("*.jsonl.gz")) for r in _read(f)] for d in KEYS}
-    grown = s2ag_rows(world)
-    held = {d: {r[key] for r in old[d]} for d, key in KEYS.items()}
-    cites = [r for r in grown["citations"] if r["citationid"] not in held["citations"]]
+    Streamed, as :func:`write_s2ag` writes the first: the first release is read twice (its keys,
+    then its rows through the corrections) and only the day's new rows are held."""
+    from revbench.synth.bulk_files import KEYS, Shards, corpus_of, iter_s2ag, revision
+
+    def old_rows(dataset: str) -> Iterator[dict[str, Any]]:
+        for f in sorted((s2ag / FIRST_RELEASE / dataset).glob("*.jsonl.gz")):
+            with gzip.open(f, "rt", encoding="utf-8") as lines:
+                yield from (json.loads(line) for line in lines if line.strip())
+
+    held = {d: {r[key] for r in old_rows(d)} for d, key in KEYS.items()}
+    cites, fresh = [], []
+    for dataset, row in iter_s2ag(world):
+        if row[KEYS[dataset]] in held[dataset]:
+            continue
+        (cites if dataset == "citations" else fresh).append(row)
     # The new papers and those their citations name; not the outside works drawn again
     wanted = {r["citingcorpusid"] for r in cites} | {r["citedcorpusid"] for r in cites}
-    wanted |= {p["corpusid"] for p in grown["papers"] if p["publicationtypes"]}
-    rows = {"papers": old["papers"] + [p for p in grown["papers"] if p["corpusid"] not in held["papers"]
-                                       and p["corpusid"] in wanted],
-            "citations": old["citations"] + cites}
-    # S2's corrections of a week: a cited paper in a thousand retitled (revise's default, one in
-    # 31, would touch most corpus papers through their references)
-    rows = revise(rows, every=CORRECTED_EVERY)
+    fresh = [p for p in fresh if p["corpusid"] in wanted or p["publicationtypes"]]
+    # S2's corrections of a week: a cited paper in a thousand retitled (the default, one in 31,
+    # would touch most corpus papers through their references)
+    revised = revision(corpus_of(old_rows("papers")) + corpus_of(fresh), every=CORRECTED_EVERY)
+    diff = s2ag / "diffs" / f"{FIRST_RELEASE}_{NEXT_RELEASE}"
     counts: dict[str, int] = {}
-    for dataset, items in rows.items():
-        for i in range(PARTS):
-            _write(s2ag / NEXT_RELEASE / dataset / f"part{i}.jsonl.gz", items[i::PARTS])
-        counts[dataset] = len(items)
-    for dataset, kinds in diff_rows(old, rows).items():
-        for kind, items in kinds.items():
-            _write(s2ag / "diffs" / f"{FIRST_RELEASE}_{NEXT_RELEASE}" / dataset / kind / "part0.jsonl.gz", items)
-            counts[f"{dataset}_{kind}"] = len(items)
+    for dataset, new in (("papers", fresh), ("citations", cites)):
+        out, updates, deletes = (Shards(s2ag / NEXT_RELEASE / dataset, PARTS), Shards(diff / dataset / "updates"),
+                                 Shards(diff / dataset / "deletes"))
+        for row in old_rows(dataset):
+            kept = revised(dataset, row)
+            if kept is None:
+                deletes.add({KEYS[dataset]: row[KEYS[dataset]]})
+                continue
+            out.add(kept)
+            if kept != row:
+                updates.add(kept)
+        for row in new:
+            if (kept := revised(dataset, row)) is not None:
+                out.add(kept)
+                updates.add(kept)
+        counts[dataset] = out.close()
+        counts[f"{dataset}_updates"], counts[f"{dataset}_deletes"] = updates.close(), deletes.close()
     return counts
 
 

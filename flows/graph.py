@@ -34,7 +34,7 @@ from revbench.flows.graph_bulk import bulk_dir, bulk_first, bulk_lines, save_bul
 from revbench.flows.pieces import chunks, map_pieces
 from revbench.flows.results import FlowResult
 from revbench.settings import Settings
-from revbench.tasks.graph import PaperIndex, index_papers, new_paper_keys
+from revbench.tasks.graph import REFERENCE_KEYS, PaperIndex, index_papers, new_paper_keys
 from revbench.tasks.graph_fetch import (
     Fetched,
     enabled_sources,
@@ -139,20 +139,30 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
                            "down": down, "answered": sorted(answered),
                            "asked": {k: len(v) for k, v in todo.items()},
                            "text_cleaned": cleaned, "truncated": truncated,
-                           "bulk": first.notes}
+                           "bulk": first.notes, "settled": settled(source, ids)}
     return st.result
 
 
+def settled(source: str, asked: list[str]) -> bool:
+    """Whether the references ``source`` answered in this run are resolved for good when saved:
+    the papers' index is the run's, and S2's references name no OpenAlex work; OpenAlex's do, so
+    its are settled only when no API piece came after the bulk files' answer (a later piece's
+    works could resolve an earlier one's references)."""
+    return source == "s2" or not asked
+
+
 @stage_task("resolve-citations")
-def resolve_stage(run: Run, papers: pl.DataFrame, index: PaperIndex, work_ids: dict[str, str]) -> StageResult:
+def resolve_stage(run: Run, papers: pl.DataFrame, index: PaperIndex, work_ids: dict[str, str],
+                  settled_sources: tuple[str, ...] = ()) -> StageResult:
     """Resolve again the references that named no warehouse paper and that a paper loaded since the
-    last completed graph run can answer (every one of them on a first run), against today's papers."""
+    last completed graph run can answer (every one of them on a first run), against today's papers;
+    this run's references from ``settled_sources`` were resolved against the same when saved."""
     with stage(run, "resolve-citations") as st:
         since = st.wh.graph.last_completed_graph(run.run_id)
         keys: list[str] = []
         if since is not None:
             keys = new_paper_keys(papers, st.wh.graph.ids_loaded_since(since))
-        pending = st.wh.graph.citations_to_resolve(since=since, keys=keys)
+        pending = st.wh.graph.citations_to_resolve(since=since, keys=keys, settled=(run.run_id, settled_sources))
         changed, res = resolve_changed(pending, index, work_ids) if pending.height else (pending, None)
         if changed.height:
             st.wh.graph.save_graph(citations=changed)
@@ -164,6 +174,16 @@ def resolve_stage(run: Run, papers: pl.DataFrame, index: PaperIndex, work_ids: d
                            "since": since.isoformat() if since else None, "new_paper_keys": len(keys),
                            "unresolved": st.wh.graph.unresolved_count()}
     return st.result
+
+
+def run_match_rates(run: Run, fetched: dict[str, StageResult], todo: dict[tuple[str, str], list[str]],
+                    index: PaperIndex) -> list[dict[str, Any]]:
+    """How this run's papers' references stand now, per source (the re-resolution included);
+    GROBID's lists (read by the ingest) are those of the papers this run took up."""
+    taken = sorted({a for ids in todo.values() for a in ids})
+    keys_of = run.wh.graph.reference_keys_of
+    return match_rates({src: keys_of(r.notes["answered"], src, REFERENCE_KEYS) for src, r in fetched.items()}
+                       | {"grobid": keys_of(taken, "grobid", REFERENCE_KEYS)}, index)
 
 
 def hostile_notes(source: str, notes: dict[str, Any]) -> list[str]:
@@ -220,14 +240,10 @@ def graph_flow(settings: Settings) -> GraphResult:
             if fetched[-1].notes["down"]:
                 notes.append(f"{source} stopped answering: {fetched[-1].notes['down']}")
             notes += hostile_notes(source, fetched[-1].notes) + bulk_lines(source, fetched[-1].notes["bulk"])
-        resolved = resolve_stage(run, papers, index, work_ids)
+        resolved = resolve_stage(run, papers, index, work_ids, tuple(s for s, r in zip(
+            enabled_sources(settings), fetched, strict=True) if r.notes["settled"]))
         coverage = run.wh.graph.graph_coverage()
-        # How this run's papers' references stand now, the re-resolution included; GROBID's lists
-        # (read by the ingest) are those of the papers this run took up.
-        taken = sorted({a for ids in todo.values() for a in ids})
-        rates = match_rates({src: run.wh.graph.references_of(r.notes["answered"], src)
-                             for src, r in zip(enabled_sources(settings), fetched, strict=True)}
-                            | {"grobid": run.wh.graph.references_of(taken, "grobid")}, index)
+        rates = run_match_rates(run, dict(zip(enabled_sources(settings), fetched, strict=True)), todo, index)
         if settings.grobid.fulltext and not any(s["source"] == "grobid" for s in coverage["sources"]):
             notes.append(GROBID_NONE_YET)
             log.info(GROBID_NONE_YET)

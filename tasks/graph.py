@@ -99,40 +99,58 @@ def new_paper_keys(papers: pl.DataFrame, new_ids: list[str]) -> list[str]:
     return paper_match_keys(index_papers(papers.filter(pl.col("arxiv_id").is_in(pl.Series("new", new_ids, dtype=pl.Utf8)))))
 
 
+REFERENCE_KEYS: tuple[str, ...] = ("cited_doi", "cited_arxiv", "cited_title", "cited_year")
+"""What a reference names its work by: a reference's resolution depends on these alone (and on
+who cites it, for the self-reference rule, applied per row after the lookup)."""
+
+
+def _lookups(works: pl.DataFrame, index: PaperIndex) -> pl.DataFrame:
+    """For each distinct ``REFERENCE_KEYS`` row of ``works``: the paper each method names and its
+    ``match_keys``. The same work is cited by many papers (about three references per distinct
+    work in a year of arXiv), and normalising titles is most of the cost, so it is done once per work."""
+    text = {c: pl.col(c).cast(pl.Utf8) for c in ("cited_doi", "cited_arxiv", "cited_title")}
+    refs = works.with_row_index("_key").with_columns(
+        normalise_doi(text["cited_doi"]).alias("_doi"),
+        bare_arxiv_id(text["cited_arxiv"]).alias("_arxiv"),
+        normalise_title(text["cited_title"]).alias("_title"),
+        pl.col("cited_year").cast(pl.Int64).alias("_year"),
+    )
+    by_doi = refs.join(index.dois, on="_doi").select("_key", pl.col("_match").alias("doi"))
+    by_arxiv = refs.join(index.arxiv, on="_arxiv").select("_key", pl.col("_match").alias("arxiv"))
+    # Between namesakes within the slack, the closest year decides (a 2020 reference to the 2020 one);
+    # namesakes equally close name no one.
+    by_title = (refs.join(index.titled, on="_title")
+                .with_columns(_gap=(pl.col("_year") - pl.col("_paper_year")).abs())
+                .filter(pl.col("_gap") <= TITLE_YEAR_SLACK).filter(pl.col("_gap") == pl.col("_gap").min().over("_key"))
+                .unique(["_key", "_match"]).filter(pl.len().over("_key") == 1)
+                .select("_key", pl.col("_match").alias("title_year")))
+    keys = pl.concat_list("doi:" + pl.col("_doi"), "arxiv:" + pl.col("_arxiv"), "title:" + pl.col("_title"))
+    out = refs.select("_key", *REFERENCE_KEYS, keys.list.drop_nulls().alias("match_keys"))
+    for found in (by_doi, by_arxiv, by_title):
+        out = out.join(found, on="_key", how="left")
+    return out.drop("_key")
+
+
 def resolve_citations(citations: pl.DataFrame, papers: pl.DataFrame | PaperIndex) -> Resolution:
     """Set each citation's ``cited_arxiv_id`` to the warehouse paper it names (null when none) from
     ``papers`` (``arxiv_id, doi, title, year``, or their ``index_papers``), and its ``match_keys``
     to the keys it was looked up by; every other column is left as the source gave it."""
     columns = citations.columns + [c for c in ("cited_arxiv_id", "match_keys") if c not in citations.columns]
-    text = {c: pl.col(c).cast(pl.Utf8) for c in ("cited_doi", "cited_arxiv", "cited_title")}
-    refs = citations.with_row_index("_row").with_columns(
-        normalise_doi(text["cited_doi"]).alias("_doi"),
-        bare_arxiv_id(text["cited_arxiv"]).alias("_arxiv"),
-        normalise_title(text["cited_title"]).alias("_title"),
-        pl.col("cited_year").cast(pl.Int64),
-    )
     index = papers if isinstance(papers, PaperIndex) else index_papers(papers)
-    by_doi = refs.join(index.dois, on="_doi").select("_row", "_match")
-    by_arxiv = refs.join(index.arxiv, on="_arxiv").select("_row", "_match")
-    # Between namesakes within the slack, the closest year decides (a 2020 reference to the 2020 one).
-    by_title = (refs.join(index.titled, on="_title")
-                .with_columns(_gap=(pl.col("cited_year") - pl.col("_paper_year")).abs())
-                .filter(pl.col("_gap") <= TITLE_YEAR_SLACK).filter(pl.col("_gap") == pl.col("_gap").min().over("_row"))
-                .unique(["_row", "_match"]).filter(pl.len().over("_row") == 1).select("_row", "_match"))
-    matched = refs.select("_row", "citing_arxiv_id")
-    for method, found in zip(RESOLUTION_METHODS, (by_doi, by_arxiv, by_title), strict=True):
-        matched = matched.join(found.rename({"_match": method}), on="_row", how="left")
-        # A paper's reference to itself is a parsing slip (its own title in the list), not a citation.
-        matched = matched.with_columns(pl.when(pl.col(method) != pl.col("citing_arxiv_id")).then(pl.col(method)))
-    matched = matched.sort("_row").with_columns(
+    works = citations.select(*REFERENCE_KEYS).unique()
+    found = _lookups(works, index)
+    matched = citations.select("citing_arxiv_id", *REFERENCE_KEYS).join(
+        found, on=list(REFERENCE_KEYS), how="left", nulls_equal=True, maintain_order="left")
+    # A paper's reference to itself is a parsing slip (its own title in the list), not a citation.
+    matched = matched.with_columns(pl.when(pl.col(m) != pl.col("citing_arxiv_id")).then(pl.col(m))
+                                   for m in RESOLUTION_METHODS)
+    matched = matched.with_columns(
         pl.coalesce(RESOLUTION_METHODS).alias("_resolved"),
         pl.when(pl.col("doi").is_not_null()).then(pl.lit("doi"))
         .when(pl.col("arxiv").is_not_null()).then(pl.lit("arxiv"))
         .when(pl.col("title_year").is_not_null()).then(pl.lit("title_year")).alias("_method"),
     )
-    keys = refs.select(pl.concat_list("doi:" + pl.col("_doi"), "arxiv:" + pl.col("_arxiv"), "title:" + pl.col("_title"))
-                       .list.drop_nulls().alias("match_keys"))["match_keys"]
-    out = citations.with_columns(matched["_resolved"].alias("cited_arxiv_id"), keys).select(columns)
+    out = citations.with_columns(matched["_resolved"].alias("cited_arxiv_id"), matched["match_keys"]).select(columns)
     by_method = dict(matched.group_by("_method").len().iter_rows())
     counts = {m: int(by_method.get(m, 0)) for m in RESOLUTION_METHODS} | {"unresolved": int(by_method.get(None, 0))}
     return Resolution(out, counts)

@@ -23,16 +23,24 @@ class ResolveQueries(Slice):
     stage = "graph"
 
     def citations_to_resolve(self, unresolved_only: bool = True, since: datetime | None = None,
-                             keys: Sequence[str] = ()) -> pl.DataFrame:
+                             keys: Sequence[str] = (), settled: tuple[str, Sequence[str]] | None = None) -> pl.DataFrame:
         """References to (re)resolve: by default those that named no warehouse paper yet (a paper
         loaded since may be the one they cite). With ``since`` (when the last resolution started),
         only those of them a paper loaded since can answer: never keyed (``match_keys`` null), one of
         ``keys`` (the new papers' ``paper_match_keys``) among theirs, or naming by its OpenAlex work id
-        a paper whose work was fetched since."""
-        where = "WHERE cited_arxiv_id IS NULL" if unresolved_only else ""
+        a paper whose work was fetched since. ``settled`` (a run id and sources): that run's references
+        from those sources are left out, resolved already against what this one would use."""
+        conds = ["cited_arxiv_id IS NULL"] if unresolved_only else []
+        params: list[object] = []
+        if settled and settled[1]:
+            conds.append("NOT EXISTS (SELECT 1 FROM graph_fetches f WHERE f.run_id = ? AND f.kind = 'references' "
+                         f"AND f.source IN ({', '.join('?' for _ in settled[1])}) AND f.arxiv_id = citations.citing_arxiv_id "
+                         "AND f.source = citations.source)")
+            params += [settled[0], *settled[1]]
+        where = f"WHERE {' AND '.join(conds)}" if conds else ""
         cols = ", ".join(_q(c) for c in CITATIONS.names)
         if since is None:
-            df = self._frame(f"SELECT {cols} FROM citations {where} ORDER BY citing_arxiv_id, source, ordinal")
+            df = self._frame(f"SELECT {cols} FROM citations {where} ORDER BY citing_arxiv_id, source, ordinal", params or None)
             return CITATIONS.conform(df) if df.height else CITATIONS.empty()
         self.con.register("_new_keys", pl.DataFrame({"k": list(keys)}, schema={"k": pl.Utf8}).to_arrow())
         try:
@@ -47,10 +55,23 @@ class ResolveQueries(Slice):
                                                   AND source_paper_id IS NOT NULL AND fetched_at >= ?)
                        OR EXISTS (SELECT 1 FROM hit h WHERE h.citing_arxiv_id = c.citing_arxiv_id
                                   AND h.source = c.source AND h.ordinal = c.ordinal)
-                    ORDER BY citing_arxiv_id, source, ordinal""", [since])
+                    ORDER BY citing_arxiv_id, source, ordinal""", [*params, since])
         finally:
             self.con.unregister("_new_keys")
         return CITATIONS.conform(df) if df.height else CITATIONS.empty()
+
+    def reference_keys_of(self, arxiv_ids: Sequence[str], source: str, keys: Sequence[str]) -> pl.DataFrame:
+        """``citing_arxiv_id`` and ``keys`` (what a reference names its work by) of these papers'
+        references from ``source``: enough to count how they resolve, without their contexts
+        (millions of strings at a year of arXiv)."""
+        cols = ["citing_arxiv_id", *keys]
+        self.con.register("_keys_of", pl.DataFrame({"k": list(arxiv_ids)}, schema={"k": pl.Utf8}).to_arrow())
+        try:
+            df = self._frame(f"SELECT {', '.join(_q(c) for c in cols)} FROM citations "
+                             "WHERE citing_arxiv_id IN (SELECT k FROM _keys_of) AND source = ?", [source])
+        finally:
+            self.con.unregister("_keys_of")
+        return df.cast({c: CITATIONS.polars_schema[c] for c in cols}) if df.height else CITATIONS.empty().select(cols)
 
     def unresolved_count(self) -> int:
         """References that name no warehouse paper."""

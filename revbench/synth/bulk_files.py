@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,69 +48,109 @@ def corpus_id(s2_id: str) -> int:
     return int(s2_id[:10], 16)
 
 
-def s2ag_rows(world_dir: Path) -> Rows:
-    """The world's papers, the S2 papers they cite, and their citations, as S2AG rows."""
+class Shards:
+    """A dataset's rows dealt to ``parts`` gzipped JSON Lines files as they come (row i to
+    ``part{i % parts}``), so a release of millions of rows is never held whole; the files hold
+    what ``rows[i::parts]`` would."""
+
+    def __init__(self, folder: Path, parts: int = 1) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.files = [gzip.open(folder / f"part{i}.jsonl.gz", "wt", encoding="utf-8") for i in range(max(1, parts))]
+        self.count = 0
+
+    def add(self, row: dict[str, Any]) -> None:
+        """Write ``row`` to its shard."""
+        self.files[self.count % len(self.files)].write(json.dumps(row, ensure_ascii=False) + "\n")
+        self.count += 1
+
+    def close(self) -> int:
+        """Close every shard; how many rows were written."""
+        for f in self.files:
+            f.close()
+        return self.count
+
+
+def iter_s2ag(world_dir: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The world's papers, the S2 papers they cite, and their citations, as ``(dataset, row)`` in
+    release order: each corpus paper's row and its citations' as its references are read (the
+    graph's millions of references are never held), then the cited papers outside the corpus."""
     records = {aid: json.loads(text) for aid, text in
                pl.read_parquet(world_dir / "s2_papers.parquet").select("arxiv_id", "json").iter_rows()}
     graph = GraphStore.open(world_dir)
-    refs = {aid: graph.references(aid) if graph else [] for aid in records}
-    cited = {r["s2_id"]: r for rs in refs.values() for r in rs if r["s2_id"]}
-    papers, seen = [], set()
+    cited: dict[str, tuple[Any, ...]] = {}
+    seen: set[str] = set()
     for aid, rec in sorted(records.items()):
         sid = rec.get("paperId")
         if not sid:
             continue
+        seen.add(sid)
         topics = graph.topics(aid) if graph else None
         cid = corpus_id(sid)
-        papers.append({"corpusid": cid, "externalids": {**(rec.get("externalIds") or {}), "CorpusId": str(cid)},
-                       "url": S2_URL + sid, "title": rec.get("title"), "year": rec.get("year"),
-                       "s2fieldsofstudy": topics["s2"] if topics else None, "publicationtypes": ["JournalArticle"]})
-        seen.add(sid)
-    for sid, r in sorted(cited.items()):
+        yield "papers", {"corpusid": cid, "externalids": {**(rec.get("externalIds") or {}), "CorpusId": str(cid)},
+                         "url": S2_URL + sid, "title": rec.get("title"), "year": rec.get("year"),
+                         "s2fieldsofstudy": topics["s2"] if topics else None, "publicationtypes": ["JournalArticle"]}
+        for k, r in enumerate(graph.references(aid) if graph else []):
+            if r["s2_id"]:
+                cited[r["s2_id"]] = (r["arxiv"], r["doi"], r["title"], r["year"])
+            contexts = [f"SYNTHETIC context {c + 1} citing [{k + 1}] in {aid}." for c in range(r["n_contexts"])]
+            yield "citations", {"citationid": cid * 10_000 + k, "citingcorpusid": cid,
+                                "citedcorpusid": corpus_id(r["s2_id"]) if r["s2_id"] else None,
+                                "isinfluential": r["is_influential"], "contexts": contexts,
+                                "intents": [list(r["intents"]) for _ in contexts]}
+    for sid, (arxiv, doi, title, year) in sorted(cited.items()):
         if sid in seen:
             continue
         ext: dict[str, Any] = {"CorpusId": str(corpus_id(sid))}
-        if r["arxiv"]:
-            ext["ArXiv"] = r["arxiv"]
-        if r["doi"] and not r["doi"].startswith("10.48550/"):
-            ext["DOI"] = r["doi"]
-        papers.append({"corpusid": corpus_id(sid), "externalids": ext, "url": S2_URL + sid, "title": r["title"],
-                       "year": r["year"], "s2fieldsofstudy": None, "publicationtypes": None})
-    citations = []
-    for aid, rec in sorted(records.items()):
-        sid = rec.get("paperId")
-        for k, r in enumerate(refs[aid] if sid else []):
-            contexts = [f"SYNTHETIC context {c + 1} citing [{k + 1}] in {aid}." for c in range(r["n_contexts"])]
-            citations.append({"citationid": corpus_id(sid) * 10_000 + k, "citingcorpusid": corpus_id(sid),
-                              "citedcorpusid": corpus_id(r["s2_id"]) if r["s2_id"] else None,
-                              "isinfluential": r["is_influential"], "contexts": contexts,
-                              "intents": [list(r["intents"]) for _ in contexts]})
-    return {"papers": papers, "citations": citations}
+        if arxiv:
+            ext["ArXiv"] = arxiv
+        if doi and not doi.startswith("10.48550/"):
+            ext["DOI"] = doi
+        yield "papers", {"corpusid": corpus_id(sid), "externalids": ext, "url": S2_URL + sid, "title": title,
+                         "year": year, "s2fieldsofstudy": None, "publicationtypes": None}
+
+
+def s2ag_rows(world_dir: Path) -> Rows:
+    """The world's papers, the S2 papers they cite, and their citations, as S2AG rows."""
+    rows: Rows = {"papers": [], "citations": []}
+    for dataset, row in iter_s2ag(world_dir):
+        rows[dataset].append(row)
+    return rows
+
+
+def revision(corpus: list[tuple[str, int]], every: int = 31) -> Callable[[str, dict[str, Any]], dict[str, Any] | None]:
+    """S2's corrections of a later release (SYNTHETIC) as a function of one ``(dataset, row)``: the
+    row as the later release holds it, or None where it is gone. Chosen by key so that they hold as
+    the world grows: each cited paper whose corpus id is a multiple of ``every`` retitled; of the
+    corpus papers in arXiv order (``corpus``: ``(arXiv id, corpus id)`` of every paper with a
+    publication type), the first's fields of study changed and its first citation's influence
+    flipped, the second deleted (its citations with it), the third's second citation dropped."""
+    first, gone, third = ([cid for _, cid in sorted(corpus)] + [None, None, None])[:3]
+
+    def revised(dataset: str, row: dict[str, Any]) -> dict[str, Any] | None:
+        if dataset == "papers":
+            if row["corpusid"] == gone:
+                return None
+            if not row["publicationtypes"] and row["corpusid"] % every == 0:
+                return {**row, "title": f"{row['title']} (SYNTHETIC revised title)"}
+            if row["corpusid"] == first:
+                return {**row, "s2fieldsofstudy": [{"category": "Mathematics", "source": "s2-fos-model"}]}
+            return row
+        if row["citingcorpusid"] == gone or row["citationid"] == (third or 0) * 10_000 + 1:
+            return None
+        return {**row, "isinfluential": not row["isinfluential"]} if row["citationid"] == (first or 0) * 10_000 else row
+
+    return revised
+
+
+def corpus_of(papers: Iterable[dict[str, Any]]) -> list[tuple[str, int]]:
+    """``(arXiv id, corpus id)`` of the corpus papers (those with a publication type) among ``papers``."""
+    return [(p["externalids"].get("ArXiv") or "", p["corpusid"]) for p in papers if p["publicationtypes"]]
 
 
 def revise(rows: Rows, every: int = 31) -> Rows:
-    """``rows`` with S2's corrections of a later release (SYNTHETIC), chosen by key so that they
-    hold as the world grows: each cited paper whose corpus id is a multiple of ``every``
-    retitled; of the corpus papers in arXiv order, the first's fields of study changed and its
-    first citation's influence flipped, the second deleted (its citations with it), the third's
-    second citation dropped."""
-    corpus = sorted((p["externalids"].get("ArXiv") or "", p["corpusid"]) for p in rows["papers"] if p["publicationtypes"])
-    first, gone, third = ([cid for _, cid in corpus] + [None, None, None])[:3]
-    papers = []
-    for p in rows["papers"]:
-        if p["corpusid"] == gone:
-            continue
-        if not p["publicationtypes"] and p["corpusid"] % every == 0:
-            p = {**p, "title": f"{p['title']} (SYNTHETIC revised title)"}
-        elif p["corpusid"] == first:
-            p = {**p, "s2fieldsofstudy": [{"category": "Mathematics", "source": "s2-fos-model"}]}
-        papers.append(p)
-    citations = []
-    for c in rows["citations"]:
-        if c["citingcorpusid"] == gone or c["citationid"] == (third or 0) * 10_000 + 1:
-            continue
-        citations.append({**c, "isinfluential": not c["isinfluential"]} if c["citationid"] == (first or 0) * 10_000 else c)
-    return {"papers": papers, "citations": citations}
+    """``rows`` with S2's corrections of a later release (:func:`revision`)."""
+    revised = revision(corpus_of(rows["papers"]), every)
+    return {dataset: [r for row in items if (r := revised(dataset, row)) is not None] for dataset, items in rows.items()}
 
 
 def diff_rows(before: Rows, after: Rows) -> dict[str, Rows]:
@@ -131,10 +172,15 @@ def write_s2ag(world_dir: Path, out: Path, release: str | None = None, since: st
     :func:`revise`; with ``since`` (a release written here before) also the increment from it
     under ``out/diffs/<since>_<release>/``. Returns how many rows of each were written (and, with
     ``since``, in the increment)."""
+    home = out if release is None else out / release
+    if not revised and since is None:  # streamed: a year of arXiv's references never held at once
+        shards = {dataset: Shards(home / dataset, parts) for dataset in KEYS}
+        for dataset, row in iter_s2ag(world_dir):
+            shards[dataset].add(row)
+        return {dataset: w.close() for dataset, w in shards.items()}
     rows = s2ag_rows(world_dir)
     if revised:
         rows = revise(rows)
-    home = out if release is None else out / release
     for dataset, items in rows.items():
         for i in range(max(1, parts)):
             _write(home / dataset / f"part{i}.jsonl.gz", items[i::max(1, parts)])

@@ -96,3 +96,17 @@ def test_the_closest_year_decides_between_namesakes_within_the_slack() -> None:
                  cited_year=2023)]
     got = resolve_citations(CITATIONS.conform(pl.DataFrame(rows, infer_schema_length=None)), papers)
     assert got.citations["cited_arxiv_id"].to_list() == ["2401.00009"]
+
+
+def test_a_work_cited_by_many_is_looked_up_once_yet_each_reference_keeps_its_own_answer() -> None:
+    # The same work (same DOI, arXiv id, title and year) cited by three papers, one of them the
+    # work itself: the lookup is shared, the self-reference rule is each row's own.
+    work = {"cited_arxiv": "arXiv:2401.00003v2", "cited_title": "Introduction", "cited_year": 2024}
+    rows = [dict(citing_arxiv_id=c, source="s2", ordinal=i) | work
+            for i, c in enumerate(["2402.09999", "2401.00003", "2402.09998"])]
+    rows.append(dict(citing_arxiv_id="2402.09999", source="s2", ordinal=9, cited_title="Introduction", cited_year=2024))
+    res = resolve_citations(CITATIONS.conform(pl.DataFrame(rows, infer_schema_length=None)), PAPERS)
+    assert res.citations["cited_arxiv_id"].to_list() == ["2401.00003", None, "2401.00003", None]
+    assert res.citations["match_keys"].to_list()[0] == ["arxiv:2401.00003", "title:introduction"]
+    assert res.citations["match_keys"].to_list()[3] == ["title:introduction"]
+    assert res.counts == {"doi": 0, "arxiv": 2, "title_year": 0, "unresolved": 2}
