@@ -45,16 +45,16 @@ class ResolveQueries(Slice):
         self.con.register("_new_keys", pl.DataFrame({"k": list(keys)}, schema={"k": pl.Utf8}).to_arrow())
         try:
             df = self._frame(
-                f"""WITH pending AS (SELECT * FROM citations {where}),
-                         hit AS (SELECT DISTINCT citing_arxiv_id, source, ordinal
-                                 FROM (SELECT citing_arxiv_id, source, ordinal, unnest(match_keys) AS k FROM pending)
+                # Rows by rowid, not by their three-column key: the unnest runs over every unresolved
+                # reference (millions at a year of arXiv), and a day's keys hit few of them.
+                f"""WITH pending AS (SELECT rowid AS r, * FROM citations {where}),
+                         hit AS (SELECT DISTINCT r FROM (SELECT r, unnest(match_keys) AS k FROM pending)
                                  WHERE k IN (SELECT k FROM _new_keys))
                     SELECT {cols} FROM pending c
                     WHERE c.match_keys IS NULL
                        OR c.cited_openalex_id IN (SELECT source_paper_id FROM graph_fetches WHERE source = 'openalex'
                                                   AND source_paper_id IS NOT NULL AND fetched_at >= ?)
-                       OR EXISTS (SELECT 1 FROM hit h WHERE h.citing_arxiv_id = c.citing_arxiv_id
-                                  AND h.source = c.source AND h.ordinal = c.ordinal)
+                       OR c.r IN (SELECT r FROM hit)
                     ORDER BY citing_arxiv_id, source, ordinal""", [*params, since])
         finally:
             self.con.unregister("_new_keys")

@@ -25,12 +25,13 @@ from revbench.schemas.graph import PAPER_TOPICS
 from revbench.tasks.graph_bulk import PY_SPACE, s2ag_framed
 from revbench.tasks.graph_bulk_openalex import author_keys, openalex_dois, openalex_framed
 from revbench.tasks.graph_fetch import Fetched, add_work, citations_frame
-from revbench.warehouse.bulk import openalex_entities, s2ag_papers
+from revbench.warehouse.bulk import s2ag_papers
 from revbench.warehouse.bulk_answers import s2ag_answers
 from revbench.warehouse.bulk_diffs import apply_diff
 from revbench.warehouse.bulk_openalex import snapshot_rows
 from revbench.warehouse.bulk_state import build_state, covered_ids
 from revbench.warehouse.graph import GraphSlice
+from tests.support.bulk_reference import openalex_entities
 
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "external" / "real-responses"
 SHA = "https://www.semanticscholar.org/paper/"
