@@ -145,3 +145,16 @@ def test_deletes_remove_and_updates_replace(tmp_path: Path) -> None:
     assert refs["2101.00001"]["cited_title"] == "Cited, retitled" and refs["2101.00001"]["is_influential"] is True
     assert refs["2101.00003"]["cited_doi"] == "10.1234/x"
     assert not any(f["found"] for f in got.fetches.to_dicts() if f["arxiv_id"] == "2101.00002")
+
+
+def test_a_release_streamed_to_its_shards_holds_what_the_rows_dealt_out_would(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # ``write_s2ag`` streams a release (never held whole); the rows a shard holds, in order, are
+    # what dealing the release's rows out to the shards gives.
+    w, _, _ = world
+    counts = write_s2ag(w, tmp_path / "sharded", release=R0, parts=3)
+    rows = s2ag_rows(w)
+    assert counts == {d: len(items) for d, items in rows.items()} and counts["citations"] > 3
+    for dataset, items in rows.items():
+        for i in range(3):
+            with gzip.open(tmp_path / "sharded" / R0 / dataset / f"part{i}.jsonl.gz", "rt") as f:
+                assert [json.loads(line) for line in f] == items[i::3], (dataset, i)
