@@ -186,34 +186,38 @@ def replay_requests(base: str) -> dict[str, int]:
 
 def compare(api: Path, bulk: Path) -> dict[str, Any]:
     """The graph tables of the two warehouses, joined on their keys: rows only one side holds, and
-    per column how many joined rows differ (columns each run stamps left out)."""
+    per column how many joined rows differ (columns each run stamps left out; lists compared as
+    sets of their items). Joined in DuckDB, both warehouses attached read-only: at 160k papers the
+    two citations tables (over ten million rows) do not fit this machine's memory as frames."""
+    import duckdb
     import polars as pl
 
     from revbench.schemas import graph
-    from revbench.warehouse import Warehouse
 
     tables = {t.name: t for t in (graph.CITATIONS, graph.PAPER_TOPICS, graph.PAPER_AUTHORSHIPS, graph.AUTHOR_AFFILIATIONS)}
-    frames = []
-    for path in (api, bulk):
-        with Warehouse.open(path, read_only=True) as wh:
-            frames.append({n: wh.read(t) for n, t in tables.items()})
+    con = duckdb.connect()
+    con.execute("SET memory_limit = '6GB'")
+    con.execute(f"ATTACH '{api}' AS a (READ_ONLY)")
+    con.execute(f"ATTACH '{bulk}' AS b (READ_ONLY)")
     out: dict[str, Any] = {}
-    for name in COMPARED:
-        key = list(tables[name].primary_key)
-        a, b = frames[0][name], frames[1][name]
-        cols = [c for c in a.columns if c not in key and c not in STAMPED]
-        j = a.join(b, on=key, how="inner", suffix="_b", nulls_equal=True)
-        differ = {}
-        for c in cols:
-            x, y = j[c], j[f"{c}_b"]
-            if isinstance(x.dtype, pl.List):
-                x, y = x.list.sort(), y.list.sort()
-            n = int((~x.eq_missing(y)).sum())
-            if n:
-                differ[c] = n
-        out[name] = {"api_rows": a.height, "bulk_rows": b.height, "only_api": a.height - j.height,
-                     "only_bulk": b.height - j.height, "columns_differing": differ,
-                     "same": a.height == b.height == j.height and not set(differ) - set(S2AG_CARRIES_OTHERWISE)}
+    try:
+        for name in COMPARED:
+            t = tables[name]
+            key = list(t.primary_key)
+            cols = [c for c in t.names if c not in key and c not in STAMPED]
+            lists = {c for c, dtype in t.polars_schema.items() if isinstance(dtype, pl.List)}
+            side = (lambda c, x: f'list_sort({x}."{c}")' if c in lists else f'{x}."{c}"')
+            on = " AND ".join(f'x."{k}" = y."{k}"' for k in key)
+            differ_sql = ", ".join(f"count(*) FILTER (WHERE {side(c, 'x')} IS DISTINCT FROM {side(c, 'y')})" for c in cols)
+            a_rows = con.execute(f"SELECT count(*) FROM a.{name}").fetchall()[0][0]
+            b_rows = con.execute(f"SELECT count(*) FROM b.{name}").fetchall()[0][0]
+            joined, *counts = con.execute(f"SELECT count(*), {differ_sql} FROM a.{name} x JOIN b.{name} y ON {on}").fetchall()[0]
+            differ = {c: int(n) for c, n in zip(cols, counts, strict=True) if n}
+            out[name] = {"api_rows": a_rows, "bulk_rows": b_rows, "only_api": a_rows - joined, "only_bulk": b_rows - joined,
+                         "columns_differing": differ,
+                         "same": a_rows == b_rows == joined and not set(differ) - set(S2AG_CARRIES_OTHERWISE)}
+    finally:
+        con.close()
     out["columns_not_compared"] = list(STAMPED)
     out["s2ag_carries_otherwise"] = S2AG_CARRIES_OTHERWISE
     return out
