@@ -43,9 +43,19 @@ def _read(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in gzip.decompress(path.read_bytes()).decode().splitlines() if line.strip()]
 
 
+CORPUS_ID_HEX = 12
+"""Hex digits of an S2 id a corpus id is made of: 48 bits, so a 160k world's 1.2 million papers
+share one with odds of about 1 in 400 (at 40 bits, two of them did), and a citation's id (its
+citing paper's times 10,000 plus its position) still fits a signed 64-bit integer."""
+
+
+class CorpusIdClash(ValueError):
+    """Two of the world's S2 papers would share a corpus id: S2AG would make them one paper."""
+
+
 def corpus_id(s2_id: str) -> int:
     """The stable corpus id of the world's paper ``s2_id`` (a 40-hex S2 id)."""
-    return int(s2_id[:10], 16)
+    return int(s2_id[:CORPUS_ID_HEX], 16)
 
 
 class Shards:
@@ -79,13 +89,22 @@ def iter_s2ag(world_dir: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     graph = GraphStore.open(world_dir)
     cited: dict[str, tuple[Any, ...]] = {}
     seen: set[str] = set()
+    ids: dict[int, str] = {}
+
+    def unique(sid: str) -> int:
+        cid = corpus_id(sid)
+        if ids.setdefault(cid, sid) != sid:  # refused, not merged: a merged pair silently rewires the graph
+            raise CorpusIdClash(f"S2 papers {ids[cid]} and {sid} share corpus id {cid} (the first "
+                                f"{CORPUS_ID_HEX} hex digits of their ids): the world cannot be written as S2AG")
+        return cid
+
     for aid, rec in sorted(records.items()):
         sid = rec.get("paperId")
         if not sid:
             continue
         seen.add(sid)
         topics = graph.topics(aid) if graph else None
-        cid = corpus_id(sid)
+        cid = unique(sid)
         yield "papers", {"corpusid": cid, "externalids": {**(rec.get("externalIds") or {}), "CorpusId": str(cid)},
                          "url": S2_URL + sid, "title": rec.get("title"), "year": rec.get("year"),
                          "s2fieldsofstudy": topics["s2"] if topics else None, "publicationtypes": ["JournalArticle"]}
@@ -100,7 +119,7 @@ def iter_s2ag(world_dir: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     for sid, (arxiv, doi, title, year) in sorted(cited.items()):
         if sid in seen:
             continue
-        ext: dict[str, Any] = {"CorpusId": str(corpus_id(sid))}
+        ext: dict[str, Any] = {"CorpusId": str(unique(sid))}
         if arxiv:
             ext["ArXiv"] = arxiv
         if doi and not doi.startswith("10.48550/"):

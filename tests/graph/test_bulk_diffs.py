@@ -158,3 +158,15 @@ def test_a_release_streamed_to_its_shards_holds_what_the_rows_dealt_out_would(wo
         for i in range(3):
             with gzip.open(tmp_path / "sharded" / R0 / dataset / f"part{i}.jsonl.gz", "rt") as f:
                 assert [json.loads(line) for line in f] == items[i::3], (dataset, i)
+
+
+def test_two_papers_sharing_a_corpus_id_are_refused_not_merged(world, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Corpus ids come from the S2 ids' first hex digits; where two papers share them (at 40 bits
+    # two of a 160k world's 1.2 million did), S2AG would hold one paper for two and the bulk path
+    # would rewire their citations: the writer refuses, naming both.
+    import revbench.synth.bulk_files as bulk_files
+
+    w, _, _ = world
+    monkeypatch.setattr(bulk_files, "CORPUS_ID_HEX", 1)
+    with pytest.raises(bulk_files.CorpusIdClash, match=r"S2 papers [0-9a-f]{40} and [0-9a-f]{40} share corpus id"):
+        write_s2ag(w, tmp_path / "clash", release=R0)
