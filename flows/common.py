@@ -217,7 +217,7 @@ class Run:
         write_holder(self.wh.path, {
             "run_id": self.run_id, "flow": self.flow, "started_at": self.started_at, "stage": stage,
             "progress": {"done": progress[0], "total": progress[1]} if progress else None,
-            "stages": [_without_notes(s) for s in self.stages],
+            "stages": _rows_without_notes(self.stages),
         })
 
     @contextmanager
@@ -456,15 +456,15 @@ def publish_markdown(key: str, markdown: str, description: str) -> None:
         create_markdown_artifact(narrow_tables(markdown), key=key, description=description)
 
 
-def _without_notes(result: StageResult) -> dict[str, Any]:
-    """A stage result's fields less its notes, which are not copied: ``asdict`` would copy them
+def _rows_without_notes(results: list[StageResult]) -> list[dict[str, Any]]:
+    """Stage results' fields less their notes, which are not copied: ``asdict`` would copy them
     first, and a graph stage's notes name every paper it answered (160k at LR-bench's size)."""
-    return {f.name: getattr(result, f.name) for f in fields(result) if f.name != "notes"}
+    return [{f.name: getattr(r, f.name) for f in fields(r) if f.name != "notes"} for r in results]
 
 
 def stage_rows(results: list[StageResult]) -> list[dict[str, Any]]:
     """Stage results as table rows (notes left out)."""
     return [
-        {k: (round(v, 2) if isinstance(v, float) else v) for k, v in _without_notes(r).items()}
-        for r in results
+        {k: (round(v, 2) if isinstance(v, float) else v) for k, v in row.items()}
+        for row in _rows_without_notes(results)
     ]

@@ -44,6 +44,17 @@ def bulk_dir(settings: Settings, source: str) -> Path | None:
     return settings.s2.bulk_dir if source == "s2" else settings.openalex.snapshot_dir
 
 
+def same_folder(recorded: str | None, root: Path) -> bool:
+    """Whether the folder a run recorded is ``root``, however either is spelled (relative to
+    another working directory, through a link): a folder named another way is not read whole again."""
+    if not recorded:
+        return False
+    try:
+        return Path(recorded).resolve() == root.resolve()
+    except OSError:  # a folder gone since: not this one
+        return False
+
+
 def through_key(source: str) -> str:
     """The run parameter that records what of its bulk folder a graph run read (the S2AG
     release; the OpenAlex snapshot's newest partition)."""
@@ -77,7 +88,7 @@ def read_bulk(settings: Settings, source: str, todo: dict[str, list[str]], after
         return None
     mapper, threads = pieces_of(settings)
     work = settings.data_dir / "bulk" / "openalex"
-    since = after["through"] if after and after.get("dir") == str(root) else None
+    since = after["through"] if after and same_folder(after.get("dir"), root) else None
     works = snapshot_rows(root, "works", "doi", openalex_dois(ids), lower=True, after=since, mapper=mapper,
                           threads=threads, work=work)
     authors = snapshot_rows(root, "authors", "id", author_keys(works), mapper=mapper, threads=threads, work=work)
@@ -111,7 +122,7 @@ def record_through(run: Any, source: str, root: Path | None) -> None:
 
     through = latest_partition(root, "works")
     if through:
-        run.wh.runs.add_run_parameters(run.run_id, {through_key(source): {"dir": str(root), "through": through}})
+        run.wh.runs.add_run_parameters(run.run_id, {through_key(source): {"dir": str(root.resolve()), "through": through}})
 
 
 @dataclass
@@ -162,7 +173,7 @@ def state_root(settings: Settings) -> Path:
 
 def recorded_release(settings: Settings, root: Path, last: dict[str, Any] | None) -> str | None:
     """The S2AG release the last completed run read from ``root``, where what it kept of it is here."""
-    release = (last or {}).get("release") if (last or {}).get("dir") == str(root) else None
+    release = (last or {}).get("release") if same_folder((last or {}).get("dir"), root) else None
     return release if release and state_ready(state_root(settings) / release) else None
 
 
@@ -239,7 +250,7 @@ def s2ag_first(run: Any, settings: Settings, root: Path, todo: dict[str, list[st
     if dropped:
         run.wh.graph.forget_answers(dropped, "s2")
     if plan.release:
-        run.wh.runs.add_run_parameters(run.run_id, {through_key("s2"): {"dir": str(root), "release": plan.release}})
+        run.wh.runs.add_run_parameters(run.run_id, {through_key("s2"): {"dir": str(root.resolve()), "release": plan.release}})
     left = {kind: sorted(set(a) | set(dropped)) for kind, a in left_for_api(todo, got).items()}
     notes = {"dir": str(root), "answered": len(got.answered()), "release": plan.release,
              "from_release": plan.start, "whole": plan.whole is not None,

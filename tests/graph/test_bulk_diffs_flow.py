@@ -80,3 +80,17 @@ def test_a_day_later_reads_the_increment_and_matches_the_release_read_whole(sett
     again = graph_flow.fn(grown)
     assert again.papers_asked == 0 and again.references_saved == 0
     _same(_s2(grown), daily)
+
+
+def test_a_folder_recorded_under_another_spelling_is_the_same_folder(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # A run given ``data/s2ag`` from one directory, the next ``/abs/.../data/s2ag`` (or a link to
+    # it): the same folder, so the next reads the increments, not the release whole again.
+    from revbench.flows.graph_bulk import same_folder
+
+    (tmp_path / "data" / "s2ag").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "data")
+    monkeypatch.chdir(tmp_path)
+    assert same_folder("data/s2ag", tmp_path / "data" / "s2ag")
+    assert same_folder(str(tmp_path / "link" / "s2ag"), Path("data/s2ag"))
+    assert not same_folder("data", tmp_path / "data" / "s2ag")
+    assert not same_folder(None, tmp_path / "data" / "s2ag")
