@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,8 @@ from revbench.evaluation.report import ReportTable, plot_loss, report_tables, re
 from revbench.evaluation.scorers import Context, make_scorer
 from revbench.evaluation.separation import Separation, separation_rows, separation_table, split_separations
 from revbench.flows.artifact_markdown import evaluation_markdown
-from revbench.flows.common import Run, flow_run, publish_markdown, publish_table, revbench_flow, stage
+from revbench.flows.common import (Run, StageResult, current_run_id, flow_run, publish_markdown, publish_table,
+                                   revbench_flow, stage)
 from revbench.flows.pieces import map_pieces
 from revbench.flows.results import ConfiguredEvaluation, FlowResult
 from revbench.release_checks import check_recorded_releases
@@ -35,6 +38,45 @@ log = logging.getLogger("revbench.evaluate")
 SameAs = dict[tuple[str, str], tuple[str, str]]
 
 
+@dataclass
+class UnrecordedRun:
+    """A run that leaves no trace in the warehouse (a files-only evaluation without ``--record``):
+    its id and settings, no warehouse session."""
+
+    settings: Settings
+    run_id: str
+    wh: None = None
+
+    def require(self, *services: str) -> None:
+        """As :meth:`Run.require`: each service probed before the work that needs it."""
+        Run.require(self, *services)  # type: ignore[arg-type]  # it reads and narrows .settings alone
+
+
+@dataclass
+class _LocalStage:
+    """What a stage of an unrecorded run works with: its settings and a result kept nowhere."""
+
+    settings: Settings
+    result: StageResult
+
+
+@contextmanager
+def run_stage(run: Run | UnrecordedRun, name: str) -> Iterator[Any]:
+    """:func:`~revbench.flows.common.stage` for a recorded run; for an unrecorded one, a stage whose
+    result is kept nowhere (no warehouse to write ``run_stages`` to)."""
+    if isinstance(run, UnrecordedRun):
+        yield _LocalStage(run.settings, StageResult(name))
+        return
+    with stage(run, name) as st:
+        yield st
+
+
+@contextmanager
+def unrecorded_run(settings: Settings) -> Iterator[UnrecordedRun]:
+    """The run of an evaluation that is not stored: a fresh id, the warehouse never opened."""
+    yield UnrecordedRun(settings, current_run_id())
+
+
 def score_piece(settings: Settings, index: int, benchmark: Benchmark, spec: str) -> tuple[int, str, Scores, float]:
     """One scorer over one benchmark, in whichever process runs it (a thread, or a Dask worker:
     it builds its own scorer, and embeddings and LLM answers come from the shared caches)."""
@@ -43,10 +85,10 @@ def score_piece(settings: Settings, index: int, benchmark: Benchmark, spec: str)
     return index, spec, scores, time.perf_counter() - t
 
 
-def score_all(run: Run, loaded: list[Benchmark], specs: list[str]) -> dict[tuple[int, str], Scores]:
+def score_all(run: Run | UnrecordedRun, loaded: list[Benchmark], specs: list[str]) -> dict[tuple[int, str], Scores]:
     """Every scorer on every benchmark as independent pieces (on the run's task runner when
     tracked); scorers that call a service are probed first and run under its concurrency tag."""
-    with stage(run, "score") as st:
+    with run_stage(run, "score") as st:
         tag: dict[str, str | None] = {}  # the service whose concurrency limit a scorer's pieces share
         built = {spec: make_scorer(spec, Context(run.settings)) for spec in specs}
         work = [(i, spec) for i, b in enumerate(loaded) if not b.name.startswith("lrbench:") for spec in specs]
@@ -119,7 +161,7 @@ class Comparison:
     attack: bool = False
 
 
-def assignment_metric_rows(run: Run, loaded: list[Benchmark], scored: dict[tuple[int, str], Scores],
+def assignment_metric_rows(run: Run | UnrecordedRun, loaded: list[Benchmark], scored: dict[tuple[int, str], Scores],
                            preds: list[tuple[int, Scores]], plan: EvaluationPlan, how: Comparison) -> list[MetricValue]:
     """Every scorer's assignment quality on every benchmark (:mod:`revbench.evaluation.assignment_eval`):
     over the rated candidates from the scores already made, over the pool (where there is one)
@@ -130,7 +172,7 @@ def assignment_metric_rows(run: Run, loaded: list[Benchmark], scored: dict[tuple
     a = run.settings.assignment
     setup = AssignmentSetup(a.reviewers_per_paper, a.max_load, a.objective)
     rows: list[MetricValue] = []
-    with stage(run, "assignment") as st:
+    with run_stage(run, "assignment") as st:
         for i, bench in enumerate(loaded):
             runs = with_companions([scored[(i, spec)] for spec in plan.scorers if (i, spec) in scored])
             runs += [s for j, s in preds if j == i]
@@ -144,7 +186,7 @@ def assignment_metric_rows(run: Run, loaded: list[Benchmark], scored: dict[tuple
     return rows
 
 
-def attack_metric_rows(run: Run, loaded: list[Benchmark], plan: EvaluationPlan) -> list[MetricValue]:
+def attack_metric_rows(run: Run | UnrecordedRun, loaded: list[Benchmark], plan: EvaluationPlan) -> list[MetricValue]:
     """Every scorer attacked by a colluding author and reviewer on every benchmark it scored
     (:mod:`revbench.evaluation.attack`)."""
     # Only with --attack: a plain evaluation attacks nothing.
@@ -154,7 +196,7 @@ def attack_metric_rows(run: Run, loaded: list[Benchmark], plan: EvaluationPlan) 
     setup = AttackSetup(tuple(a.start_ranks), a.pairs_per_rank, run.settings.assignment.reviewers_per_paper,
                         tuple(a.min_profiles), a.terms, a.seed)
     rows: list[MetricValue] = []
-    with stage(run, "attack") as st:
+    with run_stage(run, "attack") as st:
         scorers = [make_scorer(spec, Context(run.settings)) for spec in plan.scorers]
         rewriter = keyword_rewriter
         if a.rewrite == "llm":
@@ -195,12 +237,12 @@ def metric_rows(loaded: list[Benchmark], scored: dict[tuple[int, str], Scores], 
     return rows, same_as, seps
 
 
-def metrics_stage(run: Run, loaded: list[Benchmark], preds: list[tuple[int, Scores]], plan: EvaluationPlan,
+def metrics_stage(run: Run | UnrecordedRun, loaded: list[Benchmark], preds: list[tuple[int, Scores]], plan: EvaluationPlan,
                   how: Comparison, report: Path) -> tuple[pl.DataFrame, pl.DataFrame, SameAs, list[Separation], list[str]]:
-    """Score, compute the metrics and append them to ``eval_results``. Returns the results, the
+    """Score, compute the metrics and append them to ``eval_results`` (a recorded run). Returns the results, the
     rows stored, the splits that repeat another's pairs, the scorer pairs' differences and the
     warnings that a scorer reads what a weak benchmark's labels came from (kept in the stage's notes)."""
-    with stage(run, "metrics") as st:
+    with run_stage(run, "metrics") as st:
         if how.attack and run.settings.attack.rewrite == "llm":
             run.require("llm")  # before any scorer spends its time, not after
         scored = score_all(run, loaded, plan.scorers)
@@ -211,7 +253,8 @@ def metrics_stage(run: Run, loaded: list[Benchmark], preds: list[tuple[int, Scor
             rows += attack_metric_rows(run, loaded, plan)
         df = results_frame(rows)
         stored = stored_results(df, loaded, run.run_id, utcnow())
-        run.wh.evaluate.upsert(EVAL_RESULTS, stored)
+        if run.wh is not None:
+            run.wh.evaluate.upsert(EVAL_RESULTS, stored)
         st.result.rows_in, st.result.rows_out = len(loaded), df.height
         st.result.rejected = sum(n for b in loaded for n in b.dropped.values())
         st.result.notes["dropped"] = dropped_by_benchmark(loaded)
@@ -276,17 +319,18 @@ def evaluate_flow(
     graph_from: str | None = None,
     assignment: bool = False,
     attack: bool = False,
+    record: bool = True,
 ) -> EvaluateResult:
     """Evaluate every scorer and prediction file on every benchmark; store, report, return rows.
 
-    Without ``scorers``, ``trivial`` and ``tpms`` run when no predictions file is given. ``plot``
-    draws ``loss.png`` (matplotlib costs most of a second: one-off commands skip it unless asked).
-    Results are appended: each run's rows carry its run id, every scorer's spec and the hash of
-    any predictions file; earlier runs' rows stay in ``eval_results``. ``plan`` is these arguments
-    as :func:`plan_evaluation` checked them already (the command line checks them before a
-    tracked run starts Prefect); without it they are checked here, once either way. ``graph_from``: see ``with_graphs``.
-    ``assignment``: each scorer also judged by the assignment it yields (settings ``assignment``);
-    ``attack``: each also attacked by a colluding author and reviewer (settings ``attack``)."""
+    Without ``scorers``, ``trivial`` and ``tpms`` run when no predictions file is given. ``plot`` draws ``loss.png``
+    (matplotlib costs most of a second: one-off commands skip it unless asked). Results are appended: each run's rows
+    carry its run id, every scorer's spec and the hash of any predictions file; earlier runs' rows stay in
+    ``eval_results``. ``plan`` is these arguments as :func:`plan_evaluation` checked them already (the command line
+    checks them before a tracked run starts Prefect); without it they are checked here, once either way. ``graph_from``:
+    see ``with_graphs``. ``assignment``: each scorer also judged by the assignment it yields (settings ``assignment``);
+    ``attack``: each also attacked by a colluding author and reviewer (settings ``attack``). Without ``record`` nothing
+    is stored, the warehouse not even opened (the command line's files-only evaluation without ``--record``)."""
     plan = plan or plan_evaluation(settings, benchmarks, scorers, predictions or [], baseline, graph_from)
     if bootstrap < 0:
         raise UsageError(f"--bootstrap {bootstrap}: expected 0 or more resamples")
@@ -306,7 +350,7 @@ def evaluate_flow(
                   **({"assignment": settings.assignment.model_dump()} if assignment else {}),
                   **({"attack": settings.attack.model_dump()} if attack else {}))
     report = Path(report_dir) if report_dir else settings.data_dir / "reports" / "evaluate"
-    with flow_run(settings, "evaluate", params) as run:
+    with flow_run(settings, "evaluate", params) if record else unrecorded_run(settings) as run:
         how = Comparison(baseline, bootstrap, seed, assignment, attack)
         df, stored, same_as, seps, warn = metrics_stage(run, loaded, preds, plan, how, report)
         return finish_report(run.run_id, loaded, df, stored, same_as, seps, warn, report, plot, json_out, attack)

@@ -1,6 +1,9 @@
 """The ``revbench`` command line: builds the settings once and hands them to the flows. Its
 commands live in ``revbench.app.commands``, one module per stage, each beside what it prints.
 
+A one-off ``evaluate`` of prediction files alone may be answered before any of it is loaded
+(``revbench.app.lean_evaluate``: the same output, the standard library alone).
+
 Every error ends in one line on stderr (``--debug`` adds the traceback) and an exit code:
 2 for a request that cannot run as given (nothing was done), 3 for an unreachable service,
 4 for a warehouse held by another run, 5 for a damaged warehouse, 130 for an interrupt,
@@ -9,47 +12,66 @@ Every error ends in one line on stderr (``--debug`` adds the traceback) and an e
 
 from __future__ import annotations
 
-import copy
 import faulthandler
+import functools
 import os
 import signal
 import sys
 import threading
-import traceback
 from collections.abc import Callable
 from typing import Any
 
-import typer
-import typer.main
-
-from revbench.app import cli_ui
-from revbench.app.cli_common import app
-from revbench.app.commands import backup, corpus, evaluate, models, operate, pools, ratings, release, survey, worlds
-from revbench.app.console import err_console
 from revbench.errors import RevbenchError, clear_interrupt, interrupt_noted
 
-# Registered here, not where they are defined, so that ``--help`` and the generated reference keep
-# one order across the modules: the stages' commands first, the operator's after them.
-for command in (corpus.ingest, corpus.graph, worlds.demo, evaluate.evaluate, models.embed, models.train, pools.pools,
-                operate.refresh, corpus.disambiguate, ratings.ratings, release.report, operate.serve, cli_ui.ui,
-                operate.status, operate.doctor, backup.backup, backup.restore, ratings.labels, models.models,
-                worlds.world):
-    app.command()(command)
-app.command("env-example")(operate.env_example)
-app.add_typer(release.release_app, name="release")
-app.add_typer(survey.survey_app, name="survey")
+# Nothing heavier at load: `revbench evaluate` on prediction files alone is answered before typer,
+# rich, pydantic and the rest are loaded (revbench.app.lean_evaluate), and this module is what
+# the console script loads first.
 
 
-def main(argv: list[str] | None = None) -> None:
-    """The ``revbench`` console script."""
-    from revbench.app.entry import install_unraisable_hook
+def __getattr__(name: str) -> Any:
+    """``app``, the application, built on first use (module attributes, PEP 562)."""
+    if name == "app":
+        return _application()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    install_unraisable_hook()
+
+@functools.cache
+def _application() -> Any:
+    """The Typer application with every command registered (once)."""
+    from revbench.app import cli_ui
+    from revbench.app.cli_common import app
+    from revbench.app.commands import backup, corpus, evaluate, models, operate, pools, ratings, release, survey, worlds
+
+    # Registered here, not where they are defined, so that ``--help`` and the generated reference keep
+    # one order across the modules: the stages' commands first, the operator's after them.
+    for command in (corpus.ingest, corpus.graph, worlds.demo, evaluate.evaluate, models.embed, models.train, pools.pools,
+                    operate.refresh, corpus.disambiguate, ratings.ratings, release.report, operate.serve, cli_ui.ui,
+                    operate.status, operate.doctor, backup.backup, backup.restore, ratings.labels, models.models,
+                    worlds.world):
+        app.command()(command)
+    app.command("env-example")(operate.env_example)
+    app.add_typer(release.release_app, name="release")
+    app.add_typer(survey.survey_app, name="survey")
+    return app
+
+
+def main(argv: list[str] | None = None, lean: bool = True) -> None:
+    """The ``revbench`` console script. ``lean``: offer the command line to the lean lane first
+    (``revbench.app.lean_evaluate``); without it the full path runs every command (tests compare the two)."""
     if hasattr(signal, "SIGUSR1"):
         # `kill -USR1 PID` prints every thread's stack to stderr and the command goes on: what
         # an operator (or a test that timed out) asks a run that seems stuck.
         faulthandler.register(signal.SIGUSR1, all_threads=True)
     args = list(sys.argv[1:] if argv is None else argv)
+    if lean and args[:1] == ["evaluate"]:
+        from revbench.app.lean_evaluate import run_lean
+
+        code = run_lean(args)
+        if code is not None:
+            _exit(code)
+    from revbench.app.entry import install_unraisable_hook
+
+    install_unraisable_hook()
     debug = "--debug" in args
     # -v anywhere on the line: the details a default run leaves out (every note, third-party
     # warnings, the revbench logger's DEBUG lines).
@@ -69,6 +91,11 @@ def command_line(args: list[str]) -> Callable[..., Any]:
     commands it never runs. The command itself is built the same way either way, under the same
     program name, so its options, help and errors do not change (``tests/app/test_cli_modes.py``
     compares them for every command)."""
+    import copy
+
+    import typer.main
+
+    app = _application()
     name = args[0] if args else ""
     only = [c for c in app.registered_commands
             if (c.name or typer.main.get_command_name(getattr(c.callback, "__name__", ""))) == name]
@@ -81,11 +108,17 @@ def command_line(args: list[str]) -> Callable[..., Any]:
 
 
 def _say(message: str) -> None:
+    from revbench.app.console import err_console
+
     err_console.print(f"[red]error:[/] {message}", soft_wrap=True, highlight=False, markup=True)
 
 
 def run(args: list[str], debug: bool = False) -> int:
     """Run the command line on ``args``; errors become one line and an exit code."""
+    import traceback
+
+    import typer
+
     clear_interrupt()
     try:
         rv = command_line(args)(args, standalone_mode=False)

@@ -1,5 +1,6 @@
 """One-off commands run in-process without Prefect; ``--track`` (or a configured API) makes them
-Prefect flow runs; either way the run is in the warehouse, and settings are passed, not read."""
+Prefect flow runs; either way the run is in the warehouse (but for an untracked evaluation of
+prediction files alone, stored only with ``--record``), and settings are passed, not read."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from revbench.flows.evaluate import evaluate_flow
+from revbench.schemas.tables import EVAL_RESULTS
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
 from tests.support.evaluation import write_openreview
@@ -65,6 +67,27 @@ def test_only_predictions_runs_only_them_and_a_name_clash_stops_before_work(tmp_
     assert ok.returncode == 0, ok.stderr
     rows = json.loads((tmp_path / "rows.json").read_text())
     assert {r["scorer"] for r in rows} == {"tpms"} and {r["spec"] for r in rows} == {"predictions:tpms.json"}
+
+
+def test_prediction_files_alone_are_stored_only_with_record(tmp_path: Path) -> None:
+    from tests.app.test_cold_imports import write_rate_files
+
+    pc, _ = write_rate_files(tmp_path)
+    args = ["evaluate", "-p", f"rate_pc={pc}", "--bootstrap", "0", "--no-track", "--json-out", str(tmp_path / "rows.json")]
+    wh_path = tmp_path / "data" / "warehouse.duckdb"
+    # The lean lane, then the full path (a flag the lane leaves to it): neither opens the warehouse.
+    for extra in ([], ["--allow-partial"]):
+        out = _cli([*args, *extra], tmp_path / "data")
+        assert out.returncode == 0, out.stderr
+        assert (tmp_path / "data" / "reports" / "evaluate" / "results.json").is_file() and not wh_path.exists()
+    out = _cli([*args, "--record"], tmp_path / "data")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    with Warehouse.open(wh_path, read_only=True) as wh:
+        runs = wh.runs.latest_runs(5).to_dicts()
+        stored = wh.read(EVAL_RESULTS)
+    assert [(r["flow"], r["status"], r["run_id"]) for r in runs] == [("evaluate", "completed", rows[0]["run_id"])]
+    assert stored.height == len(rows) == 4 and set(stored["run_id"]) == {rows[0]["run_id"]}
 
 
 @pytest.mark.slow

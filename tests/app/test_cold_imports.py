@@ -1,6 +1,10 @@
 """A one-off ``revbench evaluate`` of RATE-format predictions loads only what it uses: the
 command's whole run (not just its modules' import) is watched with ``-X importtime`` in its own
-process, so a heavy import added anywhere on its path, at load or at run time, fails here."""
+process, so a heavy import added anywhere on its path, at load or at run time, fails here.
+
+With the default settings it is the lean lane's (``revbench.app.lean_evaluate``): the standard
+library alone. The tests that configure every setting through ``REVBENCH_`` variables (``cli``,
+``modules_at_exit``) watch the full path, which the lane leaves such a configuration to."""
 
 from __future__ import annotations
 
@@ -110,6 +114,37 @@ def test_an_untracked_evaluate_of_rate_predictions_loads_no_tracking_ml_or_plott
     out, planted = modules_at_exit(settings, tmp_path, *args, "--plot")
     assert out.returncode == 0, out.stderr[-3000:]
     assert "matplotlib" in loaded_of(planted, UNTRACKED_NEVER)
+
+
+LEAN_NEVER = ("polars", "numpy", "duckdb", "pyarrow", "pydantic", "pydantic_settings", "prefect", "typer", "click", "rich",
+              "revbench.flows", "revbench.settings", "revbench.warehouse")
+"""What the lean lane loads none of: the full path's libraries, its settings and its flow (rich
+neither, printing to a log)."""
+
+
+def test_the_lean_lane_loads_none_of_the_full_paths_libraries(tmp_path: Path) -> None:
+    from revbench.app.lean_evaluate import RICH_ENVIRON
+
+    pc, rc = write_rate_files(tmp_path)
+    dump = tmp_path / "modules.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REVBENCH_", "PREFECT_")) and k not in RICH_ENVIRON}
+    env.update(MODULES_OUT=str(dump), PREFECT_HOME=str(tmp_path / "prefect"), PREFECT_API_URL="http://127.0.0.1:9/api")
+    args = ("evaluate", "-p", f"rate_pc={pc}", "-p", f"rate_rc={rc}", "--bootstrap", "0", "--no-track")
+    out = subprocess.run([sys.executable, "-c", MODULES_AT_EXIT, *args], env=env, cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0 and out.stderr == "", out.stderr[-3000:]
+    assert "│ rate_pc │" in out.stdout and "│ rate_rc │" in out.stdout
+    loaded = set(json.loads(dump.read_text()))
+    assert "revbench.app.lean_evaluate" in loaded
+    assert loaded_of(loaded, LEAN_NEVER) == []
+    assert (tmp_path / "data" / "reports" / "evaluate" / "report.md").is_file()
+    assert not (tmp_path / "data" / "warehouse.duckdb").exists()  # a files-only evaluation stores nothing
+    # The same watch sees the full path's libraries where the lane steps aside (a setting it does not read).
+    env["REVBENCH_LOG_LEVEL"] = "INFO"
+    out = subprocess.run([sys.executable, "-c", MODULES_AT_EXIT, *args], env=env, cwd=tmp_path, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert {"polars", "typer", "pydantic", "revbench.flows.evaluate"} <= set(json.loads(dump.read_text()))
 
 
 def test_a_prefect_profile_is_read_only_where_there_is_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

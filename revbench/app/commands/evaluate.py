@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table as RichTable
 
 from revbench.app.cli_common import Track, setup
 from revbench.app.console import console
 from revbench.app.entry import check_output_dir, check_output_file, resolve_track
+from revbench.app.lean_evaluate import print_tables, report_line
 
 
 def evaluate(
@@ -29,12 +29,13 @@ def evaluate(
     allow_rejected: Annotated[bool, typer.Option("--allow-rejected", help="Read a release its curator rejected (refused otherwise)")] = False,
     assignment: Annotated[bool, typer.Option("--assignment", help="Also judge each scorer by the assignment it yields (settings REVBENCH_ASSIGNMENT__*)")] = False,
     attack: Annotated[bool, typer.Option("--attack", help="Also attack each scorer with a colluding author and reviewer (settings REVBENCH_ATTACK__*)")] = False,
+    record: Annotated[bool, typer.Option("--record", help="Also store the results of --predictions alone in the warehouse's eval_results (an evaluation of a --benchmark, and a tracked one, always does)")] = False,
     track: Track = None,
 ) -> None:
     """Evaluate similarity scorers (and external predictions) on benchmarks.
 
     With neither --scorer nor --predictions, trivial and tpms run; with --predictions alone,
-    only the given files are evaluated."""
+    only the given files are evaluated, and nothing is stored unless --record or --track."""
     if json_out:
         check_output_file(json_out, "--json-out")
     if report:
@@ -44,12 +45,15 @@ def evaluate(
     from revbench.flows.evaluate import evaluate_flow
 
     plan = plan_evaluation(settings, benchmark, scorer or None, predictions, baseline, graph_from)
+    tracked = resolve_track(track, long_flow=False)
     out = evaluate_flow.run(
         settings, benchmarks=benchmark, scorers=scorer or None, predictions=predictions, baseline=baseline,
         bootstrap=bootstrap, seed=seed, report_dir=str(report) if report else None, allow_partial=allow_partial,
         json_out=str(json_out) if json_out else None, plot=report is not None if plot is None else plot,
-        track=resolve_track(track, long_flow=False), plan=plan, graph_from=graph_from,
-        assignment=assignment, attack=attack,
+        track=tracked, plan=plan, graph_from=graph_from, assignment=assignment, attack=attack,
+        # A one-off look at prediction files opens no warehouse (loading DuckDB alone takes most of
+        # what RATE's whole script does); a benchmark's evaluation, a tracked run and --record keep their rows.
+        record=record or tracked or bool(plan.benchmarks),
     )
     print_report(out.tables)
     for line in out.judgements:
@@ -58,8 +62,7 @@ def evaluate(
         console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
     for name, dropped in out.dropped.items():
         console.print(f"{name}: left out " + ", ".join(f"{n} ({reason})" for reason, n in sorted(dropped.items())))
-    console.print(f"Report: [cyan]{out.report_dir}[/] (report.md, results.json, separation.json, predictions/, trec/, exports.json"
-                  + (", loss.png" if out.plot else "") + (", attack.png" if out.plot and attack else "") + f"); run {out.run_id}")
+    console.print(report_line(out.report_dir, out.run_id, bool(out.plot), attack))
 
 
 def print_evaluation(evaluation: Any) -> None:
@@ -73,19 +76,6 @@ def print_evaluation(evaluation: Any) -> None:
 
 
 def print_report(tables: list[Any]) -> None:
-    """Evaluation report tables (``revbench.evaluation.report.ReportTable``), best values in bold."""
-    import re
-
-    for t in tables:
-        if not t.header:
-            # A line in place of a table: what is absent and why.
-            console.print(t.title.lstrip("# "), markup=False)
-            continue
-        table = RichTable(title=t.title.lstrip("# "), title_justify="left")
-        for i, h in enumerate(t.header):
-            table.add_column(h, justify="left" if i == 0 else "right")
-        for row in t.rows:
-            table.add_row(*[re.sub(r"\*\*(.+?)\*\*", r"[bold]\1[/]", c.replace("[", "\\[")) for c in row])
-        console.print(table)
-        for note in getattr(t, "notes", []):
-            console.print(f"  {note}", markup=False, highlight=False)
+    """Evaluation report tables (``revbench.evaluation.report.ReportTable``), best values in bold; the
+    lean lane prints its own through the same function (``revbench.app.lean_evaluate``)."""
+    print_tables(tables, console)
