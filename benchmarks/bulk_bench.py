@@ -141,7 +141,18 @@ def child_main(a: argparse.Namespace) -> None:
     seconds = time.perf_counter() - t
     done.set()
     print(json.dumps({"seconds": round(seconds, 1), "peak_rss_mb": round(peak["rss"]),
+                      "stages_s": stage_seconds(s.warehouse_path, out.run_id),
                       "papers_asked": out.papers_asked, "failed": out.failed, "coverage": out.coverage}, default=str))
+
+
+def stage_seconds(warehouse: Path, run_id: str) -> dict[str, float]:
+    """What each of the run's stages took, as the run recorded it (the rest of the run's time is
+    the flow's own: reading the papers, coverage, match rates)."""
+    from revbench.warehouse import Warehouse
+
+    with Warehouse.open(warehouse, read_only=True) as wh:
+        stages = wh.runs.run_stages(run_id)
+    return {stage: round(sec, 1) for stage, sec in stages.select("stage", "seconds").iter_rows()}
 
 
 def run_child(data: Path, base: str, s2ag: Path | None, snapshot: Path | None) -> dict[str, Any]:

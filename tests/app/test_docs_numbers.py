@@ -3,7 +3,6 @@ a hand-typed number, or a results file updated without its pages, fails here."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -11,15 +10,13 @@ from types import ModuleType
 
 import pytest
 
+from tests.support.docs import gen_numbers
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def gen() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_numbers", ROOT / "docs" / "gen_numbers.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return gen_numbers()
 
 
 def test_every_block_is_what_its_results_file_renders() -> None:
