@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as `python docs/gen_numbers.py`: the benchmarks' own renderers
+    sys.path.insert(0, str(ROOT))
+from benchmarks.bulk_report import bulk_graph  # noqa: E402
 RESULTS = ROOT / "benchmarks" / "results"
 PAGES = ("README.md", "docs/getting-started.md", "docs/benchmarks.md", "docs/rebuild.md")
 BLOCK = re.compile(r"(<!-- numbers:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /numbers -->)", re.S)
@@ -381,81 +384,6 @@ def rebuild_product_pools(results: Path) -> str:
         cells = [f"{r['by_stratum'].get(k, {}).get('recalled', 0)}" for k in strata]
         lines.append(f"| {tau} | {rc['recalled']}/{rc['pairs']} ({_pct(rc['recall'])}) | {missed} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def _same(t: dict[str, Any]) -> str:
-    rows = ("the same rows" if t["only_api"] == t["only_bulk"] == 0 else
-            f"{_n(t['only_api'])} rows only over the API, {_n(t['only_bulk'])} only from the files")
-    differ = t.get("columns_differing") or {}
-    if not differ:
-        return f"{rows}, every value the same"
-    return f"{rows}; values differing in " + ", ".join(f"`{c}` {_n(n)}" for c, n in differ.items())
-
-
-def _bulk_row(name: str, r: dict[str, Any]) -> str:
-    if "exit_code" in r:
-        why = " (killed for memory)" if r["exit_code"] == -9 else ""
-        return f"| {name} | stopped after {r['seconds']:.0f}: exit {r['exit_code']}{why} | | | | | | |"
-    req = ", ".join(f"{k} {_n(v)}" for k, v in sorted(r.get("requests", {}).items())) or "0"
-    cpu = f"{r['cpu_s']:.0f}" if "cpu_s" in r else "-"
-    avg = " to ".join(f"{x:.1f}" for x in r["load_average_1m"]) if "load_average_1m" in r else "-"
-    stages = ", ".join(f"{k.removeprefix('graph-')} {v:.1f}" for k, v in r.get("stages_s", {}).items()) or "-"
-    return (f"| {name} | {r['seconds']:.1f} | {stages} | {cpu} | {r['peak_rss_mb'] / 1024:.1f} GB | "
-            f"{_n(r['papers_asked'])} | {req} | {avg} |")
-
-
-def _bulk_one(d: dict[str, Any]) -> list[str]:
-    later = d.get("day_later")
-    lines = [f"Measured {d['when'][:10]} ({d['machine']}; `{d['command']}`): a SYNTHETIC world of "
-             f"{_n(d['world']['papers'])} papers and {_n(d['world']['references'])} references, {_n(d['corpus_papers'])} "
-             f"of them in the corpus."]
-    if "files" in d:
-        lines[0] += (f" Writing the files took {d['files_written_s']:.0f} s (S2AG {d['files_mb']['s2ag']:.0f} MB, "
-                     f"the OpenAlex snapshot {d['files_mb']['openalex']:.0f} MB, gzipped).")
-    lines += ["", "| graph stage | seconds | of which, per step (s) | CPU seconds | peak memory | papers asked over HTTP | "
-                  "requests | load average |", "|---|---|---|---|---|---|---|---|"]
-    lines += [_bulk_row(name, d[k]) for k, name in (("api", "over the APIs"), ("bulk", "from the bulk files"),
-                                                   ("day_later", "a day later, bulk")) if k in d]
-    lines.append("")
-    s2 = d.get("api", {}).get("requests", {}).get("s2")
-    if s2:
-        lines.append(f"At Semantic Scholar's pace for a key (one request a second) the API path's {_n(s2)} requests "
-                     f"to it alone would take {s2 / 3600:.1f} hours.")
-    if "bulk_over_api" in d:
-        goal = "at most a tenth: met" if d["bulk_over_api"] <= 0.1 else "the goal is at most a tenth: missed"
-        cpu = (f"; in CPU time {d['bulk']['cpu_s'] / d['api']['cpu_s']:.1%}, the API path's not counting the replay server's"
-               if "cpu_s" in d["bulk"] and "cpu_s" in d["api"] else "")
-        lines.append(f"The bulk path took {d['bulk_over_api']:.1%} of the API path's time ({goal}{cpu}).")
-    if "day_later_over_bulk" in d:
-        goal = "at most 5%: met" if d["day_later_over_bulk"] <= 0.05 else "the goal is at most 5%: missed"
-        diff = later["files"]["s2ag"]
-        lines.append(f"A day later ({_n(later['new_papers'])} new papers; S2AG's diff: {_n(diff.get('papers_updates', 0))} "
-                     f"papers and {_n(diff.get('citations_updates', 0))} citations updated, "
-                     f"{_n(diff.get('papers_deletes', 0))} and {_n(diff.get('citations_deletes', 0))} deleted) took "
-                     f"{d['day_later_over_bulk']:.1%} of the first bulk run ({goal}).")
-    same = d.get("same_tables")
-    if same:
-        cells = [f"{name} {_same(t)} ({_n(t['api_rows'])} rows)" for name, t in same.items()
-                 if isinstance(t, dict) and "api_rows" in t]
-        lines.append("The tables of the two runs joined on their keys (the columns each run stamps left out): "
-                     + "; ".join(cells) + ".")
-        why = same.get("s2ag_carries_otherwise") or {}
-        if why:
-            lines.append("Where they may differ on this SYNTHETIC world, and why: " + "; ".join(
-                f"`{c}`: {w}" for c, w in why.items()) + "; a difference in any other column would fail the comparison.")
-    return lines
-
-
-def bulk_graph(results: Path) -> str:
-    """The graph stage from bulk files against the same stage over the APIs (``bulk_bench``): the
-    comparison at each size measured (20k with a day later, 80k, LR-bench's 160k where it ran)."""
-    out: list[str] = []
-    for name in ("bulk-20k.json", "bulk-80k.json", "bulk.json"):
-        if (results / name).exists():
-            out += (["", ""] if out else []) + _bulk_one(load(results, name))
-    if not out:
-        return "No `bulk*.json`: run `python -m benchmarks.bulk_bench`.\n"
-    return "\n".join(out) + "\n"
 
 
 RENDERERS: dict[str, Callable[[Path], str]] = {

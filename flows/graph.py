@@ -181,9 +181,10 @@ def run_match_rates(run: Run, fetched: dict[str, StageResult], todo: dict[tuple[
     """How this run's papers' references stand now, per source (the re-resolution included);
     GROBID's lists (read by the ingest) are those of the papers this run took up."""
     taken = sorted({a for ids in todo.values() for a in ids})
-    keys_of = run.wh.graph.reference_keys_of
-    return match_rates({src: keys_of(r.notes["answered"], src, REFERENCE_KEYS) for src, r in fetched.items()}
-                       | {"grobid": keys_of(taken, "grobid", REFERENCE_KEYS)}, index)
+    keys = ("citing_arxiv_id", *REFERENCE_KEYS)
+    refs = run.wh.graph.references_of
+    return match_rates({src: refs(r.notes["answered"], src, keys) for src, r in fetched.items()}
+                       | {"grobid": refs(taken, "grobid", keys)}, index)
 
 
 def hostile_notes(source: str, notes: dict[str, Any]) -> list[str]:

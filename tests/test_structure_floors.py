@@ -16,11 +16,11 @@ Each rule is a function over a parsed tree, run on this one and on a planted fau
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 from pathlib import Path
 from types import ModuleType
 
+from tests.support.docs import docs_script
 from tests.support.floorplan import FLOORS, REACHES, SIDE_WALLS, UPWARD_ALLOWED, floor_of, room_of
 from tests.test_structure import MODULES, ROOT, modules, our_imports
 
@@ -182,11 +182,7 @@ def test_the_checkers_catch_planted_faults(tmp_path: Path) -> None:
 
 def _gen_design() -> ModuleType:
     """docs/gen_design.py, loaded from its file (docs/ is no package)."""
-    spec = importlib.util.spec_from_file_location("gen_design", ROOT / "docs" / "gen_design.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return docs_script("gen_design")
 
 
 def test_the_design_page_draws_the_plan() -> None:

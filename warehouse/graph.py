@@ -154,20 +154,26 @@ class GraphSlice(ResolveQueries):
                              ORDER BY p.arxiv_id""", [source, kind])
         return [r[0] for r in rows]
 
-    def _of(self, table: Table, column: str, keys: Sequence[str], order: str, source: str | None = None) -> pl.DataFrame:
+    def _of(self, table: Table, column: str, keys: Sequence[str], order: str, source: str | None = None,
+            columns: Sequence[str] = ()) -> pl.DataFrame:
+        """``table``'s rows whose ``column`` is one of ``keys`` (of ``source``), all its columns or only ``columns``."""
         self.con.register("_keys_of", pl.DataFrame({"k": list(keys)}, schema={"k": pl.Utf8}).to_arrow())
         try:
-            cols = ", ".join(_q(c) for c in table.names)
+            cols = ", ".join(_q(c) for c in columns or table.names)
             only = "AND source = ?" if source else ""
             df = self._frame(f"SELECT {cols} FROM {_q(table.name)} WHERE {_q(column)} IN (SELECT k FROM _keys_of) {only} "
                              f"ORDER BY {order}", [source] if source else None)
         finally:
             self.con.unregister("_keys_of")
+        if columns:
+            return df.cast({c: table.polars_schema[c] for c in columns}) if df.height else table.empty().select(columns)
         return table.conform(df) if df.height else table.empty()
 
-    def references_of(self, arxiv_ids: Sequence[str], source: str | None = None) -> pl.DataFrame:
-        """Every reference of these papers, from every source (or only ``source``), in list order."""
-        return self._of(CITATIONS, "citing_arxiv_id", arxiv_ids, "citing_arxiv_id, source, ordinal", source)
+    def references_of(self, arxiv_ids: Sequence[str], source: str | None = None, columns: Sequence[str] = ()
+                      ) -> pl.DataFrame:
+        """Every reference of these papers, from every source (or only ``source``), in list order;
+        only ``columns`` where given (the match rates read a reference's keys, not its contexts)."""
+        return self._of(CITATIONS, "citing_arxiv_id", arxiv_ids, "citing_arxiv_id, source, ordinal", source, columns)
 
     def cited_papers(self, arxiv_ids: Sequence[str]) -> pl.DataFrame:
         """``query_id, neighbor_id``: the corpus papers each of these papers cites (its references

@@ -60,19 +60,6 @@ class ResolveQueries(Slice):
             self.con.unregister("_new_keys")
         return CITATIONS.conform(df) if df.height else CITATIONS.empty()
 
-    def reference_keys_of(self, arxiv_ids: Sequence[str], source: str, keys: Sequence[str]) -> pl.DataFrame:
-        """``citing_arxiv_id`` and ``keys`` (what a reference names its work by) of these papers'
-        references from ``source``: enough to count how they resolve, without their contexts
-        (millions of strings at a year of arXiv)."""
-        cols = ["citing_arxiv_id", *keys]
-        self.con.register("_keys_of", pl.DataFrame({"k": list(arxiv_ids)}, schema={"k": pl.Utf8}).to_arrow())
-        try:
-            df = self._frame(f"SELECT {', '.join(_q(c) for c in cols)} FROM citations "
-                             "WHERE citing_arxiv_id IN (SELECT k FROM _keys_of) AND source = ?", [source])
-        finally:
-            self.con.unregister("_keys_of")
-        return df.cast({c: CITATIONS.polars_schema[c] for c in cols}) if df.height else CITATIONS.empty().select(cols)
-
     def unresolved_count(self) -> int:
         """References that name no warehouse paper."""
         return int(self._exec("SELECT count(*) FROM citations WHERE cited_arxiv_id IS NULL")[0][0])
