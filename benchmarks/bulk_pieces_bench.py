@@ -81,8 +81,8 @@ def child(a: argparse.Namespace) -> None:
     peak = Peak()
     t = time.perf_counter()
     if a.child == "diff":
-        changed, dropped = apply_diff(work / "state" / "threads", work / "s2ag" / "diffs" / f"{R0}_{R1}", work / "state" / "diff",
-                                      corpus, mapper, 1)
+        changed, dropped, _, _ = apply_diff(work / "state" / "threads", work / "s2ag" / "diffs" / f"{R0}_{R1}", work / "state" / "diff",
+                                      corpus, 1)
         out["changed"], out["dropped"] = len(changed), len(dropped)
     else:
         out["read"] = build_state(work / "s2ag" / R0, work / "state" / a.child, corpus, mapper, 1)

@@ -34,8 +34,9 @@ from revbench.flows.graph_bulk import bulk_dir, bulk_first, bulk_lines, save_bul
 from revbench.flows.pieces import chunks, map_pieces
 from revbench.flows.results import FlowResult
 from revbench.settings import Settings
-from revbench.tasks.graph import REFERENCE_KEYS, PaperIndex, index_papers, new_paper_keys
+from revbench.tasks.graph import KEY_WINDOWS, REFERENCE_KEYS, PaperIndex, index_papers, new_paper_key_windows
 from revbench.tasks.graph_fetch import (
+    CITATION_KEY,
     Fetched,
     enabled_sources,
     match_rates,
@@ -151,6 +152,10 @@ def settled(source: str, asked: list[str]) -> bool:
     return source == "s2" or not asked
 
 
+RESOLVED_FROM = ("citing_arxiv_id", "source", "ordinal", "cited_arxiv_id", "cited_openalex_id", *REFERENCE_KEYS, "match_keys")
+"""What resolving a stored reference again reads of it: what it writes back, and what that rests on."""
+
+
 @stage_task("resolve-citations")
 def resolve_stage(run: Run, papers: pl.DataFrame, index: PaperIndex, work_ids: dict[str, str],
                   settled_sources: tuple[str, ...] = ()) -> StageResult:
@@ -159,19 +164,20 @@ def resolve_stage(run: Run, papers: pl.DataFrame, index: PaperIndex, work_ids: d
     this run's references from ``settled_sources`` were resolved against the same when saved."""
     with stage(run, "resolve-citations") as st:
         since = st.wh.graph.last_completed_graph(run.run_id)
-        keys: list[str] = []
+        keys = pl.DataFrame(schema=KEY_WINDOWS)
         if since is not None:
-            keys = new_paper_keys(papers, st.wh.graph.ids_loaded_since(since))
-        pending = st.wh.graph.citations_to_resolve(since=since, keys=keys, settled=(run.run_id, settled_sources))
+            keys = new_paper_key_windows(papers, st.wh.graph.ids_loaded_since(since))
+        pending = st.wh.graph.citations_to_resolve(since=since, keys=keys, settled=(run.run_id, settled_sources),
+                                                   columns=RESOLVED_FROM)
         changed, res = resolve_changed(pending, index, work_ids) if pending.height else (pending, None)
         if changed.height:
-            st.wh.graph.save_graph(citations=changed)
+            st.wh.graph.rewrite_references(changed.select(*CITATION_KEY, "cited_arxiv_id", "cited_arxiv", "match_keys"))
         if res is not None:
             st.wh.graph.set_match_keys(needs_keys(pending, res.citations, changed))
         st.result.rows_in = pending.height
         st.result.rows_out = int(changed["cited_arxiv_id"].is_not_null().sum()) if changed.height else 0
         st.result.notes = {"counts": res.counts if res else {}, "scope": "all" if since is None else "since",
-                           "since": since.isoformat() if since else None, "new_paper_keys": len(keys),
+                           "since": since.isoformat() if since else None, "new_paper_keys": keys["k"].n_unique(),
                            "unresolved": st.wh.graph.unresolved_count()}
     return st.result
 

@@ -26,11 +26,11 @@ from revbench.errors import InputError
 from revbench.flows.pieces import map_pieces
 from revbench.settings import Settings
 from revbench.tasks.graph import PaperIndex
-from revbench.tasks.graph_bulk import Framed, s2ag_framed
+from revbench.tasks.graph_bulk import Framed, patched_references, s2ag_framed
 from revbench.tasks.graph_bulk_openalex import author_keys, openalex_dois, openalex_framed
 from revbench.tasks.graph_fetch import resolve_changed
 from revbench.warehouse.bulk import Mapper, s2ag_diff_chain, s2ag_releases
-from revbench.warehouse.bulk_answers import s2ag_answers
+from revbench.warehouse.bulk_answers import s2ag_answers, s2ag_cited_papers
 from revbench.warehouse.bulk_diffs import apply_diff
 from revbench.warehouse.bulk_openalex import snapshot_rows
 from revbench.warehouse.bulk_state import build_state, covered_ids, state_ready
@@ -106,12 +106,19 @@ def left_for_api(todo: dict[str, list[str]], got: Framed | None) -> dict[str, li
 def save_bulk(run: Any, got: Framed, papers: PaperIndex, work_ids: dict[str, str]) -> dict[str, int]:
     """Resolve the bulk answer's references and store everything it answered, atomically (the
     API pieces' ``_save``; the frames come from DuckDB and polars, valid UTF-8 already, so there
-    is nothing to clean; each paper's rows come with its fetch records, so they are ``fresh``)."""
+    is nothing to clean; each paper's rows come with its fetch records, so they are ``fresh``),
+    with the patched references of papers not answered again, resolved as a fresh answer's are."""
     cites = resolve_changed(got.citations, papers, work_ids)[1].citations if got.citations.height else None
     some = (lambda df: df if df is not None and df.height else None)
-    return run.wh.graph.save_graph(citations=some(cites), topics=some(got.topics), institutions=some(got.institutions),
-                                   affiliations=some(got.affiliations), authorships=some(got.authorships),
-                                   fetches=some(got.fetches.with_columns(run_id=pl.lit(run.run_id))), fresh=True)
+    patched = some(got.patched)
+    with run.wh.graph.transaction():
+        written = run.wh.graph.save_graph(citations=some(cites), topics=some(got.topics), institutions=some(got.institutions),
+                                          affiliations=some(got.affiliations), authorships=some(got.authorships),
+                                          fetches=some(got.fetches.with_columns(run_id=pl.lit(run.run_id))), fresh=True)
+        if patched is not None:
+            written["citations_patched"] = run.wh.graph.rewrite_references(
+                resolve_changed(patched, papers, work_ids)[1].citations)
+    return written
 
 
 def record_through(run: Any, source: str, root: Path | None) -> None:
@@ -161,6 +168,8 @@ def bulk_lines(source: str, notes: dict[str, Any] | None) -> list[str]:
         line += f", release {notes['release']}" + (
             f" by the increments {', '.join(steps)} after {notes['from_release']}" if steps
             else " (read whole)" if notes.get("whole") else "")
+    if notes.get("patched"):
+        line += f"; {notes['patched']} papers' references to papers S2 updated were patched"
     if notes.get("deleted"):
         line += f"; {len(notes['deleted'])} papers S2 deleted since were asked over the API"
     return [line]
@@ -212,24 +221,38 @@ def s2ag_plan(settings: Settings, root: Path, last: dict[str, Any] | None) -> S2
                      "increments after a release the last run read")
 
 
-def s2ag_read(settings: Settings, plan: S2agPlan, corpus: pl.DataFrame) -> set[str]:
+@dataclass(frozen=True)
+class S2agRead:
+    """The corpus papers whose S2 answer a read changed: to give again whole (``again``), or to patch
+    (``patched``: only their references to ``recited``, papers updated under the same URL)."""
+
+    again: set[str]
+    patched: set[str]
+    recited: set[int]
+
+
+def s2ag_read(settings: Settings, plan: S2agPlan, corpus: pl.DataFrame) -> S2agRead:
     """Bring what the graph stage keeps up to ``plan``'s release and return the corpus papers
-    whose S2 answer is to be given again: every one it covers after a release read whole, those
-    an increment changed after increments (none for a folder without release ids: its new papers
-    alone are answered). What no later run starts from is removed."""
+    whose S2 answer changed: every one it covers after a release read whole, those an increment
+    changed after increments (none for a folder without release ids: its new papers alone are
+    answered). What no later run starts from is removed."""
     home = state_root(settings)
     mapper, threads = pieces_of(settings)
+    again: set[str] = set()
+    patched: set[str] = set()
+    recited: set[int] = set()
     if plan.whole is not None:
         build_state(plan.whole, home / plan.kept, corpus, mapper, threads)
-        ids = set(covered_ids(home / plan.kept)) if plan.release else set()
-    else:
-        ids = set()
-        for frm, to, folder in plan.increments:
-            ids |= set(apply_diff(home / frm, folder, home / to, corpus, mapper, threads)[0])
+        again = set(covered_ids(home / plan.kept)) if plan.release else set()
+    for frm, to, folder in plan.increments:
+        step = apply_diff(home / frm, folder, home / to, corpus, threads)
+        again |= set(step.changed)
+        patched |= set(step.patched)
+        recited |= set(step.recited)
     for stale in home.iterdir():
         if stale.name not in {plan.start, plan.kept}:
             shutil.rmtree(stale, ignore_errors=True)
-    return ids
+    return S2agRead(again, patched - again, recited)
 
 
 def s2ag_first(run: Any, settings: Settings, root: Path, todo: dict[str, list[str]], last: dict[str, Any] | None
@@ -242,10 +265,13 @@ def s2ag_first(run: Any, settings: Settings, root: Path, todo: dict[str, list[st
     plan = s2ag_plan(settings, root, last)
     home = state_root(settings)
     before = set(covered_ids(home / plan.start)) if plan.start else set()
-    ids = s2ag_read(settings, plan, run.wh.graph.paper_identifiers().select("arxiv_id", "title"))
+    read = s2ag_read(settings, plan, run.wh.graph.paper_identifiers().select("arxiv_id", "title"))
     covered = set(covered_ids(home / plan.kept))
-    ids = (ids | set().union(*todo.values())) & covered
+    ids = (read.again | set().union(*todo.values())) & covered
     got = s2ag_framed(sorted(ids), *s2ag_answers(home / plan.kept, ids)).held()
+    patch = sorted((read.patched & covered) - ids)
+    if patch:
+        got.patched = patched_references(run.wh.graph.references_of(patch, "s2"), s2ag_cited_papers(home / plan.kept, read.recited))
     dropped = sorted(before - covered)
     if dropped:
         run.wh.graph.forget_answers(dropped, "s2")
@@ -254,5 +280,5 @@ def s2ag_first(run: Any, settings: Settings, root: Path, todo: dict[str, list[st
     left = {kind: sorted(set(a) | set(dropped)) for kind, a in left_for_api(todo, got).items()}
     notes = {"dir": str(root), "answered": len(got.answered()), "release": plan.release,
              "from_release": plan.start, "whole": plan.whole is not None,
-             "increments": [f"{f}_{t}" for f, t, _ in plan.increments], "deleted": dropped}
+             "increments": [f"{f}_{t}" for f, t, _ in plan.increments], "deleted": dropped, "patched": len(patch)}
     return BulkAnswer(got, left, notes)

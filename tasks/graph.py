@@ -99,6 +99,27 @@ def new_paper_keys(papers: pl.DataFrame, new_ids: list[str]) -> list[str]:
     return paper_match_keys(index_papers(papers.filter(pl.col("arxiv_id").is_in(pl.Series("new", new_ids, dtype=pl.Utf8)))))
 
 
+KEY_WINDOWS = {"k": pl.Utf8, "lo": pl.Int64, "hi": pl.Int64}
+"""A key a new paper can be named by, and the cited years a reference must give for that key to
+resolve it (null: any year, a DOI or an arXiv id)."""
+
+
+def new_paper_key_windows(papers: pl.DataFrame, new_ids: list[str]) -> pl.DataFrame:
+    """:func:`new_paper_keys` with, per key, the cited years (``lo``..``hi``) under which a
+    reference naming the key can resolve to the new paper: a title resolves only within
+    :data:`TITLE_YEAR_SLACK` of the paper's year (never without one), a DOI or an arXiv id at any
+    year. Where many works share a title, most references to it are out of every window."""
+    index = index_papers(papers.filter(pl.col("arxiv_id").is_in(pl.Series("new", new_ids, dtype=pl.Utf8))))
+    anyyear = (pl.lit(None, pl.Int64).alias("lo"), pl.lit(None, pl.Int64).alias("hi"))
+    year = pl.col("_paper_year")
+    keys = pl.concat([index.dois.select(("doi:" + pl.col("_doi")).alias("k"), *anyyear),
+                      index.arxiv.select(("arxiv:" + pl.col("_arxiv")).alias("k"), *anyyear),
+                      index.titled.drop_nulls("_paper_year").select(("title:" + pl.col("_title")).alias("k"),
+                                                                    (year - TITLE_YEAR_SLACK).alias("lo"),
+                                                                    (year + TITLE_YEAR_SLACK).alias("hi"))])
+    return keys.unique().sort(keys.columns, nulls_last=True).cast(KEY_WINDOWS)  # type: ignore[arg-type]
+
+
 REFERENCE_KEYS: tuple[str, ...] = ("cited_doi", "cited_arxiv", "cited_title", "cited_year")
 """What a reference names its work by: a reference's resolution depends on these alone (and on
 who cites it, for the self-reference rule, applied per row after the lookup)."""

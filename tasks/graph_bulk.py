@@ -73,6 +73,9 @@ class Framed:
     """``arxiv_id, source, kind, error``: as ``Fetched.failures``."""
     work_ids: dict[str, str] = field(default_factory=dict)
     """OpenAlex only: each paper's own work id -> its arXiv id."""
+    patched: pl.DataFrame | None = None
+    """S2AG only: stored references of papers not answered again whose cited paper an increment
+    updated, its new values in place (:func:`patched_references`), to resolve and write back."""
 
     def answered(self) -> set[str]:
         """The papers this answer is for."""
@@ -144,6 +147,16 @@ def s2ag_citations(edges: pl.DataFrame, cited: pl.DataFrame) -> pl.DataFrame:
         "citing_arxiv_id", pl.lit(s2_graph.SOURCE).alias("source"), "ordinal", "cited_s2_id", "cited_doi", "cited_arxiv",
         "cited_title", "cited_year", "is_influential", pl.col("intents").list.unique(maintain_order=True).alias("intents"),
         "n_contexts", pl.when(pl.col("_in_release")).then(pl.col("external_ids")).otherwise(unheld).alias("external_ids")))
+
+
+def patched_references(stored: pl.DataFrame, cited: pl.DataFrame) -> pl.DataFrame:
+    """The ``stored`` references (``citations`` rows) naming one of the ``cited`` papers (their
+    rows, ``revbench.warehouse.bulk_answers.s2ag_cited_papers``) by its S2 id, with that paper's
+    values as an answer given now carries them; each other column as stored."""
+    values = s2ag_cited(cited).drop("cited_corpusid", "_in_release").unique("cited_s2_id", keep="first")
+    replaced = [c for c in values.columns if c != "cited_s2_id"]
+    return (stored.drop(replaced).join(values, on="cited_s2_id", how="inner", maintain_order="left")
+            .select(stored.columns))
 
 
 def s2ag_topics(topics: pl.DataFrame) -> pl.DataFrame:

@@ -272,11 +272,12 @@ def with_known_works(citations: pl.DataFrame, work_ids: dict[str, str]) -> pl.Da
 def resolve_changed(citations: pl.DataFrame, papers: pl.DataFrame | PaperIndex, work_ids: dict[str, str] | None = None
                     ) -> tuple[pl.DataFrame, Resolution]:
     """Resolve ``citations`` against ``papers`` (``arxiv_id, doi, title, year``, or their index); returns the rows
-    whose ``cited_arxiv_id`` or ``cited_arxiv`` changed (what needs writing back) and the resolution."""
+    whose ``cited_arxiv_id`` or ``cited_arxiv`` changed (what needs writing back: a reference resolved
+    before may resolve otherwise, or to no one, once a new paper shares its name) and the resolution."""
     before = with_known_works(citations, work_ids or {})
     res = resolve_citations(before, papers)
     changed = res.citations.filter(
-        (pl.col("cited_arxiv_id").is_not_null() & citations["cited_arxiv_id"].is_null())
+        pl.col("cited_arxiv_id").ne_missing(citations["cited_arxiv_id"])
         | (pl.col("cited_arxiv").is_not_null() & citations["cited_arxiv"].is_null()))
     return changed, res
 

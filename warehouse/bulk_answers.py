@@ -91,12 +91,18 @@ def s2ag_answers(state: Path, arxiv_ids: Iterable[str]) -> tuple[pl.DataFrame, p
     con = _connect()
     try:
         con.register("wanted", pl.DataFrame({"arxiv": sorted(set(arxiv_ids))}, schema={"arxiv": pl.Utf8}))
+        # Each part is filtered to the wanted keys before any join: a join would read every column
+        # of the release's rows (the citations' contexts most of all) for the few it keeps.
+        con.execute(f"CREATE TEMP TABLE wanted_ids AS SELECT * FROM {part(state, 'covered')} "
+                    "WHERE arxiv IN (SELECT arxiv FROM wanted)")
         con.execute(f"""CREATE TEMP TABLE mine AS SELECT c.arxiv, p.corpusid, p.url, p.s2fieldsofstudy
-                        FROM {part(state, 'covered')} c JOIN {part(state, 'papers')} p USING (corpusid)
-                        WHERE c.arxiv IN (SELECT arxiv FROM wanted)
+                        FROM wanted_ids c
+                        JOIN (SELECT * FROM {part(state, 'papers')} WHERE corpusid IN (SELECT corpusid FROM wanted_ids)) p
+                        USING (corpusid)
                         QUALIFY row_number() OVER (PARTITION BY c.arxiv ORDER BY {_ONE_ROW}) = 1""")
-        con.execute(f"CREATE TEMP TABLE cites AS SELECT c.*, m.arxiv FROM {part(state, 'citations')} c "
-                    "JOIN mine m ON c.citingcorpusid = m.corpusid")
+        con.execute(f"""CREATE TEMP TABLE cites AS SELECT c.*, m.arxiv
+                        FROM (SELECT * FROM {part(state, 'citations')} WHERE citingcorpusid IN (SELECT corpusid FROM mine)) c
+                        JOIN mine m ON c.citingcorpusid = m.corpusid""")
         con.execute(f"""CREATE TEMP TABLE papers_of_cited AS SELECT * FROM {part(state, 'papers')}
                         WHERE corpusid IN (SELECT citedcorpusid FROM cites)
                         QUALIFY row_number() OVER (PARTITION BY corpusid ORDER BY {_ONE_ROW}) = 1""")
@@ -104,5 +110,19 @@ def s2ag_answers(state: Path, arxiv_ids: Iterable[str]) -> tuple[pl.DataFrame, p
         con.execute(f"CREATE TEMP TABLE intents AS {_INTENTS}")
         return (con.sql("SELECT arxiv, url FROM mine ORDER BY arxiv").pl(), con.sql(_TOPICS).pl(),
                 con.sql(_EDGES).pl(), con.sql("SELECT * FROM cited").pl())
+    finally:
+        con.close()
+
+
+def s2ag_cited_papers(state: Path, corpus_ids: Iterable[int]) -> pl.DataFrame:
+    """The values of these papers as references to them carry them (``corpusid, url, title, year,
+    doi, arxiv, external_ids, odd_ids``: :func:`s2ag_answers`' cited papers), from a release's folder."""
+    con = _connect()
+    try:
+        con.register("wanted", pl.DataFrame({"corpusid": sorted(set(corpus_ids))}, schema={"corpusid": pl.Int64}))
+        con.execute(f"""CREATE TEMP TABLE papers_of_cited AS SELECT * FROM {part(state, 'papers')}
+                        WHERE corpusid IN (SELECT corpusid FROM wanted)
+                        QUALIFY row_number() OVER (PARTITION BY corpusid ORDER BY {_ONE_ROW}) = 1""")
+        return con.sql(f"SELECT * FROM ({_CITED}) ORDER BY corpusid").pl()
     finally:
         con.close()

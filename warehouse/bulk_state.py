@@ -14,11 +14,16 @@ whole, then renamed into place, so a run that stops leaves the last one as it wa
 The shards are read one piece per file (:func:`papers_piece`, :func:`citations_piece`, each its
 own in-memory DuckDB writing its own part), so the caller can run them where it runs pieces:
 threads, or a Dask cluster whose workers see the same folders.
-An increment (S2AG's diffs) brings a folder to the next release: :mod:`revbench.warehouse.bulk_diffs`.
+An increment (S2AG's diffs) brings a folder to the next release: :mod:`revbench.warehouse.bulk_diffs`,
+as a layer: the parts of the release it starts from, linked (never copied or changed), a part of
+its own, and ``masked-papers.parquet`` / ``masked-citations.parquet``, the rows of the earlier parts
+it replaces or deletes (``part_file``, ``rownum``). :func:`part` reads a folder as the rows it holds,
+masks applied; :func:`compact` rewrites one whole once masks hide a large share of its rows.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -47,9 +52,82 @@ def q(path: Path | str) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
+MASKS = {"papers": "masked-papers.parquet", "citations": "masked-citations.parquet"}
+"""Per layered part of a folder, the file naming the rows of its parts that a later increment
+replaced or deleted (``part_file``: a part's file name; ``rownum``: its row in that file)."""
+COMPACT_SHARE = 0.25
+COMPACT_PARTS = 128
+"""A layered part is rewritten whole once its masks hide this share of its rows, or it has this
+many files: reading past the hidden rows, or opening the files, then costs more than a rewrite."""
+
+
 def part(state: Path, name: str) -> str:
-    """A FROM item reading one part (``papers``, ``covered``, ``citations``) of a release's folder."""
-    return f"read_parquet({q(state / 'covered.parquet' if name == 'covered' else state / name / '*.parquet')})"
+    """A FROM item reading one part (``papers``, ``covered``, ``citations``) of a release's folder:
+    the rows it holds, those its masks hide left out."""
+    if name == "covered":
+        return f"read_parquet({q(state / 'covered.parquet')})"
+    mask = state / MASKS[name]
+    if not mask.is_file():
+        return f"read_parquet({q(state / name / '*.parquet')})"
+    return f"(SELECT * EXCLUDE (part_file, rownum) FROM {located(state, name)})"
+
+
+def located(state: Path, name: str) -> str:
+    """A FROM item of one layered part's rows (``papers``, ``citations``) with where each lies
+    (``part_file``, ``rownum``), those its masks hide left out."""
+    mask = state / MASKS[name]
+    hidden = (f"WHERE NOT EXISTS (SELECT 1 FROM read_parquet({q(mask)}) m "
+              "WHERE m.part_file = r.part_file AND m.rownum = r.rownum)" if mask.is_file() else "")
+    return (f"(SELECT * FROM (SELECT * EXCLUDE (filename, file_row_number), parse_filename(filename) AS part_file, "
+            f"file_row_number AS rownum FROM read_parquet({q(state / name / '*.parquet')}, filename = true, "
+            f"file_row_number = true)) r {hidden})")
+
+
+def link_parts(state: Path, tmp: Path, name: str) -> None:
+    """The files of one layered part of ``state`` into ``tmp``, linked: parts are never written
+    after they are made, so two releases' folders share them (copied where links are refused)."""
+    for f in sorted((state / name).glob("*.parquet")):
+        try:
+            os.link(f, tmp / name / f.name)
+        except OSError:  # another file system, or one without hard links
+            shutil.copy2(f, tmp / name / f.name)
+
+
+def mask_rows(con, state: Path, tmp: Path, name: str, where: str) -> int:  # noqa: ANN001
+    """Hide in ``tmp`` (parts linked from ``state``) the rows of ``state``'s part ``name`` that
+    ``where`` (over a row, alias ``r``) picks, besides those hidden already; returns rows hidden."""
+    old = state / MASKS[name]
+    rows = f"SELECT part_file, rownum FROM {located(state, name)} r WHERE {where}"
+    if old.is_file():
+        rows += f" UNION SELECT part_file, rownum FROM read_parquet({q(old)})"
+    out = tmp / MASKS[name]
+    n = copy(con, f"SELECT DISTINCT * FROM ({rows}) ORDER BY part_file, rownum", out)
+    if not n:
+        out.unlink()
+    return n
+
+
+def compact(con, state: Path, name: str) -> bool:  # noqa: ANN001
+    """Rewrite one layered part of a folder being written (``state``) whole, without masks, when
+    they hide :data:`COMPACT_SHARE` of its rows or it has :data:`COMPACT_PARTS` files; returns
+    whether it did."""
+    files = sorted((state / name).glob("*.parquet"))
+    mask = state / MASKS[name]
+    if not mask.is_file() and len(files) < COMPACT_PARTS:
+        return False
+    hidden = int(con.execute(f"SELECT count(*) FROM read_parquet({q(mask)})").fetchone()[0]) if mask.is_file() else 0
+    total = int(con.execute(f"SELECT coalesce(sum(num_rows), 0) FROM parquet_file_metadata({q(state / name / '*.parquet')})"
+                            ).fetchone()[0])
+    if len(files) < COMPACT_PARTS and hidden < COMPACT_SHARE * total:
+        return False
+    fresh = state / f"{name}.compact"
+    shutil.rmtree(fresh, ignore_errors=True)
+    fresh.mkdir()
+    copy(con, f"SELECT * FROM {part(state, name)}", fresh / "part-00000.parquet")
+    shutil.rmtree(state / name)
+    fresh.rename(state / name)
+    mask.unlink(missing_ok=True)
+    return True
 
 
 def state_ready(state: Path) -> bool:

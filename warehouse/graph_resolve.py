@@ -23,42 +23,62 @@ class ResolveQueries(Slice):
     stage = "graph"
 
     def citations_to_resolve(self, unresolved_only: bool = True, since: datetime | None = None,
-                             keys: Sequence[str] = (), settled: tuple[str, Sequence[str]] | None = None) -> pl.DataFrame:
+                             keys: Sequence[str] | pl.DataFrame = (), settled: tuple[str, Sequence[str]] | None = None,
+                             columns: Sequence[str] | None = None) -> pl.DataFrame:
         """References to (re)resolve: by default those that named no warehouse paper yet (a paper
         loaded since may be the one they cite). With ``since`` (when the last resolution started),
-        only those of them a paper loaded since can answer: never keyed (``match_keys`` null), one of
-        ``keys`` (the new papers' ``paper_match_keys``) among theirs, or naming by its OpenAlex work id
-        a paper whose work was fetched since. ``settled`` (a run id and sources): that run's references
-        from those sources are left out, resolved already against what this one would use."""
-        conds = ["cited_arxiv_id IS NULL"] if unresolved_only else []
-        params: list[object] = []
+        only those a paper loaded since can change: unresolved ones never keyed (``match_keys``
+        null) or naming by its OpenAlex work id a paper whose work was fetched since, and any one,
+        resolved or not, with one of ``keys`` (the new papers' ``paper_match_keys``) among its own: a
+        new paper may be the one it cites, or a namesake that makes the name it resolved by name no
+        one, or one it names by a surer key. ``keys`` as a frame (``k, lo, hi``:
+        ``tasks.graph.new_paper_key_windows``) counts a key only for a reference whose cited year is
+        within ``lo``..``hi`` (where given). ``settled`` (a run id and sources): that run's references
+        from those sources are left out, resolved already against what this one would use.
+        ``columns``: only these (by default every column), in the table's order."""
+        unresolved = "cited_arxiv_id IS NULL" if unresolved_only else "TRUE"
+        fresh, params = "TRUE", []
         if settled and settled[1]:
-            conds.append("NOT EXISTS (SELECT 1 FROM graph_fetches f WHERE f.run_id = ? AND f.kind = 'references' "
-                         f"AND f.source IN ({', '.join('?' for _ in settled[1])}) AND f.arxiv_id = citations.citing_arxiv_id "
-                         "AND f.source = citations.source)")
-            params += [settled[0], *settled[1]]
-        where = f"WHERE {' AND '.join(conds)}" if conds else ""
-        cols = ", ".join(_q(c) for c in CITATIONS.names)
+            fresh = ("NOT EXISTS (SELECT 1 FROM graph_fetches f WHERE f.run_id = ? AND f.kind = 'references' "
+                     f"AND f.source IN ({', '.join('?' for _ in settled[1])}) AND f.arxiv_id = citations.citing_arxiv_id "
+                     "AND f.source = citations.source)")
+            params = [settled[0], *settled[1]]
+        names = [c for c in CITATIONS.names if columns is None or c in columns]
+        cols = ", ".join(_q(c) for c in names)
         if since is None:
-            df = self._frame(f"SELECT {cols} FROM citations {where} ORDER BY citing_arxiv_id, source, ordinal", params or None)
-            return CITATIONS.conform(df) if df.height else CITATIONS.empty()
-        self.con.register("_new_keys", pl.DataFrame({"k": list(keys)}, schema={"k": pl.Utf8}).to_arrow())
+            df = self._frame(f"SELECT {cols} FROM citations WHERE {unresolved} AND {fresh} "
+                             "ORDER BY citing_arxiv_id, source, ordinal", params or None)
+        else:
+            df = self._since(unresolved, fresh, params, since, keys, cols)
+        return CITATIONS.conform(df).select(names) if df.height else CITATIONS.empty().select(names)
+
+    def _since(self, unresolved: str, fresh: str, params: list[object], since: datetime, keys: Sequence[str] | pl.DataFrame,
+               cols: str) -> pl.DataFrame:
+        windows = keys if isinstance(keys, pl.DataFrame) else pl.DataFrame({"k": list(keys)}, schema={"k": pl.Utf8})
+        for bound in ("lo", "hi"):
+            if bound not in windows.columns:
+                windows = windows.with_columns(pl.lit(None, pl.Int64).alias(bound))
+        self.con.register("_new_keys", windows.select("k", "lo", "hi").to_arrow())
         try:
-            df = self._frame(
-                # Rows by rowid, not by their three-column key: the unnest runs over every unresolved
-                # reference (millions at a year of arXiv), and a day's keys hit few of them.
-                f"""WITH pending AS (SELECT rowid AS r, * FROM citations {where}),
-                         hit AS (SELECT DISTINCT r FROM (SELECT r, unnest(match_keys) AS k FROM pending)
-                                 WHERE k IN (SELECT k FROM _new_keys))
-                    SELECT {cols} FROM pending c
-                    WHERE c.match_keys IS NULL
-                       OR c.cited_openalex_id IN (SELECT source_paper_id FROM graph_fetches WHERE source = 'openalex'
-                                                  AND source_paper_id IS NOT NULL AND fetched_at >= ?)
-                       OR c.r IN (SELECT r FROM hit)
-                    ORDER BY citing_arxiv_id, source, ordinal""", [*params, since])
+            # The references are picked by rowid over the few columns the choice reads, then read by
+            # rowid: the unnest runs over every keyed reference (millions at a year of arXiv), and
+            # carrying their other columns through it costs more than a second scan.
+            return self._frame(
+                f"""WITH hit AS (SELECT DISTINCT r FROM (SELECT rowid AS r, cited_year, unnest(match_keys) AS k
+                                                         FROM citations WHERE match_keys IS NOT NULL AND {fresh}) p
+                                 JOIN _new_keys n USING (k)
+                                 WHERE (n.lo IS NULL OR p.cited_year >= n.lo) AND (n.hi IS NULL OR p.cited_year <= n.hi)),
+                         picked AS (SELECT rowid AS r FROM citations
+                                    WHERE {unresolved} AND {fresh}
+                                      AND (match_keys IS NULL
+                                           OR cited_openalex_id IN (SELECT source_paper_id FROM graph_fetches
+                                                                    WHERE source = 'openalex' AND source_paper_id IS NOT NULL
+                                                                      AND fetched_at >= ?))
+                                    UNION SELECT r FROM hit)
+                    SELECT {cols} FROM citations WHERE rowid IN (SELECT r FROM picked)
+                    ORDER BY citing_arxiv_id, source, ordinal""", [*params, *params, since])
         finally:
             self.con.unregister("_new_keys")
-        return CITATIONS.conform(df) if df.height else CITATIONS.empty()
 
     def unresolved_count(self) -> int:
         """References that name no warehouse paper."""
@@ -67,16 +87,28 @@ class ResolveQueries(Slice):
     def set_match_keys(self, citations: pl.DataFrame) -> int:
         """Record ``match_keys`` of these references (``citing_arxiv_id, source, ordinal, match_keys``),
         leaving every other column as it is; returns rows given."""
+        return self.rewrite_references(citations.select("citing_arxiv_id", "source", "ordinal", "match_keys"))
+
+    def rewrite_references(self, citations: pl.DataFrame) -> int:
+        """Write the given columns of these stored references (``citing_arxiv_id, source, ordinal``
+        and any others: what resolving them again found, or a cited paper's new values), leaving
+        every other column as it is (a re-resolution reads no more than it writes back); returns rows given."""
         if citations.is_empty():
             return 0
-        keyed = citations.select("citing_arxiv_id", "source", "ordinal",
-                                 pl.col("match_keys").cast(pl.List(pl.Utf8)))
+        given = [c for c in CITATIONS.names if c in citations.columns and c not in ("citing_arxiv_id", "source", "ordinal")]
+        keyed = CITATIONS.conform(citations).select("citing_arxiv_id", "source", "ordinal", *given)
         self.con.register("_keyed", keyed.to_arrow())
+        # The rows are written again whole: DuckDB updates a list column (match_keys) of a large
+        # table several times slower than it deletes and inserts the few rows it changes.
+        replace = ", ".join(f"k.{c} AS {c}" for c in given)
         try:
             with self.transaction():
-                self._exec("""UPDATE citations SET match_keys = k.match_keys FROM _keyed k
-                              WHERE citations.citing_arxiv_id = k.citing_arxiv_id AND citations.source = k.source
-                                AND citations.ordinal = k.ordinal""")
+                self._exec(f"""CREATE TEMP TABLE _resolved AS SELECT c.* REPLACE ({replace}) FROM citations c
+                               JOIN _keyed k USING (citing_arxiv_id, source, ordinal)""")
+                self._exec("""DELETE FROM citations WHERE (citing_arxiv_id, source, ordinal) IN
+                              (SELECT citing_arxiv_id, source, ordinal FROM _keyed)""")
+                self._exec("INSERT INTO citations SELECT * FROM _resolved")
+                self._exec("DROP TABLE _resolved")
         finally:
             self.con.unregister("_keyed")
         return keyed.height

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -21,7 +23,8 @@ from revbench.tasks.graph_bulk import s2ag_framed
 from revbench.warehouse.bulk import s2ag_diff_chain, s2ag_releases
 from revbench.warehouse.bulk_diffs import apply_diff
 from revbench.warehouse.bulk_answers import s2ag_answers
-from revbench.warehouse.bulk_state import build_state, covered_ids, part
+from revbench.warehouse import bulk_state
+from revbench.warehouse.bulk_state import MASKS, build_state, covered_ids, part
 from tests.support.worlds import week_world
 
 R0, R1, R2 = "2026-09-08", "2026-09-15", "2026-09-22"
@@ -68,7 +71,8 @@ def test_an_increment_gives_what_the_release_read_whole_gives(world, tmp_path: P
     assert s2ag_releases(root) == [R0, R1] and [(f, t) for f, t, _ in s2ag_diff_chain(root, R0)] == [(R0, R1)]
     state = tmp_path / "state"
     build_state(root / R0, state / R0, corpus)
-    changed, dropped = apply_diff(state / R0, root / "diffs" / f"{R0}_{R1}", state / R1, corpus)
+    step = apply_diff(state / R0, root / "diffs" / f"{R0}_{R1}", state / R1, corpus)
+    changed, dropped = step.changed, step.dropped
     build_state(root / R1, state / "whole", corpus)
     _same(state / R1, state / "whole")
     # the answers too, paper by paper
@@ -81,7 +85,9 @@ def test_an_increment_gives_what_the_release_read_whole_gives(world, tmp_path: P
     before, after = s2ag_rows(w), revise(s2ag_rows(w))
     corpus_rows = sorted((p for p in before["papers"] if p["publicationtypes"]), key=lambda p: p["externalids"]["ArXiv"])
     assert dropped == [corpus_rows[1]["externalids"]["ArXiv"]]
-    assert set(changed) == _touched(before, after) and 0 < len(changed) < len(ids)
+    # those citing a paper S2 updated under its URL are patched, not answered again
+    assert set(changed) | set(step.patched) == _touched(before, after) and 0 < len(changed) < len(ids)
+    assert not set(changed) & set(step.patched) and step.patched and step.recited
 
 
 def _touched(before: dict, after: dict) -> set[str]:
@@ -107,12 +113,14 @@ def test_applying_an_increment_again_gives_the_same(world, tmp_path: Path) -> No
     _same(state / R1, state / "again")
     # and an increment with nothing in it changes nothing
     (root / "diffs" / f"{R1}_{R2}").mkdir()
-    assert apply_diff(state / R1, root / "diffs" / f"{R1}_{R2}", state / R2, corpus) == ([], [])
+    assert apply_diff(state / R1, root / "diffs" / f"{R1}_{R2}", state / R2, corpus) == ([], [], [], [])
     _same(state / R1, state / R2)
 
 
-def test_deletes_remove_and_updates_replace(tmp_path: Path) -> None:
-    root, state = tmp_path / "s2ag", tmp_path / "state"
+def _small_release(root: Path) -> tuple[Path, list[str], list[dict]]:
+    """Release R0 of three papers and four citations, and the increment R0 -> R1: paper 9
+    retitled; a paper new to S2 (and to the corpus) with its citation; paper 2 deleted; citation
+    12 deleted by its id, the id-less one by its corpus ids; 11 updated. (diff, corpus, papers)"""
     papers = [{"corpusid": 1, "externalids": {"ArXiv": "2101.00001"}, "url": SHA + "a" * 40, "title": "A", "year": 2021},
               {"corpusid": 2, "externalids": {"ArXiv": "2101.00002"}, "url": SHA + "b" * 40, "title": "B", "year": 2021},
               {"corpusid": 9, "externalids": {"DOI": "10.1234/x"}, "url": SHA + "c" * 40, "title": "Cited", "year": 2001}]
@@ -123,19 +131,23 @@ def test_deletes_remove_and_updates_replace(tmp_path: Path) -> None:
     _shard(root / R0 / "papers" / "p.jsonl.gz", papers)
     _shard(root / R0 / "citations" / "c.jsonl.gz", cites)
     diff = root / "diffs" / f"{R0}_{R1}"
-    # paper 9 retitled; a paper new to S2 (and to the corpus) with its citation; paper 2 deleted;
-    # citation 12 deleted by its id, the id-less one by its corpus ids; 11 updated
     _shard(diff / "papers" / "updates" / "u.jsonl.gz", [{**papers[2], "title": "Cited, retitled"},
                                                         {"corpusid": 3, "externalids": {"ArXiv": "2101.00003"}, "title": "C"}])
     _shard(diff / "papers" / "deletes" / "d.jsonl.gz", [{"corpusid": 2}])
     _shard(diff / "citations" / "updates" / "u.jsonl.gz", [{**cites[0], "isinfluential": True},
                                                            {"citationid": 31, "citingcorpusid": 3, "citedcorpusid": 9}])
     _shard(diff / "citations" / "deletes" / "d.jsonl.gz", [{"citationid": 12}, {"citingcorpusid": 2, "citedcorpusid": 9}])
-    corpus = ["2101.00001", "2101.00002", "2101.00003"]
+    return diff, ["2101.00001", "2101.00002", "2101.00003"], papers
+
+
+def test_deletes_remove_and_updates_replace(tmp_path: Path) -> None:
+    root, state = tmp_path / "s2ag", tmp_path / "state"
+    diff, corpus, _ = _small_release(root)
     build_state(root / R0, state / R0, corpus)
     assert covered_ids(state / R0) == ["2101.00001", "2101.00002"]
-    changed, dropped = apply_diff(state / R0, diff, state / R1, corpus)
-    assert changed == ["2101.00001", "2101.00003"] and dropped == ["2101.00002"]
+    changed, dropped, patched, recited = apply_diff(state / R0, diff, state / R1, corpus)
+    # paper 1's own citation changed: it is answered again whole, not patched
+    assert changed == ["2101.00001", "2101.00003"] and dropped == ["2101.00002"] and patched == [] and recited == [9]
     t = _tables(state / R1)
     assert sorted(t["papers"]["corpusid"].to_list()) == [1, 3, 9]
     assert t["papers"].filter(pl.col("corpusid") == 9)["title"].to_list() == ["Cited, retitled"]
@@ -145,6 +157,61 @@ def test_deletes_remove_and_updates_replace(tmp_path: Path) -> None:
     assert refs["2101.00001"]["cited_title"] == "Cited, retitled" and refs["2101.00001"]["is_influential"] is True
     assert refs["2101.00003"]["cited_doi"] == "10.1234/x"
     assert not any(f["found"] for f in got.fetches.to_dicts() if f["arxiv_id"] == "2101.00002")
+
+
+def _rows(path: Path) -> int:
+    return int(duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{path}')").fetchall()[0][0])
+
+
+def test_an_increment_is_a_layer_linking_the_release_it_starts_from(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    root, state = tmp_path / "s2ag", tmp_path / "state"
+    diff, corpus, papers = _small_release(root)
+    # a release this small is mostly masked by any increment: kept as layers here however much
+    monkeypatch.setattr(bulk_state, "COMPACT_SHARE", 1.01)
+    build_state(root / R0, state / R0, corpus)
+    apply_diff(state / R0, diff, state / R1, corpus)
+    for name in ("papers", "citations"):
+        base = sorted((state / R0 / name).glob("*.parquet"))
+        # the release's parts linked, never copied; the increment's rows in a part of their own
+        assert base and all(os.path.samefile(f, state / R1 / name / f.name) for f in base)
+        own = sorted(set((state / R1 / name).glob("*.parquet")) - {state / R1 / name / f.name for f in base})
+        assert [f.name for f in own] == [f"diff-{diff.name}.parquet"]
+    assert _rows(state / R1 / "papers" / f"diff-{diff.name}.parquet") == 2
+    assert _rows(state / R1 / "citations" / f"diff-{diff.name}.parquet") == 2
+    # what the increment replaced or deleted is masked: papers 2 and 9; citations 11, 12, the id-less
+    # one, and 21 (of paper 2, no longer covered)
+    assert _rows(state / R1 / MASKS["papers"]) == 2 and _rows(state / R1 / MASKS["citations"]) == 4
+    # A second increment over the layer: paper 9 retitled again, citation 31 (the first increment's
+    # own row) deleted; then the release it started from goes, as the graph stage removes it.
+    later = root / "diffs" / f"{R1}_{R2}"
+    _shard(later / "papers" / "updates" / "u.jsonl.gz", [{**papers[2], "title": "Cited, retitled twice"}])
+    _shard(later / "citations" / "deletes" / "d.jsonl.gz", [{"citationid": 31}])
+    changed, dropped, patched, recited = apply_diff(state / R1, later, state / R2, corpus)
+    # paper 3 lost its citation; paper 1's references to paper 9 are patched
+    assert changed == ["2101.00003"] and dropped == [] and patched == ["2101.00001"] and recited == [9]
+    shutil.rmtree(state / R0)
+    t = _tables(state / R2)
+    assert t["papers"].filter(pl.col("corpusid") == 9)["title"].to_list() == ["Cited, retitled twice"]
+    assert sorted(t["papers"]["corpusid"].to_list()) == [1, 3, 9]
+    assert t["citations"].select("citationid", "citingcorpusid", "isinfluential").rows() == [(11, 1, True)]
+    assert _rows(state / R2 / MASKS["papers"]) == 3 and _rows(state / R2 / MASKS["citations"]) == 5
+
+
+def test_a_layer_masked_enough_is_rewritten_whole(world, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    _, root, corpus = world
+    state = tmp_path / "state"
+    build_state(root / R0, state / R0, corpus)
+    build_state(root / R1, state / "whole", corpus)
+    layered = apply_diff(state / R0, root / "diffs" / f"{R0}_{R1}", state / R1, corpus)
+    assert all((state / R1 / MASKS[n]).is_file() for n in MASKS)  # a share below the threshold: kept as a layer
+    monkeypatch.setattr(bulk_state, "COMPACT_SHARE", 0.0)
+    assert apply_diff(state / R0, root / "diffs" / f"{R0}_{R1}", state / "compacted", corpus) == layered
+    for name in MASKS:
+        assert not (state / "compacted" / MASKS[name]).exists()
+        assert [f.name for f in (state / "compacted" / name).glob("*.parquet")] == ["part-00000.parquet"]
+        assert not os.path.samefile(state / "compacted" / name / "part-00000.parquet", state / R0 / name / "part-00000.parquet")
+    _same(state / "compacted", state / "whole")
+    _same(state / R1, state / "whole")
 
 
 def test_a_release_streamed_to_its_shards_holds_what_the_rows_dealt_out_would(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -5,6 +5,7 @@ whole; a corpus paper S2 deleted is asked over the API in both; a run again chan
 
 from __future__ import annotations
 
+import re
 import shutil
 from datetime import timedelta
 from pathlib import Path
@@ -75,6 +76,8 @@ def test_a_day_later_reads_the_increment_and_matches_the_release_read_whole(sett
     # the paper S2 deleted was asked over the API (its answer is the replay's), the rest read from files
     line = next(n for n in later.notes if n.startswith("s2: "))
     assert f"release {R1} by the increments {R0}_{R1} after {R0}" in line and "1 papers S2 deleted" in line, line
+    # papers citing one S2 retitled were patched where stored, not answered again (and match the fresh run)
+    assert re.search(r"; [1-9][0-9]* papers' references to papers S2 updated were patched", line), line
     assert asked > 0
 
     again = graph_flow.fn(grown)

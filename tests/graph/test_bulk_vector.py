@@ -233,7 +233,7 @@ def test_an_increment_that_adds_the_paper_covers_it(tmp_path: Path) -> None:
     corpus = pl.DataFrame({"arxiv_id": ["2609.00389"], "title": ["The paper"]})
     build_state(root / "r0", state / "r0", corpus)
     assert pl.read_parquet(state / "r0" / "covered.parquet")["corpusid"].to_list() == [955]
-    changed, dropped = apply_diff(state / "r0", root / "diffs" / "r0_r1", state / "r1", corpus)
+    changed, dropped, _, _ = apply_diff(state / "r0", root / "diffs" / "r0_r1", state / "r1", corpus)
     build_state(root / "r1", state / "whole", corpus)
     assert changed == ["2609.00389"] and dropped == []
     for s in ("r1", "whole"):

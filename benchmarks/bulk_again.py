@@ -1,0 +1,126 @@
+"""The bulk path's first run and its day later measured again, on the current code, over the world
+and the files a finished ``benchmarks.bulk_bench`` run left in its work folder: no world drawn,
+grown or written again (at 160k papers those take most of an hour), the API phase kept as
+measured, the tables compared with its warehouse again.
+
+The files are put back as the first bulk run saw them (S2AG's next release and its diff set
+aside, the OpenAlex snapshot written again from the world before its day), the bulk phase runs on
+a fresh copy of the template warehouse against the replay of that world, the files are put back as
+a day later, the day's papers loaded, and the day later runs. Each path is the one the original
+run used, so the day later reads the increments, as it did. Files set aside are put back however
+the run ends; a run killed outright leaves them under ``<work>/again-aside/``, where the next
+``--again`` finds and restores them before anything else.
+
+    .venv/bin/python -m benchmarks.bulk_again [--papers 160000] [--work data/bench/bulk]
+
+The results replace the ``bulk`` and ``day_later`` phases (and their ratios) in the size's
+results file; each phase records its commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bulk_bench import FIRST_RELEASE, NEXT_RELEASE, RESULTS, compare, load_corpus, run_child
+
+
+def results_file(papers: int) -> Path:
+    """The size's results file, as ``bulk_bench`` names it."""
+    return RESULTS / ("bulk.json" if papers == 160_000 else f"bulk-{papers // 1000}k.json")
+
+
+def set_aside(work: Path) -> Path:
+    """S2AG's next release and diff, and the grown snapshot, moved under ``again-aside``."""
+    aside = work / "again-aside"
+    aside.mkdir(exist_ok=True)
+    for src, name in ((work / "s2ag" / NEXT_RELEASE, "s2ag-next"), (work / "s2ag" / "diffs", "s2ag-diffs"),
+                      (work / "openalex", "openalex")):
+        if src.exists() and not (aside / name).exists():
+            src.rename(aside / name)
+    return aside
+
+
+def put_back(work: Path) -> None:
+    """The files as a day later (undoes :func:`set_aside`); a no-op when nothing is aside."""
+    aside = work / "again-aside"
+    if not aside.exists():
+        return
+    for name, dst in (("s2ag-next", work / "s2ag" / NEXT_RELEASE), ("s2ag-diffs", work / "s2ag" / "diffs"),
+                      ("openalex", work / "openalex")):
+        if (aside / name).exists():
+            if dst.exists():
+                shutil.rmtree(dst)  # the snapshot written again for the first run
+            (aside / name).rename(dst)
+    aside.rmdir()
+
+
+def again(papers: int, work: Path) -> dict[str, Any]:
+    """Both phases measured again; the updated results."""
+    import polars as pl
+
+    from revbench.replay import spawn_replay
+    from revbench.replay.snapshot import write_snapshot
+    from revbench.settings import ReplaySettings
+
+    out_file = results_file(papers)
+    result: dict[str, Any] = json.loads(out_file.read_text())
+    if "day_later" not in result or "exit_code" in result["day_later"]:
+        raise SystemExit(f"{out_file}: no finished day later to measure again (run benchmarks.bulk_bench first)")
+    base, world = work / f"world-base-{papers // 1000}k", work / "world"
+    if not (work / "s2ag" / FIRST_RELEASE).is_dir() or not base.is_dir():
+        raise SystemExit(f"{work}: not the work folder of that run (no s2ag/{FIRST_RELEASE} or {base.name})")
+    put_back(work)  # a run killed outright left them aside
+    replay = ReplaySettings(timeout_delay_seconds=1.0, retry_after_seconds=0)
+    data = work / "bulk"
+    try:
+        set_aside(work)
+        write_snapshot(base, work / "openalex")
+        shutil.rmtree(data, ignore_errors=True)
+        data.mkdir(parents=True)
+        shutil.copy(work / "template" / "warehouse.duckdb", data / "warehouse.duckdb")
+        print("bulk:", flush=True)
+        with spawn_replay(base, replay) as url:
+            bulk = run_child(data, url, work / "s2ag", work / "openalex")
+    finally:
+        put_back(work)
+    if "exit_code" in bulk:
+        raise SystemExit(f"the bulk phase failed: {bulk}")
+    if (work / "api" / "warehouse.duckdb").is_file():
+        # Compared before the day later changes the bulk warehouse, as the first measurement was.
+        result["same_tables"] = compare(work / "api" / "warehouse.duckdb", data / "warehouse.duckdb")
+    new = set(pl.read_parquet(world / "arxiv.parquet")["arxiv_id"].to_list()) - set(
+        pl.read_parquet(base / "arxiv.parquet")["arxiv_id"].to_list())
+    added = load_corpus(world, data / "warehouse.duckdb", only=new)
+    print("day_later:", flush=True)
+    with spawn_replay(world, replay) as url:
+        later = run_child(data, url, work / "s2ag", work / "openalex")
+    kept = {k: result["day_later"][k] for k in ("new_papers", "files_written_s", "files") if k in result["day_later"]}
+    result["bulk"] = {**bulk, "measured_again": True}
+    result["day_later"] = {**later, **kept, "corpus_added": added, "measured_again": True}
+    if "api" in result and "exit_code" not in result["api"]:
+        result["bulk_over_api"] = round(bulk["seconds"] / result["api"]["seconds"], 4)
+    if "exit_code" not in later:
+        result["day_later_over_bulk"] = round(later["seconds"] / bulk["seconds"], 4)
+    out_file.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--papers", type=int, default=160_000)
+    p.add_argument("--work", type=Path, default=Path("data/bench/bulk"))
+    a = p.parse_args()
+    if a.papers <= 0:
+        p.error(f"--papers {a.papers}: must be positive")
+    if not a.work.is_dir():
+        p.error(f"--work {a.work}: no such folder")
+    r = again(a.papers, a.work)
+    print(json.dumps({k: r.get(k) for k in ("bulk_over_api", "day_later_over_bulk")}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
