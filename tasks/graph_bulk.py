@@ -149,6 +149,11 @@ def s2ag_citations(edges: pl.DataFrame, cited: pl.DataFrame) -> pl.DataFrame:
         "n_contexts", pl.when(pl.col("_in_release")).then(pl.col("external_ids")).otherwise(unheld).alias("external_ids")))
 
 
+def cited_s2_ids(cited: pl.DataFrame) -> list[str]:
+    """The S2 ids references carry of these cited papers (their rows, as :func:`patched_references` takes them)."""
+    return cited.select(s2_paper_id(pl.col("url")).alias("i")).drop_nulls()["i"].unique().sort().to_list()
+
+
 def patched_references(stored: pl.DataFrame, cited: pl.DataFrame) -> pl.DataFrame:
     """The ``stored`` references (``citations`` rows) naming one of the ``cited`` papers (their
     rows, ``revbench.warehouse.bulk_answers.s2ag_cited_papers``) by its S2 id, with that paper's

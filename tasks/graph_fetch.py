@@ -106,6 +106,7 @@ def s2_piece(settings: Settings, topics_for: list[str], references_for: list[str
     references (every page) of ``references_for``, from Semantic Scholar."""
     out = Fetched("s2")
     client = SemanticScholarClient(settings.s2, settings.http)
+    unknown: set[str] = set()
     with _asking(out, client):
         for start in range(0, len(topics_for), settings.s2.batch_size):
             ids = topics_for[start:start + settings.s2.batch_size]
@@ -117,6 +118,7 @@ def s2_piece(settings: Settings, topics_for: list[str], references_for: list[str
             rows, misses = s2_graph.batch_topics(ids, answers)
             out.topics += rows
             missing = set(misses)
+            unknown |= missing
             for aid, answer in zip(ids, answers, strict=True):
                 pid = answer.get("paperId") if isinstance(answer, dict) else None
                 out.fetched(aid, "topics", aid not in missing, sum(r["arxiv_id"] == aid for r in rows),
@@ -130,6 +132,11 @@ def s2_piece(settings: Settings, topics_for: list[str], references_for: list[str
         # Several in flight (s2.connections) through the one client, whose pacer spaces them all;
         # taken back in the list's order, so the rows are the same however the answers interleave.
         # A service that stops answering ends the loop; the answers in by then are kept all the same.
+        # A paper the batch just said S2 has no record of (its null) would answer 404: recorded so,
+        # unasked (a day's new papers S2 has not taken in yet cost a request each otherwise).
+        for aid in (a for a in references_for if a in unknown):
+            out.fetched(aid, "references", False, 0)
+        references_for = [a for a in references_for if a not in unknown]
         answers: dict[str, list[Any] | BaseException] = {}
         try:
             for aid, got in map_unordered(ask, references_for, settings.s2.connections):

@@ -80,6 +80,21 @@ class ResolveQueries(Slice):
         finally:
             self.con.unregister("_new_keys")
 
+    def references_naming(self, arxiv_ids: Sequence[str], source: str, cited_s2_ids: Sequence[str]) -> pl.DataFrame:
+        """The stored references of these papers from ``source`` that name one of ``cited_s2_ids``
+        (what an update of those cited papers patches), in list order."""
+        self.con.register("_citing", pl.DataFrame({"k": list(arxiv_ids)}, schema={"k": pl.Utf8}).to_arrow())
+        self.con.register("_cited", pl.DataFrame({"k": list(cited_s2_ids)}, schema={"k": pl.Utf8}).to_arrow())
+        try:
+            df = self._frame(f"""SELECT {', '.join(_q(c) for c in CITATIONS.names)} FROM citations
+                                 WHERE source = ? AND cited_s2_id IN (SELECT k FROM _cited)
+                                   AND citing_arxiv_id IN (SELECT k FROM _citing)
+                                 ORDER BY citing_arxiv_id, source, ordinal""", [source])
+        finally:
+            self.con.unregister("_citing")
+            self.con.unregister("_cited")
+        return CITATIONS.conform(df) if df.height else CITATIONS.empty()
+
     def unresolved_count(self) -> int:
         """References that name no warehouse paper."""
         return int(self._exec("SELECT count(*) FROM citations WHERE cited_arxiv_id IS NULL")[0][0])
@@ -103,11 +118,11 @@ class ResolveQueries(Slice):
         replace = ", ".join(f"k.{c} AS {c}" for c in given)
         try:
             with self.transaction():
-                self._exec(f"""CREATE TEMP TABLE _resolved AS SELECT c.* REPLACE ({replace}) FROM citations c
+                # by rowid once found: a second join on the three key columns is a second scan of the table
+                self._exec(f"""CREATE TEMP TABLE _resolved AS SELECT c.rowid AS _r, c.* REPLACE ({replace}) FROM citations c
                                JOIN _keyed k USING (citing_arxiv_id, source, ordinal)""")
-                self._exec("""DELETE FROM citations WHERE (citing_arxiv_id, source, ordinal) IN
-                              (SELECT citing_arxiv_id, source, ordinal FROM _keyed)""")
-                self._exec("INSERT INTO citations SELECT * FROM _resolved")
+                self._exec("DELETE FROM citations WHERE rowid IN (SELECT _r FROM _resolved)")
+                self._exec("INSERT INTO citations SELECT * EXCLUDE (_r) FROM _resolved")
                 self._exec("DROP TABLE _resolved")
         finally:
             self.con.unregister("_keyed")

@@ -28,6 +28,20 @@ def test_a_piece_with_four_connections_saves_what_one_at_a_time_saved(small_worl
     assert four.requests == one.requests and four.down is None
 
 
+def test_a_paper_the_batch_does_not_know_is_not_asked_for_its_references(small_world: Path, replay, settings: Settings) -> None:
+    app = replay(world=small_world)
+    ours = sorted({e[1] for entries in app.need_world().by_category.values() for e in entries})[:6]
+    unknown = ["2401.99998", "2401.99999"]
+    s = on_replay(settings, app)
+    served = app.faults.stats()["served"].get("s2", 0)
+    got = s2_piece(s, ours + unknown[:1], ours + unknown)
+    asked = app.faults.stats()["served"].get("s2", 0) - served
+    refs = {f["arxiv_id"]: f for f in got.fetches if f["kind"] == "references"}
+    assert all(not refs[a]["found"] and refs[a]["n_rows"] == 0 for a in unknown) and all(refs[a]["found"] for a in ours)
+    # one batch, each known paper's references, and the one unknown paper the batch was not asked about
+    assert asked == got.requests == 1 + len(ours) + 1
+
+
 def test_the_pacer_spaces_requests_from_every_thread() -> None:
     # A clock that moves only when told: each caller's wait is the slot the pacer reserved for it.
     lock, waits = threading.Lock(), []
