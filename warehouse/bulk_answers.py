@@ -91,18 +91,21 @@ def s2ag_answers(state: Path, arxiv_ids: Iterable[str]) -> tuple[pl.DataFrame, p
     con = _connect()
     try:
         con.register("wanted", pl.DataFrame({"arxiv": sorted(set(arxiv_ids))}, schema={"arxiv": pl.Utf8}))
-        # Each part is filtered to the wanted keys before any join: a join would read every column
-        # of the release's rows (the citations' contexts most of all) for the few it keeps.
         con.execute(f"CREATE TEMP TABLE wanted_ids AS SELECT * FROM {part(state, 'covered')} "
                     "WHERE arxiv IN (SELECT arxiv FROM wanted)")
+        papers, citations = part(state, "papers"), part(state, "citations")
+        n_wanted, n_covered = con.execute(f"SELECT (SELECT count(*) FROM wanted_ids), count(*) FROM {part(state, 'covered')}"
+                                          ).fetchall()[0]
+        if n_wanted * 10 < n_covered:
+            # A day's few papers: each part filtered to their keys before the join, which would
+            # read every column of the release's rows (the citations' contexts most of all) for
+            # the few it keeps; for most of the release the filter is only a second join.
+            papers = f"(SELECT * FROM {papers} WHERE corpusid IN (SELECT corpusid FROM wanted_ids))"
+            citations = f"(SELECT * FROM {citations} WHERE citingcorpusid IN (SELECT corpusid FROM wanted_ids))"
         con.execute(f"""CREATE TEMP TABLE mine AS SELECT c.arxiv, p.corpusid, p.url, p.s2fieldsofstudy
-                        FROM wanted_ids c
-                        JOIN (SELECT * FROM {part(state, 'papers')} WHERE corpusid IN (SELECT corpusid FROM wanted_ids)) p
-                        USING (corpusid)
+                        FROM wanted_ids c JOIN {papers} p USING (corpusid)
                         QUALIFY row_number() OVER (PARTITION BY c.arxiv ORDER BY {_ONE_ROW}) = 1""")
-        con.execute(f"""CREATE TEMP TABLE cites AS SELECT c.*, m.arxiv
-                        FROM (SELECT * FROM {part(state, 'citations')} WHERE citingcorpusid IN (SELECT corpusid FROM mine)) c
-                        JOIN mine m ON c.citingcorpusid = m.corpusid""")
+        con.execute(f"CREATE TEMP TABLE cites AS SELECT c.*, m.arxiv FROM {citations} c JOIN mine m ON c.citingcorpusid = m.corpusid")
         con.execute(f"""CREATE TEMP TABLE papers_of_cited AS SELECT * FROM {part(state, 'papers')}
                         WHERE corpusid IN (SELECT citedcorpusid FROM cites)
                         QUALIFY row_number() OVER (PARTITION BY corpusid ORDER BY {_ONE_ROW}) = 1""")
