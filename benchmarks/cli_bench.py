@@ -31,7 +31,8 @@ and ``revbench evaluate -b goldstandard=<the layout with d_20_1 as each of the t
 tpms=<those files> --bootstrap 1000`` computes the same on them. The two are timed in turn (with
 the same command at ``--bootstrap 0``, which the script cannot skip, for information), after one
 untimed run of each; the script's own ``compute_main_metric`` and ``compute_resolution`` (untimed)
-give its values at full precision, which must agree with revbench's (``values_agree``).
+give its values at full precision, which must agree with revbench's (``values_agree``). The command
+takes the lean lane too (``revbench.evaluation.lean_gold``, with numpy) and stores nothing.
 Without ``--gold-script`` it is not timed (``cold_evaluate_gold`` null).
 
     .venv/bin/python -m benchmarks.cli_bench [--repeat 5] [--rate-script PATH] [--gold-script PATH]
@@ -311,8 +312,8 @@ def cold_evaluate_gold(work: Path, env: dict[str, str], gold_script: Path, repea
         "participants": len(table), "ratings": rated, "draws": GOLD_DRAWS,
         "predictions": f"revbench's TPMS on d_20_1 (untimed), written as each of {algo}_d_20_1..{GOLD_DRAWS}_ta.json",
         "work": "both: the loss of each of the ten files and 1,000 reviewer resamples for a 95% interval (the script "
-                "always does); revbench also computes accuracy, easy and hard accuracy with their intervals, "
-                "writes its report and stores its rows",
+                "always does); revbench also computes accuracy, easy and hard accuracy with their intervals and "
+                "writes its report (it stores nothing: prediction files alone, in its lean lane)",
         **ev,
         "goal": GOLD_GOAL,
         "goal_ratio": GOLD_GOAL_RATIO,

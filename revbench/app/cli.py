@@ -2,7 +2,8 @@
 commands live in ``revbench.app.commands``, one module per stage, each beside what it prints.
 
 A one-off ``evaluate`` of prediction files alone may be answered before any of it is loaded
-(``revbench.app.lean_evaluate``: the same output, the standard library alone).
+(``revbench.app.lean_evaluate``: the same output; RATE's files with the standard library alone,
+the gold standard's with numpy).
 
 Every error ends in one line on stderr (``--debug`` adds the traceback) and an exit code:
 2 for a request that cannot run as given (nothing was done), 3 for an unreachable service,

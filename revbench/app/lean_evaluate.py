@@ -1,18 +1,21 @@
-"""The lean lane of ``revbench evaluate``: a one-off look at RATE's flat prediction files
-(``-p NAME=PATH`` alone, ``--bootstrap 0``) answered with the standard library, before the command
-line loads typer, pydantic, polars, numpy or DuckDB: loading them is most of the full path's time,
-several times what RATE's own ``evaluation_script.py`` takes (``benchmarks/results/cli.json``).
+"""The lean lane of ``revbench evaluate``: a one-off look at prediction files answered before the
+command line loads typer, pydantic, polars or DuckDB: loading them is most of the full path's
+time, several times what RATE's own ``evaluation_script.py`` takes (``benchmarks/results/cli.json``).
+RATE's flat files (``-p NAME=PATH`` alone, ``--bootstrap 0``) take the standard library alone
+(``revbench.evaluation.lean``); the CMU gold standard's (``-b goldstandard=DIR -p NAME=PATH``, any
+``--bootstrap``) take numpy too, for the bootstrap the full path draws (``revbench.evaluation.lean_gold``).
 
 ``revbench.app.cli.main`` offers it every command line; :func:`run_lean` answers only one it can
 answer exactly as the full path would (the same lines printed, the same files written, byte for
 byte but the run id and the time) and returns None for anything else, having written nothing: then
 the full path runs the command, and says what is wrong with it, if anything. It takes
-``-p``/``--predictions NAME=PATH`` (repeated), ``--bootstrap 0``, ``--seed N``, ``--no-track``,
-``--json-out FILE``, ``--no-plot`` and ``--report DIR`` with ``--no-plot`` (the plot needs matplotlib),
-where the settings are the defaults or ``REVBENCH_DATA_DIR`` alone (no ``.env``, no demo's settings),
-no Prefect API, profile or UI would make the run tracked or speak, and every file passes
-``revbench.evaluation.lean``'s reading of it. The full path stores nothing either then: a files-only
-evaluation is stored only with ``--record`` or ``--track``, which the lane leaves to it.
+``-p``/``--predictions NAME=PATH`` (repeated), one ``-b goldstandard=DIR``, ``--bootstrap``, ``--seed N``,
+``--no-track``, ``--json-out FILE``, ``--no-plot`` and ``--report DIR`` with ``--no-plot`` (the plot needs
+matplotlib), where the settings are the defaults or ``REVBENCH_DATA_DIR`` alone (no ``.env``, no demo's
+settings), no Prefect API, profile or UI would make the run tracked or speak, and every file passes
+the lane's reading of it. The full path stores nothing either then: an evaluation of prediction
+files alone, on no benchmark or on one read from files, is stored only with ``--record`` or
+``--track``, which the lane leaves to it.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from revbench.evaluation import lean
 
 REPORT_FILES = "report.md, results.json, separation.json, predictions/, trec/, exports.json"
 VALUE_FLAGS = {"-p": "predictions", "--predictions": "predictions", "--bootstrap": "bootstrap", "--seed": "seed",
-               "--report": "report", "--json-out": "json_out"}
+               "--report": "report", "--json-out": "json_out", "-b": "benchmark", "--benchmark": "benchmark"}
 BARE_FLAGS = ("--no-track", "--no-plot")
 RICH_ENVIRON = ("COLUMNS", "LINES", "FORCE_COLOR", "TTY_COMPATIBLE", "JUPYTER_COLUMNS", "JUPYTER_LINES")
 """Variables that change what rich prints, or how wide: with any of them set, rich prints."""
@@ -39,7 +42,8 @@ BOLD = re.compile(r"\*\*(.+?)\*\*")
 
 def parse(args: list[str]) -> dict[str, list[str]] | None:
     """``args`` as flag -> values, when every flag is one the lane takes, each value given once
-    (``-p`` repeated), ``--bootstrap 0`` and at least one ``-p``; None otherwise."""
+    (``-p`` repeated), at least one ``-p`` and ``--bootstrap 0``, or with one ``-b`` (the gold
+    standard, read with numpy) any ``--bootstrap`` up to a million and a seed numpy takes; None otherwise."""
     if args[:1] != ["evaluate"]:
         return None
     given: dict[str, list[str]] = {"predictions": []}
@@ -60,9 +64,14 @@ def parse(args: list[str]) -> dict[str, list[str]] | None:
         if key in given and key != "predictions":
             return None
         given.setdefault(key, []).append(value)
-    if given.get("bootstrap") != ["0"] or not given["predictions"]:
+    if not given["predictions"] or not re.fullmatch(r"[-+]?[0-9]+", given.get("seed", ["0"])[0]):
         return None
-    if not re.fullmatch(r"[-+]?[0-9]+", given.get("seed", ["0"])[0]):
+    if "benchmark" not in given and given.get("bootstrap") != ["0"]:
+        return None
+    # Typer's default; a negative seed is numpy's error (the full path's to say).
+    if "benchmark" in given and (given["benchmark"][0].partition("=")[0].strip() != "goldstandard"
+                                 or not re.fullmatch(r"0|[1-9][0-9]{0,5}", given.setdefault("bootstrap", ["1000"])[0])
+                                 or int(given.get("seed", ["0"])[0]) < 0):
         return None
     if "report" in given and "--no-plot" not in given:
         return None
@@ -272,6 +281,8 @@ def run_lean(args: list[str]) -> int | None:
         return None  # "~" is expanded where it is checked, not where it is written
     if not _writable_folder(report) or (json_out is not None and not _writable_file(json_out)):
         return None
+    if "benchmark" in given:
+        return run_gold(given, report, json_out, home)
     files = read_files(given["predictions"])
     earlier = _earlier_index(report / "exports.json")
     if files is None or earlier is False:
@@ -302,4 +313,43 @@ def run_lean(args: list[str]) -> int | None:
     if json_out is not None:
         json_out.write_text(json.dumps(rows, indent=1))
     show(tables, str(report), run_id, [n for f in files for n in (f.name, f.path.stem)])
+    return 0
+
+
+def run_gold(given: dict[str, list[str]], report: Path, json_out: Path | None, home: Path) -> int | None:
+    """``evaluate -b goldstandard=DIR -p ...`` (``revbench.evaluation.lean_gold``): everything read,
+    checked and computed before the first file is written; None where the full path must run it."""
+    import warnings
+
+    from revbench.evaluation import lean_gold  # numpy: only the gold standard's lane loads it
+
+    try:
+        # The full path shows a warning raised in revbench's code and hides numpy's own: the lane shows none.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            gold = lean_gold.read_gold(given["benchmark"][0])
+            preds = lean_gold.read_predictions(given["predictions"], gold)
+            rows, seps = lean_gold.metric_rows(gold, preds, int(given["bootstrap"][0]), int(given.get("seed", ["0"])[0]))
+            tables = lean_gold.report_tables(rows, seps)
+            exported, entries = lean_gold.export_files(gold, preds)
+        earlier = _earlier_index(report / "exports.json")
+        if caught or earlier is False:
+            return None
+        kept = lean.merged_index(earlier if isinstance(earlier, str) else None, [lean_gold.GOLD])
+        home.mkdir(parents=True, exist_ok=True)  # prepare_process makes it, tracked or not
+    except Exception:  # noqa: BLE001  # whatever the lane cannot read, the full path reads and names
+        return None
+    from datetime import UTC, datetime
+
+    run_id, now = _uuid4(), datetime.now(UTC).isoformat()
+    results = lean.result_rows(rows, run_id, now, gold.version)
+    for rel, text in exported.items():  # the full path's order: the exports, then the report's files
+        _write(report / rel, text)
+    _write(report / "exports.json", json.dumps(kept + entries, indent=1))
+    _write(report / "report.md", "\n".join(t.to_markdown() for t in tables) + "\n")
+    _write(report / "results.json", json.dumps(results, indent=1))
+    _write(report / "separation.json", json.dumps(seps, indent=1))
+    if json_out is not None:
+        json_out.write_text(json.dumps(results, indent=1))
+    show(tables, str(report), run_id, [p.name for p in preds])
     return 0

@@ -102,14 +102,16 @@ def is_flat(path: Path, data: bytes) -> bool:
     return path.suffix == ".json" and '"anchor_id"' in head and '"positive_ref_score"' in head
 
 
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+def unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object, as ``json``'s ``object_pairs_hook``; one that repeats a key is declined."""
     obj = dict(pairs)
     if len(obj) != len(pairs):
         raise Declined("a key given twice")  # parse_json refuses it
     return obj
 
 
-def _no_constant(name: str) -> float:
+def no_constant(name: str) -> float:
+    """``json``'s ``parse_constant``: NaN and infinity are declined."""
     raise Declined(f"{name} is no JSON number")
 
 
@@ -123,7 +125,7 @@ def _id(value: object) -> str:
     return text
 
 
-def _number(value: object) -> float:
+def number(value: object) -> float:
     """``importers.checks.finite_number`` on a value it accepts; anything else is declined."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise Declined("not a number")
@@ -137,7 +139,7 @@ def _number(value: object) -> float:
 
 
 def _rating(value: object) -> float:
-    x = _number(value)
+    x = number(value)
     if not SCALE[0] <= x <= SCALE[1]:
         raise Declined("a rating outside the scale")
     return x
@@ -158,7 +160,7 @@ def read_flat(name: str, path: Path) -> FlatFile:
     if SURROGATE.search(text):
         raise Declined("lone surrogates are replaced, with a warning")
     try:
-        items = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        items = json.loads(text, object_pairs_hook=unique_keys, parse_constant=no_constant)
     except (ValueError, RecursionError):
         raise Declined("not JSON the lane reads") from None
     if not isinstance(items, list) or not items:
@@ -180,7 +182,7 @@ def read_flat(name: str, path: Path) -> FlatFile:
         seen.add((kind, a, p, n))
         pos, neg = ((p, a), (n, a)) if kind == PAPER_CENTRIC else ((a, p), (a, n))
         for pair, key in ((pos, "positive_score"), (neg, "negative_score")):
-            value = _number(t[key])
+            value = number(t[key])
             if scores.setdefault(pair, value) != value:
                 raise Declined("one pair with two scores")
         tuples.append(FlatTuple(pos, neg, _rating(t["positive_ref_score"]), _rating(t["negative_ref_score"]), a))
@@ -264,21 +266,30 @@ def metric_rows(f: FlatFile) -> list[Row]:
     return rows
 
 
-def result_rows(rows: list[Row], run_id: str, evaluated_at: str) -> list[Row]:
-    """``tasks.evaluate.stored_results`` then ``json_rows``: ``eval_results``' columns in its order."""
+def result_rows(rows: list[Row], run_id: str, evaluated_at: str, version: str | None = None) -> list[Row]:
+    """``tasks.evaluate.stored_results`` then ``json_rows``: ``eval_results``' columns in its order;
+    ``version`` the benchmark's (None: a flat file's own benchmark, versioned by its stem)."""
     cols = ("benchmark", "benchmark_version", "split", "scorer", "metric", "value", "ci_low", "ci_high", "n", "run_id",
             "evaluated_at", "spec", "predictions_sha256", "coverage", "benchmark_digest", "ties", "basis")
     out = []
     for r in rows:
         full = {**r, "run_id": run_id, "evaluated_at": evaluated_at, "benchmark_digest": None,
-                "benchmark_version": str(r["benchmark"]).removeprefix("lrbench:")}  # the file's stem
+                "benchmark_version": version or str(r["benchmark"]).removeprefix("lrbench:")}  # a file's: its stem
         out.append({c: full[c] for c in cols})
     return out
 
 
-def _pct(share: float) -> str:
+def pct(share: float) -> str:
     """``report._pct``."""
     return "100%" if share >= 1.0 else f"{math.floor(share * 1000) / 10:g}%"
+
+
+def cell(value: float | None, lo: float | None, hi: float | None, best: bool) -> str:
+    """``report._cell``: the value, its interval where there is one, bold where best."""
+    if value is None:
+        return "–"
+    text = f"{value:.3f}" + (f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else "")
+    return f"**{text}**" if best else text
 
 
 def report_table(rows: list[Row]) -> Table:
@@ -287,12 +298,12 @@ def report_table(rows: list[Row]) -> Table:
     first = rows[0]
     scorer, ties = first["scorer"], first["ties"]
     shown = ties is not None and ties >= TIES_SHOWN
-    cells = [scorer] + (["100%" if ties >= 1 else _pct(ties)] if shown else [])
+    cells = [scorer] + (["100%" if ties >= 1 else pct(ties)] if shown else [])
     for r in rows:
         value = r["value"]
         text = "–" if value is None else f"{value:.3f}"
         cells.append(f"**{text}**" if value is not None and scorer != TRIVIAL else text)
-    notes = ([f"{scorer} tied {_pct(ties)} of these pairs: its loss and accuracy rest on the {_pct(1 - ties)} it decided"]
+    notes = ([f"{scorer} tied {pct(ties)} of these pairs: its loss and accuracy rest on the {pct(1 - ties)} it decided"]
              if ties is not None and ties >= FEW_DECIDED else [])
     return Table(f"### {first['benchmark']} · {first['split']}", ["scorer", *(["ties"] if shown else []), *METRICS],
                  [cells], notes)

@@ -115,7 +115,7 @@ def test_results_are_appended_and_carry_what_produced_them(tmp_path: Path, data_
     (tmp_path / "v2.json").write_text(json.dumps({"ir": {"s1": 0.1, "s2": 0.9}, "gnn": {"s1": 0.8, "s2": 0.2}}))
     for f in ("v1.json", "v2.json"):
         code, out, err = run_cli("evaluate", "-b", f"openreview={data}", "-p", f"specter={tmp_path / f}", "--bootstrap", "0",
-                                 "--json-out", str(tmp_path / f"rows-{f}"))
+                                 "--json-out", str(tmp_path / f"rows-{f}"), "--record")
         assert code == 0, out + err
     with Warehouse.open(data_dir / "warehouse.duckdb", read_only=True) as wh:
         rows = wh.read(EVAL_RESULTS).filter((pl.col("scorer") == "specter") & (pl.col("metric") == "loss"))

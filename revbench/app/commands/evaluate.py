@@ -4,7 +4,7 @@ with the report tables it prints (``ratings`` and ``release`` print them too, wh
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,6 +12,9 @@ from revbench.app.cli_common import Track, setup
 from revbench.app.console import console
 from revbench.app.entry import check_output_dir, check_output_file, resolve_track
 from revbench.app.lean_evaluate import print_tables, report_line
+
+if TYPE_CHECKING:
+    from revbench.evaluation.plan import EvaluationPlan
 
 
 def evaluate(
@@ -29,13 +32,14 @@ def evaluate(
     allow_rejected: Annotated[bool, typer.Option("--allow-rejected", help="Read a release its curator rejected (refused otherwise)")] = False,
     assignment: Annotated[bool, typer.Option("--assignment", help="Also judge each scorer by the assignment it yields (settings REVBENCH_ASSIGNMENT__*)")] = False,
     attack: Annotated[bool, typer.Option("--attack", help="Also attack each scorer with a colluding author and reviewer (settings REVBENCH_ATTACK__*)")] = False,
-    record: Annotated[bool, typer.Option("--record", help="Also store the results of --predictions alone in the warehouse's eval_results (an evaluation of a --benchmark, and a tracked one, always does)")] = False,
+    record: Annotated[bool, typer.Option("--record", help="Store the run and its rows in the warehouse's eval_results when only --predictions are evaluated on files (no -b, or -b goldstandard, lrbench or openreview=PATH); a --scorer, -b warehouse, release or weak, and a tracked run always store")] = False,
     track: Track = None,
 ) -> None:
     """Evaluate similarity scorers (and external predictions) on benchmarks.
 
     With neither --scorer nor --predictions, trivial and tpms run; with --predictions alone,
-    only the given files are evaluated, and nothing is stored unless --record or --track."""
+    only the given files are evaluated, and nothing is stored unless --record or --track (on the
+    benchmarks read from files; -b warehouse, release and weak always store)."""
     if json_out:
         check_output_file(json_out, "--json-out")
     if report:
@@ -51,9 +55,7 @@ def evaluate(
         bootstrap=bootstrap, seed=seed, report_dir=str(report) if report else None, allow_partial=allow_partial,
         json_out=str(json_out) if json_out else None, plot=report is not None if plot is None else plot,
         track=tracked, plan=plan, graph_from=graph_from, assignment=assignment, attack=attack,
-        # A one-off look at prediction files opens no warehouse (loading DuckDB alone takes most of
-        # what RATE's whole script does); a benchmark's evaluation, a tracked run and --record keep their rows.
-        record=record or tracked or bool(plan.benchmarks),
+        record=record or tracked or stores(plan),
     )
     print_report(out.tables)
     for line in out.judgements:
@@ -63,6 +65,24 @@ def evaluate(
     for name, dropped in out.dropped.items():
         console.print(f"{name}: left out " + ", ".join(f"{n} ({reason})" for reason, n in sorted(dropped.items())))
     console.print(report_line(out.report_dir, out.run_id, bool(out.plot), attack))
+
+
+FILE_KINDS = ("goldstandard", "lrbench", "openreview")
+"""Benchmarks read from files given as KIND=PATH: evaluating prediction files on them stores only when asked."""
+
+
+def stores(plan: EvaluationPlan) -> bool:
+    """Whether an untracked evaluation stores its run and rows without ``--record``: a scorer's run
+    (numbers this installation computed, which ``revbench report`` compares across runs), or one on
+    this project's own benchmarks (the warehouse, a release, weak labels), followed across versions.
+    Prediction files alone on benchmarks read from files are a one-off look at numbers computed
+    elsewhere: no warehouse is opened (loading DuckDB alone takes most of what RATE's or the gold
+    standard's whole script does)."""
+    def own(kind: str, path: Path) -> bool:
+        # An LR-bench folder with a manifest is a release (``check_recorded_releases`` reads it as one).
+        return kind not in FILE_KINDS or (kind == "lrbench" and (path / "manifest.json").is_file())
+
+    return bool(plan.scorers) or any(own(kind, path) for kind, path in plan.benchmarks)
 
 
 def print_evaluation(evaluation: Any) -> None:
