@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -99,8 +100,9 @@ def again(papers: int, work: Path) -> dict[str, Any]:
     with spawn_replay(world, replay) as url:
         later = run_child(data, url, work / "s2ag", work / "openalex")
     kept = {k: result["day_later"][k] for k in ("new_papers", "files_written_s", "files") if k in result["day_later"]}
-    result["bulk"] = {**bulk, "measured_again": True}
-    result["day_later"] = {**later, **kept, "corpus_added": added, "measured_again": True}
+    when = datetime.now(UTC).isoformat(timespec="seconds")
+    result["bulk"] = {**bulk, "measured_again": when}
+    result["day_later"] = {**later, **kept, "corpus_added": added, "measured_again": when}
     if "api" in result and "exit_code" not in result["api"]:
         result["bulk_over_api"] = round(bulk["seconds"] / result["api"]["seconds"], 4)
     if "exit_code" not in later:

@@ -48,6 +48,13 @@ def _bulk_one(d: dict[str, Any]) -> list[str]:
     lines += [_bulk_row(name, d[k]) for k, name in (("api", "over the APIs"), ("bulk", "from the bulk files"),
                                                    ("day_later", "a day later, bulk")) if k in d]
     lines.append("")
+    again = d.get("bulk", {}).get("measured_again")
+    if again:
+        on = f" {again[:10]}" if isinstance(again, str) else ""
+        lines.append(f"The bulk run and its day later measured again{on} on commit "
+                     f"`{d['bulk'].get('code', '?')}` (`{d['command'].replace('bulk_bench', 'bulk_again')}`), "
+                     "over the same world and files; the API run as first measured, on commit "
+                     f"`{d.get('api', {}).get('code', '?')}`.")
     s2 = d.get("api", {}).get("requests", {}).get("s2")
     if s2:
         lines.append(f"At Semantic Scholar's pace for a key (one request a second) the API path's {_n(s2)} requests "
