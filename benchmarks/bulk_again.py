@@ -11,7 +11,13 @@ run used, so the day later reads the increments, as it did. Files set aside are 
 the run ends; a run killed outright leaves them under ``<work>/again-aside/``, where the next
 ``--again`` finds and restores them before anything else.
 
-    .venv/bin/python -m benchmarks.bulk_again [--papers 160000] [--work data/bench/bulk]
+    .venv/bin/python -m benchmarks.bulk_again [--papers 160000] [--work data/bench/bulk] [--fresh | --fresh-only]
+
+``--fresh`` then runs the bulk path afresh over the day-later world (S2AG's newest release read
+whole) and compares its S2 rows with the day later's: a day later from increments must leave them
+as a fresh run would (``day_later.fresh_run``). OpenAlex's rows are not compared: the SYNTHETIC
+snapshot writes a grown world's older works again into their old partitions, which a day later
+rightly does not read.
 
 The results replace the ``bulk`` and ``day_later`` phases (and their ratios) in the size's
 results file; each phase records its commit.
@@ -116,16 +122,117 @@ def again(papers: int, work: Path) -> dict[str, Any]:
     return result
 
 
+S2_ROWS = {"citations": "source = 's2'", "paper_topics": "scheme = 's2-fos'", "graph_fetches": "source = 's2'"}
+"""S2's rows of the graph tables: what a day later from S2AG's increments must leave as a fresh run would."""
+
+
+def compare_s2(later: Path, fresh: Path) -> dict[str, Any]:
+    """S2's rows (:data:`S2_ROWS`) of the two warehouses joined on their keys, the columns each run
+    stamps left out: rows only one side holds, and per column how many joined rows differ."""
+    import duckdb
+
+    from benchmarks.bulk_bench import STAMPED
+    from revbench.schemas import graph
+
+    tables = {t.name: t for t in (graph.CITATIONS, graph.PAPER_TOPICS, graph.GRAPH_FETCHES)}
+    con = duckdb.connect()
+    con.execute("SET memory_limit = '6GB'")
+    con.execute(f"ATTACH '{later}' AS a (READ_ONLY)")
+    con.execute(f"ATTACH '{fresh}' AS b (READ_ONLY)")
+    out: dict[str, Any] = {}
+    try:
+        for name, where in S2_ROWS.items():
+            t = tables[name]
+            key = list(t.primary_key)
+            cols = [c for c in t.names if c not in key and c not in STAMPED]
+            on = " AND ".join(f'x."{k}" = y."{k}"' for k in key)
+            differ = ", ".join(f'count(*) FILTER (WHERE x."{c}" IS DISTINCT FROM y."{c}")' for c in cols)
+            a_rows, b_rows = (con.execute(f"SELECT count(*) FROM {db}.{name} WHERE {where}").fetchall()[0][0] for db in "ab")
+            joined, *counts = con.execute(f"SELECT count(*), {differ} FROM (SELECT * FROM a.{name} WHERE {where}) x "
+                                          f"JOIN (SELECT * FROM b.{name} WHERE {where}) y ON {on}").fetchall()[0]
+            out[name] = {"day_later_rows": a_rows, "fresh_rows": b_rows, "only_day_later": a_rows - joined,
+                         "only_fresh": b_rows - joined,
+                         "columns_differing": {c: int(n) for c, n in zip(cols, counts, strict=True) if n}}
+            out[name]["same"] = a_rows == b_rows == joined and not out[name]["columns_differing"]
+    finally:
+        con.close()
+    return out
+
+
+def found_differs(work: Path, later: Path, fresh: Path) -> dict[str, int]:
+    """The papers S2 found in one run and not in the other, and how many of them the first
+    release already held a record of under their arXiv id (``papers``: an untyped record of
+    another work linked to the id by mistake, before the paper joined the corpus). A day later
+    keeps the citations of the corpus's papers alone, so it asks the API for a paper the kept
+    release held uncovered; a fresh run takes that record."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        con.execute(f"ATTACH '{later}' AS a (READ_ONLY)")
+        con.execute(f"ATTACH '{fresh}' AS b (READ_ONLY)")
+        ids = [r[0] for r in con.execute("""SELECT DISTINCT x.arxiv_id FROM a.graph_fetches x JOIN b.graph_fetches y
+                                            USING (arxiv_id, source, kind) WHERE x.source = 's2'
+                                              AND x.found IS DISTINCT FROM y.found""").fetchall()]
+        held = 0
+        if ids:
+            shards = sorted(str(f) for f in (work / "s2ag" / FIRST_RELEASE / "papers").glob("*.jsonl.gz"))
+            held = con.execute("SELECT count(DISTINCT a) FROM (SELECT externalids->>'ArXiv' AS a FROM read_json(?, "
+                               "format = 'newline_delimited', columns = {externalids: 'JSON'})) WHERE list_contains(?, a)",
+                               [shards, ids]).fetchall()[0][0]
+    finally:
+        con.close()
+    return {"papers": len(ids), "held_by_first_release": int(held)}
+
+
+def fresh_run(papers: int, work: Path) -> dict[str, Any]:
+    """A fresh bulk run over the day-later world (the corpus with the day's papers, S2AG's newest
+    release read whole, the whole snapshot), its S2 tables compared with the day later's (the bulk
+    warehouse as the day later left it); recorded under the results' ``day_later.fresh_run``."""
+    import polars as pl
+
+    from revbench.replay import spawn_replay
+    from revbench.settings import ReplaySettings
+
+    out_file = results_file(papers)
+    result: dict[str, Any] = json.loads(out_file.read_text())
+    base, world, fresh = work / f"world-base-{papers // 1000}k", work / "world", work / "fresh"
+    put_back(work)
+    shutil.rmtree(fresh, ignore_errors=True)
+    fresh.mkdir(parents=True)
+    shutil.copy(work / "template" / "warehouse.duckdb", fresh / "warehouse.duckdb")
+    new = set(pl.read_parquet(world / "arxiv.parquet")["arxiv_id"].to_list()) - set(
+        pl.read_parquet(base / "arxiv.parquet")["arxiv_id"].to_list())
+    load_corpus(world, fresh / "warehouse.duckdb", only=new)
+    print("fresh:", flush=True)
+    with spawn_replay(world, ReplaySettings(timeout_delay_seconds=1.0, retry_after_seconds=0)) as url:
+        run = run_child(fresh, url, work / "s2ag", work / "openalex")
+    if "exit_code" in run:
+        raise SystemExit(f"the fresh run failed: {run}")
+    later = work / "bulk" / "warehouse.duckdb"
+    result["day_later"]["fresh_run"] = {"seconds": run["seconds"], "code": run["code"],
+                                        "s2_tables": compare_s2(later, fresh / "warehouse.duckdb"),
+                                        "found_differs": found_differs(work, later, fresh / "warehouse.duckdb")}
+    out_file.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--papers", type=int, default=160_000)
     p.add_argument("--work", type=Path, default=Path("data/bench/bulk"))
+    p.add_argument("--fresh", action="store_true",
+                   help="then a fresh bulk run over the day-later world, its S2 tables compared with the day later's")
+    p.add_argument("--fresh-only", action="store_true", help="only the fresh run, after an earlier --again")
     a = p.parse_args()
     if a.papers <= 0:
         p.error(f"--papers {a.papers}: must be positive")
     if not a.work.is_dir():
         p.error(f"--work {a.work}: no such folder")
-    r = again(a.papers, a.work)
+    r = {} if a.fresh_only else again(a.papers, a.work)
+    if a.fresh or a.fresh_only:
+        r = fresh_run(a.papers, a.work)
+        print(json.dumps({k: v["same"] for k, v in r["day_later"]["fresh_run"]["s2_tables"].items()}))
     print(json.dumps({k: r.get(k) for k in ("bulk_over_api", "day_later_over_bulk")}, indent=2))
 
 

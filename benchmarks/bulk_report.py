@@ -71,6 +71,24 @@ def _bulk_one(d: dict[str, Any]) -> list[str]:
                      f"papers and {_n(diff.get('citations_updates', 0))} citations updated, "
                      f"{_n(diff.get('papers_deletes', 0))} and {_n(diff.get('citations_deletes', 0))} deleted) took "
                      f"{d['day_later_over_bulk']:.1%} of the first bulk run ({goal}).")
+    fresh = (later or {}).get("fresh_run")
+    if fresh:
+        tables = fresh["s2_tables"]
+        cells = [f"{name} {'the same' if t['same'] else 'NOT the same'} ({_n(t['day_later_rows'])} rows"
+                 + (f"; {_n(t['only_day_later'])} only a day later, {_n(t['only_fresh'])} only afresh, differing in "
+                    + ", ".join(f"`{c}` {_n(n)}" for c, n in t["columns_differing"].items()) if not t["same"] else "") + ")"
+                 for name, t in tables.items()]
+        lines.append(f"A fresh bulk run over the day-later world (S2AG's newest release read whole; {fresh['seconds']:.1f} s) "
+                     "and the day later from the increments, S2's rows joined on their keys (the stamps left out): "
+                     + "; ".join(cells) + ". OpenAlex's are not compared: the SYNTHETIC snapshot writes a grown world's "
+                     "older works again into their old partitions, which a day later rightly does not read.")
+        odd = fresh.get("found_differs") or {}
+        if odd.get("papers"):
+            lines.append(f"S2 found {_n(odd['papers'])} papers in one run and not in the other; the first release held "
+                         f"{_n(odd['held_by_first_release'])} of them under their arXiv id before they joined the corpus "
+                         "(an untyped record of another work, linked to the id by mistake): a day later keeps only the "
+                         "corpus papers' citations, so it asks the API for a paper the kept release held uncovered, where "
+                         "a fresh run takes that record.")
     same = d.get("same_tables")
     if same:
         cells = [f"{name} {_same(t)} ({_n(t['api_rows'])} rows)" for name, t in same.items()

@@ -34,3 +34,27 @@ def test_the_day_later_files_go_aside_and_come_back(tmp_path: Path) -> None:
     assert not (work / "again-aside").exists()
     put_back(work)  # nothing aside: nothing changes
     assert (work / "openalex" / "data" / "works" / "manifest").read_text() == "day later"
+
+
+def test_the_day_later_and_a_fresh_run_are_compared_on_s2s_rows_alone(tmp_path: Path) -> None:
+    import polars as pl
+
+    from benchmarks.bulk_again import compare_s2
+    from revbench.schemas.graph import CITATIONS
+    from revbench.warehouse import Warehouse
+
+    def refs(title: str, source: str = "s2") -> pl.DataFrame:
+        return CITATIONS.conform(pl.DataFrame([dict(citing_arxiv_id="2609.00001", source=source, ordinal=i,
+                                                    cited_title=f"{title} {i}", cited_year=2024) for i in range(3)]))
+
+    paths = []
+    for name, title, other in (("later", "A work", "One"), ("fresh", "A work", "Another")):
+        with Warehouse.open(tmp_path / f"{name}.duckdb") as wh:
+            wh.graph.save_graph(citations=pl.concat([refs(title), refs(other, "openalex")]))
+        paths.append(tmp_path / f"{name}.duckdb")
+    same = compare_s2(*paths)
+    assert same["citations"]["same"] and same["citations"]["day_later_rows"] == 3  # OpenAlex's rows differ, unread
+    with Warehouse.open(paths[1]) as wh:
+        wh.graph.save_graph(citations=refs("A retitled work"))
+    cites = compare_s2(*paths)["citations"]
+    assert not cites["same"] and cites["columns_differing"] == {"cited_title": 3} and cites["only_fresh"] == 0
