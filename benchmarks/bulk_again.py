@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bulk_bench import FIRST_RELEASE, NEXT_RELEASE, RESULTS, compare, load_corpus, run_child
+from benchmarks.bulk_bench import FIRST_RELEASE, NEXT_RELEASE, RESULTS, compare, joined_counts, load_corpus, run_child
 
 
 def results_file(papers: int) -> Path:
@@ -128,34 +128,13 @@ S2_ROWS = {"citations": "source = 's2'", "paper_topics": "scheme = 's2-fos'", "g
 
 def compare_s2(later: Path, fresh: Path) -> dict[str, Any]:
     """S2's rows (:data:`S2_ROWS`) of the two warehouses joined on their keys, the columns each run
-    stamps left out: rows only one side holds, and per column how many joined rows differ."""
-    import duckdb
-
-    from benchmarks.bulk_bench import STAMPED
-    from revbench.schemas import graph
-
-    tables = {t.name: t for t in (graph.CITATIONS, graph.PAPER_TOPICS, graph.GRAPH_FETCHES)}
-    con = duckdb.connect()
-    con.execute("SET memory_limit = '6GB'")
-    con.execute(f"ATTACH '{later}' AS a (READ_ONLY)")
-    con.execute(f"ATTACH '{fresh}' AS b (READ_ONLY)")
+    stamps left out (``bulk_bench.joined_counts``; lists as they are, order and all): rows only
+    one side holds, and per column how many joined rows differ."""
     out: dict[str, Any] = {}
-    try:
-        for name, where in S2_ROWS.items():
-            t = tables[name]
-            key = list(t.primary_key)
-            cols = [c for c in t.names if c not in key and c not in STAMPED]
-            on = " AND ".join(f'x."{k}" = y."{k}"' for k in key)
-            differ = ", ".join(f'count(*) FILTER (WHERE x."{c}" IS DISTINCT FROM y."{c}")' for c in cols)
-            a_rows, b_rows = (con.execute(f"SELECT count(*) FROM {db}.{name} WHERE {where}").fetchall()[0][0] for db in "ab")
-            joined, *counts = con.execute(f"SELECT count(*), {differ} FROM (SELECT * FROM a.{name} WHERE {where}) x "
-                                          f"JOIN (SELECT * FROM b.{name} WHERE {where}) y ON {on}").fetchall()[0]
-            out[name] = {"day_later_rows": a_rows, "fresh_rows": b_rows, "only_day_later": a_rows - joined,
-                         "only_fresh": b_rows - joined,
-                         "columns_differing": {c: int(n) for c, n in zip(cols, counts, strict=True) if n}}
-            out[name]["same"] = a_rows == b_rows == joined and not out[name]["columns_differing"]
-    finally:
-        con.close()
+    for name, c in joined_counts(later, fresh, S2_ROWS, sets=False).items():
+        out[name] = {"day_later_rows": c["a_rows"], "fresh_rows": c["b_rows"], "only_day_later": c["a_rows"] - c["joined"],
+                     "only_fresh": c["b_rows"] - c["joined"], "columns_differing": c["differ"],
+                     "same": c["a_rows"] == c["b_rows"] == c["joined"] and not c["differ"]}
     return out
 
 

@@ -195,40 +195,51 @@ def replay_requests(base: str) -> dict[str, int]:
     return httpx.get(f"{base}/_replay/stats", timeout=30).json().get("served", {})
 
 
-def compare(api: Path, bulk: Path) -> dict[str, Any]:
-    """The graph tables of the two warehouses, joined on their keys: rows only one side holds, and
-    per column how many joined rows differ (columns each run stamps left out; lists compared as
-    sets of their items). Joined in DuckDB, both warehouses attached read-only: at 160k papers the
-    two citations tables (over ten million rows) do not fit this machine's memory as frames."""
+def joined_counts(a: Path, b: Path, tables: dict[str, str], sets: bool = True) -> dict[str, dict[str, Any]]:
+    """Per graph table (``tables``: name -> the rows compared, SQL), the two warehouses' rows joined
+    on its key: ``a_rows``, ``b_rows``, ``joined``, and per column how many joined rows differ
+    (columns each run stamps left out; lists compared as sets of their items with ``sets``).
+    Joined in DuckDB, both warehouses attached read-only: at 160k papers the two citations tables
+    (over ten million rows) do not fit this machine's memory as frames."""
     import duckdb
     import polars as pl
 
     from revbench.schemas import graph
 
-    tables = {t.name: t for t in (graph.CITATIONS, graph.PAPER_TOPICS, graph.PAPER_AUTHORSHIPS, graph.AUTHOR_AFFILIATIONS)}
+    schemas = {t.name: t for t in (graph.CITATIONS, graph.PAPER_TOPICS, graph.PAPER_AUTHORSHIPS, graph.AUTHOR_AFFILIATIONS,
+                                   graph.GRAPH_FETCHES)}
     con = duckdb.connect()
     con.execute("SET memory_limit = '6GB'")
-    con.execute(f"ATTACH '{api}' AS a (READ_ONLY)")
-    con.execute(f"ATTACH '{bulk}' AS b (READ_ONLY)")
-    out: dict[str, Any] = {}
+    con.execute(f"ATTACH '{a}' AS a (READ_ONLY)")
+    con.execute(f"ATTACH '{b}' AS b (READ_ONLY)")
+    out: dict[str, dict[str, Any]] = {}
     try:
-        for name in COMPARED:
-            t = tables[name]
+        for name, where in tables.items():
+            t = schemas[name]
             key = list(t.primary_key)
             cols = [c for c in t.names if c not in key and c not in STAMPED]
-            lists = {c for c, dtype in t.polars_schema.items() if isinstance(dtype, pl.List)}
-            side = (lambda c, x: f'list_sort({x}."{c}")' if c in lists else f'{x}."{c}"')
+            lists = {c for c, dtype in t.polars_schema.items() if isinstance(dtype, pl.List)} if sets else set()
+            side = (lambda c, x, lists=lists: f'list_sort({x}."{c}")' if c in lists else f'{x}."{c}"')
             on = " AND ".join(f'x."{k}" = y."{k}"' for k in key)
             differ_sql = ", ".join(f"count(*) FILTER (WHERE {side(c, 'x')} IS DISTINCT FROM {side(c, 'y')})" for c in cols)
-            a_rows = con.execute(f"SELECT count(*) FROM a.{name}").fetchall()[0][0]
-            b_rows = con.execute(f"SELECT count(*) FROM b.{name}").fetchall()[0][0]
-            joined, *counts = con.execute(f"SELECT count(*), {differ_sql} FROM a.{name} x JOIN b.{name} y ON {on}").fetchall()[0]
-            differ = {c: int(n) for c, n in zip(cols, counts, strict=True) if n}
-            out[name] = {"api_rows": a_rows, "bulk_rows": b_rows, "only_api": a_rows - joined, "only_bulk": b_rows - joined,
-                         "columns_differing": differ,
-                         "same": a_rows == b_rows == joined and not set(differ) - set(S2AG_CARRIES_OTHERWISE)}
+            a_rows, b_rows = (con.execute(f"SELECT count(*) FROM {db}.{name} WHERE {where}").fetchall()[0][0] for db in "ab")
+            joined, *counts = con.execute(f"SELECT count(*), {differ_sql} FROM (SELECT * FROM a.{name} WHERE {where}) x "
+                                          f"JOIN (SELECT * FROM b.{name} WHERE {where}) y ON {on}").fetchall()[0]
+            out[name] = {"a_rows": a_rows, "b_rows": b_rows, "joined": joined,
+                         "differ": {c: int(n) for c, n in zip(cols, counts, strict=True) if n}}
     finally:
         con.close()
+    return out
+
+
+def compare(api: Path, bulk: Path) -> dict[str, Any]:
+    """The graph tables of the two warehouses joined on their keys (:func:`joined_counts`): rows
+    only one side holds, and per column how many joined rows differ."""
+    out: dict[str, Any] = {}
+    for name, c in joined_counts(api, bulk, dict.fromkeys(COMPARED, "TRUE")).items():
+        out[name] = {"api_rows": c["a_rows"], "bulk_rows": c["b_rows"], "only_api": c["a_rows"] - c["joined"],
+                     "only_bulk": c["b_rows"] - c["joined"], "columns_differing": c["differ"],
+                     "same": c["a_rows"] == c["b_rows"] == c["joined"] and not set(c["differ"]) - set(S2AG_CARRIES_OTHERWISE)}
     out["columns_not_compared"] = list(STAMPED)
     out["s2ag_carries_otherwise"] = S2AG_CARRIES_OTHERWISE
     return out
