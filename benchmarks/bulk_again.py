@@ -208,6 +208,14 @@ def main() -> None:
         p.error(f"--papers {a.papers}: must be positive")
     if not a.work.is_dir():
         p.error(f"--work {a.work}: no such folder")
+    # Checked before anything is set aside or run: the results to update, the run's folder.
+    if not results_file(a.papers).is_file():
+        p.error(f"--papers {a.papers}: no {results_file(a.papers)} (run benchmarks.bulk_bench --papers {a.papers} first)")
+    for need in (f"world-base-{a.papers // 1000}k", "world", "template/warehouse.duckdb", f"s2ag/{FIRST_RELEASE}"):
+        if not (a.work / need).exists():
+            p.error(f"--work {a.work}: no {need}: not the work folder of a bulk_bench run at --papers {a.papers}")
+    if a.fresh_only and not (a.work / "bulk" / "warehouse.duckdb").is_file():
+        p.error(f"--fresh-only: no {a.work / 'bulk' / 'warehouse.duckdb'} (a day later to compare with; run --fresh instead)")
     r = {} if a.fresh_only else again(a.papers, a.work)
     if a.fresh or a.fresh_only:
         r = fresh_run(a.papers, a.work)

@@ -81,6 +81,14 @@ _TOPICS = f"""SELECT m.arxiv, u.i AS idx, {_field('category')} AS category, {_fi
               ORDER BY m.arxiv, idx"""
 
 
+def _papers_of_cited(state: Path, ids: str) -> str:
+    """The temp table ``papers_of_cited``: one row of each paper ``ids`` (SQL) names, read as
+    :data:`_ONE_ROW` chooses."""
+    return f"""CREATE TEMP TABLE papers_of_cited AS SELECT * FROM {part(state, 'papers')}
+               WHERE corpusid IN ({ids})
+               QUALIFY row_number() OVER (PARTITION BY corpusid ORDER BY {_ONE_ROW}) = 1"""
+
+
 def s2ag_answers(state: Path, arxiv_ids: Iterable[str]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """For the covered papers among ``arxiv_ids``, from a release's folder: ``papers`` (``arxiv``,
     ``url``), their fields of study (``arxiv, idx, category, origin``: S2's strings, null where
@@ -106,9 +114,7 @@ def s2ag_answers(state: Path, arxiv_ids: Iterable[str]) -> tuple[pl.DataFrame, p
                         FROM wanted_ids c JOIN {papers} p USING (corpusid)
                         QUALIFY row_number() OVER (PARTITION BY c.arxiv ORDER BY {_ONE_ROW}) = 1""")
         con.execute(f"CREATE TEMP TABLE cites AS SELECT c.*, m.arxiv FROM {citations} c JOIN mine m ON c.citingcorpusid = m.corpusid")
-        con.execute(f"""CREATE TEMP TABLE papers_of_cited AS SELECT * FROM {part(state, 'papers')}
-                        WHERE corpusid IN (SELECT citedcorpusid FROM cites)
-                        QUALIFY row_number() OVER (PARTITION BY corpusid ORDER BY {_ONE_ROW}) = 1""")
+        con.execute(_papers_of_cited(state, "SELECT citedcorpusid FROM cites"))
         con.execute(f"CREATE TEMP TABLE cited AS {_CITED}")
         con.execute(f"CREATE TEMP TABLE intents AS {_INTENTS}")
         return (con.sql("SELECT arxiv, url FROM mine ORDER BY arxiv").pl(), con.sql(_TOPICS).pl(),
@@ -123,9 +129,7 @@ def s2ag_cited_papers(state: Path, corpus_ids: Iterable[int]) -> pl.DataFrame:
     con = _connect()
     try:
         con.register("wanted", pl.DataFrame({"corpusid": sorted(set(corpus_ids))}, schema={"corpusid": pl.Int64}))
-        con.execute(f"""CREATE TEMP TABLE papers_of_cited AS SELECT * FROM {part(state, 'papers')}
-                        WHERE corpusid IN (SELECT corpusid FROM wanted)
-                        QUALIFY row_number() OVER (PARTITION BY corpusid ORDER BY {_ONE_ROW}) = 1""")
+        con.execute(_papers_of_cited(state, "SELECT corpusid FROM wanted"))
         return con.sql(f"SELECT * FROM ({_CITED}) ORDER BY corpusid").pl()
     finally:
         con.close()

@@ -54,10 +54,10 @@ class Applied(NamedTuple):
     covered now, or a paper they cite changed past patching (deleted, or its row's URL changed)."""
     dropped: list[str]
     """Papers no longer covered (S2 deleted them)."""
-    patched: list[str] = []
+    patched: list[str]
     """Covered papers not in ``changed`` that cite a paper of ``recited``: their answer differs
     only in the values of those references, patched where they are stored."""
-    recited: list[int] = []
+    recited: list[int]
     """Papers the increment updated under the same URL (so the references naming them are found by
     it): a reference's values come from the cited paper's row, so only those references change."""
 
@@ -76,12 +76,12 @@ def apply_diff(state: Path, diff: Path, out: Path, corpus: Corpus, threads: int 
         register_corpus(con, corpus)
         for name in ("papers", "citations"):
             link_parts(state, tmp, name)
-        _diff_papers(con, state, diff, tmp)
+        added = _diff_papers(con, state, diff, tmp)
         _diff_citations(con, state, diff, tmp)
         covered, old_covered = part(tmp, "covered"), part(state, "covered")
         # A paper updated under the one URL it had (one row before, one after) is found where it
         # is cited by that URL's id: those references are patched, their papers not answered again.
-        con.execute(f"""CREATE TEMP TABLE recited AS SELECT n.corpusid FROM read_parquet({q(tmp / 'papers' / f'diff-{diff.name}.parquet')}) n
+        con.execute(f"""CREATE TEMP TABLE recited AS SELECT n.corpusid FROM read_parquet({q(added)}) n
                         JOIN (SELECT corpusid, url FROM {part(state, 'papers')} WHERE corpusid IN (SELECT corpusid FROM up)) o
                         USING (corpusid) GROUP BY n.corpusid
                         HAVING count(*) = 1 AND bool_and(n.url = o.url AND regexp_matches(n.url, '{S2_PAPER_URL}'))""")
@@ -109,9 +109,10 @@ def apply_diff(state: Path, diff: Path, out: Path, corpus: Corpus, threads: int 
     return Applied(changed, dropped, [a for a in patched if a not in whole], recited)
 
 
-def _diff_papers(con, state: Path, diff: Path, tmp: Path) -> None:  # noqa: ANN001
+def _diff_papers(con, state: Path, diff: Path, tmp: Path) -> Path:  # noqa: ANN001
     """``papers`` and ``covered`` after the increment; temp tables ``up`` (its updated papers'
-    ids), ``changed`` (every id it touched) and ``removed`` (deleted, not updated again)."""
+    ids), ``changed`` (every id it touched) and ``removed`` (deleted, not updated again).
+    Returns the increment's own part of ``papers``."""
     ups = diff_shards(diff, "papers", "updates")
     con.execute(f"CREATE TEMP TABLE up AS SELECT corpusid, externalids->>'ArXiv' AS arxiv "
                 f"FROM {_scan(ups, S2AG_PAPER_COLUMNS)} WHERE corpusid IS NOT NULL")
@@ -144,6 +145,7 @@ def _diff_papers(con, state: Path, diff: Path, tmp: Path) -> None:  # noqa: ANN0
             WHERE corpusid NOT IN (SELECT corpusid FROM {part(state, 'papers')}
                                    WHERE corpusid IN (SELECT corpusid FROM candidates))"""),
          tmp / "covered.parquet")
+    return added
 
 
 def _diff_citations(con, state: Path, diff: Path, tmp: Path) -> None:  # noqa: ANN001

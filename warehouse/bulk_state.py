@@ -101,7 +101,7 @@ def mask_rows(con, state: Path, tmp: Path, name: str, where: str) -> int:  # noq
     if old.is_file():
         rows += f" UNION SELECT part_file, rownum FROM read_parquet({q(old)})"
     out = tmp / MASKS[name]
-    n = copy(con, f"SELECT DISTINCT * FROM ({rows}) ORDER BY part_file, rownum", out)
+    n = copy(con, f"SELECT * FROM ({rows}) ORDER BY part_file, rownum", out)  # a row once: UNION
     if not n:
         out.unlink()
     return n

@@ -58,3 +58,22 @@ def test_the_day_later_and_a_fresh_run_are_compared_on_s2s_rows_alone(tmp_path: 
         wh.graph.save_graph(citations=refs("A retitled work"))
     cites = compare_s2(*paths)["citations"]
     assert not cites["same"] and cites["columns_differing"] == {"cited_title": 3} and cites["only_fresh"] == 0
+
+
+def test_a_folder_or_size_without_a_finished_run_is_refused_before_anything_moves(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    import pytest
+
+    from benchmarks import bulk_again
+
+    work = _work(tmp_path)
+    monkeypatch.setattr(bulk_again, "RESULTS", tmp_path / "results")
+    (tmp_path / "results").mkdir()
+    for argv, says in ((["--papers", "12345"], "no "), (["--papers", "20000"], "no ")):
+        monkeypatch.setattr(sys, "argv", ["bulk_again", *argv, "--work", str(work)])
+        with pytest.raises(SystemExit) as stop:
+            bulk_again.main()
+        assert stop.value.code == 2 and says in capsys.readouterr().err
+        (tmp_path / "results" / "bulk-20k.json").write_text("{}")  # the second: results, but no world in the folder
+    assert sorted(p.name for p in (work / "s2ag").iterdir()) == [FIRST_RELEASE, NEXT_RELEASE, "diffs"]  # nothing set aside
