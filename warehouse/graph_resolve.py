@@ -37,23 +37,35 @@ class ResolveQueries(Slice):
         from those sources are left out, resolved already against what this one would use.
         ``columns``: only these (by default every column), in the table's order."""
         unresolved = "cited_arxiv_id IS NULL" if unresolved_only else "TRUE"
-        fresh, params = "TRUE", []
-        if settled and settled[1]:
-            fresh = ("NOT EXISTS (SELECT 1 FROM graph_fetches f WHERE f.run_id = ? AND f.kind = 'references' "
-                     f"AND f.source IN ({', '.join('?' for _ in settled[1])}) AND f.arxiv_id = citations.citing_arxiv_id "
-                     "AND f.source = citations.source)")
-            params = [settled[0], *settled[1]]
         names = [c for c in CITATIONS.names if columns is None or c in columns]
         cols = ", ".join(_q(c) for c in names)
         if since is None:
+            fresh, params = "TRUE", []
+            if settled and settled[1]:
+                fresh = ("NOT EXISTS (SELECT 1 FROM graph_fetches f WHERE f.run_id = ? AND f.kind = 'references' "
+                         f"AND f.source IN ({', '.join('?' for _ in settled[1])}) AND f.arxiv_id = citations.citing_arxiv_id "
+                         "AND f.source = citations.source)")
+                params = [settled[0], *settled[1]]
             df = self._frame(f"SELECT {cols} FROM citations WHERE {unresolved} AND {fresh} "
                              "ORDER BY citing_arxiv_id, source, ordinal", params or None)
         else:
-            df = self._since(unresolved, fresh, params, since, keys, cols)
+            # The settled papers are left out of the few references picked, not tested against each
+            # of the millions stored (a correlated anti-join over the whole table costs more than the pick).
+            df = self._since(unresolved, since, keys, ", ".join(_q(c) for c in dict.fromkeys(
+                [*names, "citing_arxiv_id", "source"])))
+            if settled and settled[1] and df.height:
+                df = df.join(self._settled(*settled), on=["citing_arxiv_id", "source"], how="anti").select(names)
+            else:
+                df = df.select(names)
         return CITATIONS.conform(df).select(names) if df.height else CITATIONS.empty().select(names)
 
-    def _since(self, unresolved: str, fresh: str, params: list[object], since: datetime, keys: Sequence[str] | pl.DataFrame,
-               cols: str) -> pl.DataFrame:
+    def _settled(self, run_id: str, sources: Sequence[str]) -> pl.DataFrame:
+        """``citing_arxiv_id, source``: the papers ``run_id`` asked ``sources`` for references."""
+        return self._frame(f"""SELECT arxiv_id AS citing_arxiv_id, source FROM graph_fetches
+                               WHERE run_id = ? AND kind = 'references' AND source IN ({', '.join('?' for _ in sources)})""",
+                           [run_id, *sources]).cast({"citing_arxiv_id": pl.Utf8, "source": pl.Utf8})
+
+    def _since(self, unresolved: str, since: datetime, keys: Sequence[str] | pl.DataFrame, cols: str) -> pl.DataFrame:
         windows = keys if isinstance(keys, pl.DataFrame) else pl.DataFrame({"k": list(keys)}, schema={"k": pl.Utf8})
         for bound in ("lo", "hi"):
             if bound not in windows.columns:
@@ -65,18 +77,18 @@ class ResolveQueries(Slice):
             # carrying their other columns through it costs more than a second scan.
             return self._frame(
                 f"""WITH hit AS (SELECT DISTINCT r FROM (SELECT rowid AS r, cited_year, unnest(match_keys) AS k
-                                                         FROM citations WHERE match_keys IS NOT NULL AND {fresh}) p
+                                                         FROM citations WHERE match_keys IS NOT NULL) p
                                  JOIN _new_keys n USING (k)
                                  WHERE (n.lo IS NULL OR p.cited_year >= n.lo) AND (n.hi IS NULL OR p.cited_year <= n.hi)),
                          picked AS (SELECT rowid AS r FROM citations
-                                    WHERE {unresolved} AND {fresh}
+                                    WHERE {unresolved}
                                       AND (match_keys IS NULL
                                            OR cited_openalex_id IN (SELECT source_paper_id FROM graph_fetches
                                                                     WHERE source = 'openalex' AND source_paper_id IS NOT NULL
                                                                       AND fetched_at >= ?))
                                     UNION SELECT r FROM hit)
                     SELECT {cols} FROM citations WHERE rowid IN (SELECT r FROM picked)
-                    ORDER BY citing_arxiv_id, source, ordinal""", [*params, *params, since])
+                    ORDER BY citing_arxiv_id, source, ordinal""", [since])
         finally:
             self.con.unregister("_new_keys")
 
@@ -86,9 +98,12 @@ class ResolveQueries(Slice):
         self.con.register("_citing", pl.DataFrame({"k": list(arxiv_ids)}, schema={"k": pl.Utf8}).to_arrow())
         self.con.register("_cited", pl.DataFrame({"k": list(cited_s2_ids)}, schema={"k": pl.Utf8}).to_arrow())
         try:
+            # found over the three columns the choice reads, then read whole by rowid: scanning every
+            # column of every stored reference costs more than the second pass over the few found
             df = self._frame(f"""SELECT {', '.join(_q(c) for c in CITATIONS.names)} FROM citations
-                                 WHERE source = ? AND cited_s2_id IN (SELECT k FROM _cited)
-                                   AND citing_arxiv_id IN (SELECT k FROM _citing)
+                                 WHERE rowid IN (SELECT rowid FROM citations WHERE source = ?
+                                                   AND cited_s2_id IN (SELECT k FROM _cited)
+                                                   AND citing_arxiv_id IN (SELECT k FROM _citing))
                                  ORDER BY citing_arxiv_id, source, ordinal""", [source])
         finally:
             self.con.unregister("_citing")

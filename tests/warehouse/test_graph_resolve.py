@@ -112,3 +112,23 @@ def test_a_namesake_arriving_unresolves_what_the_name_resolved_to(tmp_path: Path
         assert picked.select("ordinal", "cited_arxiv_id").rows() == [(0, twin["arxiv_id"])]
         changed, res = resolve_changed(picked, papers)
         assert changed.select("ordinal", "cited_arxiv_id").rows() == [(0, None)] and res.counts["unresolved"] == 1
+
+
+def test_a_runs_settled_references_are_left_out_whether_it_reads_all_or_since(tmp_path: Path) -> None:
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        _corpus(wh)
+        refs = _keyed_refs()
+        other = refs.with_columns(source=pl.lit("openalex"))  # the same list from a source not settled
+        fetch = pl.DataFrame([dict(arxiv_id=OLD["arxiv_id"], source="s2", kind="references", found=True, n_rows=6,
+                                   run_id="r1")])
+        wh.graph.save_graph(citations=pl.concat([refs, other]), fetches=fetch)
+        windows = new_paper_key_windows(wh.graph.paper_identifiers(), [NEW["arxiv_id"]])
+        since = LOADED - timedelta(days=1)
+        for scope in ({}, {"since": since, "keys": windows}):
+            every = wh.graph.citations_to_resolve(**scope)
+            left = wh.graph.citations_to_resolve(**scope, settled=("r1", ("s2",)))
+            assert set(every["source"]) == {"s2", "openalex"}
+            assert set(left["source"]) == {"openalex"} and left.height == every.height // 2
+            # another run's papers, or another source, are not settled by r1's
+            assert wh.graph.citations_to_resolve(**scope, settled=("r2", ("s2",))).height == every.height
+            assert wh.graph.citations_to_resolve(**scope, settled=("r1", ("openalex",))).height == every.height
