@@ -34,7 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bulk_bench import FIRST_RELEASE, NEXT_RELEASE, RESULTS, compare, joined_counts, load_corpus, run_child
+from benchmarks.bulk_bench import (FIRST_RELEASE, NEXT_RELEASE, RESULTS, compare, joined_counts, load_corpus, run_child,
+                                    work_lock)
 
 
 def results_file(papers: int) -> Path:
@@ -216,9 +217,10 @@ def main() -> None:
             p.error(f"--work {a.work}: no {need}: not the work folder of a bulk_bench run at --papers {a.papers}")
     if a.fresh_only and not (a.work / "bulk" / "warehouse.duckdb").is_file():
         p.error(f"--fresh-only: no {a.work / 'bulk' / 'warehouse.duckdb'} (a day later to compare with; run --fresh instead)")
-    r = {} if a.fresh_only else again(a.papers, a.work)
-    if a.fresh or a.fresh_only:
-        r = fresh_run(a.papers, a.work)
+    with work_lock(a.work):
+        r = {} if a.fresh_only else again(a.papers, a.work)
+        if a.fresh or a.fresh_only:
+            r = fresh_run(a.papers, a.work)
         print(json.dumps({k: v["same"] for k, v in r["day_later"]["fresh_run"]["s2_tables"].items()}))
     print(json.dumps({k: r.get(k) for k in ("bulk_over_api", "day_later_over_bulk")}, indent=2))
 

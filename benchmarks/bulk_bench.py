@@ -25,6 +25,8 @@ keeps the phases already measured).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import gzip
 import hashlib
 import json
@@ -267,7 +269,29 @@ def main() -> None:
     phases = [x.strip() for x in a.phases.split(",") if x.strip()]
     if bad := set(phases) - {"api", "bulk", "day_later"}:
         p.error(f"--phases: unknown {', '.join(sorted(bad))} (api, bulk, day_later)")
-    run(a, phases)
+    with work_lock(a.work):
+        run(a, phases)
+
+
+@contextlib.contextmanager
+def work_lock(work: Path) -> Iterator[None]:
+    """Hold the lock of a benchmark's work folder (beside it: a run from scratch removes the folder),
+    or end with one line naming who holds it: two runs over one folder would move and rewrite each
+    other's files. An flock, so a run killed outright (``kill -9``) leaves no stale lock."""
+    path = work.with_name(work.name + ".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            who = path.read_text().strip() or "another process"
+            raise SystemExit(f"{work}: another benchmark ({who}) is using this folder; run again when it has finished") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}, since {datetime.now(UTC).isoformat(timespec='seconds')}".encode())
+        yield
+    finally:
+        os.close(fd)
 
 
 def run(a: argparse.Namespace, phases: list[str]) -> None:

@@ -83,30 +83,17 @@ def index_papers(papers: pl.DataFrame) -> PaperIndex:
                       known.filter(pl.col("_title").str.len_chars() >= MIN_TITLE_CHARS).select("_title", "_match", "_paper_year"))
 
 
-def paper_match_keys(index: PaperIndex) -> list[str]:
-    """Every key (``doi:``, ``arxiv:``, ``title:``, as in ``match_keys``) by which a reference can
-    name one of the indexed papers: a reference none of whose keys is here cannot resolve to them."""
-    keys = pl.concat([index.dois.select(("doi:" + pl.col("_doi")).alias("k")),
-                      index.arxiv.select(("arxiv:" + pl.col("_arxiv")).alias("k")),
-                      index.titled.select(("title:" + pl.col("_title")).alias("k"))])
-    return keys.unique().sort("k")["k"].to_list()
-
-
-def new_paper_keys(papers: pl.DataFrame, new_ids: list[str]) -> list[str]:
-    """The keys (``paper_match_keys``) by which a reference can name one of the papers loaded since
-    the last graph run (``new_ids`` among ``papers``: ``arxiv_id, doi, title, year``): an older
-    unresolved reference is looked at again only when one of its keys is among them."""
-    return paper_match_keys(index_papers(papers.filter(pl.col("arxiv_id").is_in(pl.Series("new", new_ids, dtype=pl.Utf8)))))
-
-
 KEY_WINDOWS = {"k": pl.Utf8, "lo": pl.Int64, "hi": pl.Int64}
 """A key a new paper can be named by, and the cited years a reference must give for that key to
 resolve it (null: any year, a DOI or an arXiv id)."""
 
 
 def new_paper_key_windows(papers: pl.DataFrame, new_ids: list[str]) -> pl.DataFrame:
-    """:func:`new_paper_keys` with, per key, the cited years (``lo``..``hi``) under which a
-    reference naming the key can resolve to the new paper: a title resolves only within
+    """The keys (``doi:``, ``arxiv:``, ``title:``, as in ``match_keys``) by which a reference can
+    name one of the papers loaded since the last graph run (``new_ids`` among ``papers``:
+    ``arxiv_id, doi, title, year``), with, per key, the cited years (``lo``..``hi``) under which a
+    reference naming the key can resolve to the new paper (an older reference is looked at again
+    only when one of its keys is among them): a title resolves only within
     :data:`TITLE_YEAR_SLACK` of the paper's year (never without one), a DOI or an arXiv id at any
     year. Where many works share a title, most references to it are out of every window."""
     index = index_papers(papers.filter(pl.col("arxiv_id").is_in(pl.Series("new", new_ids, dtype=pl.Utf8))))

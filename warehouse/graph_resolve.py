@@ -29,7 +29,7 @@ class ResolveQueries(Slice):
         loaded since may be the one they cite). With ``since`` (when the last resolution started),
         only those a paper loaded since can change: unresolved ones never keyed (``match_keys``
         null) or naming by its OpenAlex work id a paper whose work was fetched since, and any one,
-        resolved or not, with one of ``keys`` (the new papers' ``paper_match_keys``) among its own: a
+        resolved or not, with one of ``keys`` (the new papers' keys) among its own: a
         new paper may be the one it cites, or a namesake that makes the name it resolved by name no
         one, or one it names by a surer key. ``keys`` as a frame (``k, lo, hi``:
         ``tasks.graph.new_paper_key_windows``) counts a key only for a reference whose cited year is

@@ -77,3 +77,32 @@ def test_a_folder_or_size_without_a_finished_run_is_refused_before_anything_move
         assert stop.value.code == 2 and says in capsys.readouterr().err
         (tmp_path / "results" / "bulk-20k.json").write_text("{}")  # the second: results, but no world in the folder
     assert sorted(p.name for p in (work / "s2ag").iterdir()) == [FIRST_RELEASE, NEXT_RELEASE, "diffs"]  # nothing set aside
+
+
+def test_a_second_benchmark_on_one_folder_is_refused_and_a_killed_one_leaves_no_lock(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import pytest
+
+    from benchmarks.bulk_bench import work_lock
+
+    work = _work(tmp_path)
+    root = Path(__file__).resolve().parents[2]
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
+                               "from benchmarks.bulk_bench import work_lock\n"
+                               "with work_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)", str(work)],
+                              cwd=root, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(SystemExit) as refused, work_lock(work):
+            pass
+        assert f"pid {holder.pid}" in str(refused.value) and str(work) in str(refused.value)
+        assert (work / "s2ag" / NEXT_RELEASE).is_dir()  # nothing moved
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+    with work_lock(work):  # the system let go of the killed holder's lock
+        assert str(os.getpid()) in work.with_name("work.lock").read_text()

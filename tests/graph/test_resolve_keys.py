@@ -1,4 +1,4 @@
-"""Which references a graph run looks at again and keys (``tasks.graph.new_paper_keys``,
+"""Which references a graph run looks at again and keys (``tasks.graph.new_paper_key_windows``,
 ``tasks.graph_fetch.needs_keys``): a reference is looked at again only when a key of a paper loaded
 since names it, and a reference never keyed is keyed on its own only when its resolution did not
 change (a changed one is written back whole, keys included)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import polars as pl
 
 from revbench.schemas.graph import CITATIONS
-from revbench.tasks.graph import new_paper_keys, resolve_citations
+from revbench.tasks.graph import new_paper_key_windows, resolve_citations
 from revbench.tasks.graph_fetch import needs_keys, resolve_changed
 
 PAPERS = pl.DataFrame({"arxiv_id": ["2401.00001", "2401.00002"], "doi": ["10.1145/1.2", None],
@@ -18,6 +18,10 @@ PAPERS = pl.DataFrame({"arxiv_id": ["2401.00001", "2401.00002"], "doi": ["10.114
 def _refs(*refs: dict[str, object]) -> pl.DataFrame:
     rows = [dict(citing_arxiv_id="2402.09999", source="grobid", ordinal=i) | r for i, r in enumerate(refs)]
     return CITATIONS.conform(pl.DataFrame(rows, infer_schema_length=None))
+
+
+def new_paper_keys(papers: pl.DataFrame, new_ids: list[str]) -> list[str]:
+    return new_paper_key_windows(papers, new_ids)["k"].to_list()
 
 
 def _keys_of(refs: pl.DataFrame) -> list[set[str]]:
