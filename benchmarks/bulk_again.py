@@ -221,7 +221,7 @@ def main() -> None:
         r = {} if a.fresh_only else again(a.papers, a.work)
         if a.fresh or a.fresh_only:
             r = fresh_run(a.papers, a.work)
-        print(json.dumps({k: v["same"] for k, v in r["day_later"]["fresh_run"]["s2_tables"].items()}))
+            print(json.dumps({k: v["same"] for k, v in r["day_later"]["fresh_run"]["s2_tables"].items()}))
     print(json.dumps({k: r.get(k) for k in ("bulk_over_api", "day_later_over_bulk")}, indent=2))
 
 

@@ -185,8 +185,9 @@ def code_version() -> str:
     """The checkout's commit, marked when files differ from it."""
     from revbench.flows.common import code_version as version
 
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
-                           cwd=Path(__file__).resolve().parent.parent).stdout.strip()
+    # The results files are what the runs write: a phase written before another starts is no change of code.
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results"],
+                           capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent).stdout.strip()
     return version() + ("+dirty" if dirty else "")
 
 

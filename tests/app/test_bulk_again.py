@@ -106,3 +106,28 @@ def test_a_second_benchmark_on_one_folder_is_refused_and_a_killed_one_leaves_no_
         holder.wait()
     with work_lock(work):  # the system let go of the killed holder's lock
         assert str(os.getpid()) in work.with_name("work.lock").read_text()
+
+
+def test_a_run_without_fresh_prints_its_ratios_and_a_fresh_one_its_comparison(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import sys
+
+    from benchmarks import bulk_again
+
+    work = _work(tmp_path)
+    for need in ("world-base-20k", "world", "template"):
+        (work / need).mkdir()
+    (work / "template" / "warehouse.duckdb").write_text("")
+    monkeypatch.setattr(bulk_again, "RESULTS", tmp_path / "results")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "bulk-20k.json").write_text("{}")
+    ratios = {"bulk_over_api": 0.08, "day_later_over_bulk": 0.15}
+    compared = {**ratios, "day_later": {"fresh_run": {"s2_tables": {"citations": {"same": True}}}}}
+    monkeypatch.setattr(bulk_again, "again", lambda papers, w: dict(ratios))
+    monkeypatch.setattr(bulk_again, "fresh_run", lambda papers, w: compared)
+    for flags, first in (([], ratios), (["--fresh"], {"citations": True})):
+        monkeypatch.setattr(sys, "argv", ["bulk_again", "--papers", "20000", "--work", str(work), *flags])
+        bulk_again.main()
+        out = capsys.readouterr().out
+        assert json.loads(out[:out.index("}") + 1] if flags else out) == first
+        assert '"day_later_over_bulk": 0.15' in out
