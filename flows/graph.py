@@ -41,6 +41,7 @@ from revbench.tasks.graph_fetch import (
     enabled_sources,
     match_rates,
     needs_keys,
+    rate_row,
     openalex_piece,
     resolve_changed,
     s2_piece,
@@ -79,16 +80,20 @@ class GraphResult(FlowResult):
     warehouse: str
 
 
-def _save(run: Run, got: Fetched, papers: PaperIndex, work_ids: dict[str, str]) -> dict[str, int]:
-    """Resolve one piece's references and store everything it answered, atomically."""
+def _save(run: Run, got: Fetched, papers: PaperIndex, work_ids: dict[str, str]) -> tuple[dict[str, int], dict[str, int]]:
+    """Resolve one piece's references and store everything it answered, atomically; the rows
+    written per table, and how the references stored resolved (by method)."""
     cites = storable(got)  # a paper whose rows cannot be stored is named in got.failures, the rest saved
+    counts: dict[str, int] = {}
     if cites.height:
-        cites = resolve_changed(cites, papers, work_ids)[1].citations
+        res = resolve_changed(cites, papers, work_ids)[1]
+        cites, counts = res.citations, res.counts
     frame = (lambda rows: pl.DataFrame(rows, infer_schema_length=None) if rows else None)
     return run.wh.graph.save_graph(citations=cites if cites.height else None, topics=frame(got.topics),
                              institutions=frame(got.institutions), affiliations=frame(got.affiliations),
                              authorships=frame(got.authorships),
-                             fetches=frame(got.fetches).with_columns(run_id=pl.lit(run.run_id)) if got.fetches else None)
+                             fetches=frame(got.fetches).with_columns(run_id=pl.lit(run.run_id)) if got.fetches else None
+                                   ), counts
 
 
 # Not a Prefect task: its pieces are Prefect tasks, and a task submitted from inside another carries
@@ -114,7 +119,12 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
         else:
             pieces = [(settings, list(c)) for c in chunks(ids, size)]
             fn = openalex_piece
-        written: Counter[str] = Counter(save_bulk(run, bulk, papers, work_ids) if bulk else {})
+        written: Counter[str] = Counter()
+        methods: Counter[str] = Counter()  # how the references saved resolved: the run's match rates, where settled
+        if bulk:
+            saved, resolved = save_bulk(run, bulk, papers, work_ids)
+            written.update(saved)
+            methods.update(resolved)
         answered: set[str] = bulk.answered() if bulk else set()
         failures: list[dict[str, Any]] = list(bulk.failures) if bulk else []
         requests, retries, down, cleaned = 0, 0, None, 0
@@ -122,7 +132,9 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
         with st.progress(len(ids), f"{source} graph of {len(ids)} papers") as progress:
             for got in map_pieces(fn, pieces, f"graph-{source}", source, in_flight=getattr(settings.limits, source)):
                 work_ids.update(got.work_ids)
-                written.update(_save(run, got, papers, work_ids))
+                saved, resolved = _save(run, got, papers, work_ids)
+                written.update(saved)
+                methods.update(resolved)
                 answered.update(f["arxiv_id"] for f in got.fetches)
                 failures += got.failures
                 requests += got.requests
@@ -140,7 +152,7 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
                            "down": down, "answered": sorted(answered),
                            "asked": {k: len(v) for k, v in todo.items()},
                            "text_cleaned": cleaned, "truncated": truncated,
-                           "bulk": first.notes, "settled": settled(source, ids)}
+                           "bulk": first.notes, "settled": settled(source, ids), "resolved_by": dict(methods)}
     return st.result
 
 
@@ -189,8 +201,13 @@ def run_match_rates(run: Run, fetched: dict[str, StageResult], todo: dict[tuple[
     taken = sorted({a for ids in todo.values() for a in ids})
     keys = ("citing_arxiv_id", *REFERENCE_KEYS)
     refs = run.wh.graph.references_of
-    return match_rates({src: refs(r.notes["answered"], src, keys) for src, r in fetched.items()}
-                       | {"grobid": refs(taken, "grobid", keys)}, index)
+    # A settled source's references stand as resolved when saved (the re-resolution leaves them
+    # out): their counts then are the rates, without resolving every one of them again (a first
+    # run's millions took most of ten seconds).
+    kept = {src: r.notes["resolved_by"] for src, r in fetched.items() if r.notes["settled"]}
+    rows = [rate_row(src, counts, sum(counts.values())) for src, counts in kept.items() if sum(counts.values())]
+    return sorted(rows + match_rates({src: refs(r.notes["answered"], src, keys) for src, r in fetched.items() if src not in kept}
+                                     | {"grobid": refs(taken, "grobid", keys)}, index), key=lambda r: r["source"])
 
 
 def hostile_notes(source: str, notes: dict[str, Any]) -> list[str]:

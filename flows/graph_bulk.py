@@ -103,12 +103,14 @@ def left_for_api(todo: dict[str, list[str]], got: Framed | None) -> dict[str, li
     return {kind: [a for a in ids if a not in held] for kind, ids in todo.items()}
 
 
-def save_bulk(run: Any, got: Framed, papers: PaperIndex, work_ids: dict[str, str]) -> dict[str, int]:
+def save_bulk(run: Any, got: Framed, papers: PaperIndex, work_ids: dict[str, str]) -> tuple[dict[str, int], dict[str, int]]:
     """Resolve the bulk answer's references and store everything it answered, atomically (the
     API pieces' ``_save``; the frames come from DuckDB and polars, valid UTF-8 already, so there
     is nothing to clean; each paper's rows come with its fetch records, so they are ``fresh``),
-    with the patched references of papers not answered again, resolved as a fresh answer's are."""
-    cites = resolve_changed(got.citations, papers, work_ids)[1].citations if got.citations.height else None
+    with the patched references of papers not answered again, resolved as a fresh answer's are;
+    the rows written per table, and how the answered papers' references resolved (by method)."""
+    res = resolve_changed(got.citations, papers, work_ids)[1] if got.citations.height else None
+    cites = res.citations if res else None
     some = (lambda df: df if df is not None and df.height else None)
     patched = some(got.patched)
     with run.wh.graph.transaction():
@@ -118,7 +120,7 @@ def save_bulk(run: Any, got: Framed, papers: PaperIndex, work_ids: dict[str, str
         if patched is not None:
             written["citations_patched"] = run.wh.graph.rewrite_references(
                 resolve_changed(patched, papers, work_ids)[1].citations)
-    return written
+    return written, res.counts if res else {}
 
 
 def record_through(run: Any, source: str, root: Path | None) -> None:

@@ -306,12 +306,12 @@ def needs_keys(pending: pl.DataFrame, resolved: pl.DataFrame, changed: pl.DataFr
 def match_rates(references: dict[str, pl.DataFrame], papers: pl.DataFrame | PaperIndex) -> list[dict[str, Any]]:
     """One row per source of how its ``references`` (``citations`` rows) resolve against ``papers``:
     counts by method (``doi``, ``arxiv``, ``title_year``, ``unresolved``) and the share resolved."""
-    rows = []
-    for source, refs in sorted(references.items()):
-        if refs.is_empty():
-            continue
-        counts = resolve_citations(refs, papers).counts
-        resolved = refs.height - counts["unresolved"]
-        rows.append({"source": source, **counts, "references": refs.height, "resolved": resolved,
-                     "match_rate": round(resolved / refs.height, 4)})
-    return rows
+    return [rate_row(source, resolve_citations(refs, papers).counts, refs.height)
+            for source, refs in sorted(references.items()) if not refs.is_empty()]
+
+
+def rate_row(source: str, counts: dict[str, int], references: int) -> dict[str, Any]:
+    """:func:`match_rates`' row of ``source`` from its ``references``' counts by method."""
+    resolved = references - counts["unresolved"]
+    return {"source": source, **counts, "references": references, "resolved": resolved,
+            "match_rate": round(resolved / references, 4)}

@@ -20,6 +20,7 @@ from revbench.synth.bulk_files import write_s2ag
 from revbench.synth.world import grow_world
 from revbench.warehouse import Warehouse
 from tests.support.common import on_replay
+from tests.support.graph_rates import rates_resolved_again
 from tests.support.worlds import END, START, week_world
 
 pytestmark = pytest.mark.slow
@@ -51,6 +52,7 @@ def test_a_day_later_reads_the_increment_and_matches_the_release_read_whole(sett
     ingest_flow.fn(s, START, END, synthetic=True)
     first = graph_flow.fn(s)
     assert first.failed == 0 and _s2(s)["release"] == {"dir": str(root), "release": R0}
+    assert first.match_rates == rates_resolved_again(s.warehouse_path, first.run_id) != []
 
     grow_world(world, 1)
     write_s2ag(world, root, release=R1, since=R0, revised=True)
@@ -65,6 +67,8 @@ def test_a_day_later_reads_the_increment_and_matches_the_release_read_whole(sett
     asked = app.faults.stats()["served"].get("s2", 0) - served
     daily = _s2(grown)
     assert daily["release"] == {"dir": str(root), "release": R1} and later.failed == 0
+    # counted when saved (the patched references, of papers not answered again, are not this run's)
+    assert later.match_rates == rates_resolved_again(grown.warehouse_path, later.run_id)
 
     fresh_root = tmp_path / "fresh-s2ag"
     shutil.copytree(whole, fresh_root / R1)

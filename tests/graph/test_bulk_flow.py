@@ -16,6 +16,7 @@ from revbench.schemas.graph import CITATIONS, GRAPH_FETCHES, PAPER_TOPICS
 from revbench.synth.bulk_files import write_s2ag
 from revbench.warehouse import Warehouse
 from tests.support.common import on_replay
+from tests.support.graph_rates import rates_resolved_again
 from tests.support.worlds import END, START, week_world
 
 pytestmark = pytest.mark.slow
@@ -78,7 +79,9 @@ def test_openalex_snapshot_and_api_give_the_same_graph(settings, replay, tmp_pat
         s = on_replay(settings.with_overrides(data_dir=data), app).with_overrides(
             openalex={"enabled": True, **({"snapshot_dir": snapshot} if snapshot else {})})
         ingest_flow.fn(s, START, END, synthetic=True)
-        graph_flow.fn(s)
+        out = graph_flow.fn(s)
+        # from the snapshot alone OpenAlex is settled, its rates counted when saved; over the API resolved again
+        assert out.match_rates == rates_resolved_again(s.warehouse_path, out.run_id)
         with Warehouse.open(s.warehouse_path, read_only=True) as wh:
             return {t.name: wh.read(t) for t in (CITATIONS, PAPER_TOPICS, AUTHOR_AFFILIATIONS, PAPER_AUTHORSHIPS)}
 

@@ -21,6 +21,7 @@ from revbench.synth.world import grow_world
 from revbench.tasks.graph_fetch import resolve_changed
 from revbench.warehouse import Warehouse
 from tests.support.common import on_replay
+from tests.support.graph_rates import rates_resolved_again
 from tests.support.worlds import END, START, week_world
 
 
@@ -75,6 +76,8 @@ def test_references_resolve_to_the_world_papers_its_truth_names(settings, replay
     assert s2["resolved"] == cites["cited_arxiv_id"].is_not_null().sum() >= len(in_corpus)
     rate = {r["source"]: r for r in out.match_rates}["s2"]
     assert rate["resolved"] == s2["resolved"] and rate["references"] == cites.height
+    # the settled sources' rates, counted when saved, are what resolving every reference again gives
+    assert out.match_rates == rates_resolved_again(s.warehouse_path, out.run_id)
 
     nulls = [k for k, r in expected.items() if r["s2_id"] is None]
     assert nulls and all(got[k]["cited_s2_id"] is None and got[k]["cited_title"] == expected[k]["title"] for k in nulls)
