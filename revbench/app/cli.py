@@ -142,12 +142,17 @@ def run(args: list[str], debug: bool = False) -> int:
             return _interrupted()
         if debug:
             traceback.print_exc()
-        hint = "" if debug else " (add --debug for the traceback)"
-        _say(f"{type(exc).__name__}: {exc}".replace("[", "\\[") + hint)
-        return 1
+        return unexpected(exc, debug)
     if code == 130:  # typer turns Ctrl-C (and our SIGTERM) into exit code 130
         return _interrupted()
     return code
+
+
+def unexpected(exc: BaseException, debug: bool = False) -> int:
+    """An error no check foresaw, as one line (the traceback on request: ``--debug``); its exit code."""
+    hint = "" if debug else " (add --debug for the traceback)"
+    _say(f"{type(exc).__name__}: {exc}".replace("[", "\\[") + hint)
+    return 1
 
 
 def _interrupted() -> int:

@@ -38,6 +38,8 @@ RICH_ENVIRON = ("COLUMNS", "LINES", "FORCE_COLOR", "TTY_COMPATIBLE", "JUPYTER_CO
 PLAIN = re.compile(r"[ -~]*")
 """Names printed as they are: printable ASCII (``[``, ``]``, ``\\``, ``:`` and ``*`` excepted below)."""
 BOLD = re.compile(r"\*\*(.+?)\*\*")
+DIFFERENCE = " - "
+"""``revbench.evaluation.plan.DIFFERENCE`` (not imported: the plan loads the settings)."""
 
 
 def parse(args: list[str]) -> dict[str, list[str]] | None:
@@ -66,6 +68,8 @@ def parse(args: list[str]) -> dict[str, list[str]] | None:
         given.setdefault(key, []).append(value)
     if not given["predictions"] or not re.fullmatch(r"[-+]?[0-9]+", given.get("seed", ["0"])[0]):
         return None
+    if any(DIFFERENCE in item.partition("=")[0] for item in given["predictions"]):
+        return None  # a name the full path refuses (``plan.DIFFERENCE``: the report's paired differences)
     if "benchmark" not in given and given.get("bootstrap") != ["0"]:
         return None
     # Typer's default; a negative seed is numpy's error (the full path's to say).
@@ -297,23 +301,34 @@ def run_lean(args: list[str]) -> int | None:
     run_id, now = _uuid4(), datetime.now(UTC).isoformat()
     rows, tables, index = [], [], []
     # The full path's order: each benchmark's predictions and exports, then the report's files.
-    for f in files:
-        metrics = lean.metric_rows(f)
-        rows += lean.result_rows(metrics, run_id, now)
-        tables.append(lean.report_table(metrics))
-        _write(report / lean.predictions_file(f), json.dumps(lean.openreview(f)))
-        exported, entries = lean.export_files(f)
-        for rel, text in exported.items():
-            _write(report / rel, text)
-        index += entries
-    _write(report / "exports.json", json.dumps(kept + index, indent=1))
-    _write(report / "report.md", "\n".join(t.to_markdown() for t in tables) + "\n")
-    _write(report / "results.json", json.dumps(rows, indent=1))
-    _write(report / "separation.json", json.dumps([], indent=1))
-    if json_out is not None:
-        json_out.write_text(json.dumps(rows, indent=1))
+    try:
+        for f in files:
+            metrics = lean.metric_rows(f)
+            rows += lean.result_rows(metrics, run_id, now)
+            tables.append(lean.report_table(metrics))
+            _write(report / lean.predictions_file(f), json.dumps(lean.openreview(f)))
+            exported, entries = lean.export_files(f)
+            for rel, text in exported.items():
+                _write(report / rel, text)
+            index += entries
+        _write(report / "exports.json", json.dumps(kept + index, indent=1))
+        _write(report / "report.md", "\n".join(t.to_markdown() for t in tables) + "\n")
+        _write(report / "results.json", json.dumps(rows, indent=1))
+        _write(report / "separation.json", json.dumps([], indent=1))
+        if json_out is not None:
+            json_out.write_text(json.dumps(rows, indent=1))
+    except OSError as exc:
+        return refused(exc)
     show(tables, str(report), run_id, [n for f in files for n in (f.name, f.path.stem)])
     return 0
+
+
+def refused(exc: OSError) -> int:
+    """A write the system refused (something in the way under the report folder, a full disk):
+    the full path's one line for an error no check foresaw, and its exit code."""
+    from revbench.app.cli import unexpected
+
+    return unexpected(exc)
 
 
 def run_gold(given: dict[str, list[str]], report: Path, json_out: Path | None, home: Path) -> int | None:
@@ -343,13 +358,16 @@ def run_gold(given: dict[str, list[str]], report: Path, json_out: Path | None, h
 
     run_id, now = _uuid4(), datetime.now(UTC).isoformat()
     results = lean.result_rows(rows, run_id, now, gold.version)
-    for rel, text in exported.items():  # the full path's order: the exports, then the report's files
-        _write(report / rel, text)
-    _write(report / "exports.json", json.dumps(kept + entries, indent=1))
-    _write(report / "report.md", "\n".join(t.to_markdown() for t in tables) + "\n")
-    _write(report / "results.json", json.dumps(results, indent=1))
-    _write(report / "separation.json", json.dumps(seps, indent=1))
-    if json_out is not None:
-        json_out.write_text(json.dumps(results, indent=1))
+    try:
+        for rel, text in exported.items():  # the full path's order: the exports, then the report's files
+            _write(report / rel, text)
+        _write(report / "exports.json", json.dumps(kept + entries, indent=1))
+        _write(report / "report.md", "\n".join(t.to_markdown() for t in tables) + "\n")
+        _write(report / "results.json", json.dumps(results, indent=1))
+        _write(report / "separation.json", json.dumps(seps, indent=1))
+        if json_out is not None:
+            json_out.write_text(json.dumps(results, indent=1))
+    except OSError as exc:
+        return refused(exc)
     show(tables, str(report), run_id, [p.name for p in preds])
     return 0

@@ -50,6 +50,10 @@ class EvaluationPlan:
     Semantic Scholar ids through the S2 client); None: nowhere."""
 
 
+DIFFERENCE = " - "
+"""What joins two scorers' names in a paired difference's row (``a - b``): no predictions file's name may hold it."""
+
+
 def parse_named(item: str, flag: str) -> tuple[str, Path]:
     """``NAME=PATH``; an error names the flag and the item."""
     name, eq, path = item.partition("=")
@@ -155,6 +159,10 @@ def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str
         name, _, target = spec.partition("@")
         if not name:
             raise PlanError(f"--predictions {item!r} has no name")
+        if DIFFERENCE in name:
+            # the report reads "a - b" as a paired difference of two scorers and leaves it out of the scorers' table
+            raise PlanError(f"--predictions {item!r}: a name with {DIFFERENCE!r} in it reads as a paired difference "
+                            f"in the report; name it otherwise, e.g. -p {name.replace(DIFFERENCE, '-')}={path}")
         if not path.exists():
             raise PlanError(f"--predictions {item!r}: {path} does not exist")
         if target and target not in {k for k, _ in benches}:

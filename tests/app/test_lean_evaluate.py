@@ -290,3 +290,26 @@ def test_numpy_sum_is_numpys_to_the_last_bit() -> None:
     for n in [*range(20), 127, 128, 129, 136, 255, 256, 257, 1000, 1025]:
         values = [rng.random() * rng.choice([1.0, 1e-9, 1e9]) for _ in range(n)]
         assert lean.numpy_sum(values) == float(np.array(values).sum())
+
+
+def test_a_name_the_report_reads_as_a_paired_difference_is_refused(tmp_path: Path, lane_env: None) -> None:
+    write_rate(random.Random(3), tmp_path / "r.json", ("paper_centric",), 5, 2, False)
+    args = rate_args(("a - b", tmp_path / "r.json"))
+    assert run_here(tmp_path / "lean", args, full=False)[0] is None  # the full path's to refuse
+    one_line_error(*run_here(tmp_path / "full", args, full=True), 2, "'a - b", "paired difference", "-p a-b=")
+    assert not (tmp_path / "full" / "data" / "reports").exists()  # refused before anything is written
+    from revbench.app import lean_evaluate
+    from revbench.evaluation.plan import DIFFERENCE
+
+    assert lean_evaluate.DIFFERENCE == DIFFERENCE  # the lane's copy (it does not load the plan)
+
+
+def test_a_write_the_system_refuses_ends_in_the_full_paths_one_line(tmp_path: Path, lane_env: None) -> None:
+    write_rate(random.Random(4), tmp_path / "r.json", ("paper_centric",), 5, 2, False)
+    args = rate_args(("r", tmp_path / "r.json"), extra=("--report", "rep", "--no-plot"))
+    lines = []
+    for side in ("lean", "full"):
+        (tmp_path / side / "rep" / "report.md").mkdir(parents=True)  # something in the way under the report folder
+        code, out, err = run_here(tmp_path / side, args, full=side == "full")
+        lines.append(one_line_error(code, out, err, 1, "IsADirectoryError", "report.md", "(add --debug for the traceback)"))
+    assert lines[0] == lines[1]

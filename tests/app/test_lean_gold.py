@@ -23,7 +23,7 @@ from revbench.evaluation import lean_gold
 from revbench.evaluation.metrics import bootstrap
 from tests.app.test_cold_imports import LEAN_NEVER, MODULES_AT_EXIT, loaded_of
 from tests.app.test_lean_evaluate import assert_same, lane_env, run_here, tree  # noqa: F401  # lane_env: a fixture
-from tests.support.cli import RATED, write_gold
+from tests.support.cli import RATED, one_line_error, write_gold
 
 GOLD = Path(__file__).resolve().parents[2].parent / "shared" / "external" / "goldstandard-full"
 needs_gold = pytest.mark.skipif(not (GOLD / "data" / "evaluations.csv").is_file(),
@@ -344,3 +344,20 @@ def test_the_pairs_sums_do_not_depend_on_their_order() -> None:
     nums, dens = np.vstack(sums[::2]), np.vstack(sums[1:2] * 2)
     # The lane's replicates (einsum) are the full path's (BLAS), to the last bit.
     assert (lean_gold.replicates(nums, dens, counts) == bootstrap.replicates(nums, dens, counts)).all()
+
+
+@needs_gold
+def test_a_gold_name_read_as_a_paired_difference_or_a_refused_write_ends_as_in_the_full_path(tmp_path: Path,
+                                                                                          lane_env: None) -> None:
+    bench = layout(tmp_path / "gold", 1)
+    preds = write_predictions(random.Random(5), tmp_path / "in", "tpms", 1, rated(read_table()))
+    differs = gold_args(bench, [("a - b", preds)], "--bootstrap", "10")
+    assert run_here(tmp_path / "lean", differs, full=False)[0] is None and tree(tmp_path / "lean") == {}
+    one_line_error(*run_here(tmp_path / "full", differs, full=True), 2, "paired difference")
+    args = gold_args(bench, [("tpms", preds)], "--bootstrap", "10", "--report", "rep", "--no-plot")
+    lines = []
+    for side in ("lean-w", "full-w"):
+        (tmp_path / side / "rep" / "report.md").mkdir(parents=True)
+        code, out, err = run_here(tmp_path / side, args, full=side == "full-w")
+        lines.append(one_line_error(code, out, err, 1, "IsADirectoryError", "report.md"))
+    assert lines[0] == lines[1]
