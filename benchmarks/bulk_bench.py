@@ -122,9 +122,26 @@ def _settings(data: Path, base: str, s2ag: Path | None, snapshot: Path | None) -
     return Settings(data_dir=data).with_overrides(**services, warehouse={"memory_limit": "8GB"})
 
 
+STEPS = {
+    "s2ag_release": ("revbench.flows.graph_bulk", "s2ag_read"),
+    "s2ag_answers": ("revbench.flows.graph_bulk", "s2ag_answers"),
+    "openalex_files": ("revbench.flows.graph_bulk", "read_bulk"),
+    "saving_files_answers": ("revbench.flows.graph", "save_bulk"),
+    "re_resolution": ("revbench.flows.graph", "resolve_stage"),
+    "match_rates": ("revbench.flows.graph", "run_match_rates"),
+}
+"""The steps of a graph run timed in the stage's process (``benchmarks.steps``), none inside
+another: S2AG's release brought up to date (read whole, or its increments), S2's answers read
+from it, OpenAlex's snapshot read, both sources' file answers resolved and saved, older
+references resolved again, and the run's match rates; the rest is the API pieces, reading the
+papers, coverage and the flow's own steps."""
+
+
 def child_main(a: argparse.Namespace) -> None:
     """One graph stage in this process; prints one JSON line."""
     import psutil
+
+    from benchmarks.steps import timed_steps
 
     from revbench.flows.graph import graph_flow
 
@@ -138,12 +155,14 @@ def child_main(a: argparse.Namespace) -> None:
             peak["rss"] = max(peak["rss"], me.memory_info().rss / 2**20)
 
     threading.Thread(target=sample, daemon=True).start()
-    t = time.perf_counter()
-    out = graph_flow.fn(s)
-    seconds = time.perf_counter() - t
+    with timed_steps(STEPS) as steps:
+        t = time.perf_counter()
+        out = graph_flow.fn(s)
+        seconds = time.perf_counter() - t
     done.set()
     print(json.dumps({"seconds": round(seconds, 1), "peak_rss_mb": round(peak["rss"]),
                       "stages_s": stage_seconds(s.warehouse_path, out.run_id),
+                      "steps_s": {k: round(v, 2) for k, v in steps.items()},
                       "papers_asked": out.papers_asked, "failed": out.failed, "coverage": out.coverage}, default=str))
 
 

@@ -35,6 +35,23 @@ def _bulk_row(name: str, r: dict[str, Any]) -> str:
             f"{_n(r['papers_asked'])} | {req} | {avg} |")
 
 
+STEP_NAMES = {
+    "s2ag_release": "S2AG's release brought up to date", "s2ag_answers": "S2's answers read from it",
+    "openalex_files": "OpenAlex's snapshot read", "saving_files_answers": "the files' answers resolved and saved",
+    "re_resolution": "older references resolved again", "match_rates": "match rates",
+}
+"""What each timed step of ``bulk_bench.STEPS`` is, in words."""
+
+
+def _steps(name: str, r: dict[str, Any]) -> str | None:
+    steps = r.get("steps_s")
+    if not steps or "exit_code" in r:
+        return None
+    rest = r["seconds"] - sum(steps.values())
+    return (f"Of {name}'s {r['seconds']:.1f} s: " + ", ".join(f"{STEP_NAMES.get(k, k)} {v:.2f}" for k, v in steps.items())
+            + f"; the rest ({rest:.1f} s) the API pieces, reading the papers, coverage and the flow's own steps.")
+
+
 def _bulk_one(d: dict[str, Any]) -> list[str]:
     later = d.get("day_later")
     lines = [f"Measured {d['when'][:10]} ({d['machine']}; `{d['command']}`): a SYNTHETIC world of "
@@ -71,6 +88,8 @@ def _bulk_one(d: dict[str, Any]) -> list[str]:
                      f"papers and {_n(diff.get('citations_updates', 0))} citations updated, "
                      f"{_n(diff.get('papers_deletes', 0))} and {_n(diff.get('citations_deletes', 0))} deleted) took "
                      f"{d['day_later_over_bulk']:.1%} of the first bulk run ({goal}).")
+    lines += [line for k, name in (("bulk", "the first bulk run"), ("day_later", "the day later"))
+              if k in d and (line := _steps(name, d[k]))]
     fresh = (later or {}).get("fresh_run")
     if fresh:
         tables = fresh["s2_tables"]

@@ -96,6 +96,11 @@ def _save(run: Run, got: Fetched, papers: PaperIndex, work_ids: dict[str, str]) 
                                    ), counts
 
 
+def _tally(saved: tuple[dict[str, int], dict[str, int]], written: Counter[str], methods: Counter[str]) -> None:
+    written.update(saved[0])
+    methods.update(saved[1])
+
+
 # Not a Prefect task: its pieces are Prefect tasks, and a task submitted from inside another carries
 # that task's parameters (the run, with its warehouse connection) to a Dask worker, which cannot take them.
 def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: PaperIndex,
@@ -119,12 +124,10 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
         else:
             pieces = [(settings, list(c)) for c in chunks(ids, size)]
             fn = openalex_piece
-        written: Counter[str] = Counter()
-        methods: Counter[str] = Counter()  # how the references saved resolved: the run's match rates, where settled
+        # rows written per table; how the references saved resolved (the run's match rates, where settled)
+        written, methods = Counter[str](), Counter[str]()
         if bulk:
-            saved, resolved = save_bulk(run, bulk, papers, work_ids)
-            written.update(saved)
-            methods.update(resolved)
+            _tally(save_bulk(run, bulk, papers, work_ids), written, methods)
         answered: set[str] = bulk.answered() if bulk else set()
         failures: list[dict[str, Any]] = list(bulk.failures) if bulk else []
         requests, retries, down, cleaned = 0, 0, None, 0
@@ -132,9 +135,7 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
         with st.progress(len(ids), f"{source} graph of {len(ids)} papers") as progress:
             for got in map_pieces(fn, pieces, f"graph-{source}", source, in_flight=getattr(settings.limits, source)):
                 work_ids.update(got.work_ids)
-                saved, resolved = _save(run, got, papers, work_ids)
-                written.update(saved)
-                methods.update(resolved)
+                _tally(_save(run, got, papers, work_ids), written, methods)
                 answered.update(f["arxiv_id"] for f in got.fetches)
                 failures += got.failures
                 requests += got.requests
@@ -149,8 +150,7 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
         st.result.rows_in, st.result.rows_out = len(ids), len(answered)
         st.result.rejected = len({f["arxiv_id"] for f in failures})
         st.result.notes = {"written": dict(written), "failures": failures, "requests": requests, "retries": retries,
-                           "down": down, "answered": sorted(answered),
-                           "asked": {k: len(v) for k, v in todo.items()},
+                           "down": down, "answered": sorted(answered), "asked": {k: len(v) for k, v in todo.items()},
                            "text_cleaned": cleaned, "truncated": truncated,
                            "bulk": first.notes, "settled": settled(source, ids), "resolved_by": dict(methods)}
     return st.result

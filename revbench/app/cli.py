@@ -109,9 +109,9 @@ def command_line(args: list[str]) -> Callable[..., Any]:
 
 
 def _say(message: str) -> None:
-    from revbench.app.console import err_console
+    from revbench.app.console import say_error
 
-    err_console.print(f"[red]error:[/] {message}", soft_wrap=True, highlight=False, markup=True)
+    say_error(message)
 
 
 def run(args: list[str], debug: bool = False) -> int:
@@ -142,17 +142,12 @@ def run(args: list[str], debug: bool = False) -> int:
             return _interrupted()
         if debug:
             traceback.print_exc()
+        from revbench.app.console import unexpected
+
         return unexpected(exc, debug)
     if code == 130:  # typer turns Ctrl-C (and our SIGTERM) into exit code 130
         return _interrupted()
     return code
-
-
-def unexpected(exc: BaseException, debug: bool = False) -> int:
-    """An error no check foresaw, as one line (the traceback on request: ``--debug``); its exit code."""
-    hint = "" if debug else " (add --debug for the traceback)"
-    _say(f"{type(exc).__name__}: {exc}".replace("[", "\\[") + hint)
-    return 1
 
 
 def _interrupted() -> int:

@@ -326,7 +326,7 @@ def run_lean(args: list[str]) -> int | None:
 def refused(exc: OSError) -> int:
     """A write the system refused (something in the way under the report folder, a full disk):
     the full path's one line for an error no check foresaw, and its exit code."""
-    from revbench.app.cli import unexpected
+    from revbench.app.console import unexpected
 
     return unexpected(exc)
 
