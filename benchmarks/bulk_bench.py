@@ -133,8 +133,8 @@ STEPS = {
 """The steps of a graph run timed in the stage's process (``benchmarks.steps``), none inside
 another: S2AG's release brought up to date (read whole, or its increments), S2's answers read
 from it, OpenAlex's snapshot read, both sources' file answers resolved and saved, older
-references resolved again, and the run's match rates; the rest is the API pieces, reading the
-papers, coverage and the flow's own steps."""
+references resolved again, and the run's match rates; the rest is finding the references to patch,
+the API pieces, reading the papers, coverage and the flow's own steps."""
 
 
 def child_main(a: argparse.Namespace) -> None:
