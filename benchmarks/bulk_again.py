@@ -43,6 +43,14 @@ def results_file(papers: int) -> Path:
     return RESULTS / ("bulk.json" if papers == 160_000 else f"bulk-{papers // 1000}k.json")
 
 
+def day_papers(base: Path, world: Path) -> set[str]:
+    """The arXiv ids the grown world lists that the base world does not: the day's papers."""
+    import polars as pl
+
+    ids = (lambda w: set(pl.read_parquet(w / "arxiv.parquet")["arxiv_id"].to_list()))
+    return ids(world) - ids(base)
+
+
 def set_aside(work: Path) -> Path:
     """S2AG's next release and diff, and the grown snapshot, moved under ``again-aside``."""
     aside = work / "again-aside"
@@ -70,8 +78,6 @@ def put_back(work: Path) -> None:
 
 def again(papers: int, work: Path) -> dict[str, Any]:
     """Both phases measured again; the updated results."""
-    import polars as pl
-
     from revbench.replay import spawn_replay
     from revbench.settings import ReplaySettings
 
@@ -105,9 +111,7 @@ def again(papers: int, work: Path) -> dict[str, Any]:
     if (work / "api" / "warehouse.duckdb").is_file():
         # Compared before the day later changes the bulk warehouse, as the first measurement was.
         result["same_tables"] = compare(work / "api" / "warehouse.duckdb", data / "warehouse.duckdb")
-    new = set(pl.read_parquet(world / "arxiv.parquet")["arxiv_id"].to_list()) - set(
-        pl.read_parquet(base / "arxiv.parquet")["arxiv_id"].to_list())
-    added = load_corpus(world, data / "warehouse.duckdb", only=new)
+    added = load_corpus(world, data / "warehouse.duckdb", only=day_papers(base, world))
     print("day_later:", flush=True)
     with spawn_replay(world, replay) as url:
         later = run_child(data, url, work / "s2ag", work / "openalex")
@@ -169,8 +173,6 @@ def fresh_run(papers: int, work: Path) -> dict[str, Any]:
     """A fresh bulk run over the day-later world (the corpus with the day's papers, S2AG's newest
     release read whole, the whole snapshot), its S2 tables compared with the day later's (the bulk
     warehouse as the day later left it); recorded under the results' ``day_later.fresh_run``."""
-    import polars as pl
-
     from revbench.replay import spawn_replay
     from revbench.settings import ReplaySettings
 
@@ -181,9 +183,7 @@ def fresh_run(papers: int, work: Path) -> dict[str, Any]:
     shutil.rmtree(fresh, ignore_errors=True)
     fresh.mkdir(parents=True)
     shutil.copy(work / "template" / "warehouse.duckdb", fresh / "warehouse.duckdb")
-    new = set(pl.read_parquet(world / "arxiv.parquet")["arxiv_id"].to_list()) - set(
-        pl.read_parquet(base / "arxiv.parquet")["arxiv_id"].to_list())
-    load_corpus(world, fresh / "warehouse.duckdb", only=new)
+    load_corpus(world, fresh / "warehouse.duckdb", only=day_papers(base, world))
     print("fresh:", flush=True)
     with spawn_replay(world, ReplaySettings(timeout_delay_seconds=1.0, retry_after_seconds=0)) as url:
         run = run_child(fresh, url, work / "s2ag", work / "openalex")
