@@ -31,7 +31,7 @@ from revbench.flows.common import (
     stage_task,
 )
 from revbench.flows.graph_bulk import bulk_dir, bulk_first, bulk_lines, save_bulk
-from revbench.flows.pieces import chunks, map_pieces
+from revbench.flows.pieces import chunks, pieces_started
 from revbench.flows.results import FlowResult
 from revbench.settings import Settings
 from revbench.tasks.graph import KEY_WINDOWS, REFERENCE_KEYS, PaperIndex, index_papers, new_paper_key_windows
@@ -101,6 +101,15 @@ def _tally(saved: tuple[dict[str, int], dict[str, int]], written: Counter[str], 
     methods.update(saved[1])
 
 
+def api_pieces(settings: Settings, source: str, todo: dict[str, list[str]], ids: list[str]) -> tuple[Any, list[tuple[Any, ...]]]:
+    """The piece function asking ``source``'s API, and its pieces of ``ingest.commit_every`` papers."""
+    size = settings.ingest.commit_every
+    if source == "s2":
+        topics, refs = set(todo["topics"]), set(todo["references"])
+        return s2_piece, [(settings, [a for a in c if a in topics], [a for a in c if a in refs]) for c in chunks(ids, size)]
+    return openalex_piece, [(settings, list(c)) for c in chunks(ids, size)]
+
+
 # Not a Prefect task: its pieces are Prefect tasks, and a task submitted from inside another carries
 # that task's parameters (the run, with its warehouse connection) to a Dask worker, which cannot take them.
 def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: PaperIndex,
@@ -116,24 +125,19 @@ def fetch_stage(run: Run, source: str, todo: dict[str, list[str]], papers: Paper
         ids = sorted(set().union(*todo.values()))
         if ids:
             run.require(source)
-        size = settings.ingest.commit_every
-        if source == "s2":
-            topics, refs = set(todo["topics"]), set(todo["references"])
-            pieces = [(settings, [a for a in c if a in topics], [a for a in c if a in refs]) for c in chunks(ids, size)]
-            fn: Any = s2_piece
-        else:
-            pieces = [(settings, list(c)) for c in chunks(ids, size)]
-            fn = openalex_piece
+        fn, pieces = api_pieces(settings, source, todo, ids)
         # rows written per table; how the references saved resolved (the run's match rates, where settled)
         written, methods = Counter[str](), Counter[str]()
-        if bulk:
-            _tally(save_bulk(run, bulk, papers, work_ids), written, methods)
         answered: set[str] = bulk.answered() if bulk else set()
         failures: list[dict[str, Any]] = list(bulk.failures) if bulk else []
         requests, retries, down, cleaned = 0, 0, None, 0
         truncated: list[dict[str, Any]] = []
-        with st.progress(len(ids), f"{source} graph of {len(ids)} papers") as progress:
-            for got in map_pieces(fn, pieces, f"graph-{source}", source, in_flight=getattr(settings.limits, source)):
+        # the bulk answer is saved while the API pieces wait on the service's pace, not before they start
+        with pieces_started(fn, pieces, f"graph-{source}", source, in_flight=getattr(settings.limits, source)) as results, \
+                st.progress(len(ids), f"{source} graph of {len(ids)} papers") as progress:
+            if bulk:
+                _tally(save_bulk(run, bulk, papers, work_ids), written, methods)
+            for got in results:
                 work_ids.update(got.work_ids)
                 _tally(_save(run, got, papers, work_ids), written, methods)
                 answered.update(f["arxiv_id"] for f in got.fetches)

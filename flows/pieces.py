@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from revbench.errors import PieceFailed, RevbenchError, ServiceUnavailable, interrupt_noted
 from revbench.settings import LimitsSettings, RunnerSettings
-from revbench.workers import map_unordered
+from revbench.workers import Started
 
 R = TypeVar("R")
 
@@ -210,13 +210,26 @@ def map_pieces(fn: Callable[..., R], pieces: Sequence[tuple[Any, ...]], name: st
     only wait for a slot, and Prefect hands a freed slot to a waiting task at its next poll, a
     second or so later, which at 28 pieces of a day-later graph stage was 23 s of 53 s idle. The
     tag's limit still bounds pieces across workers and other runs."""
+    with pieces_started(fn, pieces, name, service, local_workers, in_flight) as results:
+        yield from results
+
+
+@contextlib.contextmanager
+def pieces_started(fn: Callable[..., R], pieces: Sequence[tuple[Any, ...]], name: str, service: str | None = None,
+                   local_workers: int = 1, in_flight: int = 0) -> Iterator[Iterator[R]]:
+    """:func:`map_pieces`, the pieces started on entering the block rather than at the first result
+    read: the caller's own work (saving what it has) runs while they wait on their service. The
+    block gives their results as they complete; leaving it drops the pieces not started."""
     if not pieces:
+        yield iter(())
         return
     if not prefect_active():
-        yield from map_unordered(lambda p: fn(*p), list(pieces), local_workers)
+        started = Started(lambda p: fn(*p), list(pieces), local_workers)
+        try:
+            yield iter(started)
+        finally:
+            started.stop()
         return
-    from prefect.futures import as_completed
-
     t = _piece_task(fn, name, service)
     waiting = list(pieces)
     running: list[Any] = []
@@ -226,26 +239,33 @@ def map_pieces(fn: Callable[..., R], pieces: Sequence[tuple[Any, ...]], name: st
             running.append(t.submit(*waiting.pop(0)))
 
     submit(in_flight if in_flight > 0 else len(waiting))
-    failure: BaseException | None = None
     try:
-        while running:
-            fut = next(as_completed(running))
-            running.remove(fut)
-            submit(1)
-            try:
-                result = fut.result()
-            except BaseException as exc:  # noqa: BLE001 - raised below, after the finished pieces
-                if isinstance(exc, KeyboardInterrupt) or interrupt_noted():
-                    raise
-                failure = failure or exc
-                continue
-            yield result
-            if interrupt_noted():
-                raise KeyboardInterrupt("interrupted between pieces")
-    except BaseException:
+        yield _completed(running, submit)
+    finally:
         waiting.clear()
         _cancel(running)
-        raise
+
+
+def _completed(running: list[Any], submit: Callable[[int], None]) -> Iterator[Any]:
+    """The submitted pieces' results as they complete, the next submitted as each does; a failed
+    piece raised after the others (an interrupt at once)."""
+    from prefect.futures import as_completed
+
+    failure: BaseException | None = None
+    while running:
+        fut = next(as_completed(running))
+        running.remove(fut)
+        submit(1)
+        try:
+            result = fut.result()
+        except BaseException as exc:  # noqa: BLE001 - raised below, after the finished pieces
+            if isinstance(exc, KeyboardInterrupt) or interrupt_noted():
+                raise
+            failure = failure or exc
+            continue
+        yield result
+        if interrupt_noted():
+            raise KeyboardInterrupt("interrupted between pieces")
     if failure is not None:
         raise failure
 

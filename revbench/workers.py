@@ -15,44 +15,59 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
+class Started(Generic[R]):
+    """``fn`` over ``items`` on ``workers`` threads, started when made: iterate (once) for the
+    results as they complete, an exception raised by ``fn`` raised there, in the consumer;
+    :meth:`stop` (called when the iteration ends, however it ends) lets the workers take no more."""
+
+    def __init__(self, fn: Callable[[T], R], items: Iterable[T], workers: int):
+        todo: queue.Queue[T] = queue.Queue()
+        self._n = 0
+        for item in items:
+            todo.put(item)
+            self._n += 1
+        self._done: queue.Queue[tuple[bool, object]] = queue.Queue()
+        self._stop = threading.Event()
+
+        def work() -> None:
+            while not self._stop.is_set():
+                try:
+                    item = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    self._done.put((True, fn(item)))
+                except BaseException as exc:  # handed to the consumer, which decides
+                    self._done.put((False, exc))
+
+        for i in range(max(1, min(workers, self._n))):
+            threading.Thread(target=work, name=f"revbench-worker-{i}", daemon=True).start()
+
+    def __iter__(self) -> Iterator[R]:
+        try:
+            for _ in range(self._n):
+                ok, value = self._done.get()
+                if not ok:
+                    raise value  # type: ignore[misc]
+                yield value  # type: ignore[misc]
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        """Let the workers take no more items (a call in flight finishes, its result dropped)."""
+        self._stop.set()
+
+
 def map_unordered(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
-    """``fn`` over ``items`` on ``workers`` threads, yielding results as they complete; an
-    exception raised by ``fn`` is raised here, in the consumer."""
-    todo: queue.Queue[T] = queue.Queue()
-    n = 0
-    for item in items:
-        todo.put(item)
-        n += 1
-    done: queue.Queue[tuple[bool, object]] = queue.Queue()
-    stop = threading.Event()
-
-    def work() -> None:
-        while not stop.is_set():
-            try:
-                item = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                done.put((True, fn(item)))
-            except BaseException as exc:  # handed to the consumer, which decides
-                done.put((False, exc))
-
-    for i in range(max(1, min(workers, n))):
-        threading.Thread(target=work, name=f"revbench-worker-{i}", daemon=True).start()
-    try:
-        for _ in range(n):
-            ok, value = done.get()
-            if not ok:
-                raise value  # type: ignore[misc]
-            yield value  # type: ignore[misc]
-    finally:
-        stop.set()
+    """``fn`` over ``items`` on ``workers`` threads, started at the first result asked, yielding
+    results as they complete; an exception raised by ``fn`` is raised here, in the consumer."""
+    yield from Started(fn, items, workers)
 
 
 def stop_group(proc: subprocess.Popen[bytes], grace: float = 20) -> None:

@@ -421,7 +421,7 @@ def test_every_service_is_registered_with_its_probe() -> None:
         assert callable(probe) and list(inspect.signature(probe).parameters) == ["ctx"], service.name
 
 
-FANS_OUT = {"map_pieces", "encode_texts"}
+FANS_OUT = {"map_pieces", "pieces_started", "encode_texts"}
 """Calls that submit pieces as Prefect tasks on the run's task runner."""
 
 
