@@ -247,7 +247,8 @@ def s2ag_read(settings: Settings, plan: S2agPlan, corpus: pl.DataFrame) -> S2agR
         build_state(plan.whole, home / plan.kept, corpus, mapper, threads)
         again = set(covered_ids(home / plan.kept)) if plan.release else set()
     for frm, to, folder in plan.increments:
-        step = apply_diff(home / frm, folder, home / to, corpus, threads)
+        # one step alone on the flow's host: all its cores, not a piece's share of them
+        step = apply_diff(home / frm, folder, home / to, corpus, os.cpu_count() or 1)
         again |= set(step.changed)
         patched |= set(step.patched)
         recited |= set(step.recited)

@@ -155,8 +155,11 @@ def _diff_citations(con, state: Path, diff: Path, tmp: Path) -> None:  # noqa: A
     con.execute(f"CREATE TEMP TABLE uc AS SELECT {S2AG_CITATION_SELECT} "
                 f"FROM {_scan(diff_shards(diff, 'citations', 'updates'), S2AG_CITATION_COLUMNS)} "
                 f"WHERE citingcorpusid IN {covered}")
-    con.execute(f"""CREATE TEMP TABLE dc AS SELECT * FROM {_scan(diff_shards(diff, 'citations', 'deletes'), _CITATION_KEYS)}
-                    WHERE citationid IN (SELECT citationid FROM {old_citations})
+    con.execute(f"CREATE TEMP TABLE deletes AS SELECT * FROM {_scan(diff_shards(diff, 'citations', 'deletes'), _CITATION_KEYS)}")
+    # the release's rows probed for the increment's few keys (a hash of those), not the increment's
+    # keys tested against a hash of the release's millions
+    con.execute(f"""CREATE TEMP TABLE dc AS SELECT * FROM deletes
+                    WHERE citationid IN (SELECT o.citationid FROM {old_citations} o SEMI JOIN deletes USING (citationid))
                        OR citingcorpusid IN (SELECT corpusid FROM {part(state, 'covered')})""")
     con.execute(f"""CREATE TEMP TABLE gone AS
                     SELECT o.citationid, o.citingcorpusid, o.citedcorpusid FROM {old_citations} o SEMI JOIN dc USING (citationid)
