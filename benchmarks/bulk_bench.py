@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import gzip
 import hashlib
 import json
@@ -297,21 +296,16 @@ def main() -> None:
 def work_lock(work: Path) -> Iterator[None]:
     """Hold the lock of a benchmark's work folder (beside it: a run from scratch removes the folder),
     or end with one line naming who holds it: two runs over one folder would move and rewrite each
-    other's files. An flock, so a run killed outright (``kill -9``) leaves no stale lock."""
-    path = work.with_name(work.name + ".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    other's files."""
+    from revbench.errors import UsageError
+    from revbench.files import lock_held
+
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            who = path.read_text().strip() or "another process"
-            raise SystemExit(f"{work}: another benchmark ({who}) is using this folder; run again when it has finished") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}, since {datetime.now(UTC).isoformat(timespec='seconds')}".encode())
-        yield
-    finally:
-        os.close(fd)
+        with lock_held(work.with_name(work.name + ".lock"), 0, lambda who: SystemExit(
+                f"{work}: another benchmark ({who}) is using this folder; run again when it has finished")):
+            yield
+    except UsageError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def run(a: argparse.Namespace, phases: list[str]) -> None:

@@ -14,8 +14,10 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 CHUNK = 1 << 20
@@ -112,3 +114,36 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # another user's process
         return True
     return True
+
+
+@contextmanager
+def lock_held(path: Path, wait: float, busy: Callable[[str], BaseException]) -> Iterator[None]:
+    """Hold the lock file ``path`` (an flock, which the system lets go of when its process dies, even
+    by ``kill -9``: no stale lock), waiting up to ``wait`` seconds for its holder; then raise
+    ``busy(who)``, ``who`` what the holder wrote in it (its pid and since when)."""
+    import fcntl
+
+    from revbench.errors import UsageError
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:  # never through a link: the pid written below would overwrite whatever it points at
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise UsageError(f"{path} is a link, not revbench's lock file; remove it, or give another folder") from None
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise busy(path.read_text().strip() or "another process") from None
+                time.sleep(0.2)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}, since {datetime.now(UTC).isoformat(timespec='seconds')}".encode())
+        yield
+    finally:
+        os.close(fd)

@@ -16,14 +16,11 @@ is refused. :mod:`revbench.backup.restore` reads what this writes.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import hashlib
 import json
 import os
 import shutil
 import sqlite3
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,7 +46,7 @@ from revbench.backup.manifest import (
     stamp,
 )
 from revbench.errors import NoSpace, RevbenchError, UsageError, WarehouseBusy
-from revbench.files import no_space, write_atomic
+from revbench.files import lock_held, no_space, write_atomic
 from revbench.settings import Settings
 
 LOCK = ".revbench-backup.lock"
@@ -103,32 +100,10 @@ def _ours_aside(path: Path) -> bool:
 
 @contextlib.contextmanager
 def taking_turns(folder: Path, wait: float) -> Iterator[None]:
-    """Hold ``folder``'s backup lock (an flock the system lets go of when a process dies, even by
-    ``kill -9``), waiting up to ``wait`` seconds for another backup into it to finish."""
-    path = folder / LOCK
-    try:  # never through a link: the pid written below would overwrite whatever it points at
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError as exc:
-        if exc.errno != errno.ELOOP:
-            raise
-        raise UsageError(f"{path} is a link, not revbench's lock file; remove it, or give another folder") from None
-    try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    who = path.read_text().strip() or "another process"
-                    raise WarehouseBusy(f"another backup ({who}) is writing into {folder}; run again when it has "
-                                        "finished") from None
-                time.sleep(0.2)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}, since {datetime.now(UTC).isoformat(timespec='seconds')}".encode())
+    """Hold ``folder``'s backup lock, waiting up to ``wait`` seconds for another backup into it to finish."""
+    with lock_held(folder / LOCK, wait, lambda who: WarehouseBusy(
+            f"another backup ({who}) is writing into {folder}; run again when it has finished")):
         yield
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True)

@@ -131,3 +131,18 @@ def test_a_run_without_fresh_prints_its_ratios_and_a_fresh_one_its_comparison(tm
         out = capsys.readouterr().out
         assert json.loads(out[:out.index("}") + 1] if flags else out) == first
         assert '"day_later_over_bulk": 0.15' in out
+
+
+def test_a_benchmark_lock_that_is_a_link_is_refused_in_one_line_and_its_target_kept(tmp_path: Path) -> None:
+    import pytest
+
+    from benchmarks.bulk_bench import work_lock
+
+    work = tmp_path / "work"
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    work.with_name("work.lock").symlink_to(target)
+    with pytest.raises(SystemExit) as refused, work_lock(work):
+        pass
+    assert "is a link" in str(refused.value) and "\n" not in str(refused.value)
+    assert target.read_text() == "keep me"  # the holder's pid never written through the link
