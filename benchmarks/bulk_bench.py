@@ -162,7 +162,10 @@ def child_main(a: argparse.Namespace) -> None:
     print(json.dumps({"seconds": round(seconds, 1), "peak_rss_mb": round(peak["rss"]),
                       "stages_s": stage_seconds(s.warehouse_path, out.run_id),
                       "steps_s": {k: round(v, 2) for k, v in steps.items()},
-                      "papers_asked": out.papers_asked, "failed": out.failed, "coverage": out.coverage}, default=str))
+                      "papers_asked": out.papers_asked, "failed": out.failed, "coverage": out.coverage,
+                      # the run's work in rows, beside its time: what a day later must do, whatever its speed
+                      "references_saved": out.references_saved, "re_checked": out.re_checked,
+                      "re_resolved": out.re_resolved}, default=str))
 
 
 def stage_seconds(warehouse: Path, run_id: str) -> dict[str, float]:

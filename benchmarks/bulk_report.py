@@ -53,6 +53,19 @@ def _steps(name: str, r: dict[str, Any]) -> str | None:
               "and the flow's own steps.")
 
 
+def _work_share(first: dict[str, Any], later: dict[str, Any]) -> list[str]:
+    """A line setting the day later's work in rows beside the first run's (what a run recorded them)."""
+    if "references_saved" not in first or "references_saved" not in later:
+        return []
+    saved, checked, base = later["references_saved"], later["re_checked"], first["references_saved"] + first["re_checked"]
+    if not base:
+        return []
+    return [f"Its work in rows: {_n(saved)} references saved (those of the new papers and of the papers the increments "
+            f"changed) and {_n(checked)} older references checked again, {_n(later['re_resolved'])} "
+            f"of them resolved otherwise: together {(saved + checked) / base:.1%} of the first run's "
+            f"{_n(base)} references saved and checked; its time, {later['seconds'] / first['seconds']:.1%} of the first run's."]
+
+
 def _bulk_one(d: dict[str, Any]) -> list[str]:
     later = d.get("day_later")
     lines = [f"Measured {d['when'][:10]} ({d['machine']}; `{d['command']}`): a SYNTHETIC world of "
@@ -89,6 +102,7 @@ def _bulk_one(d: dict[str, Any]) -> list[str]:
                      f"papers and {_n(diff.get('citations_updates', 0))} citations updated, "
                      f"{_n(diff.get('papers_deletes', 0))} and {_n(diff.get('citations_deletes', 0))} deleted) took "
                      f"{d['day_later_over_bulk']:.1%} of the first bulk run ({goal}).")
+        lines += _work_share(d["bulk"], later)
     lines += [line for k, name in (("bulk", "the first bulk run"), ("day_later", "the day later"))
               if k in d and (line := _steps(name, d[k]))]
     fresh = (later or {}).get("fresh_run")

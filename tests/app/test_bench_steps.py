@@ -54,3 +54,14 @@ def test_the_bulk_benchmarks_steps_are_the_flows_names_and_its_report_says_them(
     line = _steps("the day later", {"seconds": 9.5, "steps_s": dict.fromkeys(STEPS, 1.0)})
     assert line is not None and "S2AG's release brought up to date 1.00" in line and "the rest (3.5 s)" in line
     assert _steps("x", {"seconds": 1.0}) is None and _steps("x", {"seconds": 1.0, "exit_code": -9, "steps_s": {}}) is None
+
+
+def test_the_day_laters_work_in_rows_is_set_beside_the_first_runs() -> None:
+    from benchmarks.bulk_report import _work_share
+
+    first = {"seconds": 50.0, "references_saved": 900, "re_checked": 100, "re_resolved": 0}
+    later = {"seconds": 5.0, "references_saved": 30, "re_checked": 20, "re_resolved": 7}
+    (line,) = _work_share(first, later)
+    assert "30 references saved" in line and "20 older references checked again, 7 of them" in line
+    assert "together 5.0% of the first run's 1,000" in line and "10.0% of the first run's" in line
+    assert _work_share({"seconds": 1.0}, later) == []  # a run measured before the counts were recorded
