@@ -31,7 +31,8 @@ class Column:
     min_length: int | None = None
     since: int = 1
     backfill: str | None = None
-    """SQL for the value of rows that existed before the column did (when a migration rebuilds the table)."""
+    """SQL for the value of rows that existed before the column did (when a migration rebuilds the table:
+    ``REBUILD`` in ``warehouse.migrations``); a nullable column's only in the migration that adds it."""
 
 
 @dataclass(frozen=True)

@@ -275,6 +275,11 @@ EVAL_RESULTS = Table(
                doc="share of the compared pairs the scorer tied (decided nothing on): a pairwise row rests on the rest"),
         Column("basis", pl.Utf8, since=18,
                doc="what the row stands on where it is not plain scores (cof: the unit its factors were fused within)"),
+        # Rows stored before 20 were told apart by " - " in the scorer's name: that reading, kept for them.
+        Column("baseline", pl.Utf8, since=20,
+               backfill="CASE WHEN strpos(scorer, ' - ') > 0 THEN substr(scorer, strpos(scorer, ' - ') + 3) END",
+               doc="for a paired difference (scorer 'bm25 - tpms'), the scorer it is a difference to; null for a "
+                   "scorer's own row (whatever its name holds)"),
     ),
     primary_key=("run_id", "benchmark", "split", "scorer", "metric"),
     doc="Every metric of every scorer on every benchmark version and split, one set of rows per evaluation run "

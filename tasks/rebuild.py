@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from revbench.evaluation.model import is_difference_row
+
 STRATA = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
 """Edges of the similarity strata recall is reported by (the highest cosine between the query
 paper and any of the reviewer's papers, with the pools' model)."""
@@ -188,10 +190,11 @@ def compare_tuples(original: pl.DataFrame, rebuilt: pl.DataFrame, rebuilt_rating
 
 def scorer_rows(rows: list[dict[str, Any]], original: tuple[str, str], rebuilt: tuple[str, str]) -> list[dict[str, Any]]:
     """Per scorer, its loss with the 95% interval and the pairs it rests on, on the original's
-    split and on the rebuild's (``(benchmark, split)`` each), from evaluation result rows."""
+    split and on the rebuild's (``(benchmark, split)`` each), from evaluation result rows (paired
+    differences left out: :func:`revbench.evaluation.model.is_difference_row`)."""
     def get(bench: str, split: str) -> dict[str, dict[str, Any]]:
         return {r["scorer"]: r for r in rows if r["benchmark"] == bench and r["split"] == split and r["metric"] == "loss"
-                and " - " not in r["scorer"]}
+                and not is_difference_row(r)}
     o, b = get(*original), get(*rebuilt)
     out = []
     for name in sorted(set(o) | set(b)):

@@ -54,7 +54,7 @@ def rebuild_table_sql(table: Table, version: int | None = None) -> list[str]:
     tmp = f"{table.name}__rebuild"
     present = [c for c in table.columns if version is None or c.since <= version]
     cols = ", ".join(f'"{c.name}"' for c in present)
-    select = ", ".join(f'coalesce("{c.name}", {c.backfill})' if c.backfill else f'"{c.name}"' for c in present)
+    select = ", ".join(f'coalesce("{c.name}", {c.backfill})' if _fills(c, version) else f'"{c.name}"' for c in present)
     return [
         f'DROP TABLE IF EXISTS "{tmp}"',
         create_table_sql(table, version=version, name=tmp),
@@ -62,6 +62,13 @@ def rebuild_table_sql(table: Table, version: int | None = None) -> list[str]:
         f'DROP TABLE "{table.name}"',
         f'ALTER TABLE "{tmp}" RENAME TO "{table.name}"',
     ]
+
+
+def _fills(col: Column, version: int | None) -> bool:
+    """Whether a rebuild at ``version`` fills ``col``'s nulls from its backfill. A nullable column's
+    null is a value written since (an own row's null ``baseline``), so only the migration that adds
+    the column fills it; a later rebuild would take a new row's null for an old row's."""
+    return col.backfill is not None and (not col.nullable or col.since == version)
 
 
 def add_column_sql(table: Table, col: Column) -> str:

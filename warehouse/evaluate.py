@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from revbench.schemas.tables import EVAL_RESULTS
+from revbench.warehouse.ddl import duckdb_type
 from revbench.warehouse.slice import Slice
 
 
@@ -21,12 +23,13 @@ class EvaluateSlice(Slice):
         order they were built. Only rows evaluated on the release's recorded manifest count: a
         version's name alone does not attach results to it."""
         return self._frame(
-            """WITH latest AS (
+            f"""WITH latest AS (
                    SELECT e.*, r.built_at, r.manifest_sha256,
                           row_number() OVER (PARTITION BY e.benchmark_version, e.scorer ORDER BY e.evaluated_at DESC) AS k
-                   FROM eval_results e JOIN releases r
+                   FROM {self._results()} e JOIN releases r
                      ON r.version = e.benchmark_version AND r.manifest_sha256 = e.benchmark_digest
-                   WHERE e.benchmark = 'release' AND e.metric = ? AND e.split = ? AND r.status = 'published')
+                   WHERE e.benchmark = 'release' AND e.metric = ? AND e.split = ? AND r.status = 'published'
+                     AND e.baseline IS NULL)
                SELECT scorer, benchmark_version AS version, manifest_sha256, value, ci_low, ci_high
                FROM latest WHERE k = 1 ORDER BY built_at, version, scorer""", [metric, split])
 
@@ -35,18 +38,30 @@ class EvaluateSlice(Slice):
         assignment's and the attack's rows from the latest run that made them, so a later plain
         evaluation does not hide them):
         ``benchmark, version, split, scorer, metric, value, ci_low, ci_high, n, coverage, run_id,
-        evaluated_at, basis, release_status`` (the status of the release a ``release`` row was evaluated
+        evaluated_at, basis, baseline, release_status`` (the status of the release a ``release`` row was evaluated
         on, when its manifest is the one recorded; null otherwise), oldest version first."""
         return self._frame(
-            """WITH judged AS (
-                   SELECT *, (split LIKE 'assignment:%' OR split LIKE 'attack%') AS judged FROM eval_results),
+            f"""WITH judged AS (
+                   SELECT *, (split LIKE 'assignment:%' OR split LIKE 'attack%') AS judged FROM {self._results()}),
                     latest AS (
                    SELECT benchmark, benchmark_version, scorer, judged, arg_max(run_id, evaluated_at) AS run_id
                    FROM judged GROUP BY ALL)
                SELECT e.benchmark, e.benchmark_version AS version, e.split, e.scorer, e.metric, e.value, e.ci_low,
-                      e.ci_high, e.n, e.coverage, e.run_id, e.evaluated_at, e.basis, r.status AS release_status
+                      e.ci_high, e.n, e.coverage, e.run_id, e.evaluated_at, e.basis, e.baseline, r.status AS release_status
                FROM judged e JOIN latest l USING (benchmark, benchmark_version, scorer, judged, run_id)
                LEFT JOIN releases r ON e.benchmark = 'release' AND r.version = e.benchmark_version
                                    AND r.manifest_sha256 = e.benchmark_digest
                ORDER BY e.benchmark, min(e.evaluated_at) OVER (PARTITION BY e.benchmark, e.benchmark_version),
                         version, e.scorer, e.split, e.metric""")
+
+    def _results(self) -> str:
+        """``eval_results`` with today's columns: a file no write has migrated yet (read by a report,
+        which opens it read-only and so leaves it as it is) lacks the newer ones, given here as its
+        migration would fill them (``baseline`` read off the scorer's name as before it existed)."""
+        have = {r[0] for r in self._exec("SELECT column_name FROM information_schema.columns WHERE table_name = ?",
+                                         [EVAL_RESULTS.name])}
+        missing = [c for c in EVAL_RESULTS.columns if c.name not in have]
+        if not missing:
+            return EVAL_RESULTS.name
+        given = ", ".join(f'CAST({c.backfill or "NULL"} AS {duckdb_type(c.dtype)}) AS "{c.name}"' for c in missing)
+        return f"(SELECT *, {given} FROM {EVAL_RESULTS.name})"

@@ -42,6 +42,8 @@ DESCRIPTIONS: dict[int, str] = {
         "(cof's fusion unit)",
     19: "institutions.aliases, institutions.lineage and institutions.related: the names, parents and ROR "
         "successors and predecessors a conflict of interest meets one institution by",
+    20: "eval_results.baseline: what a paired difference is a difference to, so that a scorer whose own name holds "
+        "' - ' is not taken for one (older rows: the name read as before)",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {
@@ -68,8 +70,10 @@ REBUILD: dict[int, tuple[str, ...]] = {
     12: ("survey_events",),  # keyed by (epoch, event_id); rows pulled before get the 'legacy' epoch
     13: ("documents",),  # pdf_authors items gain affiliations and orcid (null in rows extracted before)
     14: ("documents",),  # pdf_authors items gain emails (null in rows extracted before)
+    20: ("eval_results",),  # baseline filled from its backfill (older rows' difference read off the scorer's name)
 }
-"""Tables whose key changed in a version: rebuilt from their declaration, rows kept."""
+"""Tables whose key changed in a version, or whose new column is filled from its ``backfill``:
+rebuilt from their declaration, rows kept."""
 
 
 @dataclass(frozen=True)

@@ -187,11 +187,14 @@ class Story:
         """The warehouse evaluation as one table: each scorer's loss with its 95% interval per
         split, the lowest marked only where the interval of its difference to every other scorer
         excludes 0. Returns the table's figures (for ``reports/demo.json``)."""
+        from revbench.evaluation.model import is_difference_row
+
         self.flush()
         rows = _read(report_dir / "results.json")
         cells: dict[str, dict[str, dict[str, Any]]] = {}
         for r in rows:
-            if r["metric"] == "loss" and r["value"] is not None and r["split"] in dict(STORY_SPLITS):
+            if (r["metric"] == "loss" and r["value"] is not None and r["split"] in dict(STORY_SPLITS)
+                    and not is_difference_row(r)):  # a --baseline's paired differences are not scorers
                 cells.setdefault(r["scorer"], {})[r["split"]] = r
         if not cells:
             self.say(f"evaluation: no loss in {shown(report_dir / 'results.json')}")

@@ -39,7 +39,9 @@ PLAIN = re.compile(r"[ -~]*")
 """Names printed as they are: printable ASCII (``[``, ``]``, ``\\``, ``:`` and ``*`` excepted below)."""
 BOLD = re.compile(r"\*\*(.+?)\*\*")
 DIFFERENCE = " - "
-"""``revbench.evaluation.plan.DIFFERENCE`` (not imported: the plan loads the settings)."""
+"""``revbench.evaluation.model.DIFFERENCE``, which the plan refuses in a ``-p`` name (not imported:
+the model loads polars). The lane reads no difference rows: it makes none, and marks its own rows
+with a null ``baseline`` (``lean.result_rows``)."""
 
 
 def parse(args: list[str]) -> dict[str, list[str]] | None:
@@ -69,7 +71,7 @@ def parse(args: list[str]) -> dict[str, list[str]] | None:
     if not given["predictions"] or not re.fullmatch(r"[-+]?[0-9]+", given.get("seed", ["0"])[0]):
         return None
     if any(DIFFERENCE in item.partition("=")[0] for item in given["predictions"]):
-        return None  # a name the full path refuses (``plan.DIFFERENCE``: the report's paired differences)
+        return None  # a name the full path refuses (``plan.DIFFERENCE``: it would look like a paired difference)
     if "benchmark" not in given and given.get("bootstrap") != ["0"]:
         return None
     # Typer's default; a negative seed is numpy's error (the full path's to say).

@@ -26,7 +26,7 @@ from revbench.evaluation.assignment import Objective, solve
 from revbench.evaluation.metrics import bootstrap
 from revbench.evaluation.metrics.assignment_quality import METRICS, paper_totals, values
 from revbench.evaluation.model import (SPLIT_ASSIGNMENT_CANDIDATES, SPLIT_ASSIGNMENT_POOL, Benchmark, MetricValue, Scores,
-                                       Split)
+                                       Split, difference_name)
 
 CANDIDATES, POOL = SPLIT_ASSIGNMENT_CANDIDATES, SPLIT_ASSIGNMENT_POOL
 POOL_SPLIT = "assignment_pool"
@@ -149,7 +149,8 @@ def assignment_rows(benchmark: Benchmark, runs: list[Scores], setup: AssignmentS
             for m in METRICS:
                 (v, reps), (bv, breps) = got[s.scorer][m], got[base.scorer][m]
                 lo_ci, hi_ci = bootstrap.interval(reps - breps) if reps.size else (None, None)
-                rows.append(MetricValue(benchmark.name, name, f"{s.scorer} - {base.scorer}", m,
+                rows.append(MetricValue(benchmark.name, name, difference_name(s.scorer, base.scorer), m,
                                         None if v is None or bv is None else v - bv, lo_ci, hi_ci, n_papers,
-                                        f"{specs[s.scorer]} - {specs[base.scorer]}", basis=basis))
+                                        difference_name(specs[s.scorer], specs[base.scorer]), basis=basis,
+                                        baseline=base.scorer))
     return rows

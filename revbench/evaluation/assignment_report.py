@@ -11,6 +11,7 @@ import polars as pl
 # without --assignment), and only a judged one needs the assignment's solver and metrics.
 from revbench.evaluation.model import SPLIT_ASSIGNMENT_CANDIDATES as CANDIDATES
 from revbench.evaluation.model import SPLIT_ASSIGNMENT_POOL as POOL
+from revbench.evaluation.model import is_difference
 from revbench.evaluation.report import ReportTable
 
 JUDGED_TITLES = ("· assignment over", "· collusion attack")
@@ -43,11 +44,14 @@ def assignment_tables(df: pl.DataFrame) -> list[ReportTable]:
     for (bench, split), part in rows.group_by("benchmark", "split", maintain_order=True):
         basis = part["basis"].drop_nulls().first() if "basis" in part.columns else ""
         body, diffs = [], []
-        for scorer in part["scorer"].unique(maintain_order=True).to_list():
-            m = {r["metric"]: r for r in part.filter(pl.col("scorer") == scorer).iter_rows(named=True)}
+        # Keyed by the baseline too: a scorer's own label may read like a difference's name.
+        keys = part.select("scorer", "baseline", is_difference().alias("difference")).unique(maintain_order=True)
+        for scorer, baseline, difference in keys.iter_rows():
+            mine = part.filter((pl.col("scorer") == scorer) & pl.col("baseline").eq_missing(baseline))
+            m = {r["metric"]: r for r in mine.iter_rows(named=True)}
             line = [scorer, _cell(m.get("assigned_rating", {})), _cell(m.get("papers_with_expert", {}), pct=True),
                     _cell(m.get("worst_paper_best", {}), 0), _cell(m.get("known_share", {}), pct=True)]
-            (diffs if " - " in scorer else body).append(line)
+            (diffs if difference else body).append(line)
         n = int(part["n"].max() or 0)
         title = f"### {bench} · assignment over {_INSTANCE.get(str(split), split)} ({basis}; {n} papers)"
         cols = ["scorer", "mean rating assigned", "papers with an expert (≥4)", "worst paper's best", "pairs with a rating"]
@@ -100,7 +104,7 @@ def summary_lines(df: pl.DataFrame) -> list[str]:
     rated candidates, and the attack's success at the paper's smallest starting rank."""
     lines = []
     cand = df.filter((pl.col("split") == CANDIDATES) & (pl.col("metric") == "assigned_rating")
-                     & ~pl.col("scorer").str.contains(" - ") & pl.col("value").is_not_null())
+                     & ~is_difference() & pl.col("value").is_not_null())
     if cand.height:
         best = cand.sort("value", descending=True).row(0, named=True)
         worst = cand.sort("value").row(0, named=True)

@@ -15,7 +15,8 @@ from revbench.evaluation.metrics.loss import costs
 from revbench.evaluation.metrics.coauthor_diversity import coauthor_clusters, coauthor_diversity
 from revbench.evaluation.metrics.institution_diversity import institution_diversity
 from revbench.evaluation.metrics.ranking import CUTOFFS, ranked_candidates, ranking_metrics
-from revbench.evaluation.model import SPLIT_AVERAGE, UNIT_PAPER, Benchmark, MetricValue, Scores, Split
+from revbench.evaluation.model import (SPLIT_AVERAGE, UNIT_PAPER, Benchmark, MetricValue, Scores, Split, difference_name,
+                                       is_difference_row)
 from revbench.evaluation.pairs import PairArrays, pairs_unit, split_pairs
 
 PAIR_METRICS = ("loss", *acc_metric.NAMES)
@@ -156,9 +157,9 @@ class Evaluator:
                 bvalue = _point(bn, bd)
                 if value is not None and bvalue is not None:
                     dlo, dhi = bootstrap.interval(reps - bootstrap.replicates(bn, bd, counts))
-                    rows.append(MetricValue(name, split, f"{scores.scorer} - {baseline.scorer}", metric,
-                                            value - bvalue, dlo, dhi, n, f"{scores.spec} - {baseline.spec}", coverage,
-                                            basis=extra["basis"]))
+                    rows.append(MetricValue(name, split, difference_name(scores.scorer, baseline.scorer), metric,
+                                            value - bvalue, dlo, dhi, n, difference_name(scores.spec, baseline.spec),
+                                            coverage, basis=extra["basis"], baseline=baseline.scorer))
         return rows
 
     def evaluate_all(self, runs: list[Scores], baseline: Scores | None = None) -> list[MetricValue]:
@@ -278,7 +279,7 @@ def cross_benchmark_average(rows: list[MetricValue], same_as: set[tuple[str, str
     rows are not counted."""
     out = []
     skip = same_as or set()
-    scorers = {r.scorer for r in rows if " - " not in r.scorer}
+    scorers = {r.scorer for r in rows if not is_difference_row(r)}
     for scorer in sorted(scorers):
         for metric in AVERAGED:
             vals = [r for r in rows if r.scorer == scorer and r.metric == metric and r.split != SPLIT_AVERAGE

@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from revbench.evaluation.evaluate import AVERAGED, OWN_COVERAGE, PAIR_METRICS
-from revbench.evaluation.model import SPLIT_AVERAGE
+from revbench.evaluation.model import SPLIT_AVERAGE, is_difference
 from revbench.templates import render, version
 
 TEMPLATE = "reports/results.html.j2"
@@ -23,9 +23,6 @@ TEMPLATE = "reports/results.html.j2"
 # folded table beneath it.
 HEADLINE = ("loss", "accuracy", "easy_accuracy", "hard_accuracy")
 SPLIT_ORDER = ("average", "pointwise", "paper_centric", "reviewer_centric")
-DIFFERENCE = " - "
-"""In a scorer's name, a paired difference to the baseline (``bm25 - tpms``): a row of its own
-table, never a scorer of the main table or the chart."""
 
 # Chart geometry in SVG user units (a label's width is estimated from its length at 12px).
 LABEL_W, PLOT_W, ROW_H, TOP, BOTTOM, CHAR_W = 160, 440, 24, 8, 34, 7
@@ -207,7 +204,7 @@ JUDGED = r"^(assignment:|attack)"
 def _judged(df: pl.DataFrame, synthetic: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Chart | None]:
     """The assignment's and the attack's rows of one version, and the attack's chart."""
     assignment = []
-    part = df.filter(pl.col("split").str.starts_with("assignment:") & ~pl.col("scorer").str.contains(" - "))
+    part = df.filter(pl.col("split").str.starts_with("assignment:") & ~is_difference())
     for (split, scorer), g in part.group_by("split", "scorer", maintain_order=True):
         m = {r["metric"]: r for r in g.iter_rows(named=True)}
 
@@ -301,10 +298,11 @@ def _section(i: int, benchmark: str, version_: str, df: pl.DataFrame, run_urls: 
     full, df = df, df.filter(~pl.col("split").str.contains(JUDGED))
     repeats = duplicate_splits(df)
     shown, corrected = distinct_averages(df.filter(~pl.col("split").is_in(list(repeats))))
-    is_difference = pl.col("scorer").str.contains(DIFFERENCE, literal=True)
-    other = sorted(set(shown.filter(~is_difference)["metric"].to_list()) - set(HEADLINE))
+    # A paired difference (a row with a baseline) goes to a table of its own, never the scorers' or the chart.
+    own, differences = shown.filter(~is_difference()), shown.filter(is_difference())
+    other = sorted(set(own["metric"].to_list()) - set(HEADLINE))
     also = _repeated_by(repeats)
-    rows = _table_rows(shown.filter(~is_difference), other, also)
+    rows = _table_rows(own, other, also)
     runs = [{"run_id": rid, "url": run_urls.get(rid), "scorers": ", ".join(g["scorer"].unique().sort().to_list())}
             for (rid,), g in full.sort("evaluated_at", "scorer").group_by("run_id", maintain_order=True)]
     status = full["release_status"].drop_nulls()
@@ -317,7 +315,7 @@ def _section(i: int, benchmark: str, version_: str, df: pl.DataFrame, run_urls: 
                    f"{full['evaluated_at'].min():%Y-%m-%d %H:%M} UTC", rows, other,
                    loss_chart(rows, top, "SYNTHETIC" if synthetic else None), runs, synthetic=synthetic, same_splits=notes,
                    assignment=judged[0], attack=judged[1], attack_chart=judged[2],
-                   differences=_table_rows(shown.filter(is_difference), [], also), repeats=repeats,
+                   differences=_table_rows(differences, [], also), repeats=repeats,
                    other_tables=other_tables(rows, other))
 
 
@@ -329,7 +327,7 @@ def sections(results: pl.DataFrame, run_urls: Mapping[str, str],
     out = []
     # One axis for every chart, so that versions compare at a glance.
     loss = results.filter((pl.col("metric") == "loss") & ~pl.col("split").str.contains(JUDGED)
-                          & ~pl.col("scorer").str.contains(DIFFERENCE, literal=True))
+                          & ~is_difference())
     top = _nice_top(max((v for c in ("value", "ci_low", "ci_high") for v in loss[c].drop_nulls().to_list()), default=1.0))
     keys = results.select("benchmark", "version").unique(maintain_order=True).iter_rows()
     for i, (benchmark, version_) in enumerate(keys, start=1):
@@ -405,7 +403,7 @@ def results_page(results: pl.DataFrame, run_urls: Mapping[str, str], generated_a
             sep = {**sep, "rows": [{**r, "split": " = ".join([r["split"], *also.get(r["split"], [])])}
                                    for r in sep["rows"] if r["split"] not in s.repeats]}
         s.separation = sep
-    scorers = results.filter(~pl.col("scorer").str.contains(DIFFERENCE, literal=True))["scorer"]
+    scorers = results.filter(~is_difference())["scorer"]
     return render(TEMPLATE, sections=secs, overview=overview(secs), template_version=version(TEMPLATE),
                   generated_at=generated_at, revbench_version=revbench_version, headline=HEADLINE,
                   n_benchmarks=len({s.benchmark for s in secs}), n_scorers=scorers.n_unique(),

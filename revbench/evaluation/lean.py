@@ -262,15 +262,16 @@ def metric_rows(f: FlatFile) -> list[Row]:
         rows.append(dict(benchmark=f.benchmark, split=f.split, scorer=f.name, metric=metric,
                          value=n_sum / d_sum if d_sum > 0 else None, ci_low=None, ci_high=None, n=counted,
                          spec=f"predictions:{f.path.name}", coverage=1.0 if total else None,
-                         predictions_sha256=f.sha256, ties=ties, basis=""))
+                         predictions_sha256=f.sha256, ties=ties, basis="", baseline=None))
     return rows
 
 
 def result_rows(rows: list[Row], run_id: str, evaluated_at: str, version: str | None = None) -> list[Row]:
     """``tasks.evaluate.stored_results`` then ``json_rows``: ``eval_results``' columns in its order;
-    ``version`` the benchmark's (None: a flat file's own benchmark, versioned by its stem)."""
+    ``version`` the benchmark's (None: a flat file's own benchmark, versioned by its stem). Every
+    row is a scorer's own (the lane makes no paired difference): its ``baseline`` is null."""
     cols = ("benchmark", "benchmark_version", "split", "scorer", "metric", "value", "ci_low", "ci_high", "n", "run_id",
-            "evaluated_at", "spec", "predictions_sha256", "coverage", "benchmark_digest", "ties", "basis")
+            "evaluated_at", "spec", "predictions_sha256", "coverage", "benchmark_digest", "ties", "basis", "baseline")
     out = []
     for r in rows:
         full = {**r, "run_id": run_id, "evaluated_at": evaluated_at, "benchmark_digest": None,

@@ -350,7 +350,7 @@ def metric_rows(gold: Gold, preds: list[Predictions], n_resamples: int, seed: in
     for pr in preds:
         diffs = [np.array([d[(r, a)] - d[(r, b)] for r, a, b, _, _ in pairs]) for d in pr.draws]
         tied = [float((x == 0).mean()) for x in diffs]
-        extra = dict(spec=pr.spec, coverage=1.0, predictions_sha256=pr.sha256, ties=float(np.mean(tied)), basis="")
+        extra = dict(spec=pr.spec, coverage=1.0, predictions_sha256=pr.sha256, ties=float(np.mean(tied)), basis="", baseline=None)
         for metric in lean.METRICS:
             parts = [_num_den(metric, ra, rb, x) for x in diffs]
             nums = np.vstack([bootstrap.cluster_sums(n, codes, k) for n, _ in parts])

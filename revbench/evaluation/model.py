@@ -7,7 +7,9 @@ imported into a ``Benchmark``; every scorer answers with ``Scores``; every metri
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
@@ -197,3 +199,41 @@ class MetricValue:
     metrics that are not pairwise."""
     basis: str = ""
     """What the row stands on where it is not plain scores (``cof``: the unit it fused within)."""
+    baseline: str | None = None
+    """For a paired difference (``scorer`` ``bm25 - tpms``), the scorer it is a difference to
+    (``tpms``); None for a scorer's own row. This, not the name, marks a difference: a scorer's own
+    label may hold " - " too (``rate:model=/models/RATE - v2``)."""
+
+
+DIFFERENCE = " - "
+"""What joins a paired difference's two names (``bm25 - tpms``, and their specs): for the eye
+only, since :attr:`MetricValue.baseline` marks the row (:func:`is_difference`)."""
+
+
+def difference_name(scorer: str, baseline: str) -> str:
+    """The ``scorer`` (or ``spec``) shown for ``scorer``'s paired difference to ``baseline``."""
+    return f"{scorer}{DIFFERENCE}{baseline}"
+
+
+def is_difference() -> pl.Expr:
+    """True on the paired-difference rows of a results frame (``results_frame``, ``eval_results``):
+    those with a ``baseline``. A frame without the column raises rather than reading names."""
+    return pl.col("baseline").is_not_null()
+
+
+def baseline_of(row: MetricValue | Mapping[str, Any]) -> str | None:
+    """The scorer a result row (a ``MetricValue``, a ``results.json`` row) is a paired difference
+    to, None for a scorer's own row. A ``results.json`` row written before the field existed (no
+    ``baseline`` key) is read as every reader read it then: the part of its scorer's name after
+    the first " - " (the warehouse's migration 20 backfills its older rows the same way)."""
+    if isinstance(row, MetricValue):
+        return row.baseline
+    if "baseline" in row:
+        return row["baseline"]
+    _, joined, baseline = str(row["scorer"]).partition(DIFFERENCE)
+    return baseline if joined else None
+
+
+def is_difference_row(row: MetricValue | Mapping[str, Any]) -> bool:
+    """:func:`is_difference` of one row (see :func:`baseline_of` for rows older than the field)."""
+    return baseline_of(row) is not None

@@ -15,6 +15,7 @@ from pathlib import Path
 from revbench.errors import UsageError
 from revbench.evaluation.exports import file_name
 from revbench.evaluation.importers.registry import KIND_MODULES
+from revbench.evaluation.model import DIFFERENCE
 from revbench.evaluation.scorers.base import Context, make_scorer
 from revbench.settings import Settings
 
@@ -50,8 +51,6 @@ class EvaluationPlan:
     Semantic Scholar ids through the S2 client); None: nowhere."""
 
 
-DIFFERENCE = " - "
-"""What joins two scorers' names in a paired difference's row (``a - b``): no predictions file's name may hold it."""
 
 
 def parse_named(item: str, flag: str) -> tuple[str, Path]:
@@ -160,9 +159,10 @@ def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str
         if not name:
             raise PlanError(f"--predictions {item!r} has no name")
         if DIFFERENCE in name:
-            # the report reads "a - b" as a paired difference of two scorers and leaves it out of the scorers' table
-            raise PlanError(f"--predictions {item!r}: a name with {DIFFERENCE!r} in it reads as a paired difference "
-                            f"in the report; name it otherwise, e.g. -p {name.replace(DIFFERENCE, '-')}={path}")
+            # The rows are told apart by their baseline, not their names; a reader of the tables is not.
+            raise PlanError(f"--predictions {item!r}: a name with {DIFFERENCE!r} in it looks like a paired difference "
+                            f"of two scorers in the report's tables; name it otherwise, e.g. "
+                            f"-p {name.replace(DIFFERENCE, '-')}={path}")
         if not path.exists():
             raise PlanError(f"--predictions {item!r}: {path} does not exist")
         if target and target not in {k for k, _ in benches}:

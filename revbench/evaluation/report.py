@@ -10,12 +10,12 @@ from pathlib import Path
 import polars as pl
 
 from revbench.evaluation.evaluate import OWN_COVERAGE, TRIVIAL
-from revbench.evaluation.model import SPLIT_AVERAGE, MetricValue
+from revbench.evaluation.model import SPLIT_AVERAGE, MetricValue, is_difference
 
 RESULT_SCHEMA = {
     "benchmark": pl.Utf8, "split": pl.Utf8, "scorer": pl.Utf8, "metric": pl.Utf8,
     "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64, "spec": pl.Utf8,
-    "coverage": pl.Float64, "predictions_sha256": pl.Utf8, "ties": pl.Float64, "basis": pl.Utf8,
+    "coverage": pl.Float64, "predictions_sha256": pl.Utf8, "ties": pl.Float64, "basis": pl.Utf8, "baseline": pl.Utf8,
 }
 RANKING_SHOWN = ("P_hard@5", "P_soft@5", "P_hard@10", "NDCG@10", "MRR_hard@10", "Recall_hard@10", "WKTD@10")
 DIVERSITY_SHOWN = tuple(f"{name}@{k}" for name in ("InstitutionDiversity", "CoauthorDiversity") for k in (5, 10))
@@ -157,7 +157,7 @@ def report_tables(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accurac
     names: dict[tuple[str, str], list[str]] = {}
     for (bench, split), (_, original) in dup.items():
         names.setdefault((bench, original), []).append(split)
-    main = df.filter(~pl.col("scorer").str.contains(" - "))
+    main = df.filter(~is_difference())
     for bench in main["benchmark"].unique(maintain_order=True).to_list():
         b = main.filter(pl.col("benchmark") == bench)
         splits = [x for x in b["split"].unique(maintain_order=True).to_list()
@@ -196,7 +196,7 @@ def report_tables(df: pl.DataFrame, metrics: tuple[str, ...] = ("loss", "accurac
                 out.append(ReportTable(f"### {bench} · {shown}, each scorer on every pair it covers "
                                        "(different pairs: not compared, no best)",
                                        ["scorer", "coverage", *cols], _rows(mixed, cols, True, False)))
-    diffs = [r for r in df.filter(pl.col("scorer").str.contains(" - ") & (pl.col("metric") == "loss")).iter_rows(named=True)
+    diffs = [r for r in df.filter(is_difference() & (pl.col("metric") == "loss")).iter_rows(named=True)
              if not r["split"].endswith(OWN_COVERAGE) and (r["benchmark"], r["split"]) not in dup]
     if diffs:
         out.append(ReportTable("Paired differences in loss on the pairs both cover (negative: better than the baseline)",
@@ -246,7 +246,7 @@ def plot_loss(df: pl.DataFrame, path: Path, same_as: dict[tuple[str, str], tuple
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    d = df.filter((pl.col("metric") == "loss") & ~pl.col("scorer").str.contains(" - ") & pl.col("value").is_not_null()
+    d = df.filter((pl.col("metric") == "loss") & ~is_difference() & pl.col("value").is_not_null()
                   & ~pl.col("split").str.ends_with(OWN_COVERAGE))
     for bench, split in same_as or {}:
         d = d.filter((pl.col("benchmark") != bench) | (pl.col("split") != split))

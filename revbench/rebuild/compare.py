@@ -13,7 +13,7 @@ import polars as pl
 
 from revbench.evaluation.evaluate import Evaluator
 from revbench.evaluation.importers.registry import load_benchmark
-from revbench.evaluation.model import Benchmark, Scores, Split
+from revbench.evaluation.model import Benchmark, MetricValue, Scores, Split, is_difference_row
 from revbench.flows.evaluate import predictions_path
 from revbench.rebuild.pools import PoolsChoice, held_similarity, identities, pool_fates
 from revbench.schemas.tables import AUTHOR_LINKS, RATING_TUPLES, RATINGS
@@ -191,8 +191,13 @@ def _subset_losses(s: Settings, release_dir: Path, key: str, evaluation_dir: Pat
                                                    orient="row")]))
     if not runs or sub.tuples.height == 0:
         return {}
-    values = Evaluator(subset, n_resamples=s.ratings.bootstrap, seed=0).evaluate_all(runs)
-    return {v.scorer: v.__dict__ for v in values if v.metric == "loss" and v.split == split and " - " not in v.scorer}
+    return own_losses(Evaluator(subset, n_resamples=s.ratings.bootstrap, seed=0).evaluate_all(runs), split)
+
+
+def own_losses(values: list[MetricValue], split: str) -> dict[str, dict[str, Any]]:
+    """Each scorer's own loss on ``split`` by scorer, as a dict of its row; paired differences
+    (rows with a baseline) left out, whatever their names."""
+    return {v.scorer: v.__dict__ for v in values if v.metric == "loss" and v.split == split and not is_difference_row(v)}
 
 
 def pooling_bias(fates: pl.DataFrame, fates_defaults: pl.DataFrame, scorers: list[dict[str, Any]],

@@ -164,6 +164,17 @@ def test_the_lane_writes_and_prints_what_the_full_path_does_on_randomized_rate_f
     assert_same(tmp_path / "run", rate_args(*files, extra=extra), {f"{report}/exports.json": earlier} if earlier else None)
 
 
+def test_both_lanes_mark_every_row_of_results_json_as_a_scorers_own(tmp_path: Path, lane_env: None) -> None:
+    write_rate(random.Random(6), tmp_path / "r.json", ("paper_centric",), 8, 2, False)
+    assert_same(tmp_path / "run", rate_args(("r", tmp_path / "r.json"), extra=("--json-out", "rows.json")))
+    for side in ("lean", "full"):
+        for name in ("data/reports/evaluate/results.json", "rows.json"):
+            rows = json.loads((tmp_path / "run" / side / name).read_text())
+            # The key present and null: a reader takes the row as the scorer's own, not by its name.
+            assert rows and all("baseline" in r and r["baseline"] is None for r in rows), (side, name)
+            assert list(rows[0])[-1] == "baseline"  # eval_results' order, in both
+
+
 def test_ties_and_zero_weight_pairs_count_as_the_full_path_counts_them(tmp_path: Path, lane_env: None) -> None:
     items = [{"anchor_id": "a", "positive_id": f"r{i}", "negative_id": "r9", "type": "paper_centric",
               "positive_score": 0.5, "negative_score": 0.5, "positive_ref_score": 4, "negative_ref_score": 2 + (i == 0) * 2}
@@ -292,7 +303,7 @@ def test_numpy_sum_is_numpys_to_the_last_bit() -> None:
         assert lean.numpy_sum(values) == float(np.array(values).sum())
 
 
-def test_a_name_the_report_reads_as_a_paired_difference_is_refused(tmp_path: Path, lane_env: None) -> None:
+def test_a_name_that_looks_like_a_paired_difference_is_refused(tmp_path: Path, lane_env: None) -> None:
     write_rate(random.Random(3), tmp_path / "r.json", ("paper_centric",), 5, 2, False)
     args = rate_args(("a - b", tmp_path / "r.json"))
     assert run_here(tmp_path / "lean", args, full=False)[0] is None  # the full path's to refuse

@@ -107,6 +107,7 @@ def test_the_lane_answers_the_benchmarks_command_as_the_full_path_does(tmp_path:
     # 58 participants' pairs of differently rated papers, as the gold standard's own script counts them.
     assert [(r["metric"], r["n"]) for r in rows][:2] == [("loss", 1653), ("accuracy", 1653)]
     assert all(r["ci_low"] is not None and r["benchmark_version"] == rows[0]["benchmark_version"] for r in rows)
+    assert all("baseline" in r and r["baseline"] is None for r in rows)  # every row a scorer's own
     assert not (tmp_path / "run" / "full" / "data" / "warehouse.duckdb").exists()  # nothing stored, by either
 
 

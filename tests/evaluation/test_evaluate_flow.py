@@ -16,7 +16,7 @@ from tests.support.evaluation import write_openreview
 
 pytestmark = pytest.mark.slow
 KEYS = {"benchmark", "benchmark_version", "split", "scorer", "metric", "value", "ci_low", "ci_high", "n", "run_id",
-        "evaluated_at", "spec", "predictions_sha256", "coverage", "benchmark_digest", "ties", "basis"}
+        "evaluated_at", "spec", "predictions_sha256", "coverage", "benchmark_digest", "ties", "basis", "baseline"}
 
 
 def test_evaluate_flow_end_to_end(prefect_server, settings, tmp_path: Path) -> None:
@@ -72,9 +72,14 @@ def test_cli_errors_are_clear(prefect_server, tmp_path: Path) -> None:
 def test_a_baseline_written_with_its_defaults_is_the_same_scorer(settings, tmp_path: Path) -> None:
     data = write_openreview(tmp_path / "or")
     out = evaluate_flow.fn(settings, benchmarks=[f"openreview={data}"], scorers=["trivial", "tpms"],
-                           baseline="tpms:compat=revbench", bootstrap=20, plot=False)
+                           baseline="tpms:compat=revbench", bootstrap=20, plot=False, report_dir=str(tmp_path / "report"))
     paired = [r for r in out.rows if r["scorer"] == "trivial - tpms"]
     assert paired and all(r["ci_low"] is not None for r in paired if r["value"] is not None)
+    # results.json says what each difference is against; a scorer's own rows carry a null baseline.
+    rows = json.loads((tmp_path / "report" / "results.json").read_text())
+    assert rows == out.rows and all("baseline" in r for r in rows)
+    assert {r["baseline"] for r in rows if r["scorer"] == "trivial - tpms"} == {"tpms"}
+    assert {r["baseline"] for r in rows if r["scorer"] in ("trivial", "tpms")} == {None}
 
 
 def test_assignment_and_attack_travel_into_results_report_and_warehouse(prefect_server, settings, tmp_path: Path) -> None:

@@ -36,7 +36,8 @@ def rows() -> pl.DataFrame:
                                           ("hard_accuracy", None, None, None), ("NDCG@10", 0.7, None, None)]:
                 out.append(dict(benchmark=EVIL_BENCH, version=version_, split="average", scorer=scorer, metric=metric,
                                 value=value, ci_low=lo, ci_high=hi, n=40, coverage=0.9 if version_ == "v2" else 1.0,
-                                run_id=run, evaluated_at=when, release_status="published" if version_ == "v1" else None))
+                                run_id=run, evaluated_at=when, release_status="published" if version_ == "v1" else None,
+                                baseline=None))
     return pl.DataFrame(out)
 
 
@@ -116,7 +117,7 @@ def _splits(same: bool) -> pl.DataFrame:
         for split, (loss, n) in losses.items():
             out.append(dict(benchmark="release", version="v1", split=split, scorer=scorer, metric="loss", value=loss,
                             ci_low=None if split == "average" else loss - 0.02, ci_high=None if split == "average" else loss + 0.02,
-                            n=n, coverage=1.0, run_id="run-1", evaluated_at=when, release_status="published"))
+                            n=n, coverage=1.0, run_id="run-1", evaluated_at=when, release_status="published", baseline=None))
     return pl.DataFrame(out)
 
 
@@ -171,10 +172,10 @@ def _lr_shaped(stale_average: bool = False) -> pl.DataFrame:
     when = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
     out = []
 
-    def add(split: str, scorer: str, metric: str, value: float, n: int, ci: bool = True) -> None:
+    def add(split: str, scorer: str, metric: str, value: float, n: int, ci: bool = True, baseline: str | None = None) -> None:
         out.append(dict(benchmark="warehouse", version="w1", split=split, scorer=scorer, metric=metric, value=value,
                         ci_low=value - 0.02 if ci else None, ci_high=value + 0.02 if ci else None, n=n, coverage=1.0,
-                        run_id="run-1", evaluated_at=when, release_status=None))
+                        run_id="run-1", evaluated_at=when, release_status=None, baseline=baseline))
 
     for scorer, base in (("bm25", 0.30), ("tpms", 0.25)):
         for split, loss, n in (("pointwise", base, 120), ("reviewer_centric", base, 120), ("paper_centric", base + 0.06, 80)):
@@ -184,7 +185,7 @@ def _lr_shaped(stale_average: bool = False) -> pl.DataFrame:
         splits = [base, base + 0.06] + ([base] if stale_average else [])
         add("average", scorer, "loss", sum(splits) / len(splits), len(splits), ci=False)
     for split in ("pointwise", "reviewer_centric", "paper_centric"):
-        add(split, "bm25 - tpms", "loss", 0.05, 120 if split != "paper_centric" else 80)
+        add(split, "bm25 - tpms", "loss", 0.05, 120 if split != "paper_centric" else 80, baseline="tpms")
     return pl.DataFrame(out)
 
 

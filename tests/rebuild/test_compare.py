@@ -203,6 +203,27 @@ def test_scorer_rows_pick_the_loss_of_each_scorer() -> None:
     assert by["only_original"]["rebuilt_n"] is None
 
 
+def test_the_comparison_leaves_out_paired_differences_by_their_baseline_not_their_name() -> None:
+    from revbench.evaluation.model import MetricValue
+    from revbench.rebuild.compare import own_losses
+
+    dashed = "rate:model=/models/RATE - v2"  # a scorer's own label, " - " and all
+    rows = [{**_row(dashed, 0.3), "baseline": None}, {**_row("tpms", 0.4), "baseline": None},
+            {**_row(f"{dashed} - tpms", -0.1), "baseline": "tpms"},
+            {**_row(dashed, 0.35, "release", "paper_centric"), "baseline": None},
+            {**_row("tpms", 0.45, "release", "paper_centric"), "baseline": None},
+            {**_row(f"{dashed} - tpms", -0.1, "release", "paper_centric"), "baseline": "tpms"}]
+    out = scorer_rows(rows, ("lrbench", "lr_paper_centric"), ("release", "paper_centric"))
+    assert [(s["name"], s["original_loss"], s["rebuilt_loss"]) for s in out] == [(dashed, 0.3, 0.35), ("tpms", 0.4, 0.45)]
+    assert kendall_tau(out) == 1.0
+    values = [MetricValue("release", "paper_centric", dashed, "loss", 0.35, None, None, 13),
+              MetricValue("release", "paper_centric", "tpms", "loss", 0.45, None, None, 13),
+              MetricValue("release", "paper_centric", f"{dashed} - tpms", "loss", -0.1, None, None, 13, baseline="tpms"),
+              MetricValue("release", "reviewer_centric", "tpms", "loss", 0.2, None, None, 9)]
+    got = own_losses(values, "paper_centric")
+    assert list(got) == [dashed, "tpms"] and got[dashed]["value"] == 0.35
+
+
 def _scorers(pairs: list[tuple[float | None, float | None]]) -> list[dict[str, Any]]:
     return [{"name": f"s{i}", "original_loss": o, "rebuilt_loss": r} for i, (o, r) in enumerate(pairs)]
 
