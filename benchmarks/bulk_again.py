@@ -11,7 +11,7 @@ run used, so the day later reads the increments, as it did. Files set aside are 
 the run ends; a run killed outright leaves them under ``<work>/again-aside/``, where the next
 ``--again`` finds and restores them before anything else.
 
-    .venv/bin/python -m benchmarks.bulk_again [--papers 160000] [--work data/bench/bulk] [--fresh | --fresh-only]
+    .venv/bin/python -m benchmarks.bulk_again [--papers 160000] [--work data/bench/bulk] [--fresh | --fresh-only] [--repeat 3]
 
 ``--fresh`` then runs the bulk path afresh over the day-later world (S2AG's newest release read
 whole) and compares its S2 rows with the day later's: a day later from increments must leave them
@@ -30,6 +30,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,9 @@ def put_back(work: Path) -> None:
     aside.rmdir()
 
 
-def again(papers: int, work: Path) -> dict[str, Any]:
-    """Both phases measured again; the updated results."""
+def again(papers: int, work: Path, repeat: int = 1) -> dict[str, Any]:
+    """Both phases measured again, each ``repeat`` times (the run of median time kept, every time
+    recorded); the updated results."""
     from revbench.replay import spawn_replay
     from revbench.settings import ReplaySettings
 
@@ -98,12 +100,14 @@ def again(papers: int, work: Path) -> dict[str, Any]:
         subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
                         "from revbench.replay.snapshot import write_snapshot; write_snapshot(Path(sys.argv[1]), Path(sys.argv[2]))",
                         str(base), str(work / "openalex")], check=True)
-        shutil.rmtree(data, ignore_errors=True)
-        data.mkdir(parents=True)
-        shutil.copy(work / "template" / "warehouse.duckdb", data / "warehouse.duckdb")
         print("bulk:", flush=True)
         with spawn_replay(base, replay) as url:
-            bulk = run_child(data, url, work / "s2ag", work / "openalex")
+            def first() -> dict[str, Any]:
+                shutil.rmtree(data, ignore_errors=True)
+                data.mkdir(parents=True)
+                shutil.copy(work / "template" / "warehouse.duckdb", data / "warehouse.duckdb")
+                return run_child(data, url, work / "s2ag", work / "openalex")
+            bulk = median_run(first, repeat)
     finally:
         put_back(work)
     if "exit_code" in bulk:
@@ -111,10 +115,22 @@ def again(papers: int, work: Path) -> dict[str, Any]:
     if (work / "api" / "warehouse.duckdb").is_file():
         # Compared before the day later changes the bulk warehouse, as the first measurement was.
         result["same_tables"] = compare(work / "api" / "warehouse.duckdb", data / "warehouse.duckdb")
-    added = load_corpus(world, data / "warehouse.duckdb", only=day_papers(base, world))
+    before = work / "bulk-before-day"
+    if repeat > 1:  # each day later from the same state: the first run's, as it left it
+        shutil.rmtree(before, ignore_errors=True)
+        shutil.copytree(data, before)
     print("day_later:", flush=True)
+    loaded: dict[str, int] = {}
     with spawn_replay(world, replay) as url:
-        later = run_child(data, url, work / "s2ag", work / "openalex")
+        def day() -> dict[str, Any]:
+            if repeat > 1:
+                shutil.rmtree(data, ignore_errors=True)
+                shutil.copytree(before, data)
+            loaded["papers"] = load_corpus(world, data / "warehouse.duckdb", only=day_papers(base, world))
+            return run_child(data, url, work / "s2ag", work / "openalex")
+        later = median_run(day, repeat)
+    shutil.rmtree(before, ignore_errors=True)
+    added = loaded["papers"]
     kept = {k: result["day_later"][k] for k in ("new_papers", "files_written_s", "files") if k in result["day_later"]}
     when = datetime.now(UTC).isoformat(timespec="seconds")
     result["bulk"] = {**bulk, "measured_again": when}
@@ -125,6 +141,21 @@ def again(papers: int, work: Path) -> dict[str, Any]:
         result["day_later_over_bulk"] = round(later["seconds"] / bulk["seconds"], 4)
     out_file.write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+def median_run(run: Callable[[], dict[str, Any]], repeat: int) -> dict[str, Any]:
+    """``run`` (a phase) ``repeat`` times: the result of the run of median time, with every run's
+    seconds in ``seconds_each``; the last run's files are left (every run writes the same tables, so
+    the next phase starts from any as from the median's). A run stopped (killed for memory) is the result."""
+    runs: list[dict[str, Any]] = []
+    for i in range(repeat):
+        runs.append(run())
+        if "exit_code" in runs[-1]:
+            return runs[-1]
+        if repeat > 1:
+            print(f"  run {i + 1} of {repeat}: {runs[-1]['seconds']} s", flush=True)
+    median = sorted(runs, key=lambda r: r["seconds"])[(len(runs) - 1) // 2]
+    return {**median, "seconds_each": [r["seconds"] for r in runs]} if repeat > 1 else median
 
 
 S2_ROWS = {"citations": "source = 's2'", "paper_topics": "scheme = 's2-fos'", "graph_fetches": "source = 's2'"}
@@ -204,9 +235,13 @@ def main() -> None:
     p.add_argument("--fresh", action="store_true",
                    help="then a fresh bulk run over the day-later world, its S2 tables compared with the day later's")
     p.add_argument("--fresh-only", action="store_true", help="only the fresh run, after an earlier --again")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="runs of each phase, the one of median time kept: a shared machine's pace moves a single run's time")
     a = p.parse_args()
     if a.papers <= 0:
         p.error(f"--papers {a.papers}: must be positive")
+    if not 1 <= a.repeat <= 9:
+        p.error(f"--repeat {a.repeat}: must be 1 to 9")
     if not a.work.is_dir():
         p.error(f"--work {a.work}: no such folder")
     # Checked before anything is set aside or run: the results to update, the run's folder.
@@ -218,7 +253,7 @@ def main() -> None:
     if a.fresh_only and not (a.work / "bulk" / "warehouse.duckdb").is_file():
         p.error(f"--fresh-only: no {a.work / 'bulk' / 'warehouse.duckdb'} (a day later to compare with; run --fresh instead)")
     with work_lock(a.work):
-        r = {} if a.fresh_only else again(a.papers, a.work)
+        r = {} if a.fresh_only else again(a.papers, a.work, a.repeat)
         if a.fresh or a.fresh_only:
             r = fresh_run(a.papers, a.work)
             print(json.dumps({k: v["same"] for k, v in r["day_later"]["fresh_run"]["s2_tables"].items()}))

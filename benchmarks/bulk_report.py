@@ -86,6 +86,12 @@ def _bulk_one(d: dict[str, Any]) -> list[str]:
                      f"`{d['bulk'].get('code', '?')}` (`{d['command'].replace('bulk_bench', 'bulk_again')}`), "
                      "over the same world and files; the API run as first measured, on commit "
                      f"`{d.get('api', {}).get('code', '?')}`.")
+        each = [(name, d[k]["seconds_each"]) for k, name in (("bulk", "the first bulk run"), ("day_later", "the day later"))
+                if "seconds_each" in d.get(k, {})]
+        if each:
+            lines[-1] += (f" Each phase ran {len(each[0][1])} times, from the same state, and the run of median time is "
+                          "the one shown (" + "; ".join(f"{name}: {', '.join(f'{x:.1f}' for x in xs)} s" for name, xs in each)
+                          + "): one run's time moves with the shared machine's pace.")
     s2 = d.get("api", {}).get("requests", {}).get("s2")
     if s2:
         lines.append(f"At Semantic Scholar's pace for a key (one request a second) the API path's {_n(s2)} requests "

@@ -123,7 +123,7 @@ def test_a_run_without_fresh_prints_its_ratios_and_a_fresh_one_its_comparison(tm
     (tmp_path / "results" / "bulk-20k.json").write_text("{}")
     ratios = {"bulk_over_api": 0.08, "day_later_over_bulk": 0.15}
     compared = {**ratios, "day_later": {"fresh_run": {"s2_tables": {"citations": {"same": True}}}}}
-    monkeypatch.setattr(bulk_again, "again", lambda papers, w: dict(ratios))
+    monkeypatch.setattr(bulk_again, "again", lambda papers, w, repeat: dict(ratios))
     monkeypatch.setattr(bulk_again, "fresh_run", lambda papers, w: compared)
     for flags, first in (([], ratios), (["--fresh"], {"citations": True})):
         monkeypatch.setattr(sys, "argv", ["bulk_again", "--papers", "20000", "--work", str(work), *flags])
@@ -146,3 +146,49 @@ def test_a_benchmark_lock_that_is_a_link_is_refused_in_one_line_and_its_target_k
         pass
     assert "is a link" in str(refused.value) and "\n" not in str(refused.value)
     assert target.read_text() == "keep me"  # the holder's pid never written through the link
+
+
+def test_a_repeated_phase_keeps_the_run_of_median_time_and_records_every_one() -> None:
+    from benchmarks.bulk_again import median_run
+
+    times = iter([9.0, 7.5, 12.0])
+    calls: list[float] = []
+
+    def run() -> dict[str, float]:
+        calls.append(next(times))
+        return {"seconds": calls[-1], "run": len(calls)}
+
+    got = median_run(run, 3)
+    assert got["run"] == 1 and got["seconds"] == 9.0 and got["seconds_each"] == [9.0, 7.5, 12.0]
+    assert median_run(lambda: {"seconds": 3.0}, 1) == {"seconds": 3.0}  # once: as before, no list
+    stopped = iter([{"seconds": 2.0}, {"seconds": 1.0, "exit_code": -9}, {"seconds": 5.0}])
+    assert median_run(lambda: next(stopped), 3) == {"seconds": 1.0, "exit_code": -9}  # a killed run is the result
+
+
+def test_the_report_says_how_many_runs_each_phase_had_and_their_times() -> None:
+    from benchmarks.bulk_report import _bulk_one
+
+    phase = {"seconds": 10.0, "peak_rss_mb": 1024, "papers_asked": 1, "code": "c", "measured_again": "2026-11-30T00:00:00"}
+    d = {"when": "2026-11-30T00:00:00", "machine": "2 cores", "command": "python -m benchmarks.bulk_bench --papers 20000",
+         "world": {"papers": 10, "references": 20}, "corpus_papers": 5,
+         "bulk": {**phase, "seconds_each": [10.0, 9.0, 11.0]}, "day_later": {**phase, "seconds": 1.0, "seconds_each": [1.0, 1.2, 0.9]}}
+    text = "\n".join(_bulk_one(d))
+    assert "Each phase ran 3 times" in text and "the first bulk run: 10.0, 9.0, 11.0 s" in text
+    assert "the day later: 1.0, 1.2, 0.9 s" in text
+    d["bulk"].pop("seconds_each"), d["day_later"].pop("seconds_each")
+    assert "Each phase ran" not in "\n".join(_bulk_one(d))
+
+
+def test_a_repeat_out_of_range_is_refused_before_anything_runs(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    import pytest
+
+    from benchmarks import bulk_again
+
+    monkeypatch.setattr(bulk_again, "again", lambda *a: pytest.fail("ran"))
+    for bad in ("0", "10"):
+        monkeypatch.setattr(sys, "argv", ["bulk_again", "--work", str(tmp_path), "--repeat", bad])
+        with pytest.raises(SystemExit) as refused:
+            bulk_again.main()
+        assert refused.value.code == 2 and f"--repeat {bad}: must be 1 to 9" in capsys.readouterr().err
