@@ -26,7 +26,7 @@ from revbench.errors import InputError
 from revbench.flows.pieces import map_pieces
 from revbench.settings import Settings
 from revbench.tasks.graph import PaperIndex
-from revbench.tasks.graph_bulk import Framed, cited_s2_ids, patched_references, s2ag_framed
+from revbench.tasks.graph_bulk import PATCH_READS, Framed, cited_s2_ids, patched_references, s2ag_framed
 from revbench.tasks.graph_bulk_openalex import author_keys, openalex_dois, openalex_framed
 from revbench.tasks.graph_fetch import resolve_changed
 from revbench.warehouse.bulk import Mapper, s2ag_diff_chain, s2ag_releases
@@ -275,7 +275,8 @@ def s2ag_first(run: Any, settings: Settings, root: Path, todo: dict[str, list[st
     patch = sorted((read.patched & covered) - ids)
     if patch:
         cited = s2ag_cited_papers(home / plan.kept, read.recited)
-        got.patched = patched_references(run.wh.graph.references_naming(patch, "s2", cited_s2_ids(cited)), cited)
+        stored = run.wh.graph.references_naming(patch, "s2", cited_s2_ids(cited), columns=PATCH_READS)
+        got.patched = patched_references(stored, cited)
     dropped = sorted(before - covered)
     if dropped:
         run.wh.graph.forget_answers(dropped, "s2")

@@ -154,14 +154,19 @@ def cited_s2_ids(cited: pl.DataFrame) -> list[str]:
     return cited.select(s2_paper_id(pl.col("url")).alias("i")).drop_nulls()["i"].unique().sort().to_list()
 
 
+PATCH_READS = ("citing_arxiv_id", "source", "ordinal", "cited_arxiv_id", "cited_s2_id", "cited_openalex_id")
+"""What a patch reads of a stored reference: its key, the S2 id its new values are found by, and what
+resolving it again reads besides them; every other column stays as stored when it is written back."""
+
+
 def patched_references(stored: pl.DataFrame, cited: pl.DataFrame) -> pl.DataFrame:
-    """The ``stored`` references (``citations`` rows) naming one of the ``cited`` papers (their
-    rows, ``revbench.warehouse.bulk_answers.s2ag_cited_papers``) by its S2 id, with that paper's
-    values as an answer given now carries them; each other column as stored."""
+    """The ``stored`` references (``citations`` rows, whole or :data:`PATCH_READS`) naming one of the
+    ``cited`` papers (their rows, ``revbench.warehouse.bulk_answers.s2ag_cited_papers``) by its S2
+    id, with that paper's values as an answer given now carries them; each other column as stored."""
     values = s2ag_cited(cited).drop("cited_corpusid", "_in_release").unique("cited_s2_id", keep="first")
     replaced = [c for c in values.columns if c != "cited_s2_id"]
-    return (stored.drop(replaced).join(values, on="cited_s2_id", how="inner", maintain_order="left")
-            .select(stored.columns))
+    out = stored.drop(replaced, strict=False).join(values, on="cited_s2_id", how="inner", maintain_order="left")
+    return out.select([c for c in CITATIONS.names if c in stored.columns or c in replaced])
 
 
 def s2ag_topics(topics: pl.DataFrame) -> pl.DataFrame:

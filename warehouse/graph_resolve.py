@@ -92,23 +92,26 @@ class ResolveQueries(Slice):
         finally:
             self.con.unregister("_new_keys")
 
-    def references_naming(self, arxiv_ids: Sequence[str], source: str, cited_s2_ids: Sequence[str]) -> pl.DataFrame:
+    def references_naming(self, arxiv_ids: Sequence[str], source: str, cited_s2_ids: Sequence[str],
+                          columns: Sequence[str] | None = None) -> pl.DataFrame:
         """The stored references of these papers from ``source`` that name one of ``cited_s2_ids``
-        (what an update of those cited papers patches), in list order."""
+        (what an update of those cited papers patches), in list order. ``columns``: only these (by
+        default every column), in the table's order."""
+        names = [c for c in CITATIONS.names if columns is None or c in columns]
         self.con.register("_citing", pl.DataFrame({"k": list(arxiv_ids)}, schema={"k": pl.Utf8}).to_arrow())
         self.con.register("_cited", pl.DataFrame({"k": list(cited_s2_ids)}, schema={"k": pl.Utf8}).to_arrow())
+        where = ("source = ? AND cited_s2_id IN (SELECT k FROM _cited) AND citing_arxiv_id IN (SELECT k FROM _citing)")
         try:
-            # found over the three columns the choice reads, then read whole by rowid: scanning every
-            # column of every stored reference costs more than the second pass over the few found
-            df = self._frame(f"""SELECT {', '.join(_q(c) for c in CITATIONS.names)} FROM citations
-                                 WHERE rowid IN (SELECT rowid FROM citations WHERE source = ?
-                                                   AND cited_s2_id IN (SELECT k FROM _cited)
-                                                   AND citing_arxiv_id IN (SELECT k FROM _citing))
+            # Every column: found over the three the choice reads, then read whole by rowid (scanning
+            # every column of every stored reference costs more than a second pass over the few found).
+            # A few narrow columns: read in the one pass that finds them.
+            found = (f"rowid IN (SELECT rowid FROM citations WHERE {where})" if columns is None else where)
+            df = self._frame(f"""SELECT {', '.join(_q(c) for c in names)} FROM citations WHERE {found}
                                  ORDER BY citing_arxiv_id, source, ordinal""", [source])
         finally:
             self.con.unregister("_citing")
             self.con.unregister("_cited")
-        return CITATIONS.conform(df) if df.height else CITATIONS.empty()
+        return CITATIONS.conform(df).select(names) if df.height else CITATIONS.empty().select(names)
 
     def unresolved_count(self) -> int:
         """References that name no warehouse paper."""
