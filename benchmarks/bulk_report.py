@@ -80,10 +80,12 @@ def _bulk_one(d: dict[str, Any]) -> list[str]:
                                                    ("day_later", "a day later, bulk")) if k in d]
     lines.append("")
     again = d.get("bulk", {}).get("measured_again")
+    runs = len(d.get("bulk", {}).get("seconds_each", []))
+    repeat = f" --repeat {runs}" if runs > 1 else ""
     if again:
         on = f" {again[:10]}" if isinstance(again, str) else ""
         lines.append(f"The bulk run and its day later measured again{on} on commit "
-                     f"`{d['bulk'].get('code', '?')}` (`{d['command'].replace('bulk_bench', 'bulk_again')}`), "
+                     f"`{d['bulk'].get('code', '?')}` (`{d['command'].replace('bulk_bench', 'bulk_again')}{repeat}`), "
                      "over the same world and files; the API run as first measured, on commit "
                      f"`{d.get('api', {}).get('code', '?')}`.")
         each = [(name, d[k]["seconds_each"]) for k, name in (("bulk", "the first bulk run"), ("day_later", "the day later"))

@@ -174,7 +174,7 @@ def test_the_report_says_how_many_runs_each_phase_had_and_their_times() -> None:
          "bulk": {**phase, "seconds_each": [10.0, 9.0, 11.0]}, "day_later": {**phase, "seconds": 1.0, "seconds_each": [1.0, 1.2, 0.9]}}
     text = "\n".join(_bulk_one(d))
     assert "Each phase ran 3 times" in text and "the first bulk run: 10.0, 9.0, 11.0 s" in text
-    assert "the day later: 1.0, 1.2, 0.9 s" in text
+    assert "the day later: 1.0, 1.2, 0.9 s" in text and "--papers 20000 --repeat 3`" in text
     d["bulk"].pop("seconds_each"), d["day_later"].pop("seconds_each")
     assert "Each phase ran" not in "\n".join(_bulk_one(d))
 
