@@ -133,7 +133,7 @@ STEPS = {
 another: S2AG's release brought up to date (read whole, or its increments), S2's answers read
 from it, OpenAlex's snapshot read, both sources' file answers resolved and saved, older
 references resolved again, and the run's match rates; the rest is finding the references to patch,
-the API pieces, reading the papers, coverage and the flow's own steps."""
+the API pieces past the save they run beside, reading the papers, coverage and the flow's own steps."""
 
 
 def child_main(a: argparse.Namespace) -> None:

@@ -49,8 +49,8 @@ def _steps(name: str, r: dict[str, Any]) -> str | None:
         return None
     rest = r["seconds"] - sum(steps.values())
     return (f"Of {name}'s {r['seconds']:.1f} s: " + ", ".join(f"{STEP_NAMES.get(k, k)} {v:.2f}" for k, v in steps.items())
-            + f"; the rest ({rest:.1f} s) finding the references to patch, the API pieces, reading the papers, coverage "
-              "and the flow's own steps.")
+            + f"; the rest ({rest:.1f} s) finding the references to patch, the API pieces past the save they run beside, "
+              "reading the papers, coverage and the flow's own steps.")
 
 
 def _work_share(first: dict[str, Any], later: dict[str, Any]) -> list[str]:
