@@ -7,10 +7,8 @@ recalled by citation and excluded with its evidence."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import polars as pl
 import pytest
@@ -26,10 +24,8 @@ from revbench.synth.truth import graph_conflicts_caught, load_truth
 from revbench.tasks.pool_citations import NO_CITATIONS, applies, pair_paths, path_counts, recall, with_paths
 from revbench.tasks.pools import candidate_evidence, parameters_hash, round_parameters
 from revbench.warehouse import Warehouse
-from revbench.warehouse.db import SCHEMA_VERSION_TABLE
-from revbench.warehouse.ddl import create_table_sql
-from revbench.warehouse.migrations import migrations
 from tests.support.common import on_replay
+from tests.support.migrations import warehouse_at
 from tests.support.worlds import END, START, week_world
 
 IDS = ["q", "n1", "c1", "c2"]
@@ -77,14 +73,7 @@ def test_rounds_recorded_before_citation_recall_keep_their_hash_and_their_recall
 
 def test_rounds_saved_before_migration_16_were_found_by_similarity(tmp_path: Path) -> None:
     path = tmp_path / "w.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute(create_table_sql(SCHEMA_VERSION_TABLE))
-    for m in migrations():
-        if m.version > 15:
-            break
-        for stmt in m.statements:
-            con.execute(stmt)
-        con.execute("INSERT INTO schema_version VALUES (?, ?, ?)", [m.version, datetime.now(UTC), m.description])
+    con = warehouse_at(path, 15)
     con.execute("INSERT INTO assignments VALUES (1, 1, 'q', 'a', 0.7, 1)")
     con.execute("INSERT INTO pool_evidence VALUES (1, 1, 'q', 'a', 'n', 0.7)")
     con.close()

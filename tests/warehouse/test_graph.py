@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import duckdb
 import polars as pl
 
 from revbench.app.commands.operate import print_status
@@ -15,10 +14,10 @@ from revbench.app.console import console
 from revbench.schemas.graph import AUTHOR_AFFILIATIONS, CITATIONS, GRAPH_FETCHES, GRAPH_TABLES, INSTITUTIONS, PAPER_TOPICS
 from revbench.schemas.quality import validate_frames
 from revbench.schemas.tables import MENTIONS, REJECTS
-from revbench.warehouse.db import SCHEMA_VERSION_TABLE, Warehouse
-from revbench.warehouse.ddl import create_table_sql
-from revbench.warehouse.migrations import LATEST_VERSION, migrations
+from revbench.warehouse.db import Warehouse
+from revbench.warehouse.migrations import LATEST_VERSION
 from revbench.warehouse.status import read_status
+from tests.support.migrations import warehouse_at
 
 NOW = datetime(2026, 10, 1, tzinfo=UTC)
 GRAPH = {t.name for t in GRAPH_TABLES}
@@ -58,14 +57,7 @@ INSTITUTION_ROWS = [dict(institution_key="ror:05a28rw58", ror="05a28rw58", name=
 
 
 def _warehouse_at_14(path: Path) -> None:
-    con = duckdb.connect(str(path))
-    con.execute(create_table_sql(SCHEMA_VERSION_TABLE))
-    for m in migrations():
-        if m.version > 14:
-            break
-        for stmt in m.statements:
-            con.execute(stmt)
-        con.execute("INSERT INTO schema_version VALUES (?, ?, ?)", [m.version, NOW, m.description])
+    con = warehouse_at(path, 14, applied_at=NOW)
     con.execute("INSERT INTO runs (run_id, flow, status, started_at) VALUES ('r1', 'ingest', 'completed', ?)", [NOW])
     con.close()
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import duckdb
 import polars as pl
 
 from revbench.schemas.tables import DOCUMENTS, PDF_AUTHOR
-from revbench.warehouse.db import SCHEMA_VERSION_TABLE, Warehouse
+from revbench.warehouse.db import Warehouse
 from revbench.warehouse.ddl import create_table_sql, duckdb_type
-from revbench.warehouse.migrations import migrations
+from tests.support.migrations import warehouse_at
 
 NOW = datetime(2026, 10, 1, tzinfo=UTC)
 OLD_AUTHOR = ('STRUCT("forename" VARCHAR, "surname" VARCHAR, "email" VARCHAR, "department" VARCHAR, '
@@ -20,14 +19,7 @@ OLD_AUTHOR = ('STRUCT("forename" VARCHAR, "surname" VARCHAR, "email" VARCHAR, "d
 
 
 def _warehouse_at_12(path: Path) -> None:
-    con = duckdb.connect(str(path))
-    con.execute(create_table_sql(SCHEMA_VERSION_TABLE))
-    for m in migrations():
-        if m.version > 12:
-            break
-        for stmt in m.statements:
-            con.execute(stmt)
-        con.execute("INSERT INTO schema_version VALUES (?, ?, ?)", [m.version, NOW, m.description])
+    con = warehouse_at(path, 12, applied_at=NOW)
     # documents as version 12 declared it: pdf_authors items without affiliations or orcid.
     new_author = duckdb_type(DOCUMENTS.polars_schema["pdf_authors"])
     assert new_author != OLD_AUTHOR and duckdb_type(PDF_AUTHOR) in new_author

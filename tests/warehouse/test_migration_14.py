@@ -6,27 +6,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import duckdb
 import polars as pl
 
 from revbench.schemas.tables import DOCUMENTS
 from revbench.tasks.reconcile import clean_emails
-from revbench.warehouse.db import SCHEMA_VERSION_TABLE, Warehouse
+from revbench.warehouse.db import Warehouse
 from revbench.warehouse.ddl import create_table_sql, duckdb_type
-from revbench.warehouse.migrations import migrations
+from tests.support.migrations import warehouse_at
 
 NOW = datetime(2026, 10, 1, tzinfo=UTC)
 
 
 def _warehouse_at_13(path: Path) -> None:
-    con = duckdb.connect(str(path))
-    con.execute(create_table_sql(SCHEMA_VERSION_TABLE))
-    for m in migrations():
-        if m.version > 13:
-            break
-        for stmt in m.statements:
-            con.execute(stmt)
-        con.execute("INSERT INTO schema_version VALUES (?, ?, ?)", [m.version, NOW, m.description])
+    con = warehouse_at(path, 13, applied_at=NOW)
     # documents and mentions as version 13 declared them: no emails anywhere.
     new_author = duckdb_type(DOCUMENTS.polars_schema["pdf_authors"])
     old_author = new_author.replace(', "emails" VARCHAR[]', "")

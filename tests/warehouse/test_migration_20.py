@@ -7,13 +7,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import duckdb
 import polars as pl
 
 from revbench.schemas.tables import EVAL_RESULTS
-from revbench.warehouse.db import SCHEMA_VERSION_TABLE, Warehouse
-from revbench.warehouse.ddl import create_table_sql, rebuild_table_sql
-from revbench.warehouse.migrations import migrations
+from revbench.warehouse.db import Warehouse
+from revbench.warehouse.ddl import rebuild_table_sql
+from tests.support.migrations import warehouse_at
 
 NOW = datetime(2026, 10, 1, tzinfo=UTC)
 OLD_ROWS = {"tpms": None, "bm25 - tpms": "tpms", "rate:model=/m/RATE - v2 - tpms": "v2 - tpms"}
@@ -21,14 +20,7 @@ OLD_ROWS = {"tpms": None, "bm25 - tpms": "tpms", "rate:model=/m/RATE - v2 - tpms
 
 
 def _warehouse_at_19(path: Path) -> None:
-    con = duckdb.connect(str(path))
-    con.execute(create_table_sql(SCHEMA_VERSION_TABLE))
-    for m in migrations():
-        if m.version > 19:
-            break
-        for stmt in m.statements:
-            con.execute(stmt)
-        con.execute("INSERT INTO schema_version VALUES (?, ?, ?)", [m.version, NOW, m.description])
+    con = warehouse_at(path, 19, applied_at=NOW)
     assert "baseline" not in {r[0] for r in con.execute("DESCRIBE eval_results").fetchall()}
     for scorer in OLD_ROWS:
         con.execute("""INSERT INTO eval_results (benchmark, benchmark_version, split, scorer, metric, value, n, run_id,
