@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from revbench.errors import RevbenchError
+from revbench.schemas.model import Table
 from revbench.schemas.tables import EVAL_RESULTS
 from revbench.warehouse.ddl import duckdb_type
 from revbench.warehouse.slice import Slice
@@ -16,6 +18,43 @@ class EvaluateSlice(Slice):
     """The latest results of each scorer, on every benchmark and on the published releases."""
 
     stage = "evaluate"
+
+    def upsert(self, table: Table, df: pl.DataFrame, only_if: str | None = None,
+               sets: dict[str, str] | None = None) -> int:
+        """:meth:`Slice.upsert`, refusing an ``eval_results`` row that would take the key of a row of
+        another baseline (see :meth:`check_result_keys`) instead of replacing or dropping one of them."""
+        if table.name == EVAL_RESULTS.name:
+            self.check_result_keys(df)
+        return super().upsert(table, df, only_if, sets)
+
+    def insert(self, table: Table, df: pl.DataFrame) -> int:
+        """:meth:`Slice.insert`, refusing what :meth:`upsert` refuses in one line."""
+        if table.name == EVAL_RESULTS.name:
+            self.check_result_keys(df)
+        return super().insert(table, df)
+
+    def check_result_keys(self, df: pl.DataFrame) -> None:
+        """Raise, naming the row, when a row of ``df`` shares its ``eval_results`` key with a stored
+        row, or another row of ``df``, of another baseline: a scorer's own row and a paired difference
+        named alike (``a - b``). The key has no ``baseline``; an upsert would replace one number with
+        another of different meaning, and a write's own duplicates are dropped before it."""
+        if df.height == 0:
+            return
+        pk = list(EVAL_RESULTS.primary_key)
+        base = pl.col("baseline") if "baseline" in df.columns else pl.lit(None, pl.Utf8)
+        new = df.select(*pk, base.alias("baseline")).unique()
+        runs = new["run_id"].unique().to_list()
+        # Tuples, not a frame: reading one back would load pyarrow for the few rows a one-off run writes.
+        stored = self._exec(f"SELECT {', '.join(pk)}, baseline FROM {EVAL_RESULTS.name} "
+                            f"WHERE run_id IN ({', '.join('?' * len(runs))})", runs)
+        seen: dict[tuple[object, ...], tuple[str | None, str]] = {r[:-1]: (r[-1], "a stored row") for r in stored}
+        for *key, baseline in new.iter_rows():
+            had, where = seen.setdefault(tuple(key), (baseline, "another row of this write"))
+            if had != baseline:
+                row = ", ".join(f"{c}={v!r}" for c, v in zip(pk, key, strict=True))
+                raise RevbenchError(f"eval_results row ({row}) is {_kind(baseline)}, but {where} with that key is "
+                                    f"{_kind(had)}: not stored, one would replace the other (a scorer labelled like "
+                                    "a paired difference: rename it or give another --baseline)")
 
     def release_results(self, metric: str, split: str) -> pl.DataFrame:
         """``scorer, version, manifest_sha256, value, ci_low, ci_high`` of ``metric`` on ``split``
@@ -65,3 +104,7 @@ class EvaluateSlice(Slice):
             return EVAL_RESULTS.name
         given = ", ".join(f'CAST({c.backfill or "NULL"} AS {duckdb_type(c.dtype)}) AS "{c.name}"' for c in missing)
         return f"(SELECT *, {given} FROM {EVAL_RESULTS.name})"
+
+
+def _kind(baseline: str | None) -> str:
+    return "a scorer's own row" if baseline is None else f"the paired difference to {baseline!r}"

@@ -15,7 +15,7 @@ from pathlib import Path
 from revbench.errors import UsageError
 from revbench.evaluation.exports import file_name
 from revbench.evaluation.importers.registry import KIND_MODULES
-from revbench.evaluation.model import DIFFERENCE
+from revbench.evaluation.model import DIFFERENCE, difference_name
 from revbench.evaluation.scorers.base import Context, make_scorer
 from revbench.settings import Settings
 
@@ -118,6 +118,19 @@ def check_baseline(settings: Settings, baseline: str | None, labels: dict[str, s
                     "name one of them, or add it with --scorer")
 
 
+def check_difference_names(labels: dict[str, str], preds: list[PredictionsFile], baseline: str | None) -> None:
+    """Refuse a scorer whose own label is the paired-difference name of another scorer (or file) of
+    the run to ``baseline``: ``eval_results``' key has no ``baseline``, so one row would replace the other."""
+    if baseline is None:
+        return
+    for other in [*labels, *(p.name for p in preds)]:
+        paired = difference_name(other, baseline)
+        if other != baseline and paired in labels:
+            raise PlanError(f"--scorer {labels[paired]!r} is labelled {paired!r}, the name of the paired difference of "
+                            f"{other!r} to --baseline {baseline!r}: both rows would take one key of the results; "
+                            "drop one of the two scorers or give another --baseline")
+
+
 def check_benchmarks(settings: Settings, benchmarks: list[str]) -> list[tuple[str, Path]]:
     """Each ``--benchmark KIND=PATH`` (or ``warehouse``: this installation's own warehouse) as
     ``(kind, path)``: a kind of :data:`BENCHMARK_KINDS` and a path that exists, else an error
@@ -191,7 +204,9 @@ def plan_evaluation(settings: Settings, benchmarks: list[str], scorers: list[str
         from revbench.evaluation.importers.graph_s2 import check_graph_from
 
         check_graph_from(graph_from, [k for k, _ in benches])
-    return EvaluationPlan(benches, specs, preds, check_baseline(settings, baseline, labels, preds), graph_from)
+    base = check_baseline(settings, baseline, labels, preds)
+    check_difference_names(labels, preds, base)
+    return EvaluationPlan(benches, specs, preds, base, graph_from)
 
 
 def _given(p: PredictionsFile, name: str | None = None) -> str:

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 
 import polars as pl
+import pytest
 
+from revbench.errors import RevbenchError
 from revbench.evaluation.assignment_report import assignment_tables, summary_lines
 from revbench.evaluation.evaluate import Evaluator, cross_benchmark_average
 from revbench.evaluation.html_report import results_page, sections
 from revbench.evaluation.model import (
+    DIFFERENCE,
     SCORES_SCHEMA,
     SPLIT_ASSIGNMENT_CANDIDATES,
     MetricValue,
@@ -24,7 +28,10 @@ from revbench.evaluation.model import (
     is_difference_row,
 )
 from revbench.evaluation.report import report_tables, results_frame
-from tests.support.evaluation import bench
+from revbench.schemas.tables import EVAL_RESULTS
+from revbench.warehouse.db import Warehouse
+from tests.support.cli import evaluate_cli, nothing_written, one_line_error
+from tests.support.evaluation import bench, write_openreview
 
 DASHED = "rate:model=/models/RATE - v2"
 """A model-backed scorer's label, path and all: it holds " - " and is no difference."""
@@ -115,3 +122,38 @@ def test_rows_written_before_the_field_are_read_by_the_name_as_then() -> None:
     assert [is_difference_row(r) for r in old + new] == [True, False, True, False, True]
     df = pl.DataFrame(new)
     assert df.filter(is_difference())["scorer"].to_list() == [PAIRED]
+
+
+def test_a_scorer_labelled_as_another_ones_difference_to_the_baseline_is_refused_before_work(tmp_path: Path) -> None:
+    """``eval_results``' key has no ``baseline``: a scorer labelled ``X - tpms`` beside X with
+    ``--baseline tpms`` would share its key with X's difference, so the run is refused up front."""
+    data = write_openreview(tmp_path / "or")
+    line = one_line_error(*evaluate_cli(tmp_path, "-b", f"openreview={data}", "-s", "rate:model=/models/RATE",
+                                        "-s", f"rate:model=/models/RATE{DIFFERENCE}tpms", "-s", "tpms",
+                                        "--baseline", "tpms", "--bootstrap", "0"), 2,
+                          "--scorer 'rate:model=/models/RATE - tpms' is labelled 'rate:model=/models/RATE - tpms'",
+                          "paired difference of 'rate:model=/models/RATE' to --baseline 'tpms'")
+    assert "\n" not in line
+    nothing_written(tmp_path / "data", tmp_path)
+
+
+def _stored(scorer: str, baseline: str | None, value: float) -> pl.DataFrame:
+    when = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+    return EVAL_RESULTS.conform(pl.DataFrame([dict(benchmark="hand", benchmark_version="1", split="pointwise",
+                                                   scorer=scorer, metric="loss", value=value, n=4, run_id="run-1",
+                                                   evaluated_at=when, baseline=baseline)]))
+
+
+def test_the_warehouse_refuses_a_row_that_would_take_the_key_of_a_row_of_another_baseline(tmp_path: Path) -> None:
+    own, paired = _stored(PAIRED, None, 0.25), _stored(PAIRED, "tpms", -0.5)
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.evaluate.upsert(EVAL_RESULTS, own)
+        wh.evaluate.upsert(EVAL_RESULTS, own)  # the same row again is no clash
+        with pytest.raises(RevbenchError, match=r"is the paired difference to 'tpms', but a stored row with that key is "
+                                                r"a scorer's own row: not stored") as err:
+            wh.evaluate.upsert(EVAL_RESULTS, paired)
+        assert f"scorer={PAIRED!r}, metric='loss'" in str(err.value)
+        with pytest.raises(RevbenchError, match="but another row of this write with that key is"):
+            wh.evaluate.upsert(EVAL_RESULTS, pl.concat([paired, own]).with_columns(run_id=pl.lit("run-2")))
+        kept = wh._exec("SELECT run_id, scorer, baseline, value FROM eval_results")
+    assert kept == [("run-1", PAIRED, None, 0.25)]
