@@ -140,7 +140,7 @@ def child_main(a: argparse.Namespace) -> None:
     """One graph stage in this process; prints one JSON line."""
     import psutil
 
-    from benchmarks.steps import timed_steps
+    from benchmarks.steps import timed_statements, timed_steps
 
     from revbench.flows.graph import graph_flow
 
@@ -154,7 +154,7 @@ def child_main(a: argparse.Namespace) -> None:
             peak["rss"] = max(peak["rss"], me.memory_info().rss / 2**20)
 
     threading.Thread(target=sample, daemon=True).start()
-    with timed_steps(STEPS) as steps:
+    with timed_steps(STEPS) as steps, timed_statements() as sql:
         t = time.perf_counter()
         out = graph_flow.fn(s)
         seconds = time.perf_counter() - t
@@ -162,6 +162,8 @@ def child_main(a: argparse.Namespace) -> None:
     print(json.dumps({"seconds": round(seconds, 1), "peak_rss_mb": round(peak["rss"]),
                       "stages_s": stage_seconds(s.warehouse_path, out.run_id),
                       "steps_s": {k: round(v, 2) for k, v in steps.items()},
+                      # what the run's SQL stands on: the day's work, or the size of what is kept
+                      "sql_s": {k: round(v, 2) for k, v in sql.by_store.items()}, "sql_top": sql.top(),
                       "papers_asked": out.papers_asked, "failed": out.failed, "coverage": out.coverage,
                       # the run's work in rows, beside its time: what a day later must do, whatever its speed
                       "references_saved": out.references_saved, "re_checked": out.re_checked,

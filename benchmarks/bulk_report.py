@@ -53,6 +53,32 @@ def _steps(name: str, r: dict[str, Any]) -> str | None:
               "reading the papers, coverage and the flow's own steps.")
 
 
+OUTSIDE_SQL = "outside SQL: resolving in polars, the flow's steps, the API pieces past the save"
+
+
+def _stands_on(first: dict[str, Any], later: dict[str, Any]) -> list[str]:
+    """A table of what each run's SQL stood on (``sql_s``: ``benchmarks.steps.STORES``), the day
+    later's share of the first run's beside each, and the day later's longest statements."""
+    a, b = first.get("sql_s"), later.get("sql_s")
+    if not a or not b or "exit_code" in first or "exit_code" in later:
+        return []
+    rows = [(k, a.get(k, 0.0), b.get(k, 0.0)) for k in dict.fromkeys([*a, *b])]
+    rows.append((OUTSIDE_SQL, first["seconds"] - sum(a.values()), later["seconds"] - sum(b.values())))
+    share = (lambda x, y: f"{y / x:.1%}" if x > 0 else "-")
+    lines = ["", "What each run's time stood on (SQL summed over the threads that ran it; the last row is the wall time "
+             "less that sum):", "", "| | the first bulk run (s) | the day later (s) | the day later's share |",
+             "|---|---:|---:|---:|"]
+    lines += [f"| {k} | {x:.2f} | {y:.2f} | {share(x, y)} |" for k, x, y in rows]
+    stored = b.get("commits", 0.0) + b.get("references table", 0.0)
+    lines += ["", f"The day later's commits and statements over the references table alone took {stored:.1f} s, "
+              f"{stored / first['seconds']:.1%} of the first run's time."]
+    top = later.get("sql_top") or []
+    if top:
+        lines[-1] += " Its longest statements: " + "; ".join(
+            f"{t['seconds']:.2f} s ({t['runs']}x, {t['store']}) `{t['statement']}`" for t in top[:5]) + "."
+    return lines + [""]
+
+
 def _work_share(first: dict[str, Any], later: dict[str, Any]) -> list[str]:
     """A line setting the day later's work in rows beside the first run's (what a run recorded them)."""
     if "references_saved" not in first or "references_saved" not in later:
@@ -113,6 +139,8 @@ def _bulk_one(d: dict[str, Any]) -> list[str]:
         lines += _work_share(d["bulk"], later)
     lines += [line for k, name in (("bulk", "the first bulk run"), ("day_later", "the day later"))
               if k in d and (line := _steps(name, d[k]))]
+    if "bulk" in d and later:
+        lines += _stands_on(d["bulk"], later)
     fresh = (later or {}).get("fresh_run")
     if fresh:
         tables = fresh["s2_tables"]

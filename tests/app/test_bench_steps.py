@@ -65,3 +65,61 @@ def test_the_day_laters_work_in_rows_is_set_beside_the_first_runs() -> None:
     assert "30 references saved" in line and "20 older references checked again, 7 of them" in line
     assert "together 5.0% of the first run's 1,000" in line and "10.0% of the first run's" in line
     assert _work_share({"seconds": 1.0}, later) == []  # a run measured before the counts were recorded
+
+
+def test_a_statement_is_sorted_by_what_it_stands_on() -> None:
+    from benchmarks.steps import STORES, statement_store
+
+    assert statement_store("  COMMIT") == "commits"
+    assert statement_store("DELETE FROM citations WHERE rowid IN (SELECT _r FROM _resolved)") == "references table"
+    assert statement_store("SELECT count(*) FROM CITATIONS") == "references table"
+    # a table whose name only contains the word is another table
+    assert statement_store("SELECT * FROM citations_old_x") == "other warehouse tables"
+    assert statement_store("INSERT INTO paper_topics SELECT * FROM t") == "other warehouse tables"
+    assert statement_store("SELECT * FROM citations", "s2ag") == "S2AG release kept"
+    assert statement_store("COMMIT", "openalex") == "OpenAlex snapshot"
+    with pytest.raises(ValueError, match="unknown store 'x'"):
+        statement_store("SELECT 1", "x")
+    assert len(set(STORES)) == 5
+
+
+def test_the_warehouses_and_the_bulk_readers_statements_are_timed_and_put_back(tmp_path) -> None:  # noqa: ANN001
+    from benchmarks.steps import timed_statements
+    from revbench.warehouse import bulk, bulk_state
+    from revbench.warehouse.core import WarehouseBase
+    from revbench.warehouse.db import Warehouse
+
+    originals = (WarehouseBase._exec, WarehouseBase._frame, bulk.piece_connection, bulk_state.piece_connection, bulk._connect)
+    with Warehouse.open(tmp_path / "w.duckdb") as wh, timed_statements() as sql:
+        assert wh.graph._exec("SELECT count(*) FROM citations") == [(0,)]
+        assert wh.graph._frame("SELECT count(*) AS n FROM papers")["n"].to_list() == [0]
+        con = bulk_state.piece_db(1)
+        try:
+            assert con.execute("SELECT 42").fetchall() == [(42,)]
+            assert con.sql("SELECT 7 AS x").pl()["x"].to_list() == [7]
+        finally:
+            con.close()
+    assert sql.by_store["references table"] > 0 and sql.by_store["other warehouse tables"] > 0
+    assert sql.by_store["S2AG release kept"] > 0 and sql.by_store["OpenAlex snapshot"] == 0
+    top = {r["statement"]: r for r in sql.top(50)}
+    assert top["SELECT 42"]["runs"] == 1 and top["SELECT 42"]["store"] == "S2AG release kept"
+    assert top["SELECT count(*) FROM citations"]["store"] == "references table"
+    assert (WarehouseBase._exec, WarehouseBase._frame, bulk.piece_connection, bulk_state.piece_connection,
+            bulk._connect) == originals
+    with pytest.raises(RuntimeError), timed_statements():
+        raise RuntimeError("the run failed")
+    assert bulk_state.piece_connection is bulk.piece_connection and WarehouseBase._exec is originals[0]
+
+
+def test_the_report_sets_what_each_run_stood_on_side_by_side() -> None:
+    from benchmarks.bulk_report import OUTSIDE_SQL, _stands_on
+    from benchmarks.steps import STORES
+
+    first = {"seconds": 50.0, "sql_s": dict(zip(STORES, (4.0, 10.0, 2.0, 8.0, 6.0), strict=True))}
+    later = {"seconds": 5.0, "sql_s": dict(zip(STORES, (1.0, 2.0, 0.1, 0.4, 0.0), strict=True)),
+             "sql_top": [{"seconds": 0.9, "runs": 1, "store": "references table", "statement": "WITH hit AS"}]}
+    text = "\\n".join(_stands_on(first, later))
+    assert "| commits | 4.00 | 1.00 | 25.0% |" in text and "| OpenAlex snapshot | 6.00 | 0.00 | 0.0% |" in text
+    assert f"| {OUTSIDE_SQL} | 20.00 | 1.50 | 7.5% |" in text
+    assert "alone took 3.0 s, 6.0% of the first run's time" in text and "0.90 s (1x, references table) `WITH hit AS`" in text
+    assert _stands_on({"seconds": 1.0}, later) == [] and _stands_on(first, {**later, "exit_code": -9}) == []
