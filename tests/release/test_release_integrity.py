@@ -271,21 +271,11 @@ def test_results_stay_with_the_manifest_they_were_computed_on(releases, tmp_path
 def test_a_warehouse_of_schema_11_keeps_results_of_the_current_build_and_learns_supersession(tmp_path: Path) -> None:
     """Rows evaluated since a release's current build are attached to its recorded manifest; rows
     evaluated before it (of a build moved aside) are not; published releases get their successor."""
-    import duckdb
-
-    from revbench.warehouse.db import SCHEMA_VERSION_TABLE
-    from revbench.warehouse.ddl import create_table_sql
-    from revbench.warehouse.migrations import migrations
+    from tests.support.migrations import warehouse_at
 
     path = tmp_path / "old.duckdb"
-    con = duckdb.connect(str(path))
+    con = warehouse_at(path, 11)
     con.execute("SET TimeZone = 'UTC'")
-    con.execute(create_table_sql(SCHEMA_VERSION_TABLE))
-    for m in migrations():
-        if m.version <= 11:
-            for stmt in m.statements:
-                con.execute(stmt)
-            con.execute("INSERT INTO schema_version VALUES (?, now(), ?)", [m.version, m.description])
     for v, built in (("v1", "2026-02-01"), ("v2", "2026-04-01")):
         con.execute("INSERT INTO releases (version, status, manifest_sha256, counts, built_at) "
                     "VALUES (?, 'published', ?, '{}', ?)", [v, f"sha-{v}", built])

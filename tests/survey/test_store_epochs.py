@@ -18,10 +18,10 @@ from revbench.flows.survey import survey_flow
 from revbench.schemas.tables import SURVEY_EPOCHS, SURVEY_EVENTS, SURVEY_OPT_OUTS
 from revbench.settings import Settings
 from revbench.warehouse import Warehouse
-from revbench.warehouse.migrations import migrations
 from revbench.warehouse.store import SurveyStore
 from tests.support.answers import answer, latest, pulled, ratings_of, same
 from tests.support.common import run_cli, settings_env
+from tests.support.migrations import warehouse_at
 from tests.support.survey import RULES
 
 
@@ -238,12 +238,7 @@ def test_a_store_and_warehouse_from_before_epochs_count_nothing_twice(sent) -> N
 
 def test_migration_12_keys_survey_events_by_epoch_and_keeps_every_row(tmp_path: Path) -> None:
     path = tmp_path / "old.duckdb"
-    con = duckdb.connect(str(path))
-    for m in migrations():
-        if m.version <= 11:
-            for stmt in m.statements:
-                con.execute(stmt)
-            con.execute("INSERT INTO schema_version VALUES (?, now(), ?)", [m.version, m.description])
+    con = warehouse_at(path, 11)
     con.execute("""INSERT INTO survey_events (event_id, invitation_id, paper_id, rating, skipped, source, created_at,
                    reviewer_id, disposition, run_id, pulled_at)
                    VALUES (1, 'i1', '2609.00001', 4, false, 'click', '2026-09-01 12:00:00.000001+00', 'a1', 'latest',
