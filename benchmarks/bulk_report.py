@@ -64,11 +64,13 @@ def _stands_on(first: dict[str, Any], later: dict[str, Any]) -> list[str]:
         return []
     rows = [(k, a.get(k, 0.0), b.get(k, 0.0)) for k in dict.fromkeys([*a, *b])]
     rows.append((OUTSIDE_SQL, first["seconds"] - sum(a.values()), later["seconds"] - sum(b.values())))
-    share = (lambda x, y: f"{y / x:.1%}" if x > 0 else "-")
+    share = (lambda x, y: f"{y / x:.1%}" if x > 0 and y >= 0 else "-")
+    # SQL run on several threads at once can add up to more than the wall time: nothing is left outside it to show
+    cell = (lambda x: f"{x:.2f}" if x >= 0 else "- (SQL on several threads at once)")
     lines = ["", "What each run's time stood on (SQL summed over the threads that ran it; the last row is the wall time "
              "less that sum):", "", "| | the first bulk run (s) | the day later (s) | the day later's share |",
              "|---|---:|---:|---:|"]
-    lines += [f"| {k} | {x:.2f} | {y:.2f} | {share(x, y)} |" for k, x, y in rows]
+    lines += [f"| {k} | {cell(x)} | {cell(y)} | {share(x, y)} |" for k, x, y in rows]
     stored = b.get("commits", 0.0) + b.get("references table", 0.0)
     lines += ["", f"The day later's commits and statements over the references table alone took {stored:.1f} s, "
               f"{stored / first['seconds']:.1%} of the first run's time."]

@@ -122,4 +122,6 @@ def test_the_report_sets_what_each_run_stood_on_side_by_side() -> None:
     assert "| commits | 4.00 | 1.00 | 25.0% |" in text and "| OpenAlex snapshot | 6.00 | 0.00 | 0.0% |" in text
     assert f"| {OUTSIDE_SQL} | 20.00 | 1.50 | 7.5% |" in text
     assert "alone took 3.0 s, 6.0% of the first run's time" in text and "0.90 s (1x, references table) `WITH hit AS`" in text
+    parallel = "\n".join(_stands_on({**first, "seconds": 25.0}, later))
+    assert f"| {OUTSIDE_SQL} | - (SQL on several threads at once) | 1.50 | - |" in parallel
     assert _stands_on({"seconds": 1.0}, later) == [] and _stands_on(first, {**later, "exit_code": -9}) == []
