@@ -168,19 +168,14 @@ def timed_statements() -> Iterator[Statements]:
     exec_, frame = WarehouseBase._exec, WarehouseBase._frame
     pieces, connect = bulk.piece_connection, bulk._connect
 
-    def timed_exec(self: Any, query: str, params: Any = None) -> Any:
-        t = time.perf_counter()
-        try:
-            return exec_(self, query, params)
-        finally:
-            into.add(query, "warehouse", time.perf_counter() - t)
-
-    def timed_frame(self: Any, query: str, params: Any = None) -> Any:
-        t = time.perf_counter()
-        try:
-            return frame(self, query, params)
-        finally:
-            into.add(query, "warehouse", time.perf_counter() - t)
+    def timing(method: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(self: Any, query: str, params: Any = None) -> Any:
+            t = time.perf_counter()
+            try:
+                return method(self, query, params)
+            finally:
+                into.add(query, "warehouse", time.perf_counter() - t)
+        return timed
 
     def piece(kind: str, *args: Any, **kw: Any) -> _TimedConnection:
         return _TimedConnection(pieces(kind, *args, **kw), kind, into)
@@ -199,7 +194,7 @@ def timed_statements() -> Iterator[Statements]:
         if mod is not bulk and getattr(mod, "_connect", None) is connect:
             swapped.append((mod, "_connect", connector("openalex" if "openalex" in name else "s2ag")))
     try:
-        WarehouseBase._exec, WarehouseBase._frame = timed_exec, timed_frame  # type: ignore[method-assign]
+        WarehouseBase._exec, WarehouseBase._frame = timing(exec_), timing(frame)  # type: ignore[method-assign]
         for mod, attr, fn in swapped:
             setattr(mod, attr, fn)
         yield into
