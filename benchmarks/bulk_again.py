@@ -1,7 +1,8 @@
 """The bulk path's first run and its day later measured again, on the current code, over the world
 and the files a finished ``benchmarks.bulk_bench`` run left in its work folder: no world drawn,
 grown or written again (at 160k papers those take most of an hour), the API phase kept as
-measured, the tables compared with its warehouse again.
+measured (or, with ``--api``, measured again first, once: a quarter of an hour at 160k papers), the
+tables compared with its warehouse again.
 
 The files are put back as the first bulk run saw them (S2AG's next release and its diff set
 aside, the OpenAlex snapshot written again from the world before its day), the bulk phase runs on
@@ -11,7 +12,7 @@ run used, so the day later reads the increments, as it did. Files set aside are 
 the run ends; a run killed outright leaves them under ``<work>/again-aside/``, where the next
 ``--again`` finds and restores them before anything else.
 
-    .venv/bin/python -m benchmarks.bulk_again [--papers 160000] [--work data/bench/bulk] [--fresh | --fresh-only] [--repeat 3]
+    .venv/bin/python -m benchmarks.bulk_again [--papers 160000] [--work data/bench/bulk] [--fresh | --fresh-only] [--repeat 3] [--api]
 
 ``--fresh`` then runs the bulk path afresh over the day-later world (S2AG's newest release read
 whole) and compares its S2 rows with the day later's: a day later from increments must leave them
@@ -19,8 +20,9 @@ as a fresh run would (``day_later.fresh_run``). OpenAlex's rows are not compared
 snapshot writes a grown world's older works again into their old partitions, which a day later
 rightly does not read.
 
-The results replace the ``bulk`` and ``day_later`` phases (and their ratios) in the size's
-results file; each phase records its commit.
+The results replace the ``bulk`` and ``day_later`` phases (and their ratios; with ``--api`` the
+``api`` phase too) in the size's results file; each phase records its commit. A ratio of two phases
+measured on different days mixes two paces of a shared machine: ``--api`` measures all three the same day.
 """
 
 from __future__ import annotations
@@ -77,9 +79,9 @@ def put_back(work: Path) -> None:
     aside.rmdir()
 
 
-def again(papers: int, work: Path, repeat: int = 1) -> dict[str, Any]:
+def again(papers: int, work: Path, repeat: int = 1, api: bool = False) -> dict[str, Any]:
     """Both phases measured again, each ``repeat`` times (the run of median time kept, every time
-    recorded); the updated results."""
+    recorded), after the API phase once with ``api``; the updated results."""
     from revbench.replay import spawn_replay
     from revbench.settings import ReplaySettings
 
@@ -92,6 +94,9 @@ def again(papers: int, work: Path, repeat: int = 1) -> dict[str, Any]:
         raise SystemExit(f"{work}: not the work folder of that run (no s2ag/{FIRST_RELEASE} or {base.name})")
     put_back(work)  # a run killed outright left them aside
     replay = ReplaySettings(timeout_delay_seconds=1.0, retry_after_seconds=0)
+    if api:
+        result["api"] = api_again(work, base, replay)
+        out_file.write_text(json.dumps(result, indent=2) + "\n")  # kept, whatever the bulk phases do next
     data = work / "bulk"
     try:
         set_aside(work)
@@ -141,6 +146,23 @@ def again(papers: int, work: Path, repeat: int = 1) -> dict[str, Any]:
         result["day_later_over_bulk"] = round(later["seconds"] / bulk["seconds"], 4)
     out_file.write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+def api_again(work: Path, base: Path, replay: Any) -> dict[str, Any]:
+    """The API phase again, once, as ``bulk_bench`` ran it: a fresh copy of the template warehouse,
+    no files, the world before its day served; its result, stamped ``measured_again``."""
+    from revbench.replay import spawn_replay
+
+    print("api:", flush=True)
+    data = work / "api"
+    shutil.rmtree(data, ignore_errors=True)
+    data.mkdir(parents=True)
+    shutil.copy(work / "template" / "warehouse.duckdb", data / "warehouse.duckdb")
+    with spawn_replay(base, replay) as url:
+        got = run_child(data, url, None, None)
+    if "exit_code" in got:
+        raise SystemExit(f"the API phase failed: {got}")
+    return {**got, "measured_again": datetime.now(UTC).isoformat(timespec="seconds")}
 
 
 def median_run(run: Callable[[], dict[str, Any]], repeat: int) -> dict[str, Any]:
@@ -235,9 +257,13 @@ def main() -> None:
     p.add_argument("--fresh", action="store_true",
                    help="then a fresh bulk run over the day-later world, its S2 tables compared with the day later's")
     p.add_argument("--fresh-only", action="store_true", help="only the fresh run, after an earlier --again")
+    p.add_argument("--api", action="store_true",
+                   help="the API phase measured again first (once), so that every ratio is of one day's runs")
     p.add_argument("--repeat", type=int, default=1,
                    help="runs of each phase, the one of median time kept: a shared machine's pace moves a single run's time")
     a = p.parse_args()
+    if a.api and a.fresh_only:
+        p.error("--api with --fresh-only: --fresh-only measures no phase again (use --api --fresh)")
     if a.papers <= 0:
         p.error(f"--papers {a.papers}: must be positive")
     if not 1 <= a.repeat <= 9:
@@ -253,7 +279,7 @@ def main() -> None:
     if a.fresh_only and not (a.work / "bulk" / "warehouse.duckdb").is_file():
         p.error(f"--fresh-only: no {a.work / 'bulk' / 'warehouse.duckdb'} (a day later to compare with; run --fresh instead)")
     with work_lock(a.work):
-        r = {} if a.fresh_only else again(a.papers, a.work, a.repeat)
+        r = {} if a.fresh_only else again(a.papers, a.work, a.repeat, a.api)
         if a.fresh or a.fresh_only:
             r = fresh_run(a.papers, a.work)
             print(json.dumps({k: v["same"] for k, v in r["day_later"]["fresh_run"]["s2_tables"].items()}))

@@ -112,10 +112,13 @@ def _bulk_one(d: dict[str, Any]) -> list[str]:
     repeat = f" --repeat {runs}" if runs > 1 else ""
     if again:
         on = f" {again[:10]}" if isinstance(again, str) else ""
+        api_again = d.get("api", {}).get("measured_again")
+        flag = " --api" if api_again else ""
+        api = (f"the API run measured again before them, once, {api_again[:10]}" if api_again
+               else "the API run as first measured")
         lines.append(f"The bulk run and its day later measured again{on} on commit "
-                     f"`{d['bulk'].get('code', '?')}` (`{d['command'].replace('bulk_bench', 'bulk_again')}{repeat}`), "
-                     "over the same world and files; the API run as first measured, on commit "
-                     f"`{d.get('api', {}).get('code', '?')}`.")
+                     f"`{d['bulk'].get('code', '?')}` (`{d['command'].replace('bulk_bench', 'bulk_again')}{repeat}{flag}`), "
+                     f"over the same world and files; {api}, on commit `{d.get('api', {}).get('code', '?')}`.")
         each = [(name, d[k]["seconds_each"]) for k, name in (("bulk", "the first bulk run"), ("day_later", "the day later"))
                 if "seconds_each" in d.get(k, {})]
         if each:

@@ -125,3 +125,29 @@ def test_the_report_sets_what_each_run_stood_on_side_by_side() -> None:
     parallel = "\n".join(_stands_on({**first, "seconds": 25.0}, later))
     assert f"| {OUTSIDE_SQL} | - (SQL on several threads at once) | 1.50 | - |" in parallel
     assert _stands_on({"seconds": 1.0}, later) == [] and _stands_on(first, {**later, "exit_code": -9}) == []
+
+
+def test_the_report_says_whether_the_api_run_was_measured_the_same_day() -> None:
+    from benchmarks.bulk_report import _bulk_one
+
+    run = {"seconds": 10.0, "peak_rss_mb": 1024, "papers_asked": 1, "code": "0.1.0+abc"}
+    d = {"when": "2026-11-01T00:00:00", "machine": "2 cores", "command": "python -m benchmarks.bulk_bench --papers 20000",
+         "world": {"papers": 3, "references": 9}, "corpus_papers": 3, "api": {**run, "seconds": 100.0, "code": "0.1.0+old"},
+         "bulk": {**run, "measured_again": "2026-11-30T06:00:00"}}
+    first = "\\n".join(_bulk_one(d))
+    assert "the API run as first measured, on commit `0.1.0+old`" in first and "--api`" not in first
+    d["api"] = {**d["api"], "code": "0.1.0+abc", "measured_again": "2026-11-30T05:40:00"}
+    again = "\\n".join(_bulk_one(d))
+    assert "(`python -m benchmarks.bulk_again --papers 20000 --api`)" in again
+    assert "the API run measured again before them, once, 2026-11-30, on commit `0.1.0+abc`" in again
+
+
+def test_bulk_again_refuses_api_with_fresh_only_before_anything_runs(tmp_path, monkeypatch, capsys) -> None:  # noqa: ANN001
+    from benchmarks import bulk_again
+
+    ran = []
+    monkeypatch.setattr(bulk_again, "again", lambda *a: ran.append(a))
+    monkeypatch.setattr(sys, "argv", ["bulk_again", "--papers", "20000", "--work", str(tmp_path), "--api", "--fresh-only"])
+    with pytest.raises(SystemExit) as stop:
+        bulk_again.main()
+    assert stop.value.code == 2 and "--api with --fresh-only" in capsys.readouterr().err and ran == []

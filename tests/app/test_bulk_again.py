@@ -123,7 +123,7 @@ def test_a_run_without_fresh_prints_its_ratios_and_a_fresh_one_its_comparison(tm
     (tmp_path / "results" / "bulk-20k.json").write_text("{}")
     ratios = {"bulk_over_api": 0.08, "day_later_over_bulk": 0.15}
     compared = {**ratios, "day_later": {"fresh_run": {"s2_tables": {"citations": {"same": True}}}}}
-    monkeypatch.setattr(bulk_again, "again", lambda papers, w, repeat: dict(ratios))
+    monkeypatch.setattr(bulk_again, "again", lambda papers, w, repeat, api: dict(ratios))
     monkeypatch.setattr(bulk_again, "fresh_run", lambda papers, w: compared)
     for flags, first in (([], ratios), (["--fresh"], {"citations": True})):
         monkeypatch.setattr(sys, "argv", ["bulk_again", "--papers", "20000", "--work", str(work), *flags])
