@@ -208,8 +208,10 @@ def code_version() -> str:
     """The checkout's commit, marked when files differ from it."""
     from revbench.flows.common import code_version as version
 
-    # The results files are what the runs write: a phase written before another starts is no change of code.
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results"],
+    # The results files are what the runs write: a phase written before another starts is no change of code;
+    # nor are the docs' pages, which the numbers are generated into between runs.
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results",
+                            ":!docs/*.md"],
                            capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent).stdout.strip()
     return version() + ("+dirty" if dirty else "")
 
