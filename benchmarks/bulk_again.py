@@ -12,7 +12,8 @@ run used, so the day later reads the increments, as it did. Files set aside are 
 the run ends; a run killed outright leaves them under ``<work>/again-aside/``, where the next
 ``--again`` finds and restores them before anything else.
 
-    .venv/bin/python -m benchmarks.bulk_again [--papers 160000] [--work data/bench/bulk] [--fresh | --fresh-only] [--repeat 3] [--api]
+    .venv/bin/python -m benchmarks.bulk_again [--papers 160000] [--work data/bench/bulk] [--fresh | --fresh-only] [--repeat 3]
+        [--api]
 
 ``--fresh`` then runs the bulk path afresh over the day-later world (S2AG's newest release read
 whole) and compares its S2 rows with the day later's: a day later from increments must leave them
@@ -37,8 +38,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bulk_bench import (FIRST_RELEASE, NEXT_RELEASE, RESULTS, compare, joined_counts, load_corpus, run_child,
-                                    work_lock)
+from benchmarks.bulk_bench import (FIRST_RELEASE, NEXT_RELEASE, RESULTS, compare, from_template, joined_counts, load_corpus,
+                                   run_child, work_lock)
 
 
 def results_file(papers: int) -> Path:
@@ -108,10 +109,7 @@ def again(papers: int, work: Path, repeat: int = 1, api: bool = False) -> dict[s
         print("bulk:", flush=True)
         with spawn_replay(base, replay) as url:
             def first() -> dict[str, Any]:
-                shutil.rmtree(data, ignore_errors=True)
-                data.mkdir(parents=True)
-                shutil.copy(work / "template" / "warehouse.duckdb", data / "warehouse.duckdb")
-                return run_child(data, url, work / "s2ag", work / "openalex")
+                return run_child(from_template(work, data), url, work / "s2ag", work / "openalex")
             bulk = median_run(first, repeat)
     finally:
         put_back(work)
@@ -154,14 +152,15 @@ def api_again(work: Path, base: Path, replay: Any) -> dict[str, Any]:
     from revbench.replay import spawn_replay
 
     print("api:", flush=True)
-    data = work / "api"
-    shutil.rmtree(data, ignore_errors=True)
-    data.mkdir(parents=True)
-    shutil.copy(work / "template" / "warehouse.duckdb", data / "warehouse.duckdb")
+    # Beside the last API warehouse until it finishes: a run stopped half-way must not leave a
+    # partial warehouse where the next run compares the bulk path's tables with the API path's.
+    data = from_template(work, work / "api.partial")
     with spawn_replay(base, replay) as url:
         got = run_child(data, url, None, None)
     if "exit_code" in got:
-        raise SystemExit(f"the API phase failed: {got}")
+        raise SystemExit(f"the API phase failed (the last API warehouse kept): {got}")
+    shutil.rmtree(work / "api", ignore_errors=True)
+    data.rename(work / "api")
     return {**got, "measured_again": datetime.now(UTC).isoformat(timespec="seconds")}
 
 
@@ -233,9 +232,7 @@ def fresh_run(papers: int, work: Path) -> dict[str, Any]:
     result: dict[str, Any] = json.loads(out_file.read_text())
     base, world, fresh = work / f"world-base-{papers // 1000}k", work / "world", work / "fresh"
     put_back(work)
-    shutil.rmtree(fresh, ignore_errors=True)
-    fresh.mkdir(parents=True)
-    shutil.copy(work / "template" / "warehouse.duckdb", fresh / "warehouse.duckdb")
+    from_template(work, fresh)
     load_corpus(world, fresh / "warehouse.duckdb", only=day_papers(base, world))
     print("fresh:", flush=True)
     with spawn_replay(world, ReplaySettings(timeout_delay_seconds=1.0, retry_after_seconds=0)) as url:

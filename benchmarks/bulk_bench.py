@@ -180,6 +180,15 @@ def stage_seconds(warehouse: Path, run_id: str) -> dict[str, float]:
     return {stage: round(sec, 1) for stage, sec in stages.select("stage", "seconds").iter_rows()}
 
 
+def from_template(work: Path, data: Path) -> Path:
+    """``data`` emptied and given a copy of the work folder's template warehouse (the corpus loaded,
+    no graph yet): where one phase's run starts; returns ``data``."""
+    shutil.rmtree(data, ignore_errors=True)
+    data.mkdir(parents=True)
+    shutil.copy(work / "template" / "warehouse.duckdb", data / "warehouse.duckdb")
+    return data
+
+
 def run_child(data: Path, base: str, s2ag: Path | None, snapshot: Path | None) -> dict[str, Any]:
     """The graph stage in a child process; its JSON line, with the replay's requests it made."""
     before = replay_requests(base)
@@ -373,9 +382,7 @@ def run(a: argparse.Namespace, phases: list[str]) -> None:
         if phase == "day_later":
             result[phase] = day_later(a, world, s2ag, snap, data, replay)
         else:
-            shutil.rmtree(data, ignore_errors=True)
-            data.mkdir(parents=True)
-            shutil.copy(a.work / "template" / "warehouse.duckdb", data / "warehouse.duckdb")
+            from_template(a.work, data)
             with spawn_replay(world, replay) as base:
                 result[phase] = run_child(data, base, s2ag if phase == "bulk" else None, snap if phase == "bulk" else None)
         save()

@@ -192,3 +192,27 @@ def test_a_repeat_out_of_range_is_refused_before_anything_runs(tmp_path: Path, m
         with pytest.raises(SystemExit) as refused:
             bulk_again.main()
         assert refused.value.code == 2 and f"--repeat {bad}: must be 1 to 9" in capsys.readouterr().err
+
+
+def test_the_api_phase_measured_again_replaces_the_last_api_warehouse_only_once_it_finished(tmp_path: Path,
+                                                                                             monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import contextlib
+
+    import pytest
+
+    from benchmarks import bulk_again
+
+    work = tmp_path / "work"
+    (work / "template").mkdir(parents=True)
+    (work / "template" / "warehouse.duckdb").write_text("template")
+    (work / "api").mkdir()
+    (work / "api" / "warehouse.duckdb").write_text("the last API run")
+    monkeypatch.setattr("revbench.replay.spawn_replay", lambda *a: contextlib.nullcontext("http://replay"))
+    monkeypatch.setattr(bulk_again, "run_child", lambda data, *a: {"exit_code": -9, "seconds": 1.0})
+    with pytest.raises(SystemExit, match="the last API warehouse kept"):
+        bulk_again.api_again(work, work / "world-base", None)
+    assert (work / "api" / "warehouse.duckdb").read_text() == "the last API run"
+    monkeypatch.setattr(bulk_again, "run_child", lambda data, *a: {"seconds": 2.0, "data": data.name})
+    got = bulk_again.api_again(work, work / "world-base", None)
+    assert got["seconds"] == 2.0 and got["data"] == "api.partial" and "measured_again" in got
+    assert (work / "api" / "warehouse.duckdb").read_text() == "template" and not (work / "api.partial").exists()
