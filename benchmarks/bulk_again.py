@@ -130,7 +130,7 @@ def again(papers: int, work: Path, repeat: int = 1, api: bool = False) -> dict[s
                 shutil.rmtree(data, ignore_errors=True)
                 shutil.copytree(before, data)
             loaded["papers"] = load_corpus(world, data / "warehouse.duckdb", only=day_papers(base, world))
-            return run_child(data, url, work / "s2ag", work / "openalex")
+            return run_child(data, url, work / "s2ag", work / "openalex", idle=True)
         later = median_run(day, repeat)
     shutil.rmtree(before, ignore_errors=True)
     added = loaded["papers"]

@@ -94,6 +94,23 @@ def _work_share(first: dict[str, Any], later: dict[str, Any]) -> list[str]:
             f"{_n(base)} references saved and checked; its time, {later['seconds'] / first['seconds']:.1%} of the first run's."]
 
 
+def _idle(first: dict[str, Any], later: dict[str, Any]) -> list[str]:
+    """A line on the day later's run again at once (``idle``): what a day later costs with nothing
+    new, against the first run, and whether it changed anything."""
+    idle = later.get("idle")
+    if not idle or "exit_code" in first:
+        return []
+    names = {"papers_asked": "papers asked", "references_saved": "references saved", "re_checked": "references checked again"}
+    did = {name: idle[k] for k, name in names.items() if idle.get(k)}
+    what = ("it asked, saved and checked nothing (a re-run is idempotent)" if not did else
+            "yet it did work: " + ", ".join(f"{name} {_n(v)}" for name, v in did.items()))
+    rest = later["seconds"] - idle["seconds"]
+    return [f"The day later's stage run again at once, with nothing new to read, took {idle['seconds']:.1f} s "
+            f"({idle['seconds'] / first['seconds']:.1%} of the first run; the process and the page cache warm): "
+            f"{what}. What a day later costs whatever the day holds is that much; the day's own work, the other "
+            f"{rest:.1f} s ({rest / first['seconds']:.1%})."]
+
+
 def _bulk_one(d: dict[str, Any]) -> list[str]:
     later = d.get("day_later")
     lines = [f"Measured {d['when'][:10]} ({d['machine']}; `{d['command']}`): a SYNTHETIC world of "
@@ -141,7 +158,7 @@ def _bulk_one(d: dict[str, Any]) -> list[str]:
                      f"papers and {_n(diff.get('citations_updates', 0))} citations updated, "
                      f"{_n(diff.get('papers_deletes', 0))} and {_n(diff.get('citations_deletes', 0))} deleted) took "
                      f"{d['day_later_over_bulk']:.1%} of the first bulk run ({goal}).")
-        lines += _work_share(d["bulk"], later)
+        lines += _work_share(d["bulk"], later) + _idle(d["bulk"], later)
     lines += [line for k, name in (("bulk", "the first bulk run"), ("day_later", "the day later"))
               if k in d and (line := _steps(name, d[k]))]
     if "bulk" in d and later:

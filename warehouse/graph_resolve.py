@@ -16,6 +16,13 @@ from revbench.warehouse.core import _q
 from revbench.warehouse.slice import Slice
 
 
+SURE_BY_ARXIV = ("coalesce(cited_arxiv IS NOT NULL AND (list_contains(match_keys, 'arxiv:' || cited_arxiv_id) "
+                 "OR list_contains(match_keys, 'doi:10.48550/arxiv.' || lower(cited_arxiv_id))), false)")
+"""A stored reference resolved by its arXiv id (or arXiv's DOI for it): DOI and arXiv id come before
+the title, and a new paper changes neither's answer unless it shares that key, so a namesake
+alone cannot change this reference (half of what a day later's titles pick at a year of arXiv)."""
+
+
 class ResolveQueries(Slice):
     """The references a graph run resolves again, their keys, and since when (part of
     :class:`~revbench.warehouse.graph.GraphSlice`)."""
@@ -31,7 +38,8 @@ class ResolveQueries(Slice):
         null) or naming by its OpenAlex work id a paper whose work was fetched since, and any one,
         resolved or not, with one of ``keys`` (the new papers' keys) among its own: a
         new paper may be the one it cites, or a namesake that makes the name it resolved by name no
-        one, or one it names by a surer key. ``keys`` as a frame (``k, lo, hi``:
+        one, or one it names by a surer key. A reference its arXiv id resolved (:data:`SURE_BY_ARXIV`)
+        is read again only for a key of a new paper's other than its title. ``keys`` as a frame (``k, lo, hi``:
         ``tasks.graph.new_paper_key_windows``) counts a key only for a reference whose cited year is
         within ``lo``..``hi`` (where given). ``settled`` (a run id and sources): that run's references
         from those sources are left out, resolved already against what this one would use.
@@ -76,10 +84,13 @@ class ResolveQueries(Slice):
             # rowid: the unnest runs over every keyed reference (millions at a year of arXiv), and
             # carrying their other columns through it costs more than a second scan.
             return self._frame(
-                f"""WITH hit AS (SELECT DISTINCT r FROM (SELECT rowid AS r, cited_year, unnest(match_keys) AS k
-                                                         FROM citations WHERE match_keys IS NOT NULL) p
+                # Whether a reference is sure by its arXiv id is asked of the few hit, not of every row.
+                f"""WITH hit AS (SELECT r FROM (SELECT rowid AS r, cited_year, cited_arxiv_id, cited_arxiv, match_keys,
+                                                       unnest(match_keys) AS k
+                                                FROM citations WHERE match_keys IS NOT NULL) p
                                  JOIN _new_keys n USING (k)
-                                 WHERE (n.lo IS NULL OR p.cited_year >= n.lo) AND (n.hi IS NULL OR p.cited_year <= n.hi)),
+                                 WHERE (n.lo IS NULL OR p.cited_year >= n.lo) AND (n.hi IS NULL OR p.cited_year <= n.hi)
+                                 GROUP BY r HAVING bool_or(NOT starts_with(k, 'title:') OR NOT {SURE_BY_ARXIV})),
                          picked AS (SELECT rowid AS r FROM citations
                                     WHERE {unresolved}
                                       AND (match_keys IS NULL

@@ -151,3 +151,25 @@ def test_bulk_again_refuses_api_with_fresh_only_before_anything_runs(tmp_path, m
     with pytest.raises(SystemExit) as stop:
         bulk_again.main()
     assert stop.value.code == 2 and "--api with --fresh-only" in capsys.readouterr().err and ran == []
+
+
+def test_the_day_laters_run_again_at_once_is_timed_and_says_whether_it_did_anything() -> None:
+    from benchmarks.bulk_bench import idle_run
+    from benchmarks.bulk_report import _idle
+
+    class Flow:  # the flow's result as graph_flow returns it, after a first run that left nothing to do
+        calls = 0
+
+        @classmethod
+        def fn(cls, settings: object) -> types.SimpleNamespace:
+            cls.calls += 1
+            return types.SimpleNamespace(papers_asked=0, references_saved=0, re_checked=settings)
+
+    idle = idle_run(Flow, 0)
+    assert Flow.calls == 1 and idle["re_checked"] == 0 and idle["seconds"] >= 0
+    first, later = {"seconds": 50.0}, {"seconds": 5.0, "idle": {**idle, "seconds": 1.0}}
+    (line,) = _idle(first, later)
+    assert "took 1.0 s (2.0% of the first run" in line and "idempotent" in line and "other 4.0 s (8.0%)" in line
+    (busy,) = _idle(first, {**later, "idle": {**idle_run(Flow, 7), "seconds": 1.0}})
+    assert "yet it did work: references checked again 7" in busy and "idempotent" not in busy
+    assert _idle(first, {"seconds": 5.0}) == [] and _idle({"exit_code": -9}, later) == []

@@ -133,3 +133,30 @@ def test_a_runs_settled_references_are_left_out_whether_it_reads_all_or_since(tm
             # another run's papers, or another source, are not settled by r1's
             assert wh.graph.citations_to_resolve(**scope, settled=("r2", ("s2",))).height == every.height
             assert wh.graph.citations_to_resolve(**scope, settled=("r1", ("openalex",))).height == every.height
+
+
+def test_a_reference_its_arxiv_id_resolves_is_read_again_for_a_new_papers_arxiv_id_not_its_title(tmp_path: Path) -> None:
+    by_id = dict(arxiv_id="2609.00004", doi=None, title="A paper cited by its arXiv id here", year=2025)
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        _corpus(wh, OLD, by_id, NEW)
+        refs = CITATIONS.conform(pl.DataFrame([
+            # 0: its arXiv id names by_id, its title the new paper: the id comes first, whatever the title
+            dict(citing_arxiv_id=OLD["arxiv_id"], source="s2", ordinal=0, cited_arxiv=by_id["arxiv_id"] + "v2",
+                 cited_title=NEW["title"], cited_year=2026),
+            # 1: the same, by arXiv's DOI for it with no arXiv id given: read again (not known sure from its row)
+            dict(citing_arxiv_id=OLD["arxiv_id"], source="s2", ordinal=1, cited_doi=f"10.48550/arXiv.{by_id['arxiv_id']}",
+                 cited_title=NEW["title"], cited_year=2026),
+            # 2: its arXiv id is the new paper's, its title another's: read again
+            dict(citing_arxiv_id=OLD["arxiv_id"], source="s2", ordinal=2, cited_arxiv=NEW["arxiv_id"],
+                 cited_title=by_id["title"], cited_year=2025)]))
+        day1 = pl.DataFrame([OLD, by_id], schema={"arxiv_id": pl.Utf8, "doi": pl.Utf8, "title": pl.Utf8, "year": pl.Int64})
+        keyed = resolve_citations(refs, day1).citations
+        assert keyed["cited_arxiv_id"].to_list() == [by_id["arxiv_id"], by_id["arxiv_id"], by_id["arxiv_id"]]
+        wh.graph.save_graph(citations=keyed)
+        papers = wh.graph.paper_identifiers()
+        picked = wh.graph.citations_to_resolve(unresolved_only=False, since=LOADED - timedelta(days=1),
+                                               keys=new_paper_key_windows(papers, [NEW["arxiv_id"]]))
+        assert picked["ordinal"].to_list() == [1, 2]
+        # what was left out resolves today as it did: nothing was missed
+        every = resolve_changed(wh.graph.citations_to_resolve(unresolved_only=False), papers)[0]
+        assert every["ordinal"].to_list() == [2]
