@@ -312,6 +312,8 @@ def main() -> None:
     for name in ("--data", "--base", "--s2ag", "--snapshot"):
         p.add_argument(name)
     a = p.parse_args()
+    if a.idle and not a.child:
+        p.error("--idle is the child's (the stage run again at once); the day later passes it itself")
     if a.child:
         child_main(a)
         return

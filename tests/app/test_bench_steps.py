@@ -173,3 +173,14 @@ def test_the_day_laters_run_again_at_once_is_timed_and_says_whether_it_did_anyth
     (busy,) = _idle(first, {**later, "idle": {**idle_run(Flow, 7), "seconds": 1.0}})
     assert "yet it did work: references checked again 7" in busy and "idempotent" not in busy
     assert _idle(first, {"seconds": 5.0}) == [] and _idle({"exit_code": -9}, later) == []
+
+
+def test_bulk_bench_refuses_the_childs_idle_flag_before_anything_runs(tmp_path, monkeypatch, capsys) -> None:  # noqa: ANN001
+    from benchmarks import bulk_bench
+
+    ran = []
+    monkeypatch.setattr(bulk_bench, "run", lambda *a: ran.append(a))
+    monkeypatch.setattr(sys, "argv", ["bulk_bench", "--papers", "20000", "--work", str(tmp_path), "--idle"])
+    with pytest.raises(SystemExit) as stop:
+        bulk_bench.main()
+    assert stop.value.code == 2 and "--idle is the child's" in capsys.readouterr().err and ran == []
