@@ -20,7 +20,7 @@ SURE_BY_ARXIV = ("coalesce(cited_arxiv IS NOT NULL AND (list_contains(match_keys
                  "OR list_contains(match_keys, 'doi:10.48550/arxiv.' || lower(cited_arxiv_id))), false)")
 """A stored reference resolved by its arXiv id (or arXiv's DOI for it): DOI and arXiv id come before
 the title, and a new paper changes neither's answer unless it shares that key, so a namesake
-alone cannot change this reference (half of what a day later's titles pick at a year of arXiv)."""
+alone cannot change this reference (the benchmark's ``re_checked`` shows how many this leaves out)."""
 
 
 class ResolveQueries(Slice):
@@ -80,9 +80,10 @@ class ResolveQueries(Slice):
                 windows = windows.with_columns(pl.lit(None, pl.Int64).alias(bound))
         self.con.register("_new_keys", windows.select("k", "lo", "hi").to_arrow())
         try:
-            # The references are picked by rowid over the few columns the choice reads, then read by
-            # rowid: the unnest runs over every keyed reference (millions at a year of arXiv), and
-            # carrying their other columns through it costs more than a second scan.
+            # The references are picked by rowid over the few columns the choice reads (the keys, the
+            # year, and what SURE_BY_ARXIV reads), then read by rowid: the unnest runs over every keyed
+            # reference (millions at a year of arXiv), and carrying their other columns through it
+            # costs more than a second scan.
             return self._frame(
                 # Whether a reference is sure by its arXiv id is asked of the few hit, not of every row.
                 f"""WITH hit AS (SELECT r FROM (SELECT rowid AS r, cited_year, cited_arxiv_id, cited_arxiv, match_keys,
