@@ -84,8 +84,7 @@ _TOPICS = f"""SELECT m.arxiv, u.i AS idx, {_field('category')} AS category, {_fi
 def _papers_of_cited(state: Path, ids: str) -> str:
     """The temp table ``papers_of_cited``: one row of each paper ``ids`` (SQL) names, read as
     :data:`_ONE_ROW` chooses."""
-    return f"""CREATE TEMP TABLE papers_of_cited AS SELECT * FROM {part(state, 'papers')}
-               WHERE corpusid IN ({ids})
+    return f"""CREATE TEMP TABLE papers_of_cited AS SELECT * FROM {part(state, 'papers', f'corpusid IN ({ids})')}
                QUALIFY row_number() OVER (PARTITION BY corpusid ORDER BY {_ONE_ROW}) = 1"""
 
 
@@ -99,8 +98,8 @@ def s2ag_answers(state: Path, arxiv_ids: Iterable[str]) -> tuple[pl.DataFrame, p
     con = _connect()
     try:
         con.register("wanted", pl.DataFrame({"arxiv": sorted(set(arxiv_ids))}, schema={"arxiv": pl.Utf8}))
-        con.execute(f"CREATE TEMP TABLE wanted_ids AS SELECT * FROM {part(state, 'covered')} "
-                    "WHERE arxiv IN (SELECT arxiv FROM wanted)")
+        covered = part(state, "covered", "arxiv IN (SELECT arxiv FROM wanted)")
+        con.execute(f"CREATE TEMP TABLE wanted_ids AS SELECT * FROM {covered}")
         papers, citations = part(state, "papers"), part(state, "citations")
         n_wanted, n_covered = con.execute(f"SELECT (SELECT count(*) FROM wanted_ids), count(*) FROM {part(state, 'covered')}"
                                           ).fetchall()[0]
@@ -108,8 +107,8 @@ def s2ag_answers(state: Path, arxiv_ids: Iterable[str]) -> tuple[pl.DataFrame, p
             # A day's few papers: each part filtered to their keys before the join, which would
             # read every column of the release's rows (the citations' contexts most of all) for
             # the few it keeps; for most of the release the filter is only a second join.
-            papers = f"(SELECT * FROM {papers} WHERE corpusid IN (SELECT corpusid FROM wanted_ids))"
-            citations = f"(SELECT * FROM {citations} WHERE citingcorpusid IN (SELECT corpusid FROM wanted_ids))"
+            papers = part(state, "papers", "corpusid IN (SELECT corpusid FROM wanted_ids)")
+            citations = part(state, "citations", "citingcorpusid IN (SELECT corpusid FROM wanted_ids)")
         con.execute(f"""CREATE TEMP TABLE mine AS SELECT c.arxiv, p.corpusid, p.url, p.s2fieldsofstudy
                         FROM wanted_ids c JOIN {papers} p USING (corpusid)
                         QUALIFY row_number() OVER (PARTITION BY c.arxiv ORDER BY {_ONE_ROW}) = 1""")

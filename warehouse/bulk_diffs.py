@@ -82,11 +82,11 @@ def apply_diff(state: Path, diff: Path, out: Path, corpus: Corpus, threads: int 
         # A paper updated under the one URL it had (one row before, one after) is found where it
         # is cited by that URL's id: those references are patched, their papers not answered again.
         con.execute(f"""CREATE TEMP TABLE recited AS SELECT n.corpusid FROM read_parquet({q(added)}) n
-                        JOIN (SELECT corpusid, url FROM {part(state, 'papers')} WHERE corpusid IN (SELECT corpusid FROM up)) o
+                        JOIN (SELECT corpusid, url FROM {part(state, 'papers', 'corpusid IN (SELECT corpusid FROM up)')}) o
                         USING (corpusid) GROUP BY n.corpusid
                         HAVING count(*) = 1 AND bool_and(n.url = o.url AND regexp_matches(n.url, '{S2_PAPER_URL}'))""")
         con.execute(f"""CREATE TEMP TABLE citers AS SELECT citingcorpusid, citedcorpusid IN (SELECT corpusid FROM recited) AS patch
-                        FROM {part(tmp, 'citations')} WHERE citedcorpusid IN (SELECT corpusid FROM changed)""")
+                        FROM {part(tmp, 'citations', 'citedcorpusid IN (SELECT corpusid FROM changed)')}""")
         changed = con.sql(f"""SELECT DISTINCT c.arxiv FROM {covered} c
                               WHERE c.corpusid IN (SELECT corpusid FROM changed)
                                  OR c.corpusid IN (SELECT citingcorpusid FROM uc UNION SELECT citingcorpusid FROM gone)
@@ -138,12 +138,12 @@ def _diff_papers(con, state: Path, diff: Path, tmp: Path) -> Path:  # noqa: ANN0
                   WHERE arxiv NOT IN (SELECT arxiv FROM touched) AND arxiv IN (SELECT arxiv FROM corpus)
                   UNION ALL """ + best_cover(
         f"""SELECT k.arxiv, p.* EXCLUDE (arxiv) FROM (SELECT * FROM kept WHERE arxiv IN (SELECT arxiv FROM touched)) k
-                JOIN (SELECT * FROM {part(tmp, 'papers')} WHERE corpusid IN (SELECT corpusid FROM kept
-                      WHERE arxiv IN (SELECT arxiv FROM touched))) p USING (corpusid)
+                JOIN {part(tmp, 'papers', 'corpusid IN (SELECT corpusid FROM kept WHERE arxiv IN (SELECT arxiv FROM touched))')} p
+                USING (corpusid)
             UNION ALL BY NAME
             SELECT * FROM candidates
-            WHERE corpusid NOT IN (SELECT corpusid FROM {part(state, 'papers')}
-                                   WHERE corpusid IN (SELECT corpusid FROM candidates))"""),
+            WHERE corpusid NOT IN (SELECT corpusid
+                                   FROM {part(state, 'papers', 'corpusid IN (SELECT corpusid FROM candidates)')})"""),
          tmp / "covered.parquet")
     return added
 

@@ -61,26 +61,32 @@ COMPACT_PARTS = 128
 many files: reading past the hidden rows, or opening the files, then costs more than a rewrite."""
 
 
-def part(state: Path, name: str) -> str:
+def part(state: Path, name: str, where: str | None = None) -> str:
     """A FROM item reading one part (``papers``, ``covered``, ``citations``) of a release's folder:
-    the rows it holds, those its masks hide left out."""
+    the rows it holds, those its masks hide left out. ``where`` (SQL over the part's own columns):
+    only the rows it picks, tested as the files are read, before the masks are."""
+    kept = f" WHERE {where}" if where else ""
     if name == "covered":
-        return f"read_parquet({q(state / 'covered.parquet')})"
+        return f"(SELECT * FROM read_parquet({q(state / 'covered.parquet')}){kept})"
     mask = state / MASKS[name]
     if not mask.is_file():
-        return f"read_parquet({q(state / name / '*.parquet')})"
-    return f"(SELECT * EXCLUDE (part_file, rownum) FROM {located(state, name)})"
+        return f"(SELECT * FROM read_parquet({q(state / name / '*.parquet')}){kept})"
+    return f"(SELECT * EXCLUDE (part_file, rownum) FROM {located(state, name, where)})"
 
 
-def located(state: Path, name: str) -> str:
+def located(state: Path, name: str, where: str | None = None) -> str:
     """A FROM item of one layered part's rows (``papers``, ``citations``) with where each lies
-    (``part_file``, ``rownum``), those its masks hide left out."""
+    (``part_file``, ``rownum``), those its masks hide left out; ``where`` as :func:`part`'s."""
     mask = state / MASKS[name]
     hidden = (f"WHERE NOT EXISTS (SELECT 1 FROM read_parquet({q(mask)}) m "
               "WHERE m.part_file = r.part_file AND m.rownum = r.rownum)" if mask.is_file() else "")
+    # The rows wanted are picked in the scan, before the masks: DuckDB does not push a filter on
+    # the part's columns below the anti-join, which otherwise reads every column of every row
+    # (the citations' contexts most of all) for the few a day later keeps.
+    kept = f" WHERE {where}" if where else ""
     return (f"(SELECT * FROM (SELECT * EXCLUDE (filename, file_row_number), parse_filename(filename) AS part_file, "
             f"file_row_number AS rownum FROM read_parquet({q(state / name / '*.parquet')}, filename = true, "
-            f"file_row_number = true)) r {hidden})")
+            f"file_row_number = true){kept}) r {hidden})")
 
 
 def link_parts(state: Path, tmp: Path, name: str) -> None:

@@ -237,3 +237,23 @@ def test_two_papers_sharing_a_corpus_id_are_refused_not_merged(world, tmp_path: 
     monkeypatch.setattr(bulk_files, "CORPUS_ID_HEX", 1)
     with pytest.raises(bulk_files.CorpusIdClash, match=r"S2 papers [0-9a-f]{40} and [0-9a-f]{40} share corpus id"):
         write_s2ag(w, tmp_path / "clash", release=R0)
+
+
+def test_a_part_read_for_some_rows_holds_those_the_whole_part_holds(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    root, state = tmp_path / "s2ag", tmp_path / "state"
+    diff, corpus, _ = _small_release(root)
+    monkeypatch.setattr(bulk_state, "COMPACT_SHARE", 1.01)  # kept as layers, masks and all
+    build_state(root / R0, state / R0, corpus)
+    apply_diff(state / R0, diff, state / R1, corpus)
+    assert (state / R1 / MASKS["papers"]).is_file() and (state / R1 / MASKS["citations"]).is_file()
+    con = duckdb.connect()
+    # Each picks a masked row (paper 2 deleted, paper 9's first row replaced; citations 11 and 12)
+    # beside rows the masks keep: the rows picked are those the masks keep, once each.
+    for folder in (state / R0, state / R1):
+        for name, where in (("papers", "corpusid IN (2, 9, 3)"), ("citations", "citingcorpusid IN (1, 2)"),
+                            ("covered", "arxiv = '2101.00001'")):
+            whole = con.sql(f"SELECT * FROM {part(folder, name)} WHERE {where}").pl()
+            some = con.sql(f"SELECT * FROM {part(folder, name, where)}").pl()
+            assert some.height and some.sort(some.columns).equals(whole.sort(whole.columns)), (folder.name, name)
+    assert con.sql(f"SELECT title FROM {part(state / R1, 'papers', 'corpusid = 9')}").fetchall() == [("Cited, retitled",)]
+    assert con.sql(f"SELECT count(*) FROM {part(state / R1, 'papers', 'corpusid = 2')}").fetchall() == [(0,)]
