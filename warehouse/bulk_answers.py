@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from revbench.warehouse.bulk import _connect
+from revbench.warehouse.bulk import keys_in
 from revbench.warehouse.bulk_state import part
 
 _ONE_ROW = ("url NULLS LAST, title NULLS LAST, year NULLS LAST, externalids NULLS LAST, s2fieldsofstudy NULLS LAST, "
@@ -81,10 +82,10 @@ _TOPICS = f"""SELECT m.arxiv, u.i AS idx, {_field('category')} AS category, {_fi
               ORDER BY m.arxiv, idx"""
 
 
-def _papers_of_cited(state: Path, ids: str) -> str:
+def _papers_of_cited(con, state: Path, ids: str) -> str:  # noqa: ANN001
     """The temp table ``papers_of_cited``: one row of each paper ``ids`` (SQL) names, read as
     :data:`_ONE_ROW` chooses."""
-    return f"""CREATE TEMP TABLE papers_of_cited AS SELECT * FROM {part(state, 'papers', f'corpusid IN ({ids})')}
+    return f"""CREATE TEMP TABLE papers_of_cited AS SELECT * FROM {part(state, 'papers', keys_in(con, 'corpusid', ids))}
                QUALIFY row_number() OVER (PARTITION BY corpusid ORDER BY {_ONE_ROW}) = 1"""
 
 
@@ -107,13 +108,13 @@ def s2ag_answers(state: Path, arxiv_ids: Iterable[str]) -> tuple[pl.DataFrame, p
             # A day's few papers: each part filtered to their keys before the join, which would
             # read every column of the release's rows (the citations' contexts most of all) for
             # the few it keeps; for most of the release the filter is only a second join.
-            papers = part(state, "papers", "corpusid IN (SELECT corpusid FROM wanted_ids)")
-            citations = part(state, "citations", "citingcorpusid IN (SELECT corpusid FROM wanted_ids)")
+            papers = part(state, "papers", keys_in(con, "corpusid", "SELECT corpusid FROM wanted_ids"))
+            citations = part(state, "citations", keys_in(con, "citingcorpusid", "SELECT corpusid FROM wanted_ids"))
         con.execute(f"""CREATE TEMP TABLE mine AS SELECT c.arxiv, p.corpusid, p.url, p.s2fieldsofstudy
                         FROM wanted_ids c JOIN {papers} p USING (corpusid)
                         QUALIFY row_number() OVER (PARTITION BY c.arxiv ORDER BY {_ONE_ROW}) = 1""")
         con.execute(f"CREATE TEMP TABLE cites AS SELECT c.*, m.arxiv FROM {citations} c JOIN mine m ON c.citingcorpusid = m.corpusid")
-        con.execute(_papers_of_cited(state, "SELECT citedcorpusid FROM cites"))
+        con.execute(_papers_of_cited(con, state, "SELECT citedcorpusid FROM cites"))
         con.execute(f"CREATE TEMP TABLE cited AS {_CITED}")
         con.execute(f"CREATE TEMP TABLE intents AS {_INTENTS}")
         return (con.sql("SELECT arxiv, url FROM mine ORDER BY arxiv").pl(), con.sql(_TOPICS).pl(),
@@ -128,7 +129,7 @@ def s2ag_cited_papers(state: Path, corpus_ids: Iterable[int]) -> pl.DataFrame:
     con = _connect()
     try:
         con.register("wanted", pl.DataFrame({"corpusid": sorted(set(corpus_ids))}, schema={"corpusid": pl.Int64}))
-        con.execute(_papers_of_cited(state, "SELECT corpusid FROM wanted"))
+        con.execute(_papers_of_cited(con, state, "SELECT corpusid FROM wanted"))
         return con.sql(f"SELECT * FROM ({_CITED}) ORDER BY corpusid").pl()
     finally:
         con.close()

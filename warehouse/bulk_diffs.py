@@ -23,6 +23,7 @@ from revbench.warehouse.bulk import (
     S2AG_PAPER_SELECT,
     _scan,
     diff_shards,
+    keys_in,
 )
 from revbench.warehouse.bulk_state import (
     Corpus,
@@ -82,11 +83,11 @@ def apply_diff(state: Path, diff: Path, out: Path, corpus: Corpus, threads: int 
         # A paper updated under the one URL it had (one row before, one after) is found where it
         # is cited by that URL's id: those references are patched, their papers not answered again.
         con.execute(f"""CREATE TEMP TABLE recited AS SELECT n.corpusid FROM read_parquet({q(added)}) n
-                        JOIN (SELECT corpusid, url FROM {part(state, 'papers', 'corpusid IN (SELECT corpusid FROM up)')}) o
+                        JOIN (SELECT corpusid, url FROM {part(state, 'papers', keys_in(con, 'corpusid', 'SELECT corpusid FROM up'))}) o
                         USING (corpusid) GROUP BY n.corpusid
                         HAVING count(*) = 1 AND bool_and(n.url = o.url AND regexp_matches(n.url, '{S2_PAPER_URL}'))""")
         con.execute(f"""CREATE TEMP TABLE citers AS SELECT citingcorpusid, citedcorpusid IN (SELECT corpusid FROM recited) AS patch
-                        FROM {part(tmp, 'citations', 'citedcorpusid IN (SELECT corpusid FROM changed)')}""")
+                        FROM {part(tmp, 'citations', keys_in(con, 'citedcorpusid', 'SELECT corpusid FROM changed'))}""")
         changed = con.sql(f"""SELECT DISTINCT c.arxiv FROM {covered} c
                               WHERE c.corpusid IN (SELECT corpusid FROM changed)
                                  OR c.corpusid IN (SELECT citingcorpusid FROM uc UNION SELECT citingcorpusid FROM gone)

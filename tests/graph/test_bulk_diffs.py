@@ -23,7 +23,7 @@ from revbench.tasks.graph_bulk import s2ag_framed
 from revbench.warehouse.bulk import s2ag_diff_chain, s2ag_releases
 from revbench.warehouse.bulk_diffs import apply_diff
 from revbench.warehouse.bulk_answers import s2ag_answers
-from revbench.warehouse import bulk_state
+from revbench.warehouse import bulk, bulk_state
 from revbench.warehouse.bulk_state import MASKS, build_state, covered_ids, part
 from tests.support.worlds import week_world
 
@@ -257,3 +257,22 @@ def test_a_part_read_for_some_rows_holds_those_the_whole_part_holds(tmp_path: Pa
             assert some.height and some.sort(some.columns).equals(whole.sort(whole.columns)), (folder.name, name)
     assert con.sql(f"SELECT title FROM {part(state / R1, 'papers', 'corpusid = 9')}").fetchall() == [("Cited, retitled",)]
     assert con.sql(f"SELECT count(*) FROM {part(state / R1, 'papers', 'corpusid = 2')}").fetchall() == [(0,)]
+
+
+def test_the_keys_a_part_is_read_for_are_listed_up_to_a_bound_then_asked_as_a_query(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    root, state = tmp_path / "s2ag", tmp_path / "state"
+    diff, corpus, _ = _small_release(root)
+    monkeypatch.setattr(bulk_state, "COMPACT_SHARE", 1.01)
+    build_state(root / R0, state / R0, corpus)
+    apply_diff(state / R0, diff, state / R1, corpus)
+    con = duckdb.connect()
+    keys = "SELECT * FROM (VALUES (2), (9), (3), (NULL), (9)) t(k)"
+    listed = bulk.keys_in(con, "corpusid", keys)
+    assert listed == "corpusid IN (2, 3, 9)"  # each once, the null left out (IN never matches it)
+    monkeypatch.setattr(bulk, "LISTED_KEYS", 2)
+    asked = bulk.keys_in(con, "corpusid", keys)
+    assert asked == f"corpusid IN ({keys})"
+    rows = [sorted(con.sql(f"SELECT corpusid, title FROM {part(state / R1, 'papers', w)}").fetchall()) for w in (listed, asked)]
+    assert rows[0] == rows[1] == [(3, "C"), (9, "Cited, retitled")]
+    assert bulk.keys_in(con, "corpusid", "SELECT 1 WHERE false") == "FALSE"
+    assert con.sql(f"SELECT count(*) FROM {part(state / R1, 'papers', 'FALSE')}").fetchall() == [(0,)]
