@@ -46,6 +46,21 @@ class Table:
     since: int = 1
     validate: bool = False
     indexes: tuple[tuple[str, ...], ...] = field(default_factory=tuple)
+    key_unindexed_since: int | None = None
+    """The schema version from which DuckDB holds no index of the key (None: it always does): its
+    writers keep the key, replacing rows by it (``Warehouse.upsert``), and refuse a repeated one
+    (``Warehouse.insert``). For a table of millions of rows that every run rewrites a share of, where
+    the index costs more than it guards (``citations``)."""
+
+    def key_indexed(self, version: int | None = None) -> bool:
+        """Whether DuckDB holds an index of the key at ``version`` (the current one when None)."""
+        return self.key_unindexed_since is None or (version is not None and version < self.key_unindexed_since)
+
+    def repeated_key(self, df: pl.DataFrame) -> str | None:
+        """The first key ``df`` holds more than once, as ``(column=value, ...)``; None where none is."""
+        key = list(self.primary_key)
+        twice = df.select(key).filter(pl.struct(key).is_duplicated())
+        return "(" + ", ".join(f"{c}={v!r}" for c, v in twice.row(0, named=True).items()) + ")" if twice.height else None
 
     def column(self, name: str) -> Column:
         for col in self.columns:

@@ -174,19 +174,20 @@ class WarehouseBase:
         the new value with one SQL expression per column (over ``excluded`` and the table)."""
         if df.height == 0:
             return 0
+        whole = {c: f"excluded.{_q(c)}" for c in table.names if c not in table.primary_key}
+        # Without an index of the key there is no ON CONFLICT: the rows of these keys are replaced whole.
+        if not table.key_indexed() and (only_if or sets not in (None, whole)):
+            raise ValueError(f"{table.name}: its key is not indexed, so an upsert replaces rows whole (no sets, no only_if)")
         df = df.unique(subset=list(table.primary_key), keep="last", maintain_order=True)
         src = self._register(table, df)
-        cols = ", ".join(_q(c) for c in table.names)
-        pk = ", ".join(_q(c) for c in table.primary_key)
-        if sets is None:
-            sets = {c: f"excluded.{_q(c)}" for c in table.names if c not in table.primary_key}
-        if sets:
-            action = "DO UPDATE SET " + ", ".join(f"{_q(c)} = {expr}" for c, expr in sets.items()) \
-                + (f" WHERE {only_if}" if only_if else "")
-        else:
-            action = "DO NOTHING"
+        cols, pk = (", ".join(_q(c) for c in names) for names in (table.names, table.primary_key))
+        updates = ", ".join(f"{_q(c)} = {expr}" for c, expr in (whole if sets is None else sets).items())
+        action = f"DO UPDATE SET {updates}" + (f" WHERE {only_if}" if only_if else "") if updates else "DO NOTHING"
+        replace = [] if table.key_indexed() else [f"DELETE FROM {_q(table.name)} WHERE ({pk}) IN (SELECT {pk} FROM {src})"]
+        inserted = f"INSERT INTO {_q(table.name)} ({cols}) SELECT {cols} FROM {src}"
         with self.transaction():  # drained, not read back as a frame: that would load pyarrow for a row count
-            self._exec(f"INSERT INTO {_q(table.name)} ({cols}) SELECT {cols} FROM {src} ON CONFLICT ({pk}) {action}")
+            for statement in [*replace, inserted + ("" if replace else f" ON CONFLICT ({pk}) {action}")]:
+                self._exec(statement)
         self.con.unregister(src)
         return df.height
 
@@ -196,6 +197,8 @@ class WarehouseBase:
         merged. At millions of rows (a pools round's evidence) this costs a fraction of an upsert."""
         if df.height == 0:
             return 0
+        if not table.key_indexed() and (twice := table.repeated_key(df)):  # what the index refused, kept without one
+            raise duckdb.ConstraintException(f"{table.name}: the key {twice} is given more than once in one insert")
         src = self._register(table, df)
         cols = ", ".join(_q(c) for c in table.names)
         with self.transaction():
@@ -231,11 +234,7 @@ class WarehouseBase:
         """Replace every row of a derived table with ``df`` in one transaction (a crash keeps the old rows)."""
         with self.transaction():
             self._exec(f"DELETE FROM {_q(table.name)}")
-            if df.height:
-                src = self._register(table, df)
-                cols = ", ".join(_q(c) for c in table.names)
-                self._exec(f"INSERT INTO {_q(table.name)} ({cols}) SELECT {cols} FROM {src}")
-                self.con.unregister(src)
+            self.insert(table, df)  # joins this transaction
         return df.height
 
     def has_table(self, name: str) -> bool:

@@ -39,12 +39,14 @@ def column_sql(col: Column) -> str:
 
 def create_table_sql(table: Table, version: int | None = None, name: str | None = None) -> str:
     """CREATE TABLE for the columns that existed at ``version`` (all when None); the key is
-    the declared one, less columns that did not exist yet (a later migration rebuilds it)."""
+    the declared one, less columns that did not exist yet (a later migration rebuilds it), and
+    none where the table's key is not indexed at ``version`` (``Table.key_unindexed_since``)."""
     cols = [c for c in table.columns if version is None or c.since <= version]
     body = ",\n  ".join(column_sql(c) for c in cols)
     present = {c.name for c in cols}
     pk = ", ".join(f'"{k}"' for k in table.primary_key if k in present)
-    return f'CREATE TABLE IF NOT EXISTS "{name or table.name}" (\n  {body},\n  PRIMARY KEY ({pk})\n)'
+    key = f",\n  PRIMARY KEY ({pk})" if table.key_indexed(version) else ""
+    return f'CREATE TABLE IF NOT EXISTS "{name or table.name}" (\n  {body}{key}\n)'
 
 
 def rebuild_table_sql(table: Table, version: int | None = None) -> list[str]:

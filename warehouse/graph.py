@@ -12,16 +12,8 @@ from typing import Any
 
 import polars as pl
 
-from revbench.schemas.graph import (
-    AUTHOR_AFFILIATIONS,
-    CITATIONS,
-    GRAPH_FETCHES,
-    GRAPH_TABLES,
-    INSTITUTIONS,
-    PAPER_AUTHORSHIPS,
-    PAPER_TOPICS,
-    SCHEMES_OF_SOURCE,
-)
+from revbench.schemas.graph import (AUTHOR_AFFILIATIONS, CITATIONS, GRAPH_FETCHES, GRAPH_TABLES, INSTITUTIONS,
+                                    PAPER_AUTHORSHIPS, PAPER_TOPICS, SCHEMES_OF_SOURCE)
 from revbench.schemas.model import Table
 from revbench.warehouse.core import _q, utcnow
 from revbench.warehouse.graph_resolve import ResolveQueries
@@ -71,7 +63,13 @@ class GraphSlice(ResolveQueries):
                 self._clear_refetched(GRAPH_FETCHES.conform(fetches))
                 written["graph_fetches"] = self.upsert(GRAPH_FETCHES, fetches)
             if citations is not None:
-                written["citations"] = write(CITATIONS, citations)
+                # Lists cleared above are inserted (repeats kept last, as an upsert keeps them): with no index of
+                # the key (CITATIONS.key_unindexed_since) an upsert is one more pass over millions of references.
+                refs = fetches.filter(pl.col("kind") == "references") if fetches is not None else None
+                cleared = fresh or (refs is not None and citations.join(
+                    refs, how="anti", left_on=["citing_arxiv_id", "source"], right_on=["arxiv_id", "source"]).is_empty())
+                once = citations if fresh else citations.unique(subset=list(CITATIONS.primary_key), keep="last", maintain_order=True)
+                written["citations"] = self.insert(CITATIONS, once) if cleared else self.upsert(CITATIONS, citations)
             if topics is not None:
                 written["paper_topics"] = write(PAPER_TOPICS, topics)
             if institutions is not None:
@@ -90,17 +88,16 @@ class GraphSlice(ResolveQueries):
             [(a, scheme) for a, s in fetches.filter(pl.col("kind") == "topics").select("arxiv_id", "source").iter_rows()
              for scheme in SCHEMES_OF_SOURCE.get(s, ())], schema={"arxiv_id": pl.Utf8, "scheme": pl.Utf8}, orient="row")
         people = fetches.filter(pl.col("kind") == "affiliations").select("arxiv_id", "source")
-        self.con.register("_refetched", refs.to_arrow())
-        self.con.register("_retopiced", topics.to_arrow())
-        self.con.register("_repeopled", people.to_arrow())
+        cleared = {"_refetched": refs, "_retopiced": topics, "_repeopled": people}
+        for name, frame in cleared.items():
+            self.con.register(name, frame.to_arrow())
         try:
             self._exec("DELETE FROM citations WHERE (citing_arxiv_id, source) IN (SELECT arxiv_id, source FROM _refetched)")
             self._exec("DELETE FROM paper_topics WHERE (arxiv_id, scheme) IN (SELECT arxiv_id, scheme FROM _retopiced)")
             self._exec("DELETE FROM paper_authorships WHERE (arxiv_id, source) IN (SELECT arxiv_id, source FROM _repeopled)")
         finally:
-            self.con.unregister("_refetched")
-            self.con.unregister("_retopiced")
-            self.con.unregister("_repeopled")
+            for name in cleared:
+                self.con.unregister(name)
 
     def forget_answers(self, arxiv_ids: Sequence[str], source: str) -> None:
         """Drop what ``source`` answered for ``arxiv_ids`` (their references, the topics of its

@@ -44,6 +44,8 @@ DESCRIPTIONS: dict[int, str] = {
         "successors and predecessors a conflict of interest meets one institution by",
     20: "eval_results.baseline: what a paired difference is a difference to, so that a scorer whose own name holds "
         "' - ' is not taken for one (older rows: the name read as before)",
+    21: "citations without an index of its key: every writer keeps the key (a paper's list is replaced whole), and "
+        "the index made a day later's rewrite of a share of millions of references several times slower",
 }
 
 EXTRA_SQL: dict[int, list[str]] = {
@@ -71,6 +73,7 @@ REBUILD: dict[int, tuple[str, ...]] = {
     13: ("documents",),  # pdf_authors items gain affiliations and orcid (null in rows extracted before)
     14: ("documents",),  # pdf_authors items gain emails (null in rows extracted before)
     20: ("eval_results",),  # baseline filled from its backfill (older rows' difference read off the scorer's name)
+    21: ("citations",),  # its key no longer an index (Table.key_unindexed_since)
 }
 """Tables whose key changed in a version, or whose new column is filled from its ``backfill``:
 rebuilt from their declaration, rows kept."""

@@ -77,7 +77,9 @@ def test_a_schema_14_warehouse_reads_before_and_gains_the_graph_tables_on_open(t
         assert wh._exec("SELECT description FROM schema_version WHERE version = 15")[0][0].startswith("the scholarly graph")
         keys = dict(wh._exec("""SELECT table_name, list_sort(constraint_column_names) FROM duckdb_constraints()
                                 WHERE constraint_type = 'PRIMARY KEY'"""))
-    assert {t.name: sorted(t.primary_key) for t in GRAPH_TABLES} == {n: keys[n] for n in GRAPH}
+    # A key DuckDB holds no index of (citations, from 21) is no constraint: its writers keep it.
+    assert {t.name: sorted(t.primary_key) for t in GRAPH_TABLES if t.key_indexed()} == {n: keys[n] for n in keys if n in GRAPH}
+    assert {t.name for t in GRAPH_TABLES if not t.key_indexed()} == {"citations"} == GRAPH - set(keys)
 
 
 def test_loading_the_same_answer_again_adds_nothing_and_a_refetch_replaces_the_old_list(tmp_path: Path) -> None:
