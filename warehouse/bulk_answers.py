@@ -17,8 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
-from revbench.warehouse.bulk import _connect
-from revbench.warehouse.bulk import keys_in
+from revbench.warehouse.bulk import _connect, keys_in
 from revbench.warehouse.bulk_state import part
 
 _ONE_ROW = ("url NULLS LAST, title NULLS LAST, year NULLS LAST, externalids NULLS LAST, s2fieldsofstudy NULLS LAST, "

@@ -83,7 +83,8 @@ def apply_diff(state: Path, diff: Path, out: Path, corpus: Corpus, threads: int 
         # A paper updated under the one URL it had (one row before, one after) is found where it
         # is cited by that URL's id: those references are patched, their papers not answered again.
         con.execute(f"""CREATE TEMP TABLE recited AS SELECT n.corpusid FROM read_parquet({q(added)}) n
-                        JOIN (SELECT corpusid, url FROM {part(state, 'papers', keys_in(con, 'corpusid', 'SELECT corpusid FROM up'))}) o
+                        JOIN (SELECT corpusid, url
+                              FROM {part(state, 'papers', keys_in(con, 'corpusid', 'SELECT corpusid FROM up'))}) o
                         USING (corpusid) GROUP BY n.corpusid
                         HAVING count(*) = 1 AND bool_and(n.url = o.url AND regexp_matches(n.url, '{S2_PAPER_URL}'))""")
         con.execute(f"""CREATE TEMP TABLE citers AS SELECT citingcorpusid, citedcorpusid IN (SELECT corpusid FROM recited) AS patch

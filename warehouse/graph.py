@@ -68,7 +68,8 @@ class GraphSlice(ResolveQueries):
                 refs = fetches.filter(pl.col("kind") == "references") if fetches is not None else None
                 cleared = fresh or (refs is not None and citations.join(
                     refs, how="anti", left_on=["citing_arxiv_id", "source"], right_on=["arxiv_id", "source"]).is_empty())
-                once = citations if fresh else citations.unique(subset=list(CITATIONS.primary_key), keep="last", maintain_order=True)
+                once = citations if fresh else citations.unique(subset=list(CITATIONS.primary_key), keep="last",
+                                                                maintain_order=True)
                 written["citations"] = self.insert(CITATIONS, once) if cleared else self.upsert(CITATIONS, citations)
             if topics is not None:
                 written["paper_topics"] = write(PAPER_TOPICS, topics)
