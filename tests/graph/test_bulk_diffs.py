@@ -163,13 +163,19 @@ def _rows(path: Path) -> int:
     return int(duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{path}')").fetchall()[0][0])
 
 
-def test_an_increment_is_a_layer_linking_the_release_it_starts_from(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def _layered(tmp_path: Path, monkeypatch) -> tuple[Path, Path, Path, list[str], list[dict]]:  # type: ignore[no-untyped-def]
+    """The small release (R0) and its increment (R1) as state folders (a release this small is mostly
+    masked by any increment: kept as layers here however much); (root, state, diff, corpus, papers)."""
     root, state = tmp_path / "s2ag", tmp_path / "state"
     diff, corpus, papers = _small_release(root)
-    # a release this small is mostly masked by any increment: kept as layers here however much
     monkeypatch.setattr(bulk_state, "COMPACT_SHARE", 1.01)
     build_state(root / R0, state / R0, corpus)
     apply_diff(state / R0, diff, state / R1, corpus)
+    return root, state, diff, corpus, papers
+
+
+def test_an_increment_is_a_layer_linking_the_release_it_starts_from(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    root, state, diff, corpus, papers = _layered(tmp_path, monkeypatch)
     for name in ("papers", "citations"):
         base = sorted((state / R0 / name).glob("*.parquet"))
         # the release's parts linked, never copied; the increment's rows in a part of their own
@@ -240,11 +246,7 @@ def test_two_papers_sharing_a_corpus_id_are_refused_not_merged(world, tmp_path: 
 
 
 def test_a_part_read_for_some_rows_holds_those_the_whole_part_holds(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    root, state = tmp_path / "s2ag", tmp_path / "state"
-    diff, corpus, _ = _small_release(root)
-    monkeypatch.setattr(bulk_state, "COMPACT_SHARE", 1.01)  # kept as layers, masks and all
-    build_state(root / R0, state / R0, corpus)
-    apply_diff(state / R0, diff, state / R1, corpus)
+    state = _layered(tmp_path, monkeypatch)[1]
     assert (state / R1 / MASKS["papers"]).is_file() and (state / R1 / MASKS["citations"]).is_file()
     con = duckdb.connect()
     # Each picks a masked row (paper 2 deleted, paper 9's first row replaced; citations 11 and 12)
@@ -260,11 +262,7 @@ def test_a_part_read_for_some_rows_holds_those_the_whole_part_holds(tmp_path: Pa
 
 
 def test_the_keys_a_part_is_read_for_are_listed_up_to_a_bound_then_asked_as_a_query(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    root, state = tmp_path / "s2ag", tmp_path / "state"
-    diff, corpus, _ = _small_release(root)
-    monkeypatch.setattr(bulk_state, "COMPACT_SHARE", 1.01)
-    build_state(root / R0, state / R0, corpus)
-    apply_diff(state / R0, diff, state / R1, corpus)
+    state = _layered(tmp_path, monkeypatch)[1]
     con = duckdb.connect()
     keys = "SELECT * FROM (VALUES (2), (9), (3), (NULL), (9)) t(k)"
     listed = bulk.keys_in(con, "corpusid", keys)
