@@ -130,9 +130,13 @@ def _bulk_one(d: dict[str, Any]) -> list[str]:
     if again:
         on = f" {again[:10]}" if isinstance(again, str) else ""
         api_again = d.get("api", {}).get("measured_again")
-        flag = " --api" if api_again else ""
-        api = (f"the API run measured again before them, once, {api_again[:10]}" if api_again
-               else "the API run as first measured")
+        # One invocation's --api measures the API run on the bulk runs' commit; one of another
+        # commit came from an earlier invocation, named by its own time, not by this command.
+        same = api_again and d.get("api", {}).get("code") == d["bulk"].get("code")
+        flag = " --api" if same else ""
+        api = (f"the API run measured again before them, once, {api_again[:10]}" if same
+               else f"the API run measured again earlier, once, {api_again[:16].replace('T', ' ')} UTC (with --api)"
+               if api_again else "the API run as first measured")
         lines.append(f"The bulk run and its day later measured again{on} on commit "
                      f"`{d['bulk'].get('code', '?')}` (`{d['command'].replace('bulk_bench', 'bulk_again')}{repeat}{flag}`), "
                      f"over the same world and files; {api}, on commit `{d.get('api', {}).get('code', '?')}`.")

@@ -140,6 +140,11 @@ def test_the_report_says_whether_the_api_run_was_measured_the_same_day() -> None
     again = "\\n".join(_bulk_one(d))
     assert "(`python -m benchmarks.bulk_again --papers 20000 --api`)" in again
     assert "the API run measured again before them, once, 2026-11-30, on commit `0.1.0+abc`" in again
+    # an API run of another commit was an earlier invocation's: named by its time, not by this command's flag
+    d["bulk"] = {**d["bulk"], "code": "0.1.0+new"}
+    later = "\\n".join(_bulk_one(d))
+    assert "(`python -m benchmarks.bulk_again --papers 20000`)" in later
+    assert "the API run measured again earlier, once, 2026-11-30 05:40 UTC (with --api), on commit `0.1.0+abc`" in later
 
 
 def test_bulk_again_refuses_api_with_fresh_only_before_anything_runs(tmp_path, monkeypatch, capsys) -> None:  # noqa: ANN001
