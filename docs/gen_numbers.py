@@ -132,6 +132,8 @@ def world_realism(results: Path) -> str:
 
     d = load(results, "world_realism.json")
     before = d.get("format7_before") or {}
+    # a target added with a later format: its value on the format before it, marked with that format
+    later = {k: f"{fmt(v)} (format 8)" for k, v in (d.get("format8_before") or {}).items()}
     head = "| target | real | tolerance | world | holds |" + (" before (format 7) |" if before else "")
     lines = [f"Measured {d['measured']} ({d['machine']}): {d['command']}.", "", head,
              "|---" * (5 + bool(before)) + "|"]
@@ -139,7 +141,7 @@ def world_realism(results: Path) -> str:
         real = r["target"] if isinstance(r["target"], str) else fmt(r["target"])
         cells = [r["what"], real, r["tolerance"], fmt(r["world"]), {True: "yes", False: "**no**", None: "-"}[r["holds"]]]
         if before:
-            cells.append(fmt(before[r["id"]]) if r["id"] in before else "-")
+            cells.append(fmt(before[r["id"]]) if r["id"] in before else later.get(r["id"], "-"))
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
 

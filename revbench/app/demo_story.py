@@ -218,7 +218,10 @@ class Story:
             low, holding = best[split]
             if low is not None and holding:
                 others = name[holding[0]] if len(holding) == 1 else f"{len(holding)} others"
-                notes.append(f"  {head}: {name[low]} lowest, not separated from {others}: no best")
+                line = f"  {head}: {name[low]} lowest, not separated from {others}: no best"
+                # a long scorer name: two lines, so the screen stays within 80 columns
+                notes += [line] if len(line) <= 80 else [f"  {head}: {name[low]} lowest,",
+                                                        f"    not separated from {others}: no best"]
         named = sorted(sc for sc in cells if name[sc] != sc)
         if named:
             notes.append("  " + ", ".join(name[sc] for sc in named) + ": short for " + ", ".join(named))

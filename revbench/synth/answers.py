@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from revbench.synth import render
-from revbench.synth.draw import BAD_KINDS, Generator, WorldSpec, _Paper, _Person
+from revbench.synth.draw import BAD_KINDS, Generator, WorldSpec, _Paper, _Person, distinct_title
 from revbench.synth.vocab import INSTITUTIONS
 
 ORPHAN_AFFILIATION_SHARE = 0.05
@@ -148,7 +148,8 @@ def s2_histories(g: Generator, spec: WorldSpec, people: list[_Person], corpus_pa
             t = g.title(topic, focus)
             yr = int(g.rng.integers(2016, spec.start.year + 1))
             key = hashlib.sha1(f"{person.pid}/{t}/{yr}".encode()).hexdigest()
-            hist.append({"paperId": key, "externalIds": {}, "title": t, "abstract": g.abstract(topic, t, focus), "year": yr,
+            hist.append({"paperId": key, "externalIds": {}, "title": distinct_title(t, key),
+                         "abstract": g.abstract(topic, t, focus), "year": yr,
                          "publicationDate": f"{yr}-06-01"})
             if older is not None:
                 older[key] = {"topic": topic, "focus": focus, "person": m, "year": yr}

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from revbench.synth.draw import Generator, WorldSpec, _Paper, _Person
+from revbench.synth.draw import Generator, WorldSpec, _Paper, _Person, distinct_title
 from revbench.synth.vocab import FIRST_NAMES, LAST_NAMES, TOPICS
 
 GRAPH_STREAM = 35
@@ -99,6 +99,7 @@ def _outside(g: Generator, topic: str, before_year: int) -> dict[str, Any]:
     title = g.title(topic if rng.random() < 0.7 else g.choice(g.topic_ids))
     year = int(rng.integers(1998, before_year + 1))
     key = hashlib.sha1(f"outside/{title}/{year}".encode()).hexdigest()
+    title = distinct_title(title, key)  # the work is the drawn title's and year's: one ending for it
     doi = f"10.{int(rng.integers(1000, 9999))}/synthetic.{key[:10]}" if rng.random() < 0.6 else None
     arxiv = None
     if year >= 2015 and rng.random() < 0.3:

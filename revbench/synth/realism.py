@@ -156,6 +156,12 @@ def _graph_measures(refs: pl.DataFrame, works: pl.DataFrame, expertise: Expertis
     levels = [expertise.level(p, q) for q, p in qp]
     tau = kendalltau(coupling, levels).statistic if len(set(coupling)) > 1 and len(set(levels)) > 1 else 0.0
     per_paper = refs.group_by("citing").len()["len"]
+    # A work is counted once: by its arXiv id, else its S2 id, else its title and year (an outside
+    # work S2 holds no record of is named by no more than those).
+    works_cited = refs.select(pl.coalesce("arxiv_id", "s2_id", pl.col("title") + "|" + pl.col("year").cast(pl.Utf8))
+                              .alias("work"), pl.col("title").str.to_lowercase().str.replace_all(r"[^a-z0-9]", "")
+                              .alias("name")).unique("work")
+    namesakes = works_cited.select(pl.col("work").n_unique().over("name") > 1).to_series()
     grobid_id = refs.select((pl.col("grobid").struct.field("typed_doi") & pl.col("doi").is_not_null())
                             | pl.col("grobid").struct.field("arxiv_in").is_not_null()).to_series()
     return {
@@ -165,6 +171,7 @@ def _graph_measures(refs: pl.DataFrame, works: pl.DataFrame, expertise: Expertis
         "graph.ids_grobid": round(float(grobid_id.mean()), 4),
         "graph.cites_by_level": [round(float(h / s), 4) if s else 0.0 for h, s in zip(hits, seen, strict=True)],
         "graph.coupling_tau": round(float(tau), 4),
+        "graph.title_shared_share": round(float(namesakes.mean()), 4) if namesakes.len() else None,
     }
 
 

@@ -43,6 +43,26 @@ TOPICS: dict[str, dict[str, list[str]]] = {
 METHOD_WORDS = ["Adaptive", "Scalable", "Robust", "Efficient", "Contrastive", "Hierarchical", "Sparse", "Causal", "Unified", "Self-Supervised", "Probabilistic", "Modular", "Lightweight", "Provable", "Structured"]
 NOUNS = ["Framework", "Approach", "Method", "Benchmark", "Analysis", "Model", "Objective", "Algorithm", "Study", "Pipeline"]
 
+# A title's own ending (``revbench.synth.draw.distinct_title``): words that name no subject, so a
+# scorer reads a title's topic as before, while two works' titles differ as real ones do.
+TITLE_FORMS = ["{t} in {a} {b}", "{t} under {a} {b}", "{t}, Revisited for {a} {b}", "{t} with {a} {b}",
+               "{t} Beyond {a} {b}", "{t} Across {a} {b}", "{t} Given {a} {b}", "{t} at {a} {b}"]
+TITLE_QUALITIES = ["Limited", "Shifting", "Realistic", "Extreme", "Bounded", "Changing", "Unknown", "Partial", "Noisy",
+                   "Scarce", "Costly", "Mixed", "Delayed", "Uneven", "Tight", "Loose", "Finite", "Varying", "Hidden",
+                   "Competing", "Conflicting", "Missing", "Corrupted", "Evolving", "Rare", "Skewed", "Sparse", "Coarse",
+                   "Fine-Grained", "Long-Tailed", "Imperfect", "Practical", "Strict", "Relaxed", "Minimal", "Excess",
+                   "Unlabeled", "Unseen", "Irregular", "Repeated", "Sequential", "Parallel", "Local", "Global", "Early",
+                   "Late", "Heavy", "Light", "Open", "Closed", "Fixed", "Dynamic", "Static", "Uncertain", "Reliable",
+                   "Unreliable", "Weak", "Strong", "Small", "Large", "Short", "Long", "Narrow", "Wide"]
+TITLE_THINGS = ["Budgets", "Conditions", "Settings", "Regimes", "Horizons", "Constraints", "Scales", "Assumptions",
+                "Scenarios", "Guarantees", "Trade-offs", "Limits", "Resources", "Feedback", "Supervision", "Priors",
+                "Signals", "Samples", "Observations", "Labels", "Annotations", "Deadlines", "Costs", "Rewards",
+                "Errors", "Perturbations", "Shifts", "Dependencies", "Interactions", "Structures", "Inputs", "Outputs",
+                "Updates", "Queries", "Measurements", "Estimates", "Bounds", "Objectives", "Preferences", "Incentives",
+                "Failures", "Delays", "Windows", "Margins", "Populations", "Distributions", "Sources", "Targets",
+                "Contexts", "Environments", "Evaluations", "Protocols", "Baselines", "Budget Cuts", "Workloads",
+                "Capacities", "Memories", "Views", "Modes", "Phases", "Stages", "Rounds", "Steps", "Batches"]
+
 FIRST_NAMES = [
     "Alice", "Bob", "Carlos", "Dana", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jun", "Kavya", "Liam", "Maria", "Nikhil",
     "Olga", "Pedro", "Qing", "Rahul", "Sofia", "Tomas", "Uma", "Victor", "Wei", "Xin", "Yuki", "Zoë", "José", "Jürgen",

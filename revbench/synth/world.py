@@ -39,15 +39,16 @@ from revbench.synth.graph import draw_graph, graph_counts
 from revbench.synth.graph_files import write_graph
 from revbench.synth.vocab import INSTITUTIONS
 
-WORLD_FORMAT = 8
+WORLD_FORMAT = 9
 """Bumped when what a world holds changes (4: second affiliations, orphan affiliations, ORCIDs,
 the planted second-affiliation conflict; 5: the graph; 6: the graph-only conflict's query one the
 pools draw first, citing the person's earlier paper; 7: the graph as parquet tables in ``graph/``
 instead of ``graph.json``, with OpenAlex's split profiles and hidden ORCIDs; 8: calibrated on real
 data (docs/benchmarks.md, "How real the world is"): fewer people with more papers each, works about a
 focus within their subtopic, expertise and ratings from every work (``truth/works.parquet``),
-citations by topic and by the cited person's expertise), so cached worlds are regenerated and a
-demo folder of an older world is set aside."""
+citations by topic and by the cited person's expertise; 9: every work's title has an ending of its
+own, so titles differ as real ones do, ``revbench.synth.draw.distinct_title``), so cached worlds are
+regenerated and a demo folder of an older world is set aside."""
 PEOPLE_PER_PAPER = 0.6
 """People drawn per paper of the window: about 5.5 papers each in the window, so a rated reviewer's
 profile holds about as many papers as LR-bench's (5.7; revbench/reference/world_targets.txt)."""

@@ -122,11 +122,11 @@ def test_the_facts_render_the_pages_numbers(runs: dict[str, subprocess.Completed
     assert facts["evaluation"]["loss"]["pointwise"] and facts["authors"][0]["authors"]  # type: ignore[index]
 
 
-def _report(folder: Path, pairs: list[tuple[str, str, bool]]) -> Path:
+def _report(folder: Path, pairs: list[tuple[str, str, bool]],
+            scorers: tuple[tuple[str, float], ...] = (("trivial", 0.5), ("tpms", 0.3), ("embedding:pooling=mean", 0.2))) -> Path:
     """An evaluation report folder: three scorers' losses on both splits, and which pairs separate."""
     rows = [{"split": split, "metric": "loss", "scorer": scorer, "value": v, "ci_low": v - 0.05, "ci_high": v + 0.05, "n": 9}
-            for split in ("pointwise", "paper_centric") for scorer, v in
-            (("trivial", 0.5), ("tpms", 0.3), ("embedding:pooling=mean", 0.2))]
+            for split in ("pointwise", "paper_centric") for scorer, v in scorers]
     folder.mkdir()
     (folder / "results.json").write_text(json.dumps(rows))
     (folder / "separation.json").write_text(json.dumps([{"split": split, "scorer_a": a, "scorer_b": b, "separated": sep}
@@ -148,3 +148,15 @@ def test_the_best_is_marked_only_where_the_intervals_separate_it(tmp_path: Path,
     out = capsys.readouterr().out
     assert "*" not in out.split("\n  ")[0] and "embedding lowest, not separated from tpms: no best" in out
     assert facts["best"] == {"pointwise": None, "paper_centric": None}
+
+
+def test_no_best_for_a_long_named_scorer_still_fits_80_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from revbench.app.demo_story import Story
+
+    low, mean = "embedding:pooling=topk_mean:3", "embedding:pooling=mean"
+    scorers = (("trivial", 0.5), (mean, 0.3), (low, 0.2), *((f"tpms:variant={i}", 0.3) for i in range(6)))
+    pairs = [(low, other, False) for other, _ in scorers[1:] if other != low] + [(low, "trivial", True)]
+    Story().evaluation(_report(tmp_path / "long", pairs, scorers))
+    out = capsys.readouterr().out
+    assert f"pointwise: {low} lowest,\n    not separated from 7 others: no best" in out, out
+    assert max(len(x) for x in out.splitlines()) <= 80, out

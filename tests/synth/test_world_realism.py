@@ -90,6 +90,21 @@ def test_the_checks_can_fail(demo_world: Path, tmp_path: Path, monkeypatch: pyte
     assert _row(flat, "ratings.pool_levels").holds  # the ratings are not the graph's
 
 
+def test_titles_as_drawn_before_their_endings_repeat_as_no_real_ones_do(measured: dict[str, object], tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the ending each work's id picks (world format 8), the few drawn titles repeat across
+    works: the target the default world holds fails."""
+    from revbench.synth import answers, draw
+
+    for module in (answers, citations, draw):
+        monkeypatch.setattr(module, "distinct_title", lambda title, ident: title)
+    generate_world(tmp_path / "w", DEMO_SPEC)
+    drawn = world_measures(tmp_path / "w")
+    assert not _row(drawn, "graph.title_shared_share").holds, drawn["graph.title_shared_share"]
+    assert _row(measured, "graph.title_shared_share").holds, measured["graph.title_shared_share"]
+    assert drawn["graph.title_shared_share"] > 10 * measured["graph.title_shared_share"]
+
+
 def test_judging() -> None:
     [tv] = [t for t in load_targets() if t.id == "ratings.kept_levels"]
     assert judge(tv, tv.target)[0] and not judge(tv, [0.03, 0.06, 0.34, 0.33, 0.24])[0]  # the demo of format 7
