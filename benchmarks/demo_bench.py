@@ -52,15 +52,17 @@ def one_run(env: dict[str, str], log: Path) -> dict[str, Any]:
 
 
 def save_realism(report: Path, out: Path, run: dict[str, Any]) -> None:
-    """The realism rows the demo wrote as ``world_realism.json``, keeping the
-    rows measured before the calibration (``format7_before``) that the docs show beside them."""
+    """The realism rows the demo wrote as ``world_realism.json``, keeping the values measured on
+    earlier world formats (``format7_before``, ``format8_before``, their notes) that the docs show
+    beside them."""
     rows = json.loads(report.read_text())["rows"]
     kept = json.loads(out.read_text()) if out.exists() else {}
     out.write_text(json.dumps({
         "benchmark": "world_realism", "measured": run["when"][:10], "machine": run["machine"],
         "command": f"make demo in a fresh data folder (python -m benchmarks.demo_bench; {run['facts']['papers']} papers, "
                    f"seed {run['facts']['seed']}, world format {run['facts']['world']['format']})",
-        "rows": rows, **{k: kept[k] for k in ("format7_before", "format7_note") if k in kept}}, indent=1) + "\n")
+        "rows": rows, **{k: v for k, v in kept.items() if k.startswith("format") and k.endswith(("_before", "_note"))}},
+        indent=1) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -398,7 +398,6 @@ def draw_text(g: Generator, arxiv_id: str, topic: str, team: list[int], versions
                   published, cat, cats, focus=focus)
 
 
-
 def distinct_title(base: str, ident: str) -> str:
     """``base`` (a drawn title) with an ending picked by ``ident`` (the work's own id), so that two
     works' titles differ as real ones do: the drawn titles repeat (one in 16 of a 160k world's

@@ -157,10 +157,13 @@ def _graph_measures(refs: pl.DataFrame, works: pl.DataFrame, expertise: Expertis
     tau = kendalltau(coupling, levels).statistic if len(set(coupling)) > 1 and len(set(levels)) > 1 else 0.0
     per_paper = refs.group_by("citing").len()["len"]
     # A work is counted once: by its arXiv id, else its S2 id, else its title and year (an outside
-    # work S2 holds no record of is named by no more than those).
-    works_cited = refs.select(pl.coalesce("arxiv_id", "s2_id", pl.col("title") + "|" + pl.col("year").cast(pl.Utf8))
-                              .alias("work"), pl.col("title").str.to_lowercase().str.replace_all(r"[^a-z0-9]", "")
-                              .alias("name")).unique("work")
+    # work S2 holds no record of is named by no more than those). Its title folded as the graph
+    # stage's resolution folds it (tasks.graph.normalise_title: the world may not import the pipeline's
+    # tasks, a wall tests/test_structure_floors.py holds): case-folded letters and digits alone.
+    name = (pl.col("title").str.normalize("NFKD").str.to_lowercase().str.replace_all("ß", "ss")
+            .str.replace_all(r"[^\p{L}\p{N}]+", "").replace("", None))
+    works_cited = refs.select(pl.coalesce("work", pl.col("title") + "|" + pl.col("year").cast(pl.Utf8)).alias("work"),
+                              name.alias("name")).unique("work").drop_nulls("name")
     namesakes = works_cited.select(pl.col("work").n_unique().over("name") > 1).to_series()
     grobid_id = refs.select((pl.col("grobid").struct.field("typed_doi") & pl.col("doi").is_not_null())
                             | pl.col("grobid").struct.field("arxiv_in").is_not_null()).to_series()

@@ -189,3 +189,23 @@ def test_bulk_bench_refuses_the_childs_idle_flag_before_anything_runs(tmp_path, 
     with pytest.raises(SystemExit) as stop:
         bulk_bench.main()
     assert stop.value.code == 2 and "--idle is the child's" in capsys.readouterr().err and ran == []
+
+
+def test_the_demo_bench_keeps_every_earlier_formats_values_beside_new_rows(tmp_path) -> None:  # noqa: ANN001
+    """A demo run rewrites the realism results with its rows and keeps what earlier world formats
+    measured (the docs' "before" column), whichever format measured it."""
+    import json
+
+    from benchmarks.demo_bench import save_realism
+
+    report, out = tmp_path / "report.json", tmp_path / "world_realism.json"
+    report.write_text(json.dumps({"rows": [{"id": "a", "world": 0.5}]}))
+    out.write_text(json.dumps({"rows": [{"id": "a", "world": 0.9}], "format7_before": {"a": 0.1}, "format7_note": "n7",
+                               "format8_before": {"b": 0.2}, "format8_note": "n8", "measured": "old"}))
+    run = {"when": "2026-11-30T00:00:00", "machine": "m", "facts": {"papers": 3, "seed": 7, "world": {"format": 9}}}
+    save_realism(report, out, run)
+    got = json.loads(out.read_text())
+    assert got["rows"] == [{"id": "a", "world": 0.5}] and got["measured"] == "2026-11-30"
+    assert {k: got[k] for k in ("format7_before", "format7_note", "format8_before", "format8_note")} == {
+        "format7_before": {"a": 0.1}, "format7_note": "n7", "format8_before": {"b": 0.2}, "format8_note": "n8"}
+    assert "world format 9" in got["command"]
